@@ -1,0 +1,71 @@
+/* image.h — tide_image: float32 pixels, a uint16 mask of named bits, optional variance.
+ *
+ * Pixels are stored row-major, x fastest; pixel (x, y) is at pix[y * stride + x]. Inside
+ * tide coordinates are 0-based pixel centres; catalogs and messages use FITS 1-based
+ * (see tide_pix_to_fits in coords.h). An image lives either on the host or on the device
+ * of the context that allocated it. */
+#ifndef TIDE_IMAGE_H
+#define TIDE_IMAGE_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tide_ctx;
+
+/** Mask bits. A pixel with any bit set is excluded from statistics unless a stage says
+ *  otherwise. Stages own their bits; new bits are added here so every bit has one meaning. */
+enum {
+    TIDE_MASK_NODATA = 1 << 0,    /**< BLANK, NaN or Inf in the input, or outside coverage */
+    TIDE_MASK_SATURATED = 1 << 1, /**< at or above the saturation level */
+    TIDE_MASK_BAD = 1 << 2,       /**< bad pixel or column from a bad-pixel mask */
+    TIDE_MASK_HOT = 1 << 3,       /**< isolated hot pixel */
+    TIDE_MASK_COLD = 1 << 4,      /**< isolated cold pixel */
+    TIDE_MASK_COSMIC = 1 << 5,    /**< cosmic-ray hit */
+    TIDE_MASK_BLEED = 1 << 6,     /**< bleed trail of a saturated star */
+    TIDE_MASK_EDGE = 1 << 7,      /**< too close to the frame edge for the stage at hand */
+    TIDE_MASK_INTERP = 1 << 8,    /**< value was interpolated (inpainted) */
+    TIDE_MASK_USER = 1 << 9       /**< set by the user's own mask */
+};
+
+/** Where an image's buffers live. */
+typedef enum { TIDE_HOST = 0, TIDE_DEVICE = 1 } tide_location;
+
+/** Optional planes requested at allocation. */
+enum { TIDE_IMAGE_MASK = 1, TIDE_IMAGE_VAR = 2 };
+
+/** A 2-D float32 image with optional mask and variance planes. */
+typedef struct tide_image {
+    int64_t width;          /**< pixels per row (NAXIS1) */
+    int64_t height;         /**< rows (NAXIS2) */
+    int64_t stride;         /**< elements between rows (>= width) */
+    float *pix;             /**< pixel values */
+    uint16_t *mask;         /**< mask bits or NULL */
+    float *var;             /**< variance or NULL */
+    tide_location location; /**< host or device */
+    int owns;               /**< 1 when tide_image_free must release the buffers */
+} tide_image;
+
+/** Allocate a zeroed width×height image (stride = width) on the host or on the context's
+ *  device, with the planes named in @p planes (TIDE_IMAGE_MASK | TIDE_IMAGE_VAR). */
+int tide_image_alloc(struct tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
+                     tide_location where, int planes);
+
+/** Release an image's buffers (if it owns them) and zero the struct. */
+void tide_image_free(struct tide_ctx *ctx, tide_image *im);
+
+/** Allocate @p dst like @p src (same planes and size) at @p where and copy every plane. */
+int tide_image_clone(struct tide_ctx *ctx, tide_image *dst, const tide_image *src,
+                     tide_location where);
+
+/** Copy the planes both images have; sizes must match, locations may differ. */
+int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
+
+/** Number of pixels (width × height). */
+static inline int64_t tide_image_npix(const tide_image *im) { return im->width * im->height; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/* memory.h — the host arena and the device memory pool.
+ *
+ * tide plans memory per frame shape (DESIGN §5): workspaces are taken once, before the hot
+ * path, from a host arena (bump allocation, freed all at once) or from the context's device
+ * pool (stream-ordered, memory kept by the pool between frames so steady state allocates
+ * nothing from the driver). Peak usage is tracked so benchmarks can report it. */
+#ifndef TIDE_MEMORY_H
+#define TIDE_MEMORY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tide_ctx;
+
+/* ---- host arena ------------------------------------------------------------------------ */
+
+/** A bump allocator over a list of blocks; every allocation is 64-byte aligned. */
+typedef struct tide_arena {
+    struct tide_arena_block *head; /**< newest block */
+    size_t block_size;             /**< default size of a new block [1 MiB] */
+    size_t used;                   /**< bytes handed out since the last reset */
+    size_t peak;                   /**< the most ever handed out between resets */
+} tide_arena;
+
+/** Prepare an empty arena whose blocks are at least @p block_size bytes (0 = 1 MiB). */
+void tide_arena_init(tide_arena *a, size_t block_size);
+
+/** Take @p bytes (64-byte aligned, uninitialised). Returns NULL (and records TIDE_E_NOMEM)
+ *  when the system is out of memory. */
+void *tide_arena_alloc(tide_arena *a, size_t bytes);
+
+/** Take @p n elements of @p size bytes, zeroed; NULL on overflow or out of memory. */
+void *tide_arena_calloc(tide_arena *a, size_t n, size_t size);
+
+/** Forget every allocation but keep the largest block for reuse. */
+void tide_arena_reset(tide_arena *a);
+
+/** Release every block. */
+void tide_arena_free(tide_arena *a);
+
+/* ---- device pool ----------------------------------------------------------------------- */
+
+/** Allocate @p bytes of device memory on the context's device and stream from its pool.
+ *  Returns TIDE_E_NODEVICE on a CPU context or a build without CUDA, TIDE_E_NOMEM when the
+ *  device (or the context's memory cap) is full. */
+int tide_device_alloc(struct tide_ctx *ctx, size_t bytes, void **ptr);
+
+/** Return memory taken with tide_device_alloc to the pool (stream-ordered). NULL is a no-op. */
+void tide_device_free(struct tide_ctx *ctx, void *ptr);
+
+/** Bytes currently allocated from the pool and the peak since the last reset. */
+void tide_device_usage(const struct tide_ctx *ctx, size_t *current, size_t *peak);
+
+/** Start a new peak measurement (peak = current). */
+void tide_device_reset_peak(struct tide_ctx *ctx);
+
+/** Copy @p bytes between host and device (or within either) on the context's stream and
+ *  wait for it. @p dst_on_device and @p src_on_device say where each pointer lives. */
+int tide_memcpy(struct tide_ctx *ctx, void *dst, int dst_on_device, const void *src,
+                int src_on_device, size_t bytes);
+
+/** Set @p bytes at @p ptr to zero (on the device when @p on_device, stream-ordered and waited
+ *  for). */
+int tide_memzero(struct tide_ctx *ctx, void *ptr, int on_device, size_t bytes);
+
+/** Page-locked host memory for fast transfers (plain malloc on a CPU context). */
+int tide_host_pinned_alloc(struct tide_ctx *ctx, size_t bytes, void **ptr);
+/** Free memory from tide_host_pinned_alloc. */
+void tide_host_pinned_free(struct tide_ctx *ctx, void *ptr);
+
+/** Wait until all work queued on the context's stream has finished (no-op on the CPU). */
+int tide_sync(struct tide_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

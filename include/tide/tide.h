@@ -1,0 +1,16 @@
+/* tide.h — the whole public API. Include this, or the module headers one by one. */
+#ifndef TIDE_TIDE_H
+#define TIDE_TIDE_H
+
+#include "tide/status.h"
+#include "tide/log.h"
+#include "tide/memory.h"
+#include "tide/image.h"
+#include "tide/table.h"
+#include "tide/ctx.h"
+#include "tide/timer.h"
+#include "tide/coords.h"
+#include "tide/header.h"
+#include "tide/reduce.h"
+
+#endif

@@ -1,0 +1,43 @@
+/* timer.h — per-stage timers. On a CUDA context a stage is timed with CUDA events on the
+ * context's stream (device time, not launch time); on the CPU with a monotonic clock. Timings
+ * accumulate per stage name in the context and can be listed for logs and benchmarks. */
+#ifndef TIDE_TIMER_H
+#define TIDE_TIMER_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tide_ctx;
+
+/** One running measurement. */
+typedef struct tide_timer {
+    const char *stage; /**< stage name (a string literal or one that outlives the timer) */
+    double t0;         /**< host start time, seconds */
+    void *ev0, *ev1;   /**< cudaEvent_t pair on a CUDA context */
+} tide_timer;
+
+/** Start timing @p stage. */
+int tide_timer_start(struct tide_ctx *ctx, tide_timer *t, const char *stage);
+
+/** Stop, add the elapsed milliseconds to the stage's total in the context, and return them
+ *  in *ms if non-NULL (waits for the stream on a CUDA context). */
+int tide_timer_stop(struct tide_ctx *ctx, tide_timer *t, double *ms);
+
+/** Number of stages timed so far. */
+int tide_timer_count(const struct tide_ctx *ctx);
+
+/** The i-th stage: its name, total milliseconds and number of calls. */
+int tide_timer_get(const struct tide_ctx *ctx, int i, const char **stage, double *total_ms,
+                   int *calls);
+
+/** Forget all stage totals. */
+void tide_timer_clear(struct tide_ctx *ctx);
+
+/** Host monotonic clock in seconds. */
+double tide_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,48 @@
+/* cli.h — what every `tide` subcommand shares: the common options, context creation, and
+ * turning a status into a message and an exit code.
+ *
+ * Exit codes: 0 success, 1 the work failed (bad input, I/O, no GPU...), 2 usage error. */
+#ifndef TIDE_CLI_H
+#define TIDE_CLI_H
+#include "tide/tide.h"
+
+/** Options every computing command takes. */
+typedef struct tide_cli_common {
+    tide_ctx_options ctx_opt; /**< --backend, --device, --threads, --log-level, --log-json */
+    int json;                 /**< --json: print results as one JSON document */
+} tide_cli_common;
+
+/** Defaults: auto backend, device 0, log level warn to stderr, text output. */
+void tide_cli_common_init(tide_cli_common *c);
+
+/** If argv[*i] is a common option, consume it (and its value, advancing *i) and return 1; return
+ *  0 if it is not one; return -1 after printing a usage message if its value is bad. */
+int tide_cli_common_option(tide_cli_common *c, const char *cmd, int argc, char **argv, int *i);
+
+/** Help text for the common options, for each command's --help. */
+extern const char *tide_cli_common_help;
+
+/** Create the context; on failure print the error and return NULL. */
+tide_ctx *tide_cli_make_ctx(const tide_cli_common *c, const char *cmd);
+
+/** Print "tide CMD: error: <what>: <detail>" to stderr and return exit code 1. */
+int tide_cli_fail(const char *cmd, int status);
+
+/** Print "tide CMD: <msg>" and a hint to run --help, return exit code 2. */
+int tide_cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/** Write @p s as a JSON string literal (quotes and escapes) to @p f. */
+void tide_cli_json_string(FILE *f, const char *s);
+
+/** Subcommands: each is int tide_cmd_NAME(int argc, char **argv) with argv[0] = "NAME". */
+int tide_cmd_info(int argc, char **argv);
+int tide_cmd_stats(int argc, char **argv);
+int tide_cmd_sim(int argc, char **argv);
+int tide_cmd_bench(int argc, char **argv);
+int tide_cmd_config(int argc, char **argv);
+
+#endif

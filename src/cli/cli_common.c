@@ -1,0 +1,114 @@
+/* cli_common.c — options shared by every computing command, errors and exit codes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *tide_cli_common_help =
+    "common options:\n"
+    "  --backend auto|cpu|cuda  where to compute [auto: the GPU when one is usable]\n"
+    "  --device N               CUDA device ordinal [0]\n"
+    "  --threads N              CPU threads, 0 = all cores [0]\n"
+    "  --json                   print results as JSON on stdout\n"
+    "  --log-level LEVEL        error, warn, info or debug [warn]\n"
+    "  --log-json               log as JSON lines on stderr\n"
+    "  --help                   this text\n";
+
+void tide_cli_common_init(tide_cli_common *c) {
+    memset(c, 0, sizeof *c);
+    c->ctx_opt.backend = TIDE_BACKEND_AUTO;
+    c->ctx_opt.log.stream = stderr;
+    c->ctx_opt.log.level = TIDE_LOG_WARN;
+}
+
+/* Parse a non-negative integer option value. */
+static int parse_count(const char *s, int *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || v > 1 << 20)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int tide_cli_common_option(tide_cli_common *c, const char *cmd, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    int takes_value = !strcmp(a, "--backend") || !strcmp(a, "--device") ||
+                      !strcmp(a, "--threads") || !strcmp(a, "--log-level");
+    if (!strcmp(a, "--json")) {
+        c->json = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--log-json")) {
+        c->ctx_opt.log.json = 1;
+        return 1;
+    }
+    if (!takes_value)
+        return 0;
+    if (*i + 1 >= argc) {
+        tide_cli_usage_error(cmd, "option %s needs a value", a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    int bad = 0;
+    if (!strcmp(a, "--backend"))
+        bad = tide_backend_parse(v, &c->ctx_opt.backend) != 0;
+    else if (!strcmp(a, "--device"))
+        bad = parse_count(v, &c->ctx_opt.device) != 0;
+    else if (!strcmp(a, "--threads"))
+        bad = parse_count(v, &c->ctx_opt.threads) != 0;
+    else if (!strcmp(a, "--log-level"))
+        bad = tide_log_level_parse(v, &c->ctx_opt.log.level) != 0;
+    if (bad) {
+        tide_cli_usage_error(cmd, "bad value '%s' for %s", v, a);
+        return -1;
+    }
+    return 1;
+}
+
+tide_ctx *tide_cli_make_ctx(const tide_cli_common *c, const char *cmd) {
+    tide_ctx *ctx = NULL;
+    int st = tide_ctx_create(&ctx, &c->ctx_opt);
+    if (st) {
+        tide_cli_fail(cmd, st);
+        return NULL;
+    }
+    return ctx;
+}
+
+int tide_cli_fail(const char *cmd, int status) {
+    const char *d = tide_error_detail();
+    if (d && d[0])
+        fprintf(stderr, "tide %s: error: %s: %s\n", cmd, tide_strerror(status), d);
+    else
+        fprintf(stderr, "tide %s: error: %s\n", cmd, tide_strerror(status));
+    return 1;
+}
+
+int tide_cli_usage_error(const char *cmd, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "tide %s: %s\n(tide %s --help lists the options)\n", cmd, msg, cmd);
+    return 2;
+}
+
+void tide_cli_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,50 @@
+/* main.c — the `tide` command: dispatch to one subcommand per file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} tide_command;
+
+/* Keep alphabetical; each entry lives in cmd_NAME.c. */
+static const tide_command commands[] = {
+    {"bench", tide_cmd_bench, "benchmark the compute primitives on CPU and GPU"},
+    {"config", tide_cmd_config, "show the resolved instrument configuration"},
+    {"info", tide_cmd_info, "describe a FITS file: HDUs, shape, compression, WCS, key values"},
+    {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
+    {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
+};
+static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
+
+static void print_help(FILE *f) {
+    fprintf(f, "tide %s — GPU-native astronomical imaging pipeline\n\n", TIDE_VERSION_STRING);
+    fprintf(f, "usage: tide COMMAND [OPTIONS] [ARGS]\n       tide COMMAND --help\n\ncommands:\n");
+    for (int i = 0; i < ncommands; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nA frame is FILE, FILE[N] (HDU number, 0 = primary) or FILE[EXTNAME]; without a\n"
+               "selector the first HDU that holds an image is used.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        print_help(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tide %s\n", TIDE_VERSION_STRING);
+        return 0;
+    }
+    for (int i = 0; i < ncommands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tide: unknown command '%s' (tide --help lists them)\n", argv[1]);
+    return 2;
+}
