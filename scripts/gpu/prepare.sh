@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# prepare.sh — here, on the build machine: build tide with the CUDA backend for sm_90 (+PTX),
+# and gather what the GPU machine lacks (cfitsio, wcslib, FFTW, jansson...) and the real test
+# data into .gpu/, so `device run` with carry [".gpu"] can run scripts/gpu/run.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DTIDE_SHARED_DATA=/nonexistent >/dev/null
+cmake --build build-gpu -j"$(nproc)"
+grep -q 'TIDE_HAVE_CUDA' build-gpu/CMakeFiles/tide_obj.dir/flags.make \
+  || { echo "prepare: build-gpu has no CUDA backend" >&2; exit 1; }
+rm -rf .gpu && mkdir -p .gpu
+../shared/device/bundle-libs.sh .gpu build-gpu/tide build-gpu/tests/test_* build-gpu/libtide.so
+mkdir -p .gpu/bin
+cp build-gpu/tide build-gpu/tests/test_* .gpu/bin/
+cp -P build-gpu/libtide.so* .gpu/lib/
+cp -r ../shared/data .gpu/data
+du -sh .gpu | awk '{print "prepare: " $2 " " $1}'

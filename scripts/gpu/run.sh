@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# run.sh — there, on the GPU machine (repository root, carried .gpu/): run every
+# test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/tide-gpu-out}
+mkdir -p "$out"
+root=$PWD
+export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
+export TIDE_SHARED_DATA=$root/.gpu/data
+{
+  echo "# tide GPU run"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo
+} > "$out/report.md"
+
+# Every C test program (unit + GPU agreement); Python peer tests need Debian's astropy, which
+# the GPU machine lacks, so they run in CI instead.
+fail=0
+echo "## tests" >> "$out/report.md"
+for t in .gpu/bin/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  (cd .gpu/bin && TIDE_BIN=$root/.gpu/bin/tide TIDE_LIB=$root/.gpu/lib/libtide.so \
+     timeout 300 "./$name") > "$out/$name.log" 2>&1
+  rc=$?
+  case $rc in 0) r=pass ;; 77) r=skip ;; *) r="FAIL($rc)"; fail=1 ;; esac
+  echo "- $name: $r" >> "$out/report.md"
+  [ "$r" = pass ] || tail -20 "$out/$name.log" >> "$out/report.md"
+done
+tar czf "$out/test-logs.tgz" -C "$out" $(cd "$out" && ls test_*.log) 2>/dev/null && rm -f "$out"/test_*.log
+
+echo >> "$out/report.md"
+echo "## benchmarks" >> "$out/report.md"
+.gpu/bin/tide bench --backend cuda --json "$out/bench-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+.gpu/bin/tide bench --backend cpu --threads 16 --sizes 2048x2048,4787x3193 \
+  --json "$out/bench-cpu.json" >> "$out/report.md" 2>&1 || fail=1
+echo "## simulator" >> "$out/report.md"
+TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
+{ time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \
+    --json; } >> "$out/report.md" 2>&1 || fail=1
+cat "$out/report.md"
+exit $fail

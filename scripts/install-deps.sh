@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# install-deps.sh — install the Debian 12 packages tide builds with and tests against.
+# Idempotent: asks apt only for what is missing. Needs root (or sudo) when something is.
+set -euo pipefail
+
+# Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
+build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
+            libjansson-dev)
+# Peers the tests compare against (DESIGN §8).
+peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep
+           source-extractor)
+
+missing=()
+for p in "${build_pkgs[@]}" "${peer_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
