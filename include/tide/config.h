@@ -67,15 +67,15 @@ typedef enum {
 
 /** One key of the built-in schema. */
 typedef struct tide_config_key {
-    const char *section;   /**< "camera" */
-    const char *name;      /**< "gain" */
+    const char *section; /**< "camera" */
+    const char *name;    /**< "gain" */
     tide_config_type type;
-    const char *fallback;  /**< built-in default as --set text ("1.0", "3,5,8"); NULL = unset */
-    double lo, hi;         /**< valid range of numbers, integers and array elements (inclusive
-                                unless lo_open); -INFINITY / INFINITY = unbounded */
-    int lo_open;           /**< 1: the value must be strictly greater than lo */
-    const char *unit;      /**< "e-/ADU", "pixel", "" */
-    const char *doc;       /**< one line: what the key means */
+    const char *fallback; /**< built-in default as --set text ("1.0", "3,5,8"); NULL = unset */
+    double lo, hi;        /**< valid range of numbers, integers and array elements (inclusive
+                               unless lo_open); -INFINITY / INFINITY = unbounded */
+    int lo_open;          /**< 1: the value must be strictly greater than lo */
+    const char *unit;     /**< "e-/ADU", "pixel", "" */
+    const char *doc;      /**< one line: what the key means */
 } tide_config_key;
 
 /** Where a key's current value came from. */
@@ -133,8 +133,8 @@ int tide_config_find_default(char *out, size_t outlen);
 /** How tide_config_load builds a configuration. Zero-initialised: search default.json, no
  *  instrument file, no overrides. */
 typedef struct tide_config_load_options {
-    const char *default_path;    /**< default.json to use; NULL = search; "" = none [NULL] */
-    const char *instrument_path; /**< INSTRUMENT.json; NULL = none [NULL] */
+    const char *default_path;     /**< default.json to use; NULL = search; "" = none [NULL] */
+    const char *instrument_path;  /**< INSTRUMENT.json; NULL = none [NULL] */
     const char *const *overrides; /**< "section.key=value" strings [NULL] */
     int noverrides;               /**< how many [0] */
 } tide_config_load_options;

@@ -11,6 +11,12 @@
 #include "tide/timer.h"
 #include "tide/coords.h"
 #include "tide/header.h"
+#include "tide/fits.h"
+#include "tide/config.h"
+#include "tide/instrument.h"
+#include "tide/fft.h"
+#include "tide/wcs.h"
 #include "tide/reduce.h"
+#include "tide/sim.h"
 
 #endif

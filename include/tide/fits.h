@@ -1,0 +1,133 @@
+/* fits.h — FITS images and binary tables through cfitsio.
+ *
+ * A frame is named by a cfitsio "spec": FILE, FILE[N] (HDU number, 0 = primary), FILE[EXTNAME],
+ * optionally followed by an image section, FILE[1][1:512,1:512] (FITS 1-based, inclusive; the
+ * header's CRPIX then refers to the section). Without an HDU selector the first HDU that holds
+ * an image is used: an empty primary (NAXIS = 0) is skipped, and a tile-compressed image (a
+ * BINTABLE with ZIMAGE = T, as fpack writes) counts as an image.
+ *
+ * HDU numbers in messages and in tide_fits_hdu.index are 0-based, as in the FILE[N] syntax.
+ * Every error detail names the file and, when one is involved, the HDU.
+ *
+ * Writes are atomic: the file is written under a temporary name in the target directory and
+ * renamed over the target only when complete; on any failure the temporary file is removed and
+ * the target is untouched. */
+#ifndef TIDE_FITS_H
+#define TIDE_FITS_H
+#include <stdint.h>
+
+#include "tide/ctx.h"
+#include "tide/header.h"
+#include "tide/image.h"
+#include "tide/table.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Read a 2-D image HDU into a new host image with a mask plane.
+ *
+ *  Every BITPIX (8, 16, 32, 64, -32, -64) is read, with BSCALE/BZERO applied, into float32
+ *  (values are converted once, from the stored type, with cfitsio's double-precision scaling).
+ *  Pixels equal to BLANK (ZBLANK for compressed images), NaN or ±Inf become NaN and get
+ *  TIDE_MASK_NODATA; all other mask bits are 0. Tile-compressed images (RICE_1, GZIP_1,
+ *  GZIP_2, HCOMPRESS_1, PLIO_1, and quantized floats with NO_DITHER, SUBTRACTIVE_DITHER_1 or
+ *  _2) decode exactly as cfitsio's funpack does. Extra axes of length 1 are allowed (NAXIS3 = 1).
+ *  When the primary HDU of a file written by tide_fits_write_image is read (no section), its
+ *  MASK bits and VAR plane are read back too (keywords TIDEMASK / TIDEVAR name their HDUs).
+ *
+ *  @param ctx   context (may be NULL: only host memory is used)
+ *  @param spec  FILE, FILE[N], FILE[EXTNAME], each optionally with a [x1:x2,y1:y2] section
+ *  @param im    receives the image (overwritten; free with tide_image_free)
+ *  @param hdr   if non-NULL, receives the HDU's header (overwritten, not freed first; free with
+ *               tide_header_free). For a compressed image it is the uncompressed image's header.
+ *  @return 0; TIDE_E_NOTFOUND (no such file, HDU or no image HDU), TIDE_E_FORMAT (not FITS,
+ *          truncated, a table where an image is expected), TIDE_E_EMPTY (NAXIS = 0 or a zero
+ *          axis), TIDE_E_UNSUPPORTED (1-D image, cube with more than one plane), TIDE_E_IO,
+ *          TIDE_E_NOMEM. On failure *im is zeroed and *hdr is empty. */
+int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr);
+
+/** Locate the image HDU tide_fits_read_image would read and return its header without reading
+ *  pixels. Same rules and errors as tide_fits_read_image.
+ *  @param hdr    if non-NULL, receives the header (overwritten; free with tide_header_free)
+ *  @param hdu    if non-NULL, receives the 0-based HDU number
+ *  @param width  if non-NULL, receives NAXIS1 (of the section, if any)
+ *  @param height if non-NULL, receives NAXIS2 */
+int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
+                                int64_t *height);
+
+/** Write a host image atomically: primary HDU float32 (BITPIX = -32) with the cards of @p hdr
+ *  (structural and compression keywords of @p hdr are dropped and rewritten), then, when the
+ *  image has them, extension "MASK" (uint16 bits: BITPIX 16, BZERO 32768; BITn keywords name
+ *  the bits) and extension "VAR" (float32 variance). The primary gets TIDEMASK / TIDEVAR
+ *  naming those HDUs. An existing @p path is replaced.
+ *  @param path plain file name (no cfitsio syntax; "!" is not needed)
+ *  @param hdr  may be NULL
+ *  @return 0; TIDE_E_INVAL (device image, no pixels), TIDE_E_IO (cannot create, write or
+ *          rename; detail names the path) */
+int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr);
+
+/** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
+ *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map
+ *  F64→D, F32→E, I64→K, I32→J, I16→I, U8→B, STR→A (repeat = string width); repeat > 1 makes a
+ *  vector column (e.g. 8D). The cards of @p hdr (may be NULL) go into the table HDU's header,
+ *  minus structural and column keywords.
+ *  @param extname EXTNAME of the table HDU; NULL or "" = none */
+int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
+                          const char *extname);
+
+/** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
+ *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /
+ *  TSCAL applied: B→U8, signed bytes and I→I16, unsigned 16-bit and J→I32, unsigned 32-bit and
+ *  K→I64, E (or scaled 16-bit)→F32, D (or scaled 32/64-bit)→F64, A→STR, L→U8 (1 = true).
+ *  Bit (X), complex and variable-length columns are TIDE_E_UNSUPPORTED, naming the column.
+ *  @param t   receives the table (overwritten; free with tide_table_free)
+ *  @param hdr if non-NULL, receives the table HDU's header (overwritten) */
+int tide_fits_read_table(const char *spec, tide_table *t, tide_header *hdr);
+
+/** Kinds of HDU in an inventory. */
+typedef enum {
+    TIDE_HDU_EMPTY = 0,      /**< image HDU with NAXIS = 0 (typically an empty primary) */
+    TIDE_HDU_IMAGE = 1,      /**< image array */
+    TIDE_HDU_COMPRESSED = 2, /**< tile-compressed image (a BINTABLE holding an image) */
+    TIDE_HDU_BINTABLE = 3,   /**< binary table */
+    TIDE_HDU_ASCIITABLE = 4  /**< ASCII table */
+} tide_hdu_kind;
+
+/** One HDU of a file, as `tide info` lists it. */
+typedef struct tide_fits_hdu {
+    int index;          /**< 0-based HDU number (FILE[N]) */
+    tide_hdu_kind kind;
+    char extname[72];   /**< EXTNAME or "" */
+    int extver;         /**< EXTVER [1] */
+    int bitpix;         /**< image BITPIX (the original one for a compressed image); 8 for tables */
+    int naxis;          /**< image axes (0 for tables) */
+    int64_t naxes[9];   /**< image axis lengths, naxes[0] = NAXIS1 */
+    int64_t nrows;      /**< tables: rows */
+    int ncols;          /**< tables: columns */
+    double bscale, bzero; /**< image scaling [1, 0] */
+    int has_blank;      /**< image: BLANK (or ZBLANK) present */
+    char compression[24]; /**< ZCMPTYPE ("RICE_1", ...) or "" */
+    int64_t tile[9];    /**< compressed: ZTILEn */
+    char quantize[24];  /**< compressed float: ZQUANTIZ ("NO_DITHER", "SUBTRACTIVE_DITHER_1"...) */
+    int64_t data_bytes; /**< bytes of the data unit as stored (without padding) */
+} tide_fits_hdu;
+
+/** List every HDU of the file named by @p spec (any selector or section is ignored). A
+ *  truncated file is an error (TIDE_E_FORMAT naming the HDU whose data run past the end).
+ *  @param hdus receives a malloc'd array (caller frees with free())
+ *  @param nhdu receives its length */
+int tide_fits_inventory(const char *spec, tide_fits_hdu **hdus, int *nhdu);
+
+/** The header of HDU @p hdu (0-based) of the file named by @p spec (its selector, if any, is
+ *  ignored), whatever the HDU holds; the uncompressed view for a compressed image.
+ *  @param hdr receives the header (overwritten; free with tide_header_free) */
+int tide_fits_read_hdu_header(const char *spec, int hdu, tide_header *hdr);
+
+/** "empty", "image", "compressed image", "bintable", "table". */
+const char *tide_hdu_kind_name(tide_hdu_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

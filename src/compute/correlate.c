@@ -1,0 +1,306 @@
+/* correlate.c — FFT correlation of one frame with many small kernels: the algorithm, once,
+ * for both backends.
+ *
+ * Per frame: pad (one pass) -> forward R2C of the padded frame (shared by all kernels) ->
+ * per kernel: product with the kernel's spectrum (one fused pass) -> inverse C2R -> crop.
+ * Padded axes are tide_fft_good_size(W + kw - 1) so the circular result is the linear one.
+ * The kernels' spectra come from small separable tables (correlate_kernels.h) built here in
+ * double precision, once per correlator. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/correlate_kernels.h"
+#include "compute/fft_kernels.h"
+#include "tide/ctx.h"
+#include "tide/fft.h"
+#include "tide/memory.h"
+#include "tide/status.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* exp(+s 2 pi i t / n) for an integer phase t, reduced mod n first so the argument is exact. */
+static void twiddle(int64_t t, int64_t n, int sign, double *re, double *im) {
+    int64_t m = t % n;
+    if (m < 0)
+        m += n;
+    double a = 2.0 * M_PI * (double)m / (double)n;
+    *re = cos(a);
+    *im = sign * sin(a);
+}
+
+/* Build rows (nk * kh * cw complex) and cols (py * kh complex) on the host. */
+static int build_tables(const struct tide_correlator *c, float *rows, float *cols) {
+    int sign = c->opt.convolve ? -1 : 1;
+    double *tw = malloc((size_t)(c->cw * c->kw) * 2 * sizeof(double));
+    if (!tw)
+        return tide_error(TIDE_E_NOMEM, "correlation twiddle table");
+    for (int64_t u = 0; u < c->cw; u++)
+        for (int64_t i = 0; i < c->kw; i++)
+            twiddle(u * (i - c->rx), c->px, sign, &tw[2 * (u * c->kw + i)],
+                    &tw[2 * (u * c->kw + i) + 1]);
+    for (int k = 0; k < c->nk; k++) {
+        const float *ker = c->kernels + (size_t)k * (size_t)(c->kw * c->kh);
+        for (int64_t j = 0; j < c->kh; j++) {
+            float *r = rows + 2 * ((k * c->kh + j) * c->cw);
+            for (int64_t u = 0; u < c->cw; u++) {
+                double re = 0.0, im = 0.0;
+                const double *t = tw + 2 * u * c->kw;
+                for (int64_t i = 0; i < c->kw; i++) {
+                    double kv = ker[j * c->kw + i];
+                    re += kv * t[2 * i];
+                    im += kv * t[2 * i + 1];
+                }
+                r[2 * u] = (float)re;
+                r[2 * u + 1] = (float)im;
+            }
+        }
+    }
+    free(tw);
+    double scale = 1.0 / ((double)c->px * (double)c->py);
+    for (int64_t v = 0; v < c->py; v++)
+        for (int64_t j = 0; j < c->kh; j++) {
+            double re, im;
+            twiddle(v * (j - c->ry), c->py, sign, &re, &im);
+            cols[2 * (v * c->kh + j)] = (float)(re * scale);
+            cols[2 * (v * c->kh + j) + 1] = (float)(im * scale);
+        }
+    return TIDE_OK;
+}
+
+static int check_args(int64_t width, int64_t height, int nk, const float *const *kernels,
+                      int64_t kw, int64_t kh) {
+    if (width < 1 || height < 1)
+        return tide_error(TIDE_E_INVAL, "correlate: frame size %lld x %lld is not positive",
+                          (long long)width, (long long)height);
+    if (nk < 1 || !kernels)
+        return tide_error(TIDE_E_INVAL, "correlate: %d kernels given; need at least one", nk);
+    if (kw < 1 || kh < 1 || kw % 2 == 0 || kh % 2 == 0)
+        return tide_error(TIDE_E_INVAL, "correlate: kernel size %lld x %lld must be odd",
+                          (long long)kw, (long long)kh);
+    for (int k = 0; k < nk; k++) {
+        if (!kernels[k])
+            return tide_error(TIDE_E_INVAL, "correlate: kernel %d is NULL", k);
+        for (int64_t i = 0; i < kw * kh; i++)
+            if (!isfinite(kernels[k][i]))
+                return tide_error(TIDE_E_INVAL, "correlate: kernel %d has a non-finite value at "
+                                  "(%lld, %lld)", k, (long long)(i % kw), (long long)(i / kw));
+    }
+    return TIDE_OK;
+}
+
+int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
+                           const float *const *kernels, int64_t kw, int64_t kh,
+                           const tide_correlate_options *opt, tide_correlator **out) {
+    *out = NULL;
+    int st = check_args(width, height, nk, kernels, kw, kh);
+    if (st)
+        return st;
+    struct tide_correlator *c = calloc(1, sizeof *c);
+    if (!c)
+        return tide_error(TIDE_E_NOMEM, "correlator");
+    c->backend = ctx->backend;
+    c->w = width;
+    c->h = height;
+    c->kw = kw;
+    c->kh = kh;
+    c->rx = kw / 2;
+    c->ry = kh / 2;
+    c->px = tide_fft_good_size(width + kw - 1);
+    c->py = tide_fft_good_size(height + kh - 1);
+    c->cw = tide_fft_complex_width(c->px);
+    c->pitch = tide_fft_row_pitch(c->px);
+    c->nk = nk;
+    if (opt)
+        c->opt = *opt;
+    if (c->opt.pad != TIDE_PAD_ZERO && c->opt.pad != TIDE_PAD_REFLECT) {
+        int pad = (int)c->opt.pad;
+        free(c);
+        return tide_error(TIDE_E_INVAL, "correlate: unknown padding mode %d", pad);
+    }
+    size_t kn = (size_t)(kw * kh);
+    c->kernels = malloc((size_t)nk * kn * sizeof(float));
+    float *rows_h = malloc((size_t)(nk * kh * c->cw) * 2 * sizeof(float));
+    float *cols_h = malloc((size_t)(c->py * kh) * 2 * sizeof(float));
+    if (!c->kernels || !rows_h || !cols_h) {
+        st = tide_error(TIDE_E_NOMEM, "correlator tables");
+        goto fail;
+    }
+    for (int k = 0; k < nk; k++)
+        memcpy(c->kernels + (size_t)k * kn, kernels[k], kn * sizeof(float));
+    if ((st = build_tables(c, rows_h, cols_h)))
+        goto fail;
+    int64_t nrows = nk * kh * c->cw * 2, ncols = c->py * kh * 2;
+    int on_dev = ctx->backend == TIDE_BACKEND_CUDA;
+    if ((st = tide_fft_buffer_alloc(ctx, nrows, &c->rows)) ||
+        (st = tide_fft_buffer_alloc(ctx, ncols, &c->cols)) ||
+        (st = tide_memcpy(ctx, c->rows, on_dev, rows_h, 0, (size_t)nrows * sizeof(float))) ||
+        (st = tide_memcpy(ctx, c->cols, on_dev, cols_h, 0, (size_t)ncols * sizeof(float))))
+        goto fail;
+    if ((st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, c->px, c->py, 1, &c->fwd)) ||
+        (st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, c->px, c->py, 1, &c->inv)))
+        goto fail;
+    int64_t nbuf = c->py * c->pitch;
+    if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->X)))
+        goto fail;
+    if (nk == 1)
+        c->Y = c->X; /* the product can overwrite the frame's spectrum: nobody else needs it */
+    else if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->Y)))
+        goto fail;
+    if ((st = TIDE_DISPATCH(ctx, tide_corr_prepare, c)))
+        goto fail;
+    free(rows_h);
+    free(cols_h);
+    tide_log(&ctx->log, TIDE_LOG_DEBUG, "correlate",
+             "%lld x %lld frame, %d kernel(s) %lld x %lld: padded to %lld x %lld",
+             (long long)width, (long long)height, nk, (long long)kw, (long long)kh,
+             (long long)c->px, (long long)c->py);
+    *out = c;
+    return TIDE_OK;
+fail:
+    free(rows_h);
+    free(cols_h);
+    tide_correlator_free(ctx, c);
+    return st;
+}
+
+void tide_correlator_free(tide_ctx *ctx, tide_correlator *c) {
+    if (!c)
+        return;
+    if (c->Y != c->X)
+        tide_fft_buffer_free(ctx, c->Y);
+    tide_fft_buffer_free(ctx, c->X);
+    tide_fft_buffer_free(ctx, c->rows);
+    tide_fft_buffer_free(ctx, c->cols);
+    tide_fft_buffer_free(ctx, c->spec);
+    free(c->kernels);
+    free(c);
+}
+
+void tide_correlator_shape(const tide_correlator *c, int64_t *px, int64_t *py) {
+    if (px)
+        *px = c->px;
+    if (py)
+        *py = c->py;
+}
+
+/* Allocate missing outputs where @p where says; check the given ones. */
+static int prepare_outputs(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out,
+                           tide_location where) {
+    for (int k = 0; k < c->nk; k++) {
+        tide_image *o = &out[k];
+        if (!o->pix) {
+            int st = tide_image_alloc(ctx, o, c->w, c->h, where, 0);
+            if (st)
+                return st;
+            continue;
+        }
+        if (o->width != c->w || o->height != c->h || o->stride < o->width)
+            return tide_error(TIDE_E_INVAL, "correlate: output %d is %lld x %lld, frame is "
+                              "%lld x %lld", k, (long long)o->width, (long long)o->height,
+                              (long long)c->w, (long long)c->h);
+        if (o->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
+            return tide_error(TIDE_E_INVAL, "correlate: output %d is on the device but the "
+                              "context is a CPU one", k);
+    }
+    return TIDE_OK;
+}
+
+static int run_device_input(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
+                            tide_image *out) {
+    int st = TIDE_DISPATCH(ctx, tide_corr_pad, c, in);
+    if (!st)
+        st = tide_fft_execute(ctx, c->fwd, c->X);
+    for (int k = 0; k < c->nk && !st; k++) {
+        st = TIDE_DISPATCH(ctx, tide_corr_multiply, c, k);
+        if (!st)
+            st = tide_fft_execute(ctx, c->inv, c->Y);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_corr_crop, c, &out[k]);
+    }
+    if (!st)
+        st = tide_sync(ctx);
+    return st;
+}
+
+int tide_correlator_run(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
+                        tide_image *out) {
+    if (!c || !in || !in->pix || !out)
+        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator, input or outputs");
+    if (c->backend != ctx->backend)
+        return tide_error(TIDE_E_INVAL, "correlate: correlator made for another backend");
+    if (in->width != c->w || in->height != c->h || in->stride < in->width)
+        return tide_error(TIDE_E_INVAL, "correlate: input is %lld x %lld, correlator expects "
+                          "%lld x %lld", (long long)in->width, (long long)in->height,
+                          (long long)c->w, (long long)c->h);
+    if (in->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_error(TIDE_E_INVAL, "correlate: device input on a CPU context");
+    int st = prepare_outputs(ctx, c, out, in->location);
+    if (st)
+        return st;
+    if (ctx->backend == TIDE_BACKEND_CUDA && in->location == TIDE_HOST) {
+        /* Upload once; the pad kernel reads the device copy. */
+        tide_image dev;
+        if ((st = tide_image_clone(ctx, &dev, in, TIDE_DEVICE)))
+            return st;
+        st = run_device_input(ctx, c, &dev, out);
+        tide_image_free(ctx, &dev);
+        return st;
+    }
+    return run_device_input(ctx, c, in, out);
+}
+
+/* Does @p c serve this request unchanged? */
+static int correlator_matches(const struct tide_correlator *c, const tide_ctx *ctx,
+                              int64_t w, int64_t h, int nk, const float *const *kernels,
+                              int64_t kw, int64_t kh, const tide_correlate_options *opt) {
+    if (c->backend != ctx->backend || c->w != w || c->h != h || c->nk != nk || c->kw != kw ||
+        c->kh != kh || c->opt.pad != opt->pad || !c->opt.convolve != !opt->convolve ||
+        c->opt.mask_bits != opt->mask_bits)
+        return 0;
+    size_t kn = (size_t)(kw * kh);
+    for (int k = 0; k < nk; k++)
+        if (memcmp(c->kernels + (size_t)k * kn, kernels[k], kn * sizeof(float)))
+            return 0;
+    return 1;
+}
+
+int tide_correlate(tide_ctx *ctx, const tide_image *in, int nk, const float *const *kernels,
+                   int64_t kw, int64_t kh, const tide_correlate_options *opt,
+                   tide_image *out) {
+    tide_correlate_options o;
+    memset(&o, 0, sizeof o);
+    if (opt)
+        o = *opt;
+    if (!in)
+        return tide_error(TIDE_E_INVAL, "correlate: NULL input");
+    int st = check_args(in->width, in->height, nk, kernels, kw, kh);
+    if (st)
+        return st;
+    struct tide_correlator *c = tide_fft_cache_take_correlator(ctx);
+    if (c && !correlator_matches(c, ctx, in->width, in->height, nk, kernels, kw, kh, &o)) {
+        /* Free first: a 151 MP frame's buffers should not exist twice. */
+        tide_correlator_free(ctx, c);
+        c = NULL;
+    }
+    if (!c && (st = tide_correlator_create(ctx, in->width, in->height, nk, kernels, kw, kh, &o,
+                                           &c)))
+        return st;
+    st = tide_correlator_run(ctx, c, in, out);
+    int keep = tide_fft_cache_keep_correlator(ctx, c);
+    if (keep)
+        tide_correlator_free(ctx, c);
+    return st ? st : keep;
+}
+
+int tide_convolve(tide_ctx *ctx, const tide_image *in, int nk, const float *const *kernels,
+                  int64_t kw, int64_t kh, const tide_correlate_options *opt, tide_image *out) {
+    tide_correlate_options o;
+    memset(&o, 0, sizeof o);
+    if (opt)
+        o = *opt;
+    o.convolve = 1;
+    return tide_correlate(ctx, in, nk, kernels, kw, kh, &o, out);
+}

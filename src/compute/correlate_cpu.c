@@ -1,0 +1,98 @@
+/* correlate_cpu.c — the CPU kernels of FFT correlation: OpenMP loops over rows.
+ *
+ * Unlike the GPU, which rebuilds each kernel's spectrum on the fly from the compact tables
+ * (arithmetic is cheap there, memory traffic is not), the CPU expands the full spectra once per
+ * correlator: kh complex multiply-adds per element per call would cost more than streaming
+ * the stored spectrum. */
+#include <string.h>
+
+#include "compute/correlate_kernels.h"
+#include "compute/correlate_math.h"
+#include "tide/status.h"
+
+int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
+    int64_t per = c->py * c->cw * 2;
+    int st = tide_fft_buffer_alloc(ctx, per * c->nk, &c->spec);
+    if (st)
+        return st;
+    const int64_t cw = c->cw, kh = c->kh, py = c->py;
+    for (int k = 0; k < c->nk; k++) {
+        const float *rows = c->rows + 2 * (k * kh * cw);
+        float *spec = c->spec + per * k;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+        for (int64_t v = 0; v < py; v++) {
+            const float *t = c->cols + 2 * v * kh;
+            float *s = spec + 2 * v * cw;
+            for (int64_t u = 0; u < cw; u++) {
+                float re = 0.0f, im = 0.0f;
+                for (int64_t j = 0; j < kh; j++)
+                    tide_corr_cmac(&re, &im, rows[2 * (j * cw + u)], rows[2 * (j * cw + u) + 1],
+                                   t[2 * j], t[2 * j + 1]);
+                s[2 * u] = re;
+                s[2 * u + 1] = im;
+            }
+        }
+    }
+    return TIDE_OK;
+}
+
+int tide_corr_pad_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in) {
+    const int64_t w = c->w, h = c->h, rx = c->rx, ry = c->ry, px = c->px, pitch = c->pitch;
+    const int reflect = c->opt.pad == TIDE_PAD_REFLECT;
+    const uint16_t bits = c->opt.mask_bits;
+    const float *pix = in->pix;
+    const uint16_t *mask = in->mask;
+    const int64_t stride = in->stride;
+    float *X = c->X;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+    for (int64_t b = 0; b < c->py; b++) {
+        float *row = X + b * pitch;
+        int64_t y = b - ry;
+        if (y >= 0 && y < h) {
+            /* Interior row: the common case, a straight copy with cleaning. */
+            const float *src = pix + y * stride;
+            const uint16_t *msk = mask ? mask + y * stride : NULL;
+            for (int64_t x = 0; x < w; x++)
+                row[rx + x] = tide_corr_clean(src[x], msk ? msk[x] : 0, bits);
+            for (int64_t a = 0; a < rx; a++) {
+                int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, reflect);
+                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
+            }
+            for (int64_t a = rx + w; a < pitch; a++) {
+                int64_t s = a < px ? tide_corr_source(a, b, w, h, rx, ry, stride, reflect) : -1;
+                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
+            }
+        } else {
+            for (int64_t a = 0; a < pitch; a++) {
+                int64_t s = a < px ? tide_corr_source(a, b, w, h, rx, ry, stride, reflect) : -1;
+                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
+            }
+        }
+    }
+    return TIDE_OK;
+}
+
+int tide_corr_multiply_cpu(tide_ctx *ctx, const struct tide_correlator *c, int k) {
+    const int64_t cw = c->cw, pitch = c->pitch;
+    const float *spec = c->spec + (int64_t)k * c->py * cw * 2;
+    const float *B = c->X;
+    float *C = c->Y;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+    for (int64_t v = 0; v < c->py; v++) {
+        const float *b = B + v * pitch, *s = spec + 2 * v * cw;
+        float *o = C + v * pitch;
+        for (int64_t u = 0; u < cw; u++)
+            tide_corr_cmul(b[2 * u], b[2 * u + 1], s[2 * u], s[2 * u + 1], &o[2 * u],
+                           &o[2 * u + 1]);
+    }
+    return TIDE_OK;
+}
+
+int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out) {
+    const int64_t w = c->w, pitch = c->pitch;
+    const float *Y = c->Y + c->ry * pitch + c->rx;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+    for (int64_t y = 0; y < c->h; y++)
+        memcpy(out->pix + y * out->stride, Y + y * pitch, (size_t)w * sizeof(float));
+    return TIDE_OK;
+}

@@ -1,0 +1,179 @@
+/* correlate_cuda.cu — the CUDA kernels of FFT correlation.
+ *
+ * The costs that matter on a 151 MP frame are memory passes, so: padding is one pass that
+ * writes the whole padded buffer (halo, reflection, NaN/mask zeroing included); the product
+ * rebuilds H_k(u, v) = sum_j rows[j][u] cols[v][j] in registers from tables that sit in shared
+ * memory and L1 (kh complex multiply-adds per element, no spectrum in memory), so it costs one
+ * read and one write of the half-spectrum; cropping is one pass into a device output, or a 2-D
+ * memcpy straight into a host output. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "compute/correlate_kernels.h"
+#include "compute/correlate_math.h"
+#include "core/cuda_check.h"
+#include "tide/status.h"
+
+#define PAD_THREADS 256
+#define PAD_ELEMS 8     /* elements per thread in the streaming kernels */
+#define TILE_U 32      /* half-spectrum columns per block (one warp wide) */
+#define BLOCK_ROWS 8   /* warps per block */
+#define ROWS_PER_THREAD 8
+#define JCHUNK 32      /* kernel rows of the table staged in shared memory at a time */
+
+/* Each thread handles PAD_ELEMS elements of one padded row, loading them all before storing
+ * any so that enough bytes are in flight to stream at full bandwidth. */
+__global__ void corr_pad_kernel(float *__restrict__ X, const float *__restrict__ pix,
+                                const uint16_t *__restrict__ mask, int64_t w, int64_t h,
+                                int64_t rx, int64_t ry, int64_t stride, int64_t px, int64_t py,
+                                int64_t pitch, int reflect, uint16_t bits) {
+    const int64_t a0 = (int64_t)blockIdx.x * (PAD_THREADS * PAD_ELEMS) + threadIdx.x;
+    for (int64_t b = blockIdx.y; b < py; b += gridDim.y) {
+        float v[PAD_ELEMS];
+#pragma unroll
+        for (int e = 0; e < PAD_ELEMS; e++) {
+            const int64_t a = a0 + e * PAD_THREADS;
+            v[e] = 0.0f;
+            if (a < px) {
+                const int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, reflect);
+                if (s >= 0)
+                    v[e] = tide_corr_clean(pix[s], mask ? mask[s] : (uint16_t)0, bits);
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < PAD_ELEMS; e++) {
+            const int64_t a = a0 + e * PAD_THREADS;
+            if (a < pitch)
+                X[b * pitch + a] = v[e];
+        }
+    }
+}
+
+/* out[y][x] = Y[y + ry][x + rx]: the crop for device outputs, PAD_ELEMS per thread. */
+__global__ void corr_crop_kernel(float *__restrict__ out, int64_t ostride,
+                                 const float *__restrict__ Y, int64_t pitch, int64_t w,
+                                 int64_t h, int64_t rx, int64_t ry) {
+    const int64_t x0 = (int64_t)blockIdx.x * (PAD_THREADS * PAD_ELEMS) + threadIdx.x;
+    for (int64_t y = blockIdx.y; y < h; y += gridDim.y) {
+        const float *src = Y + (y + ry) * pitch + rx;
+        float v[PAD_ELEMS];
+#pragma unroll
+        for (int e = 0; e < PAD_ELEMS; e++) {
+            const int64_t x = x0 + e * PAD_THREADS;
+            v[e] = x < w ? src[x] : 0.0f;
+        }
+#pragma unroll
+        for (int e = 0; e < PAD_ELEMS; e++) {
+            const int64_t x = x0 + e * PAD_THREADS;
+            if (x < w)
+                out[y * ostride + x] = v[e];
+        }
+    }
+}
+
+/* C[v][u] = B[v][u] * sum_j rows[j][u] * cols[v][j]. A warp covers 32 consecutive u of one
+ * row v, so loads of B and stores of C are coalesced and cols[v][j] is one broadcast. B is
+ * loaded first (its latency then overlaps the arithmetic), and the row loop is innermost so
+ * its ROWS_PER_THREAD multiply-add chains are independent. */
+__global__ void corr_multiply_kernel(const float2 *B, float2 *C, const float2 *__restrict__ rows,
+                                     const float2 *__restrict__ cols, int64_t cw, int64_t py,
+                                     int64_t kh, int64_t pitch_c) {
+    __shared__ float2 rs[JCHUNK][TILE_U];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t u = (int64_t)blockIdx.x * TILE_U + tx;
+    const int64_t v0 = (int64_t)blockIdx.y * (BLOCK_ROWS * ROWS_PER_THREAD) + ty;
+    float acc_re[ROWS_PER_THREAD], acc_im[ROWS_PER_THREAD];
+    float2 b[ROWS_PER_THREAD];
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_THREAD; r++) {
+        const int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
+        acc_re[r] = acc_im[r] = 0.0f;
+        b[r] = (u < cw && v < py) ? B[v * pitch_c + u] : make_float2(0.0f, 0.0f);
+    }
+    for (int64_t j0 = 0; j0 < kh; j0 += JCHUNK) {
+        const int jn = (int)(kh - j0 < JCHUNK ? kh - j0 : JCHUNK);
+        for (int t = ty; t < jn; t += BLOCK_ROWS)
+            rs[t][tx] = u < cw ? rows[(j0 + t) * cw + u] : make_float2(0.0f, 0.0f);
+        __syncthreads();
+        for (int jj = 0; jj < jn; jj++) {
+            const float2 rv = rs[jj][tx];
+#pragma unroll
+            for (int r = 0; r < ROWS_PER_THREAD; r++) {
+                int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
+                v = v < py ? v : py - 1; /* rows past the end compute garbage, never stored */
+                const float2 tv = cols[v * kh + j0 + jj];
+                tide_corr_cmac(&acc_re[r], &acc_im[r], rv.x, rv.y, tv.x, tv.y);
+            }
+        }
+        __syncthreads();
+    }
+    if (u >= cw)
+        return;
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_THREAD; r++) {
+        const int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
+        if (v < py) {
+            float2 o;
+            tide_corr_cmul(b[r].x, b[r].y, acc_re[r], acc_im[r], &o.x, &o.y);
+            C[v * pitch_c + u] = o;
+        }
+    }
+}
+
+extern "C" int tide_corr_prepare_cuda(tide_ctx *ctx, struct tide_correlator *c) {
+    (void)ctx;
+    (void)c; /* spectra are rebuilt on the fly by the product kernel */
+    return TIDE_OK;
+}
+
+extern "C" int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c,
+                                  const tide_image *in) {
+    if (in->location != TIDE_DEVICE)
+        return tide_error(TIDE_E_INTERNAL, "correlate: CUDA pad needs a device input");
+    dim3 block(PAD_THREADS);
+    unsigned gy = (unsigned)(c->py < 65535 ? c->py : 65535);
+    dim3 grid((unsigned)((c->pitch + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)),
+              gy);
+    corr_pad_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
+        c->X, in->pix, in->mask, c->w, c->h, c->rx, c->ry, in->stride, c->px, c->py, c->pitch,
+        c->opt.pad == TIDE_PAD_REFLECT, c->opt.mask_bits);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+extern "C" int tide_corr_multiply_cuda(tide_ctx *ctx, const struct tide_correlator *c, int k) {
+    dim3 block(TILE_U, BLOCK_ROWS);
+    const int64_t rows_per_block = BLOCK_ROWS * ROWS_PER_THREAD;
+    const int64_t gy = (c->py + rows_per_block - 1) / rows_per_block;
+    if (gy > 65535)
+        return tide_error(TIDE_E_RANGE, "correlate: %lld padded rows exceed the CUDA grid",
+                          (long long)c->py);
+    dim3 grid((unsigned)((c->cw + TILE_U - 1) / TILE_U), (unsigned)gy);
+    const float2 *rows = (const float2 *)c->rows + (int64_t)k * c->kh * c->cw;
+    corr_multiply_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
+        (const float2 *)c->X, (float2 *)c->Y, rows, (const float2 *)c->cols, c->cw, c->py,
+        c->kh, c->cw);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+extern "C" int tide_corr_crop_cuda(tide_ctx *ctx, const struct tide_correlator *c,
+                                   tide_image *out) {
+    if (out->location == TIDE_DEVICE) {
+        /* A kernel, not cudaMemcpy2D: the copy engine streams unaligned rows far slower. */
+        dim3 block(PAD_THREADS);
+        unsigned gy = (unsigned)(c->h < 65535 ? c->h : 65535);
+        dim3 grid((unsigned)((c->w + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)),
+                  gy);
+        corr_crop_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
+            out->pix, out->stride, c->Y, c->pitch, c->w, c->h, c->rx, c->ry);
+        TIDE_CUDA_LAUNCHED();
+        return TIDE_OK;
+    }
+    const float *src = c->Y + c->ry * c->pitch + c->rx;
+    TIDE_CUDA_TRY(cudaMemcpy2DAsync(out->pix, (size_t)out->stride * sizeof(float), src,
+                                    (size_t)c->pitch * sizeof(float),
+                                    (size_t)c->w * sizeof(float), (size_t)c->h,
+                                    cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream));
+    return TIDE_OK;
+}

@@ -1,0 +1,63 @@
+/* correlate_math.h — per-element math of FFT correlation, shared by the CPU and CUDA twins.
+ *
+ * Layout (see correlate.c): the padded real buffer holds the image shifted by the kernel's
+ * half-size (rx, ry), so padded column a holds image column a - rx; columns [w + 2 rx, px)
+ * and rows [h + 2 ry, py) are zero, which makes the circular correlation of the FFT equal the
+ * linear one on [0, w) x [0, h). */
+#ifndef TIDE_CORRELATE_MATH_H
+#define TIDE_CORRELATE_MATH_H
+#include <math.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+
+/** Mirror an index into [0, n) with the edge sample repeated (period 2n), so that
+ *  -1 -> 0, -2 -> 1, n -> n - 1: scipy.ndimage's 'reflect'. Works for any distance. */
+TIDE_HD static inline int64_t tide_corr_reflect(int64_t i, int64_t n) {
+    int64_t period = 2 * n;
+    int64_t m = i % period;
+    if (m < 0)
+        m += period;
+    return m < n ? m : period - 1 - m;
+}
+
+/** A pixel's contribution: its value, or 0 when it is NaN/Inf or carries a mask bit in
+ *  @p bits. */
+TIDE_HD static inline float tide_corr_clean(float v, uint16_t m, uint16_t bits) {
+    return (isfinite(v) && !(m & bits)) ? v : 0.0f;
+}
+
+/** Offset (y * stride + x) of the input pixel that padded position (a, b) shows, or -1 when it
+ *  shows zero padding. */
+TIDE_HD static inline int64_t tide_corr_source(int64_t a, int64_t b, int64_t w, int64_t h,
+                                               int64_t rx, int64_t ry, int64_t stride,
+                                               int reflect) {
+    int64_t x = a - rx, y = b - ry;
+    if (x >= w + rx || y >= h + ry)
+        return -1; /* beyond the halo: the zeros that keep the result linear */
+    if (x < 0 || x >= w || y < 0 || y >= h) {
+        if (!reflect)
+            return -1;
+        x = tide_corr_reflect(x, w);
+        y = tide_corr_reflect(y, h);
+    }
+    return y * stride + x;
+}
+
+/** acc += r * t, complex, as interleaved (re, im) pairs. */
+TIDE_HD static inline void tide_corr_cmac(float *acc_re, float *acc_im, float r_re, float r_im,
+                                          float t_re, float t_im) {
+    *acc_re += r_re * t_re - r_im * t_im;
+    *acc_im += r_re * t_im + r_im * t_re;
+}
+
+/** (c_re, c_im) = a * b, complex. */
+TIDE_HD static inline void tide_corr_cmul(float a_re, float a_im, float b_re, float b_im,
+                                          float *c_re, float *c_im) {
+    float re = a_re * b_re - a_im * b_im;
+    float im = a_re * b_im + a_im * b_re;
+    *c_re = re;
+    *c_im = im;
+}
+
+#endif

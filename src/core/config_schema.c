@@ -1,0 +1,169 @@
+/* config_schema.c — the built-in schema: every configuration key, its type, default, range,
+ * unit and meaning. This table is the single place a key is defined; config/default.json
+ * repeats the defaults for sites to edit (a unit test keeps the two equal). */
+#include <math.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define NONE_LO (-INFINITY)
+#define NONE_HI (INFINITY)
+
+/* Shorthands: keyword map entries, and numbers with ranges. */
+#define KW(name, fits, doc)                                                                        \
+    { "keywords", name, TIDE_CFG_KEYWORD, fits, NONE_LO, NONE_HI, 0, "", doc }
+
+static const tide_config_key schema[] = {
+    /* ---- instrument ---------------------------------------------------------------------- */
+    {"instrument", "name", TIDE_CFG_STRING, "generic", NONE_LO, NONE_HI, 0, "",
+     "instrument name, written to outputs"},
+    {"instrument", "description", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "free text: telescope, camera, where the values come from"},
+
+    /* ---- keywords: internal name -> FITS keyword ------------------------------------------ */
+    KW("exptime", "EXPTIME", "exposure time [s]"),
+    KW("gain", "GAIN", "gain [e-/ADU]"),
+    KW("rdnoise", "RDNOISE", "read noise [e-]"),
+    KW("saturate", "SATURATE", "saturation level [ADU]"),
+    KW("pixsize", "XPIXSZ", "size of a binned pixel [um] (MaxIm DL / NINA convention)"),
+    KW("focallen", "FOCALLEN", "focal length [mm]"),
+    KW("filter", "FILTER", "filter name"),
+    KW("ra", "RA",
+       "pointing right ascension: a number in degrees or a sexagesimal string in "
+       "hours"),
+    KW("dec", "DEC", "pointing declination: a number or a sexagesimal string, degrees"),
+    KW("ncombine", "NCOMBINE", "number of frames co-added into this one"),
+    KW("xbinning", "XBINNING", "binning along x"),
+    KW("ybinning", "YBINNING", "binning along y"),
+    KW("dateobs", "DATE-OBS", "start of the exposure (ISO 8601, UTC)"),
+    KW("mjdobs", "MJD-OBS", "start of the exposure [MJD]"),
+    KW("airmass", "AIRMASS", "airmass at the start of the exposure"),
+    KW("object", "OBJECT", "target or field name"),
+
+    /* ---- camera: defaults when a keyword is missing ---------------------------------------- */
+    {"camera", "exptime", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 0, "s", "exposure time"},
+    {"camera", "gain", TIDE_CFG_NUMBER, "1.0", 0.0, NONE_HI, 1, "e-/ADU", "gain"},
+    {"camera", "rdnoise", TIDE_CFG_NUMBER, "0.0", 0.0, NONE_HI, 0, "e-", "read noise"},
+    {"camera", "saturate", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "ADU",
+     "saturation level (unset: no saturation masking unless the frame says)"},
+    {"camera", "pixsize_um", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "um",
+     "physical (unbinned) pixel size; multiplied by the binning when used"},
+    {"camera", "focallen_mm", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "mm", "focal length"},
+    {"camera", "filter", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "", "filter name"},
+    {"camera", "ncombine", TIDE_CFG_INTEGER, "1", 1.0, NONE_HI, 0, "", "number of co-added frames"},
+    {"camera", "xbinning", TIDE_CFG_INTEGER, "1", 1.0, 64.0, 0, "", "binning along x"},
+    {"camera", "ybinning", TIDE_CFG_INTEGER, "1", 1.0, 64.0, 0, "", "binning along y"},
+    {"camera", "airmass", TIDE_CFG_NUMBER, NULL, 1.0, NONE_HI, 0, "", "airmass"},
+
+    /* ---- processing: stage parameters ------------------------------------------------------ */
+    {"processing", "back_size", TIDE_CFG_INTEGER, "64", 4.0, 65536.0, 0, "pixel",
+     "side of the background mesh (Source Extractor BACK_SIZE)"},
+    {"processing", "back_filtersize", TIDE_CFG_INTEGER, "3", 1.0, 31.0, 0, "mesh",
+     "median filter over background meshes (BACK_FILTERSIZE)"},
+    {"processing", "back_clip_sigma", TIDE_CFG_NUMBER, "3.0", 0.0, NONE_HI, 1, "sigma",
+     "sigma clipping of background mesh statistics"},
+    {"processing", "detect_thresh", TIDE_CFG_NUMBER, "5.0", 0.0, NONE_HI, 1, "sigma",
+     "detection threshold: peak S/N of the matched-filtered image"},
+    {"processing", "detect_minarea", TIDE_CFG_INTEGER, "5", 1.0, NONE_HI, 0, "pixel",
+     "fewest connected pixels above threshold for a detection"},
+    {"processing", "deblend_nthresh", TIDE_CFG_INTEGER, "32", 1.0, 256.0, 0, "",
+     "deblending sub-thresholds (DEBLEND_NTHRESH)"},
+    {"processing", "deblend_cont", TIDE_CFG_NUMBER, "0.005", 0.0, 1.0, 0, "",
+     "minimum flux fraction of a deblended branch (DEBLEND_MINCONT)"},
+    {"processing", "fwhm_guess", TIDE_CFG_NUMBER, "3.0", 0.0, NONE_HI, 1, "pixel",
+     "starting PSF FWHM before the PSF is measured"},
+    {"processing", "psf_stamp", TIDE_CFG_INTEGER, "25", 5.0, 255.0, 0, "pixel",
+     "side of PSF star stamps (rounded up to odd)"},
+    {"processing", "psf_nstars", TIDE_CFG_INTEGER, "300", 1.0, NONE_HI, 0, "",
+     "most stars used to build the PSF model"},
+    {"processing", "psf_neigen", TIDE_CFG_INTEGER, "5", 0.0, 32.0, 0, "",
+     "eigen-PSFs describing PSF variation over the field (0: constant PSF)"},
+    {"processing", "aper_radii", TIDE_CFG_ARRAY, "3,5,8", 0.0, NONE_HI, 1, "pixel",
+     "aperture photometry radii"},
+    {"processing", "clean_cosmics", TIDE_CFG_BOOL, "true", NONE_LO, NONE_HI, 0, "",
+     "detect and mask cosmic rays before detection"},
+    {"processing", "cr_sigma", TIDE_CFG_NUMBER, "5.0", 0.0, NONE_HI, 1, "sigma",
+     "cosmic ray detection threshold (Laplacian S/N, van Dokkum 2001)"},
+    {"processing", "match_radius_arcsec", TIDE_CFG_NUMBER, "2.0", 0.0, NONE_HI, 1, "arcsec",
+     "crossmatch radius against the reference catalog"},
+};
+
+static const char *const sections[] = {"instrument", "keywords", "camera", "processing"};
+
+const tide_config_key *tide_config_schema(int *n) {
+    if (n)
+        *n = (int)(sizeof schema / sizeof schema[0]);
+    return schema;
+}
+
+int tide_cfg_section_known(const char *section) {
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(section, sections[i]))
+            return 1;
+    return 0;
+}
+
+int tide_cfg_index(const char *section, const char *name) {
+    for (int i = 0; i < (int)(sizeof schema / sizeof schema[0]); i++)
+        if (!strcmp(schema[i].section, section) && !strcmp(schema[i].name, name))
+            return i;
+    return -1;
+}
+
+int tide_cfg_index_dotted(const char *dotted) {
+    const char *dot = dotted ? strchr(dotted, '.') : NULL;
+    if (!dot || dot - dotted >= 32)
+        return -1;
+    char section[32];
+    memcpy(section, dotted, (size_t)(dot - dotted));
+    section[dot - dotted] = '\0';
+    return tide_cfg_index(section, dot + 1);
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transposition), for
+ * "did you mean" hints; names are short, so the O(n*m) table is tiny. */
+static int edit_distance(const char *a, const char *b) {
+    int n = (int)strlen(a), m = (int)strlen(b);
+    if (n > 40 || m > 40)
+        return 99;
+    int d[41][41];
+    for (int i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= n; i++)
+        for (int j = 1; j <= m; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+const char *tide_cfg_suggest(const char *section, const char *name) {
+    const char *best = NULL;
+    int best_d = 3; /* more than two edits away is not a typo */
+    if (!section) {
+        for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+            int d = edit_distance(name, sections[i]);
+            if (d < best_d)
+                best_d = d, best = sections[i];
+        }
+        return best;
+    }
+    for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++) {
+        if (strcmp(schema[i].section, section))
+            continue;
+        int d = edit_distance(name, schema[i].name);
+        if (d < best_d)
+            best_d = d, best = schema[i].name;
+    }
+    return best;
+}

@@ -1,0 +1,66 @@
+/* fits_internal.h — what the fits_*.c files share: opening a spec with clear errors, mapping
+ * cfitsio status codes to tide ones, header transfer, and atomic output files. Not public. */
+#ifndef TIDE_FITS_INTERNAL_H
+#define TIDE_FITS_INTERNAL_H
+#include <fitsio.h>
+#include <stdint.h>
+
+#include "tide/fits.h"
+
+/** An opened input: the cfitsio handle and what the spec asked for. */
+typedef struct tide_fits_src {
+    fitsfile *f;
+    char root[FLEN_FILENAME]; /**< the file name without selector or section (for messages) */
+    int explicit_hdu;         /**< the spec named an HDU (FILE[N] or FILE[EXTNAME]) */
+    int section;              /**< the spec had a section or filter (cfitsio made a memory copy) */
+    int64_t file_size;        /**< size of the plain on-disk FITS file, -1 if not one */
+} tide_fits_src;
+
+/** Open @p spec read-only at the HDU it names (the primary when none). Failures say whether the
+ *  file is missing (TIDE_E_NOTFOUND), not FITS or truncated (TIDE_E_FORMAT), or the HDU does
+ *  not exist (TIDE_E_NOTFOUND). */
+int tide_fits_open(const char *spec, tide_fits_src *src);
+
+/** Close (NULL handle is a no-op). */
+void tide_fits_close(tide_fits_src *src);
+
+/** The current HDU, 0-based. */
+int tide_fits_cur_hdu(fitsfile *f);
+
+/** Map a non-zero cfitsio status to a tide status and record "PATH[HDU n]: WHAT (cfitsio: ...)"
+ *  (hdu < 0 leaves the HDU out). Clears cfitsio's message stack. */
+int tide_fits_status(int cfstatus, const char *path, int hdu, const char *what);
+
+/** TIDE_E_FORMAT naming the HDU when the current HDU's data run past the end of the file. */
+int tide_fits_check_extent(const tide_fits_src *src, int hdu, int64_t *data_bytes);
+
+/** Check every HDU of the file for a complete data unit and the file for a cut-off header
+ *  after its last HDU (a truncated transfer), then return to the current HDU. Plain on-disk
+ *  files only (a no-op otherwise). */
+int tide_fits_check_file(const tide_fits_src *src);
+
+/** The current HDU's header (the uncompressed image's header for a compressed image). */
+int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hdr);
+
+/** Write the cards of @p hdr to the current HDU, skipping structural, compression, column
+ *  and checksum keywords (and EXTNAME when @p skip_extname), and tide's own TIDEMASK/TIDEVAR.
+ *  Non-printable characters are replaced by blanks. */
+int tide_fits_put_cards(fitsfile *f, const tide_header *hdr, int skip_extname, const char *path);
+
+/** An output file being written under a temporary name. */
+typedef struct tide_fits_out {
+    fitsfile *f;
+    char path[4096]; /**< the final name */
+    char tmp[4200];  /**< the temporary name in the same directory */
+} tide_fits_out;
+
+/** Create the temporary file for @p path and open it with cfitsio. */
+int tide_fits_out_begin(tide_fits_out *o, const char *path);
+
+/** Close, flush to disk and rename over the final name; on failure the temporary is removed. */
+int tide_fits_out_commit(tide_fits_out *o);
+
+/** Close and remove the temporary file (after a failure). Keeps the current error detail. */
+void tide_fits_out_abort(tide_fits_out *o);
+
+#endif

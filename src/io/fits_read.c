@@ -1,0 +1,308 @@
+/* fits_read.c — reading a 2-D image HDU (plain or tile-compressed) into a tide_image.
+ *
+ * cfitsio does the decoding: fits_read_pixll converts every BITPIX, applies BSCALE/BZERO in
+ * double precision, decompresses tiles (and un-quantizes floats with the same dither sequence
+ * funpack uses) and replaces BLANK / ZBLANK / NaN by the null value we give it (NaN). We then
+ * turn every non-finite value into NaN with TIDE_MASK_NODATA. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fits_internal.h"
+#include "tide/status.h"
+
+/* A short description of a non-image HDU for messages: "a binary table 'CAT' (12 rows)". */
+static void describe_table(fitsfile *f, int type, char *out, size_t n) {
+    char extname[FLEN_VALUE] = "";
+    int cst = 0;
+    LONGLONG rows = 0;
+    fits_read_key_str(f, "EXTNAME", extname, NULL, &cst);
+    cst = 0;
+    fits_get_num_rowsll(f, &rows, &cst);
+    fits_clear_errmsg();
+    snprintf(out, n, "%s%s%s%s (%lld rows)", type == ASCII_TBL ? "an ASCII table" : "a binary table",
+             extname[0] ? " '" : "", extname, extname[0] ? "'" : "", (long long)rows);
+}
+
+/* Check that the current HDU is a 2-D image; return its size. */
+static int check_image_hdu(tide_fits_src *src, int hdu, int64_t *w, int64_t *h) {
+    fitsfile *f = src->f;
+    int type = IMAGE_HDU, cst = 0;
+    if (fits_get_hdu_type(f, &type, &cst))
+        return tide_fits_status(cst, src->root, hdu, "cannot read the HDU type");
+    if (type != IMAGE_HDU) { /* a compressed image reports IMAGE_HDU */
+        char what[160];
+        describe_table(f, type, what, sizeof what);
+        return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: is %s, not an image", src->root, hdu, what);
+    }
+    int bitpix = 0, naxis = 0;
+    LONGLONG naxes[9] = {0};
+    if (fits_get_img_paramll(f, 9, &bitpix, &naxis, naxes, &cst))
+        return tide_fits_status(cst, src->root, hdu, "cannot read the image size");
+    if (naxis == 0)
+        return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty HDU (NAXIS = 0): it holds no image",
+                          src->root, hdu);
+    if (naxis == 1)
+        return tide_error(TIDE_E_UNSUPPORTED,
+                          "%s[HDU %d]: is a 1-D image (NAXIS = 1, %lld values); tide reads 2-D "
+                          "images",
+                          src->root, hdu, (long long)naxes[0]);
+    double planes = 1;
+    for (int i = 0; i < naxis && i < 9; i++) {
+        if (naxes[i] <= 0)
+            return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image (NAXIS%d = %lld)",
+                              src->root, hdu, i + 1, (long long)naxes[i]);
+        if (i >= 2)
+            planes *= (double)naxes[i];
+    }
+    if (planes > 1)
+        return tide_error(TIDE_E_UNSUPPORTED,
+                          "%s[HDU %d]: is a %d-D cube (%.0f planes of %lld x %lld); select one "
+                          "plane with a section, e.g. %s[%d][*,*,1:1]",
+                          src->root, hdu, naxis, planes, (long long)naxes[0],
+                          (long long)naxes[1], src->root, hdu);
+    int st = tide_fits_check_extent(src, hdu, NULL);
+    if (st)
+        return st;
+    *w = naxes[0];
+    *h = naxes[1];
+    return TIDE_OK;
+}
+
+/* Move to the HDU the spec means: the one it names, else the first that holds an image. */
+static int locate_image(tide_fits_src *src, int *hdu, int64_t *w, int64_t *h) {
+    *hdu = tide_fits_cur_hdu(src->f);
+    if (src->explicit_hdu || src->section)
+        return check_image_hdu(src, *hdu, w, h);
+    char seen[512] = "";
+    size_t len = 0;
+    for (int i = 1;; i++) {
+        int type = 0, cst = 0;
+        if (fits_movabs_hdu(src->f, i, &type, &cst)) {
+            if (cst == END_OF_FILE) {
+                fits_clear_errmsg();
+                return tide_error(TIDE_E_NOTFOUND, "%s: no HDU holds an image (%s)", src->root,
+                                  len ? seen : "no HDUs");
+            }
+            return tide_fits_status(cst, src->root, i - 1, "cannot read the HDU");
+        }
+        *hdu = i - 1;
+        int naxis = 0;
+        if (type == IMAGE_HDU && !fits_get_img_dim(src->f, &naxis, &cst) && naxis > 0)
+            return check_image_hdu(src, *hdu, w, h);
+        /* an HDU past the end of the data would otherwise read as "no image" */
+        int st = tide_fits_check_extent(src, *hdu, NULL);
+        if (st)
+            return st;
+        if (len < sizeof seen - 64)
+            len += (size_t)snprintf(seen + len, sizeof seen - len, "%sHDU %d %s", len ? ", " : "",
+                                    i - 1, type == IMAGE_HDU ? "empty" : "table");
+    }
+}
+
+int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
+                                int64_t *height) {
+    if (hdr)
+        tide_header_init(hdr);
+    tide_fits_src src;
+    int st = tide_fits_open(spec, &src);
+    int h = -1;
+    int64_t w = 0, hh = 0;
+    if (!st)
+        st = locate_image(&src, &h, &w, &hh);
+    if (!st)
+        st = tide_fits_check_file(&src);
+    if (!st && hdr)
+        st = tide_fits_get_header(src.f, src.root, h, hdr);
+    tide_fits_close(&src);
+    if (st)
+        return st;
+    if (hdu)
+        *hdu = h;
+    if (width)
+        *width = w;
+    if (height)
+        *height = hh;
+    return TIDE_OK;
+}
+
+/* tide_fits_write_image records the HDUs of its MASK and VAR planes in the primary header.
+ * Returns the HDU (0-based) named by @p key when it exists with the image's size, else -1. */
+static int tide_plane_hdu(tide_fits_src *src, const char *key, int64_t w, int64_t h) {
+    int cst = 0, n = -1;
+    if (fits_read_key(src->f, TINT, key, &n, NULL, &cst) || n <= 0) {
+        fits_clear_errmsg();
+        return -1;
+    }
+    int type = 0, naxis = 0, bitpix = 0;
+    LONGLONG naxes[2] = {0};
+    if (fits_movabs_hdu(src->f, n + 1, &type, &cst) || type != IMAGE_HDU ||
+        fits_get_img_paramll(src->f, 2, &bitpix, &naxis, naxes, &cst) || naxis != 2 ||
+        naxes[0] != w || naxes[1] != h)
+        n = -1;
+    cst = 0;
+    fits_movabs_hdu(src->f, 1, &type, &cst);
+    fits_clear_errmsg();
+    return n;
+}
+
+/* Read the planes the mask/var HDUs hold (the primary is current on entry and on exit). */
+static int read_tide_planes(tide_fits_src *src, tide_image *im, int mask_hdu, int var_hdu) {
+    int cst = 0, type, any = 0;
+    LONGLONG fp[2] = {1, 1};
+    LONGLONG n = (LONGLONG)im->width * im->height;
+    if (mask_hdu > 0) {
+        uint16_t *bits = malloc((size_t)n * sizeof *bits);
+        if (!bits)
+            return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for the mask", src->root,
+                              mask_hdu);
+        unsigned short zero = 0;
+        if (fits_movabs_hdu(src->f, mask_hdu + 1, &type, &cst) ||
+            fits_read_pixll(src->f, TUSHORT, fp, n, &zero, bits, &any, &cst)) {
+            free(bits);
+            return tide_fits_status(cst, src->root, mask_hdu, "cannot read the mask");
+        }
+        for (LONGLONG i = 0; i < n; i++)
+            im->mask[i] |= bits[i];
+        free(bits);
+    }
+    if (var_hdu > 0 && im->var) {
+        float nan = NAN;
+        if (fits_movabs_hdu(src->f, var_hdu + 1, &type, &cst) ||
+            fits_read_pixll(src->f, TFLOAT, fp, n, &nan, im->var, &any, &cst))
+            return tide_fits_status(cst, src->root, var_hdu, "cannot read the variance");
+    }
+    fits_movabs_hdu(src->f, 1, &type, &cst);
+    return TIDE_OK;
+}
+
+/* Lossy HCOMPRESS (ZVAL1 SCALE > 0) of an integer image decodes values outside the range of
+ * the stored BITPIX. funpack writes the decoded tile into a BITPIX-typed image, clipping them,
+ * and a clipped value equal to BLANK is then blank; reading straight into float would keep the
+ * out-of-range values and miss those blanks. So such images are read as raw integers (no
+ * scaling), clipped to the BITPIX range, compared with BLANK, then scaled in double precision
+ * exactly as cfitsio scales (value * BSCALE + BZERO, cast to float once). Rows are read in
+ * whole tiles so that each tile is decoded once. Returns 1 if the image is not such a case. */
+static int read_hcompress_ints(tide_fits_src *src, int hdu, tide_image *im) {
+    fitsfile *f = src->f;
+    int cst = 0, bitpix = 0;
+    char cmp[FLEN_VALUE] = "";
+    if (!fits_is_compressed_image(f, &cst) || fits_get_img_type(f, &bitpix, &cst) ||
+        bitpix < 0 || bitpix > 16 || fits_read_key_str(f, "ZCMPTYPE", cmp, NULL, &cst) ||
+        strncmp(cmp, "HCOMPRESS", 9)) {
+        fits_clear_errmsg();
+        return 1;
+    }
+    double bscale = 1.0, bzero = 0.0;
+    long long blank = 0, tile_rows = 1;
+    int has_blank = 0;
+    if (fits_read_key(f, TDOUBLE, "BSCALE", &bscale, NULL, &cst))
+        bscale = 1.0;
+    cst = 0;
+    if (fits_read_key(f, TDOUBLE, "BZERO", &bzero, NULL, &cst))
+        bzero = 0.0;
+    cst = 0;
+    has_blank = !fits_read_key(f, TLONGLONG, "BLANK", &blank, NULL, &cst);
+    cst = 0;
+    if (!has_blank)
+        has_blank = !fits_read_key(f, TLONGLONG, "ZBLANK", &blank, NULL, &cst);
+    cst = 0;
+    if (fits_read_key(f, TLONGLONG, "ZTILE2", &tile_rows, NULL, &cst) || tile_rows < 1)
+        tile_rows = 1;
+    cst = 0;
+    fits_clear_errmsg();
+    const long long lo = bitpix == 8 ? 0 : -32768, hi = bitpix == 8 ? 255 : 32767;
+    int64_t rows = tile_rows * (1 + (1 << 20) / (tile_rows * im->width + 1));
+    if (rows > im->height)
+        rows = im->height;
+    int *buf = malloc((size_t)(rows * im->width) * sizeof *buf);
+    if (!buf)
+        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory to decode", src->root, hdu);
+    fits_set_bscale(f, 1.0, 0.0, &cst); /* raw integers */
+    for (int64_t y0 = 0; y0 < im->height && !cst; y0 += rows) {
+        int64_t nr = im->height - y0 < rows ? im->height - y0 : rows;
+        LONGLONG fp[2] = {1, (LONGLONG)y0 + 1};
+        int any = 0;
+        if (fits_read_pixll(f, TINT, fp, (LONGLONG)(nr * im->width), NULL, buf, &any, &cst))
+            break;
+        float *out = im->pix + y0 * im->width;
+        for (int64_t i = 0; i < nr * im->width; i++) {
+            long long v = buf[i] < lo ? lo : buf[i] > hi ? hi : buf[i];
+            out[i] = has_blank && v == blank ? NAN : (float)((double)v * bscale + bzero);
+        }
+    }
+    free(buf);
+    if (cst)
+        return tide_fits_status(cst, src->root, hdu, "cannot read the pixels");
+    return TIDE_OK;
+}
+
+int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr) {
+    memset(im, 0, sizeof *im);
+    if (hdr)
+        tide_header_init(hdr);
+    tide_fits_src src;
+    int st = tide_fits_open(spec, &src);
+    int hdu = -1;
+    int64_t w = 0, h = 0;
+    if (!st)
+        st = locate_image(&src, &hdu, &w, &h);
+    if (!st)
+        st = tide_fits_check_file(&src);
+    int mask_hdu = -1, var_hdu = -1;
+    if (!st && hdu == 0 && !src.section) {
+        mask_hdu = tide_plane_hdu(&src, "TIDEMASK", w, h);
+        var_hdu = tide_plane_hdu(&src, "TIDEVAR", w, h);
+    }
+    if (!st)
+        st = tide_image_alloc(ctx, im, w, h, TIDE_HOST,
+                              TIDE_IMAGE_MASK | (var_hdu > 0 ? TIDE_IMAGE_VAR : 0));
+    if (st && src.f && !strstr(tide_error_detail(), src.root))
+        tide_error_prefix(st, "%s[HDU %d]: ", src.root, hdu);
+    int overflow = 0, direct = 1;
+    if (!st) {
+        direct = read_hcompress_ints(&src, hdu, im);
+        if (direct < 0)
+            st = direct;
+    }
+    if (!st && direct) {
+        int cst = 0, any = 0;
+        float nan = NAN;
+        LONGLONG fp[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+        /* One call for the whole image: cfitsio walks tiles of compressed images in order, so
+         * each tile is decoded once. */
+        fits_read_pixll(src.f, TFLOAT, fp, (LONGLONG)w * h, &nan, im->pix, &any, &cst);
+        if (cst == NUM_OVERFLOW) { /* |value| > FLT_MAX: cfitsio clipped it; treat as no data */
+            cst = 0;
+            overflow = 1;
+            fits_clear_errmsg();
+        }
+        if (cst)
+            st = tide_fits_status(cst, src.root, hdu,
+                                  cst == END_OF_FILE ? "truncated: cannot read the pixels"
+                                                     : "cannot read the pixels");
+    }
+    if (!st) {
+        const int64_t n = w * h;
+        float *p = im->pix;
+        uint16_t *m = im->mask;
+        for (int64_t i = 0; i < n; i++) {
+            if (!isfinite(p[i]) || (overflow && fabsf(p[i]) == FLT_MAX)) {
+                p[i] = NAN;
+                m[i] = TIDE_MASK_NODATA;
+            }
+        }
+        if (mask_hdu > 0 || var_hdu > 0)
+            st = read_tide_planes(&src, im, mask_hdu, var_hdu);
+    }
+    if (!st && hdr)
+        st = tide_fits_get_header(src.f, src.root, hdu, hdr);
+    tide_fits_close(&src);
+    if (st) {
+        tide_image_free(ctx, im);
+        if (hdr)
+            tide_header_free(hdr);
+    }
+    return st;
+}

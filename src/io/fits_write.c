@@ -1,0 +1,98 @@
+/* fits_write.c — writing a tide_image: float32 primary, uint16 MASK and float32 VAR
+ * extensions, atomically (fits_atomic.c). */
+#include <string.h>
+
+#include "fits_internal.h"
+#include "tide/status.h"
+
+/* Names of the mask bits, written as BITn cards so a reader of the file knows them
+ * (the meanings are those of include/tide/image.h). */
+static const char *const mask_bit_names[] = {"NODATA", "SATURATED", "BAD",    "HOT",
+                                             "COLD",   "COSMIC",    "BLEED",  "EDGE",
+                                             "INTERP", "USER"};
+
+/* Write one plane (rows of @p w elements, @p stride apart) to the current HDU. */
+static int write_plane(tide_fits_out *o, int datatype, const void *data, size_t elem,
+                       int64_t w, int64_t h, int64_t stride, const char *what) {
+    int cst = 0;
+    if (stride == w) {
+        LONGLONG fp[2] = {1, 1};
+        fits_write_pixll(o->f, datatype, fp, (LONGLONG)w * h, (void *)data, &cst);
+    } else {
+        for (int64_t y = 0; y < h && !cst; y++) {
+            LONGLONG fp[2] = {1, (LONGLONG)y + 1};
+            fits_write_pixll(o->f, datatype, fp, (LONGLONG)w,
+                             (char *)data + (size_t)(y * stride) * elem, &cst);
+        }
+    }
+    if (cst)
+        return tide_fits_status(cst, o->path, tide_fits_cur_hdu(o->f), what);
+    return TIDE_OK;
+}
+
+static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *hdr) {
+    int cst = 0;
+    LONGLONG naxes[2] = {im->width, im->height};
+    const char *p = o->path;
+    if (fits_create_imgll(o->f, FLOAT_IMG, 2, naxes, &cst))
+        return tide_fits_status(cst, p, 0, "cannot create the primary image");
+    int st = tide_fits_put_cards(o->f, hdr, 0, p);
+    if (st)
+        return st;
+    int mask_hdu = im->mask ? 1 : 0;
+    int var_hdu = im->var ? mask_hdu + 1 : 0;
+    if (mask_hdu)
+        fits_update_key(o->f, TINT, "TIDEMASK", &mask_hdu, "HDU of the tide mask bits", &cst);
+    if (var_hdu)
+        fits_update_key(o->f, TINT, "TIDEVAR", &var_hdu, "HDU of the variance", &cst);
+    if (cst)
+        return tide_fits_status(cst, p, 0, "cannot write the header");
+    st = write_plane(o, TFLOAT, im->pix, sizeof(float), im->width, im->height, im->stride,
+                     "cannot write the pixels");
+    if (st)
+        return st;
+    if (im->mask) {
+        if (fits_create_imgll(o->f, USHORT_IMG, 2, naxes, &cst) ||
+            fits_write_key_str(o->f, "EXTNAME", "MASK", "tide mask bits", &cst))
+            return tide_fits_status(cst, p, mask_hdu, "cannot create the MASK extension");
+        for (int b = 0; b < (int)(sizeof mask_bit_names / sizeof *mask_bit_names); b++) {
+            char key[16];
+            snprintf(key, sizeof key, "BIT%d", b);
+            fits_write_key_str(o->f, key, mask_bit_names[b], "mask bit (value 2^n)", &cst);
+        }
+        if (cst)
+            return tide_fits_status(cst, p, mask_hdu, "cannot write the MASK header");
+        st = write_plane(o, TUSHORT, im->mask, sizeof(uint16_t), im->width, im->height,
+                         im->stride, "cannot write the mask");
+        if (st)
+            return st;
+    }
+    if (im->var) {
+        if (fits_create_imgll(o->f, FLOAT_IMG, 2, naxes, &cst) ||
+            fits_write_key_str(o->f, "EXTNAME", "VAR", "variance of the pixels", &cst))
+            return tide_fits_status(cst, p, var_hdu, "cannot create the VAR extension");
+        st = write_plane(o, TFLOAT, im->var, sizeof(float), im->width, im->height, im->stride,
+                         "cannot write the variance");
+        if (st)
+            return st;
+    }
+    return TIDE_OK;
+}
+
+int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
+    if (!im || !im->pix || im->width <= 0 || im->height <= 0 || im->stride < im->width)
+        return tide_error(TIDE_E_INVAL, "%s: no image to write", path ? path : "(null)");
+    if (im->location != TIDE_HOST)
+        return tide_error(TIDE_E_INVAL,
+                          "%s: the image is on the device; copy it to the host first", path);
+    tide_fits_out o;
+    int st = tide_fits_out_begin(&o, path);
+    if (st)
+        return st;
+    st = write_all(&o, im, hdr);
+    if (st) {
+        tide_fits_out_abort(&o);
+        return st;
+    }
+    return tide_fits_out_commit(&o);
+}
