@@ -96,19 +96,19 @@ typedef enum {
 
 /** One HDU of a file, as `tide info` lists it. */
 typedef struct tide_fits_hdu {
-    int index;          /**< 0-based HDU number (FILE[N]) */
+    int index; /**< 0-based HDU number (FILE[N]) */
     tide_hdu_kind kind;
-    char extname[72];   /**< EXTNAME or "" */
-    int extver;         /**< EXTVER [1] */
-    int bitpix;         /**< image BITPIX (the original one for a compressed image); 8 for tables */
-    int naxis;          /**< image axes (0 for tables) */
-    int64_t naxes[9];   /**< image axis lengths, naxes[0] = NAXIS1 */
-    int64_t nrows;      /**< tables: rows */
-    int ncols;          /**< tables: columns */
+    char extname[72]; /**< EXTNAME or "" */
+    int extver;       /**< EXTVER [1] */
+    int bitpix;       /**< image BITPIX (the original one for a compressed image); 8 for tables */
+    int naxis;        /**< image axes (0 for tables) */
+    int64_t naxes[9]; /**< image axis lengths, naxes[0] = NAXIS1 */
+    int64_t nrows;    /**< tables: rows */
+    int ncols;        /**< tables: columns */
     double bscale, bzero; /**< image scaling [1, 0] */
-    int has_blank;      /**< image: BLANK (or ZBLANK) present */
+    int has_blank;        /**< image: BLANK (or ZBLANK) present */
     char compression[24]; /**< ZCMPTYPE ("RICE_1", ...) or "" */
-    int64_t tile[9];    /**< compressed: ZTILEn */
+    int64_t tile[9];      /**< compressed: ZTILEn */
     char quantize[24];  /**< compressed float: ZQUANTIZ ("NO_DITHER", "SUBTRACTIVE_DITHER_1"...) */
     int64_t data_bytes; /**< bytes of the data unit as stored (without padding) */
 } tide_fits_hdu;

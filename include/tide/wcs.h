@@ -16,7 +16,9 @@
  * scratch buffers and error records inside the struct). A tide_wcs therefore keeps a small
  * pool of private wcsprm copies, each behind its own mutex, made lazily: concurrent readers
  * each take a free copy and run in parallel; only when more threads than copies (16) call at
- * once does a caller wait. Every copy gives bit-identical results. */
+ * once does a caller wait. Every copy gives bit-identical results. A batch of more than
+ * 16384 points is itself split over OpenMP threads (one copy each; serial inside an enclosing
+ * parallel region), with results independent of the thread count. */
 #ifndef TIDE_WCS_H
 #define TIDE_WCS_H
 #include <stdint.h>

@@ -78,7 +78,8 @@ static void shape_text(const tide_fits_hdu *d, char *out, size_t n) {
     size_t len = 0;
     out[0] = 0;
     for (int i = 0; i < d->naxis && i < 9 && len < n; i++)
-        len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? " x " : "", (long long)d->naxes[i]);
+        len +=
+            (size_t)snprintf(out + len, n - len, "%s%lld", i ? " x " : "", (long long)d->naxes[i]);
 }
 
 static void sexagesimal(double deg, int hours, char *out, size_t n) {
@@ -203,7 +204,8 @@ static void print_text(const info *in) {
             printf(", %s", w->radesys);
         if (isfinite(w->equinox))
             printf(" equinox %.1f", w->equinox);
-        printf("%s%s\n", w->has_sip ? ", SIP distortion" : "", w->has_tpv ? ", TPV distortion" : "");
+        printf("%s%s\n", w->has_sip ? ", SIP distortion" : "",
+               w->has_tpv ? ", TPV distortion" : "");
         printf("          centre %.6f %+.6f deg (%s %s)\n", w->ra_center, w->dec_center, ra, dec);
         printf("          scale %.4f arcsec/pixel, rotation %.3f deg E of N, field %.3f x %.3f "
                "arcmin\n",

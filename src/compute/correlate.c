@@ -31,7 +31,7 @@ static void twiddle(int64_t t, int64_t n, int sign, double *re, double *im) {
     *im = sign * sin(a);
 }
 
-/* Build rows (nk * kh * cw complex) and cols (py * kh complex) on the host. */
+/* Build rows (nk * kh * cw complex) and cols (py * 2 complex) on the host. */
 static int build_tables(const struct tide_correlator *c, float *rows, float *cols) {
     int sign = c->opt.convolve ? -1 : 1;
     double *tw = malloc((size_t)(c->cw * c->kw) * 2 * sizeof(double));
@@ -60,13 +60,15 @@ static int build_tables(const struct tide_correlator *c, float *rows, float *col
     }
     free(tw);
     double scale = 1.0 / ((double)c->px * (double)c->py);
-    for (int64_t v = 0; v < c->py; v++)
-        for (int64_t j = 0; j < c->kh; j++) {
-            double re, im;
-            twiddle(v * (j - c->ry), c->py, sign, &re, &im);
-            cols[2 * (v * c->kh + j)] = (float)(re * scale);
-            cols[2 * (v * c->kh + j) + 1] = (float)(im * scale);
-        }
+    for (int64_t v = 0; v < c->py; v++) {
+        double wr, wi, pr, pi;
+        twiddle(v, c->py, sign, &wr, &wi);
+        twiddle(-v * c->ry, c->py, sign, &pr, &pi);
+        cols[4 * v] = (float)wr;
+        cols[4 * v + 1] = (float)wi;
+        cols[4 * v + 2] = (float)(pr * scale);
+        cols[4 * v + 3] = (float)(pi * scale);
+    }
     return TIDE_OK;
 }
 
@@ -123,7 +125,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     size_t kn = (size_t)(kw * kh);
     c->kernels = malloc((size_t)nk * kn * sizeof(float));
     float *rows_h = malloc((size_t)(nk * kh * c->cw) * 2 * sizeof(float));
-    float *cols_h = malloc((size_t)(c->py * kh) * 2 * sizeof(float));
+    float *cols_h = malloc((size_t)c->py * 4 * sizeof(float));
     if (!c->kernels || !rows_h || !cols_h) {
         st = tide_error(TIDE_E_NOMEM, "correlator tables");
         goto fail;
@@ -132,7 +134,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
         memcpy(c->kernels + (size_t)k * kn, kernels[k], kn * sizeof(float));
     if ((st = build_tables(c, rows_h, cols_h)))
         goto fail;
-    int64_t nrows = nk * kh * c->cw * 2, ncols = c->py * kh * 2;
+    int64_t nrows = nk * kh * c->cw * 2, ncols = c->py * 4;
     int on_dev = ctx->backend == TIDE_BACKEND_CUDA;
     if ((st = tide_fft_buffer_alloc(ctx, nrows, &c->rows)) ||
         (st = tide_fft_buffer_alloc(ctx, ncols, &c->cols)) ||

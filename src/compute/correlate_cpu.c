@@ -21,15 +21,14 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
         float *spec = c->spec + per * k;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
         for (int64_t v = 0; v < py; v++) {
-            const float *t = c->cols + 2 * v * kh;
+            const float *t = c->cols + 4 * v; /* w_v, p_v */
             float *s = spec + 2 * v * cw;
             for (int64_t u = 0; u < cw; u++) {
                 float re = 0.0f, im = 0.0f;
-                for (int64_t j = 0; j < kh; j++)
-                    tide_corr_cmac(&re, &im, rows[2 * (j * cw + u)], rows[2 * (j * cw + u) + 1],
-                                   t[2 * j], t[2 * j + 1]);
-                s[2 * u] = re;
-                s[2 * u + 1] = im;
+                for (int64_t j = kh - 1; j >= 0; j--)
+                    tide_corr_horner(&re, &im, t[0], t[1], rows[2 * (j * cw + u)],
+                                     rows[2 * (j * cw + u) + 1]);
+                tide_corr_cmul(re, im, t[2], t[3], &s[2 * u], &s[2 * u + 1]);
             }
         }
     }

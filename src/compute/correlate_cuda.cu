@@ -21,24 +21,26 @@
 #define ROWS_PER_THREAD 8
 #define JCHUNK 32      /* kernel rows of the table staged in shared memory at a time */
 
-/* Each thread handles PAD_ELEMS elements of one padded row, loading them all before storing
- * any so that enough bytes are in flight to stream at full bandwidth. */
+/* The padded buffer's bulk: image pixels (cleaned) where the image is, zero elsewhere. Each
+ * thread handles PAD_ELEMS elements of one padded row, loading them all before storing any so
+ * that enough bytes are in flight to stream at full bandwidth. Reflected halos are written
+ * afterwards by corr_halo_kernel, so this pass carries no reflection arithmetic. */
 __global__ void corr_pad_kernel(float *__restrict__ X, const float *__restrict__ pix,
                                 const uint16_t *__restrict__ mask, int64_t w, int64_t h,
-                                int64_t rx, int64_t ry, int64_t stride, int64_t px, int64_t py,
-                                int64_t pitch, int reflect, uint16_t bits) {
+                                int64_t rx, int64_t ry, int64_t stride, int64_t py,
+                                int64_t pitch, uint16_t bits) {
     const int64_t a0 = (int64_t)blockIdx.x * (PAD_THREADS * PAD_ELEMS) + threadIdx.x;
     for (int64_t b = blockIdx.y; b < py; b += gridDim.y) {
+        const int64_t y = b - ry;
+        const int row_in = y >= 0 && y < h;
+        const float *src = pix + (row_in ? y : 0) * stride - rx;
+        const uint16_t *msk = mask ? mask + (row_in ? y : 0) * stride - rx : NULL;
         float v[PAD_ELEMS];
 #pragma unroll
         for (int e = 0; e < PAD_ELEMS; e++) {
             const int64_t a = a0 + e * PAD_THREADS;
-            v[e] = 0.0f;
-            if (a < px) {
-                const int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, reflect);
-                if (s >= 0)
-                    v[e] = tide_corr_clean(pix[s], mask ? mask[s] : (uint16_t)0, bits);
-            }
+            const int in = row_in && a >= rx && a < rx + w;
+            v[e] = in ? tide_corr_clean(src[a], msk ? msk[a] : (uint16_t)0, bits) : 0.0f;
         }
 #pragma unroll
         for (int e = 0; e < PAD_ELEMS; e++) {
@@ -46,6 +48,32 @@ __global__ void corr_pad_kernel(float *__restrict__ X, const float *__restrict__
             if (a < pitch)
                 X[b * pitch + a] = v[e];
         }
+    }
+}
+
+/* Reflect padding: the halo band around the image, (w + 2 rx) x (h + 2 ry) minus w x h, one
+ * thread per element: rows [0, ry) and [ry + h, h + 2 ry) in full, then the rx columns on each
+ * side of the image rows. */
+__global__ void corr_halo_kernel(float *__restrict__ X, const float *__restrict__ pix,
+                                 const uint16_t *__restrict__ mask, int64_t w, int64_t h,
+                                 int64_t rx, int64_t ry, int64_t stride, int64_t pitch,
+                                 uint16_t bits) {
+    const int64_t ew = w + 2 * rx, band = ry * ew, side = h * rx;
+    const int64_t n = 2 * band + 2 * side;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t a, b;
+        if (i < 2 * band) {
+            const int64_t r = i / ew;
+            a = i - r * ew;
+            b = r < ry ? r : h + r; /* r in [ry, 2 ry) -> rows h + ry .. h + 2 ry - 1 */
+        } else {
+            const int64_t k = i - 2 * band, r = k / (2 * rx), q = k - r * 2 * rx;
+            b = ry + r;
+            a = q < rx ? q : w + q; /* q in [rx, 2 rx) -> columns rx + w .. w + 2 rx - 1 */
+        }
+        const int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, 1);
+        X[b * pitch + a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : (uint16_t)0, bits);
     }
 }
 
@@ -71,10 +99,11 @@ __global__ void corr_crop_kernel(float *__restrict__ out, int64_t ostride,
     }
 }
 
-/* C[v][u] = B[v][u] * sum_j rows[j][u] * cols[v][j]. A warp covers 32 consecutive u of one
- * row v, so loads of B and stores of C are coalesced and cols[v][j] is one broadcast. B is
- * loaded first (its latency then overlaps the arithmetic), and the row loop is innermost so
- * its ROWS_PER_THREAD multiply-add chains are independent. */
+/* C[v][u] = B[v][u] * H(u, v), H = p_v * sum_j rows[j][u] w_v^j by Horner (correlate_math.h).
+ * A warp covers 32 consecutive u of one row v, so loads of B and stores of C are coalesced;
+ * rows[j][u] is staged in shared memory in chunks, highest j first as Horner needs. B is
+ * loaded first (its latency overlaps the arithmetic), and the row loop is innermost so its
+ * ROWS_PER_THREAD Horner chains are independent. */
 __global__ void corr_multiply_kernel(const float2 *B, float2 *C, const float2 *__restrict__ rows,
                                      const float2 *__restrict__ cols, int64_t cw, int64_t py,
                                      int64_t kh, int64_t pitch_c) {
@@ -83,27 +112,26 @@ __global__ void corr_multiply_kernel(const float2 *B, float2 *C, const float2 *_
     const int64_t u = (int64_t)blockIdx.x * TILE_U + tx;
     const int64_t v0 = (int64_t)blockIdx.y * (BLOCK_ROWS * ROWS_PER_THREAD) + ty;
     float acc_re[ROWS_PER_THREAD], acc_im[ROWS_PER_THREAD];
-    float2 b[ROWS_PER_THREAD];
+    float2 b[ROWS_PER_THREAD], wv[ROWS_PER_THREAD];
 #pragma unroll
     for (int r = 0; r < ROWS_PER_THREAD; r++) {
         const int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
         acc_re[r] = acc_im[r] = 0.0f;
         b[r] = (u < cw && v < py) ? B[v * pitch_c + u] : make_float2(0.0f, 0.0f);
+        wv[r] = v < py ? cols[2 * v] : make_float2(0.0f, 0.0f);
     }
-    for (int64_t j0 = 0; j0 < kh; j0 += JCHUNK) {
+    const int64_t nchunks = (kh + JCHUNK - 1) / JCHUNK;
+    for (int64_t c = nchunks - 1; c >= 0; c--) {
+        const int64_t j0 = c * JCHUNK;
         const int jn = (int)(kh - j0 < JCHUNK ? kh - j0 : JCHUNK);
         for (int t = ty; t < jn; t += BLOCK_ROWS)
             rs[t][tx] = u < cw ? rows[(j0 + t) * cw + u] : make_float2(0.0f, 0.0f);
         __syncthreads();
-        for (int jj = 0; jj < jn; jj++) {
+        for (int jj = jn - 1; jj >= 0; jj--) {
             const float2 rv = rs[jj][tx];
 #pragma unroll
-            for (int r = 0; r < ROWS_PER_THREAD; r++) {
-                int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
-                v = v < py ? v : py - 1; /* rows past the end compute garbage, never stored */
-                const float2 tv = cols[v * kh + j0 + jj];
-                tide_corr_cmac(&acc_re[r], &acc_im[r], rv.x, rv.y, tv.x, tv.y);
-            }
+            for (int r = 0; r < ROWS_PER_THREAD; r++)
+                tide_corr_horner(&acc_re[r], &acc_im[r], wv[r].x, wv[r].y, rv.x, rv.y);
         }
         __syncthreads();
     }
@@ -113,8 +141,10 @@ __global__ void corr_multiply_kernel(const float2 *B, float2 *C, const float2 *_
     for (int r = 0; r < ROWS_PER_THREAD; r++) {
         const int64_t v = v0 + (int64_t)r * BLOCK_ROWS;
         if (v < py) {
-            float2 o;
-            tide_corr_cmul(b[r].x, b[r].y, acc_re[r], acc_im[r], &o.x, &o.y);
+            const float2 p = cols[2 * v + 1];
+            float2 hk, o;
+            tide_corr_cmul(acc_re[r], acc_im[r], p.x, p.y, &hk.x, &hk.y);
+            tide_corr_cmul(b[r].x, b[r].y, hk.x, hk.y, &o.x, &o.y);
             C[v * pitch_c + u] = o;
         }
     }
@@ -135,9 +165,18 @@ extern "C" int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c
     dim3 grid((unsigned)((c->pitch + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)),
               gy);
     corr_pad_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
-        c->X, in->pix, in->mask, c->w, c->h, c->rx, c->ry, in->stride, c->px, c->py, c->pitch,
-        c->opt.pad == TIDE_PAD_REFLECT, c->opt.mask_bits);
+        c->X, in->pix, in->mask, c->w, c->h, c->rx, c->ry, in->stride, c->py, c->pitch,
+        c->opt.mask_bits);
     TIDE_CUDA_LAUNCHED();
+    const int64_t halo = 2 * c->ry * (c->w + 2 * c->rx) + 2 * c->h * c->rx;
+    if (c->opt.pad == TIDE_PAD_REFLECT && halo > 0) {
+        const int64_t nb = (halo + PAD_THREADS - 1) / PAD_THREADS;
+        corr_halo_kernel<<<(unsigned)(nb < 65535 ? nb : 65535), PAD_THREADS, 0,
+                           (cudaStream_t)ctx->stream>>>(c->X, in->pix, in->mask, c->w, c->h,
+                                                        c->rx, c->ry, in->stride, c->pitch,
+                                                        c->opt.mask_bits);
+        TIDE_CUDA_LAUNCHED();
+    }
     return TIDE_OK;
 }
 

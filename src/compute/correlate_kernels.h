@@ -3,12 +3,12 @@
  *
  * Kernel spectra in compact form (why: a padded spectrum per kernel costs an FFT and
  * px*py*4 bytes of memory, but a kw x kh kernel's 2-D DFT is separable over its rows):
- *   H_k(u, v) = sum_j rows_k[j][u] * cols[v][j]
+ *   H_k(u, v) = p_v * sum_j rows_k[j][u] * w_v^j            (Horner in j, see correlate_math.h)
  *   rows_k[j][u] = sum_i k(i - rx, j - ry) exp(+s 2 pi i u (i - rx) / px)
- *   cols[v][j]   = exp(+s 2 pi i v (j - ry) / py) / (px py)
+ *   w_v = exp(+s 2 pi i v / py),  p_v = exp(-s 2 pi i v ry / py) / (px py)
  * with s = +1 for correlation (the DFT of the reversed kernel), -1 for convolution; the
  * 1/(px py) normalises the unnormalised inverse FFT. Both tables are built in double on the
- * host and stored as float pairs. */
+ * host and stored as float pairs: cols[v] = (w_v, p_v). */
 #ifndef TIDE_CORRELATE_KERNELS_H
 #define TIDE_CORRELATE_KERNELS_H
 #include <stdint.h>
@@ -34,7 +34,7 @@ struct tide_correlator {
     float *X;              /**< padded image, then its spectrum (py * pitch floats) */
     float *Y;              /**< product spectrum, then one result (== X when nk == 1) */
     float *rows;           /**< nk * kh * cw complex, backend memory */
-    float *cols;           /**< py * kh complex, backend memory */
+    float *cols;           /**< py * 2 complex (w_v, p_v), backend memory */
     float *spec;           /**< CPU only: nk * py * cw complex full spectra; NULL on CUDA */
 };
 

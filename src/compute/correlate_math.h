@@ -44,11 +44,16 @@ TIDE_HD static inline int64_t tide_corr_source(int64_t a, int64_t b, int64_t w, 
     return y * stride + x;
 }
 
-/** acc += r * t, complex, as interleaved (re, im) pairs. */
-TIDE_HD static inline void tide_corr_cmac(float *acc_re, float *acc_im, float r_re, float r_im,
-                                          float t_re, float t_im) {
-    *acc_re += r_re * t_re - r_im * t_im;
-    *acc_im += r_re * t_im + r_im * t_re;
+/** One Horner step of a kernel spectrum, acc = acc * w + r (complex, interleaved pairs):
+ *  H(u, v) = p_v * sum_j rows[j][u] w_v^j is evaluated from j = kh-1 down to 0 so each term
+ *  costs one complex multiply-add and no table look-up; with |w_v| = 1 the rounding error grows
+ *  only linearly in kh (Higham, Accuracy and Stability of Numerical Algorithms, §5.1). */
+TIDE_HD static inline void tide_corr_horner(float *acc_re, float *acc_im, float w_re, float w_im,
+                                            float r_re, float r_im) {
+    float re = *acc_re * w_re - *acc_im * w_im + r_re;
+    float im = *acc_re * w_im + *acc_im * w_re + r_im;
+    *acc_re = re;
+    *acc_im = im;
 }
 
 /** (c_re, c_im) = a * b, complex. */

@@ -23,6 +23,7 @@ typedef struct size_map {
     size_t cap, count;
 } size_map;
 
+#ifdef TIDE_HAVE_CUDA
 static size_t slot_of(uintptr_t k, size_t cap) {
     return (size_t)((k >> 8) * 0x9E3779B97F4A7C15ull) & (cap - 1);
 }
@@ -75,6 +76,8 @@ static size_t map_take(size_map *m, uintptr_t k) {
     }
     return 0;
 }
+
+#endif
 
 void tide_device_map_free(void *p) {
     size_map *m = p;

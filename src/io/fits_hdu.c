@@ -105,9 +105,16 @@ int tide_fits_inventory(const char *spec, tide_fits_hdu **hdus, int *nhdu) {
     for (int i = 1; !st; i++) {
         int type = 0;
         if (fits_movabs_hdu(src.f, i, &type, &cst)) {
-            if (cst != END_OF_FILE)
+            /* a header cut short reads as a read error: tide_fits_check_file says so below */
+            if (cst != END_OF_FILE && !(cst == READ_ERROR && src.file_size >= 0))
                 st = tide_fits_status(cst, src.root, i - 1, "cannot read the HDU header");
             fits_clear_errmsg();
+            if (!st && cst == READ_ERROR) {
+                st = tide_fits_check_file(&src);
+                if (!st)
+                    st = tide_error(TIDE_E_FORMAT, "%s[HDU %d]: cannot read the HDU header",
+                                    src.root, i - 1);
+            }
             break;
         }
         if (n == cap) {

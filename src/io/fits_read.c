@@ -21,8 +21,9 @@ static void describe_table(fitsfile *f, int type, char *out, size_t n) {
     cst = 0;
     fits_get_num_rowsll(f, &rows, &cst);
     fits_clear_errmsg();
-    snprintf(out, n, "%s%s%s%s (%lld rows)", type == ASCII_TBL ? "an ASCII table" : "a binary table",
-             extname[0] ? " '" : "", extname, extname[0] ? "'" : "", (long long)rows);
+    snprintf(out, n, "%s%s%s%s (%lld rows)",
+             type == ASCII_TBL ? "an ASCII table" : "a binary table", extname[0] ? " '" : "",
+             extname, extname[0] ? "'" : "", (long long)rows);
 }
 
 /* Check that the current HDU is a 2-D image; return its size. */
@@ -51,8 +52,8 @@ static int check_image_hdu(tide_fits_src *src, int hdu, int64_t *w, int64_t *h) 
     double planes = 1;
     for (int i = 0; i < naxis && i < 9; i++) {
         if (naxes[i] <= 0)
-            return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image (NAXIS%d = %lld)",
-                              src->root, hdu, i + 1, (long long)naxes[i]);
+            return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image (NAXIS%d = %lld)", src->root,
+                              hdu, i + 1, (long long)naxes[i]);
         if (i >= 2)
             planes *= (double)naxes[i];
     }
@@ -60,8 +61,8 @@ static int check_image_hdu(tide_fits_src *src, int hdu, int64_t *w, int64_t *h) 
         return tide_error(TIDE_E_UNSUPPORTED,
                           "%s[HDU %d]: is a %d-D cube (%.0f planes of %lld x %lld); select one "
                           "plane with a section, e.g. %s[%d][*,*,1:1]",
-                          src->root, hdu, naxis, planes, (long long)naxes[0],
-                          (long long)naxes[1], src->root, hdu);
+                          src->root, hdu, naxis, planes, (long long)naxes[0], (long long)naxes[1],
+                          src->root, hdu);
     int st = tide_fits_check_extent(src, hdu, NULL);
     if (st)
         return st;
@@ -188,8 +189,8 @@ static int read_hcompress_ints(tide_fits_src *src, int hdu, tide_image *im) {
     fitsfile *f = src->f;
     int cst = 0, bitpix = 0;
     char cmp[FLEN_VALUE] = "";
-    if (!fits_is_compressed_image(f, &cst) || fits_get_img_type(f, &bitpix, &cst) ||
-        bitpix < 0 || bitpix > 16 || fits_read_key_str(f, "ZCMPTYPE", cmp, NULL, &cst) ||
+    if (!fits_is_compressed_image(f, &cst) || fits_get_img_type(f, &bitpix, &cst) || bitpix < 0 ||
+        bitpix > 16 || fits_read_key_str(f, "ZCMPTYPE", cmp, NULL, &cst) ||
         strncmp(cmp, "HCOMPRESS", 9)) {
         fits_clear_errmsg();
         return 1;

@@ -7,23 +7,24 @@
 
 /* The FITS TFORM letter and the cfitsio datatype of a tide column type. */
 static int col_codes(tide_col_type type, char *letter, int *datatype) {
-    switch (type) {
-    case TIDE_COL_F64: *letter = 'D'; *datatype = TDOUBLE; return 0;
-    case TIDE_COL_F32: *letter = 'E'; *datatype = TFLOAT; return 0;
-    case TIDE_COL_I64: *letter = 'K'; *datatype = TLONGLONG; return 0;
-    case TIDE_COL_I32: *letter = 'J'; *datatype = TINT; return 0;
-    case TIDE_COL_I16: *letter = 'I'; *datatype = TSHORT; return 0;
-    case TIDE_COL_U8: *letter = 'B'; *datatype = TBYTE; return 0;
-    case TIDE_COL_STR: *letter = 'A'; *datatype = TSTRING; return 0;
-    }
-    return -1;
+    static const struct {
+        char letter;
+        int datatype;
+    } codes[] = {[TIDE_COL_F64] = {'D', TDOUBLE},   [TIDE_COL_F32] = {'E', TFLOAT},
+                 [TIDE_COL_I64] = {'K', TLONGLONG}, [TIDE_COL_I32] = {'J', TINT},
+                 [TIDE_COL_I16] = {'I', TSHORT},    [TIDE_COL_U8] = {'B', TBYTE},
+                 [TIDE_COL_STR] = {'A', TSTRING}};
+    if ((unsigned)type >= sizeof codes / sizeof *codes)
+        return -1;
+    *letter = codes[type].letter;
+    *datatype = codes[type].datatype;
+    return 0;
 }
 
 /* Rows per chunk when strings are converted (fixed-width fields to NUL-terminated ones). */
 enum { STR_CHUNK = 4096 };
 
-static int write_string_column(tide_fits_out *o, const tide_column *c, int colnum,
-                               int64_t nrows) {
+static int write_string_column(tide_fits_out *o, const tide_column *c, int colnum, int64_t nrows) {
     int64_t width = c->repeat;
     int64_t chunk = nrows < STR_CHUNK ? nrows : STR_CHUNK;
     char *buf = malloc((size_t)(chunk * (width + 1)));
@@ -177,14 +178,44 @@ static int locate_table(tide_fits_src *src, int *hdu) {
  * applied), or -1 for types tide does not hold. */
 static int map_eqtype(int eq, tide_col_type *type, int *dt) {
     switch (eq) {
-    case TBYTE: *type = TIDE_COL_U8; *dt = TBYTE; return 0;
-    case TLOGICAL: *type = TIDE_COL_U8; *dt = TLOGICAL; return 0;
-    case TSBYTE: case TSHORT: *type = TIDE_COL_I16; *dt = TSHORT; return 0;
-    case TUSHORT: case TINT: case TLONG: *type = TIDE_COL_I32; *dt = TINT; return 0;
-    case TUINT: case TULONG: case TLONGLONG: *type = TIDE_COL_I64; *dt = TLONGLONG; return 0;
-    case TFLOAT: *type = TIDE_COL_F32; *dt = TFLOAT; return 0;
-    case TDOUBLE: case TULONGLONG: *type = TIDE_COL_F64; *dt = TDOUBLE; return 0;
-    case TSTRING: *type = TIDE_COL_STR; *dt = TSTRING; return 0;
+    case TBYTE:
+        *type = TIDE_COL_U8;
+        *dt = TBYTE;
+        return 0;
+    case TLOGICAL:
+        *type = TIDE_COL_U8;
+        *dt = TLOGICAL;
+        return 0;
+    case TSBYTE:
+    case TSHORT:
+        *type = TIDE_COL_I16;
+        *dt = TSHORT;
+        return 0;
+    case TUSHORT:
+    case TINT:
+    case TLONG:
+        *type = TIDE_COL_I32;
+        *dt = TINT;
+        return 0;
+    case TUINT:
+    case TULONG:
+    case TLONGLONG:
+        *type = TIDE_COL_I64;
+        *dt = TLONGLONG;
+        return 0;
+    case TFLOAT:
+        *type = TIDE_COL_F32;
+        *dt = TFLOAT;
+        return 0;
+    case TDOUBLE:
+    case TULONGLONG:
+        *type = TIDE_COL_F64;
+        *dt = TDOUBLE;
+        return 0;
+    case TSTRING:
+        *type = TIDE_COL_STR;
+        *dt = TSTRING;
+        return 0;
     }
     return -1;
 }
@@ -257,9 +288,11 @@ static int read_columns(tide_fits_src *src, int hdu, tide_table *t) {
         int dt = 0;
         if (eq < 0 || map_eqtype(eq, &type, &dt))
             return tide_error(TIDE_E_UNSUPPORTED,
-                              "%s[HDU %d]: column %d (%s) has a %s type tide does not read", src->root,
-                              hdu, i, name,
-                              eq < 0 ? "variable-length" : eq == TBIT ? "bit (X)" : "complex");
+                              "%s[HDU %d]: column %d (%s) has a %s type tide does not read",
+                              src->root, hdu, i, name,
+                              eq < 0       ? "variable-length"
+                              : eq == TBIT ? "bit (X)"
+                                           : "complex");
         int64_t rep = (int64_t)repeat;
         if (type == TIDE_COL_STR) /* repeat is the total characters; width one string's */
             rep = (int64_t)(width > 0 ? width : repeat);

@@ -41,8 +41,13 @@ int tide_fits_status(int cfst, const char *path, int hdu, const char *what) {
     case MEMORY_ALLOCATION: st = TIDE_E_NOMEM; break;
     case BAD_HDU_NUM: st = TIDE_E_NOTFOUND; break;
     case END_OF_FILE: st = TIDE_E_FORMAT; break;
-    case FILE_NOT_OPENED: case FILE_NOT_CREATED: case WRITE_ERROR: case READ_ERROR:
-    case FILE_NOT_CLOSED: case READONLY_FILE: case BAD_FILEPTR: st = TIDE_E_IO; break;
+    case FILE_NOT_OPENED:
+    case FILE_NOT_CREATED:
+    case WRITE_ERROR:
+    case READ_ERROR:
+    case FILE_NOT_CLOSED:
+    case READONLY_FILE:
+    case BAD_FILEPTR: st = TIDE_E_IO; break;
     default: st = (cfst >= 200 && cfst < 500) ? TIDE_E_FORMAT : TIDE_E_IO; break;
     }
     char words[512];
@@ -68,7 +73,8 @@ static int sniff(const char *path, int64_t *size) {
     fclose(fp);
     if (n == 9 && !memcmp(b, "SIMPLE  =", 9))
         return 1;
-    if (n >= 2 && ((b[0] == 0x1f && (b[1] == 0x8b || b[1] == 0x9d)) || (b[0] == 'B' && b[1] == 'Z')))
+    if (n >= 2 &&
+        ((b[0] == 0x1f && (b[1] == 0x8b || b[1] == 0x9d)) || (b[0] == 'B' && b[1] == 'Z')))
         return 2;
     return 0;
 }
@@ -222,12 +228,24 @@ int tide_fits_check_extent(const tide_fits_src *src, int hdu, int64_t *data_byte
         bytes = 0;
     if (data_bytes)
         *data_bytes = (int64_t)bytes;
+    if (src->file_size < 0 && bytes > 0) {
+        /* A file cfitsio holds in memory (gzip, section): ask it for the data unit's last byte,
+         * which fails when the (uncompressed) file ends before it. */
+        LONGLONG last = datastart + (LONGLONG)bytes - 1;
+        s2 = 0;
+        if (ffmbyt(f, last, 0 /* REPORT_EOF */, &s2)) {
+            fits_clear_errmsg();
+            return tide_error(TIDE_E_FORMAT,
+                              "%s[HDU %d]: truncated: the data unit needs %.0f bytes from byte "
+                              "%lld but the file ends before",
+                              src->root, hdu, bytes, (long long)datastart);
+        }
+    }
     if (src->file_size >= 0 && (double)datastart + bytes > (double)src->file_size)
         return tide_error(TIDE_E_FORMAT,
                           "%s[HDU %d]: truncated: the data unit needs %.0f bytes from byte %lld "
                           "but the file ends at byte %lld",
-                          src->root, hdu, bytes, (long long)datastart,
-                          (long long)src->file_size);
+                          src->root, hdu, bytes, (long long)datastart, (long long)src->file_size);
     return TIDE_OK;
 }
 
@@ -256,9 +274,8 @@ int tide_fits_check_file(const tide_fits_src *src) {
         if (fp && fseeko(fp, (off_t)end, SEEK_SET) == 0 && fread(b, 1, 9, fp) == 9 &&
             !memcmp(b, "XTENSION=", 9))
             st = tide_error(TIDE_E_FORMAT,
-                            "%s: truncated: the header of an extension after HDU %d is cut off at "
-                            "byte %lld",
-                            src->root, tide_fits_cur_hdu(f), (long long)src->file_size);
+                            "%s[HDU %d]: truncated: its header is cut off at byte %lld", src->root,
+                            tide_fits_cur_hdu(f) + 1, (long long)src->file_size);
         if (fp)
             fclose(fp);
     }
@@ -287,14 +304,14 @@ int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hd
  * own, so copies from a source header must not be written. */
 static int structural_key(const char *k, int skip_extname) {
     static const char *exact[] = {
-        "SIMPLE", "BITPIX", "NAXIS", "EXTEND", "XTENSION", "PCOUNT", "GCOUNT", "BSCALE",
-        "BZERO", "BLANK", "END", "TFIELDS", "THEAP", "CHECKSUM", "DATASUM", "GROUPS",
-        "ZIMAGE", "ZSIMPLE", "ZEXTEND", "ZBLOCKED", "ZTENSION", "ZPCOUNT", "ZGCOUNT",
-        "ZCMPTYPE", "ZBITPIX", "ZNAXIS", "ZQUANTIZ", "ZDITHER0", "ZBLANK", "ZSCALE", "ZZERO",
-        "ZHECKSUM", "ZDATASUM", "ZMASKCMP", "TIDEMASK", "TIDEVAR", "INHERIT"};
-    static const char *indexed[] = {"NAXIS", "ZNAXIS", "ZTILE", "ZNAME", "ZVAL", "TTYPE",
-                                    "TFORM", "TUNIT", "TDISP", "TNULL", "TSCAL", "TZERO",
-                                    "TDIM", "TBCOL"};
+        "SIMPLE",  "BITPIX",  "NAXIS",    "EXTEND",   "XTENSION", "PCOUNT",   "GCOUNT",
+        "BSCALE",  "BZERO",   "BLANK",    "END",      "TFIELDS",  "THEAP",    "CHECKSUM",
+        "DATASUM", "GROUPS",  "ZIMAGE",   "ZSIMPLE",  "ZEXTEND",  "ZBLOCKED", "ZTENSION",
+        "ZPCOUNT", "ZGCOUNT", "ZCMPTYPE", "ZBITPIX",  "ZNAXIS",   "ZQUANTIZ", "ZDITHER0",
+        "ZBLANK",  "ZSCALE",  "ZZERO",    "ZHECKSUM", "ZDATASUM", "ZMASKCMP", "TIDEMASK",
+        "TIDEVAR", "INHERIT"};
+    static const char *indexed[] = {"NAXIS", "ZNAXIS", "ZTILE", "ZNAME", "ZVAL",  "TTYPE", "TFORM",
+                                    "TUNIT", "TDISP",  "TNULL", "TSCAL", "TZERO", "TDIM",  "TBCOL"};
     if (skip_extname && (!strcmp(k, "EXTNAME") || !strcmp(k, "EXTVER")))
         return 1;
     for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)

@@ -7,13 +7,12 @@
 
 /* Names of the mask bits, written as BITn cards so a reader of the file knows them
  * (the meanings are those of include/tide/image.h). */
-static const char *const mask_bit_names[] = {"NODATA", "SATURATED", "BAD",    "HOT",
-                                             "COLD",   "COSMIC",    "BLEED",  "EDGE",
-                                             "INTERP", "USER"};
+static const char *const mask_bit_names[] = {"NODATA", "SATURATED", "BAD",  "HOT",    "COLD",
+                                             "COSMIC", "BLEED",     "EDGE", "INTERP", "USER"};
 
 /* Write one plane (rows of @p w elements, @p stride apart) to the current HDU. */
-static int write_plane(tide_fits_out *o, int datatype, const void *data, size_t elem,
-                       int64_t w, int64_t h, int64_t stride, const char *what) {
+static int write_plane(tide_fits_out *o, int datatype, const void *data, size_t elem, int64_t w,
+                       int64_t h, int64_t stride, const char *what) {
     int cst = 0;
     if (stride == w) {
         LONGLONG fp[2] = {1, 1};
@@ -62,8 +61,8 @@ static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *
         }
         if (cst)
             return tide_fits_status(cst, p, mask_hdu, "cannot write the MASK header");
-        st = write_plane(o, TUSHORT, im->mask, sizeof(uint16_t), im->width, im->height,
-                         im->stride, "cannot write the mask");
+        st = write_plane(o, TUSHORT, im->mask, sizeof(uint16_t), im->width, im->height, im->stride,
+                         "cannot write the mask");
         if (st)
             return st;
     }
@@ -83,8 +82,8 @@ int tide_fits_write_image(const char *path, const tide_image *im, const tide_hea
     if (!im || !im->pix || im->width <= 0 || im->height <= 0 || im->stride < im->width)
         return tide_error(TIDE_E_INVAL, "%s: no image to write", path ? path : "(null)");
     if (im->location != TIDE_HOST)
-        return tide_error(TIDE_E_INVAL,
-                          "%s: the image is on the device; copy it to the host first", path);
+        return tide_error(TIDE_E_INVAL, "%s: the image is on the device; copy it to the host first",
+                          path);
     tide_fits_out o;
     int st = tide_fits_out_begin(&o, path);
     if (st)

@@ -62,10 +62,27 @@ TIDE_HD static inline double sim_rng_range(sim_rng *r, double lo, double hi) {
     return lo + (hi - lo) * sim_rng_uniform(r);
 }
 
-/** Standard normal (Box–Muller, one of the pair). */
+/** Standard normal by inverting the normal CDF of one uniform, with P. J. Acklam's rational
+ *  approximation (relative error < 1.2e-9): the central 95 % needs no transcendental
+ *  function, which makes per-pixel read noise cheap. */
 TIDE_HD static inline double sim_rng_gauss(sim_rng *r) {
-    double u1 = sim_rng_uniform(r), u2 = sim_rng_uniform(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    const double p = sim_rng_uniform(r), plow = 0.02425;
+    if (p > plow && p < 1.0 - plow) {
+        const double q = p - 0.5, t = q * q;
+        return (((((-3.969683028665376e+01 * t + 2.209460984245205e+02) * t -
+                   2.759285104469687e+02) * t + 1.383577518672690e+02) * t -
+                 3.066479806614716e+01) * t + 2.506628277459239e+00) * q /
+               (((((-5.447609879822406e+01 * t + 1.615858368580409e+02) * t -
+                   1.556989798598866e+02) * t + 6.680131188771972e+01) * t -
+                 1.328068155288572e+01) * t + 1.0);
+    }
+    const double q = sqrt(-2.0 * log(p < 0.5 ? p : 1.0 - p));
+    const double x = (((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q -
+                         2.400758277161838e+00) * q - 2.549732539343734e+00) * q +
+                       4.374664141464968e+00) * q + 2.938163982698783e+00) /
+                     ((((7.784695709041462e-03 * q + 3.224671290700398e-01) * q +
+                        2.445134137142996e+00) * q + 3.754408661907416e+00) * q + 1.0);
+    return p < 0.5 ? x : -x;
 }
 
 /* log(k!) : a table below 10, Stirling's series above (error < 1e-10 for k >= 10). */
@@ -96,7 +113,7 @@ TIDE_HD static inline double sim_rng_poisson(sim_rng *r, double lam) {
         }
         return k;
     }
-    const double slam = sqrt(lam), loglam = log(lam);
+    const double slam = sqrt(lam);
     const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
     const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
     for (;;) {
@@ -108,7 +125,7 @@ TIDE_HD static inline double sim_rng_poisson(sim_rng *r, double lam) {
         if (k < 0.0 || (us < 0.013 && v > us))
             continue;
         if (log(v) + log(invalpha) - log(a / (us * us) + b) <=
-            -lam + k * loglam - sim_log_factorial(k))
+            -lam + k * log(lam) - sim_log_factorial(k))
             return k;
     }
 }

@@ -25,6 +25,10 @@ open(f"{t}/empty.fits", "w").close()
 data = open(f"{t}/good.fits", "rb").read()
 open(f"{t}/trunc_data.fits", "wb").write(data[: 2880 + 5000])
 open(f"{t}/trunc_header.fits", "wb").write(data[:1200])
+import gzip
+z = gzip.compress(data)
+open(f"{t}/good.fits.gz", "wb").write(z)
+open(f"{t}/trunc.fits.gz", "wb").write(z[: len(z) // 2])  # cfitsio inflates it in memory
 # empty primary + a binary table
 cat = fits.BinTableHDU.from_columns([fits.Column(name="X", format="E", array=np.arange(5.0))],
                                     name="CATALOG")
@@ -77,6 +81,7 @@ for cmd in info stats; do
     expect $cmd "$T/empty.fits" "empty file"
     expect $cmd "$T/trunc_data.fits" "truncated" "HDU 0"
     expect $cmd "$T/trunc_header.fits" "truncated"
+    expect $cmd "$T/trunc.fits.gz" "truncated"
     expect $cmd "$T/mef_trunc.fits" "truncated" "HDU 2"
     expect $cmd "$T/mef_hdrcut.fits" "truncated"
     expect $cmd "$T/mef_hdrcut.fits[SCI]" "truncated"
@@ -92,6 +97,7 @@ if [ $have_stats -eq 1 ]; then
     expect stats "$T/allnan.fits"
     # and a frame that is fine still works
     "$TIDE" stats "$T/good.fits" >/dev/null 2>&1 || bad "tide stats good.fits failed"
+    "$TIDE" stats "$T/good.fits.gz" >/dev/null 2>&1 || bad "tide stats good.fits.gz failed"
 fi
 
 # info describes a file of tables and an all-NaN image without failing

@@ -24,7 +24,9 @@ int main(void) {
 }
 C
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-cc -std=c11 -o "$prefix/use" "$prefix/use.c" $(pkg-config --cflags --libs tide)
+# The .pc names the configured prefix; point it at this temporary one.
+pc="pkg-config --define-variable=prefix=$prefix"
+cc -std=c11 -o "$prefix/use" "$prefix/use.c" $($pc --cflags --libs tide)
 out=$(LD_LIBRARY_PATH=$prefix/lib "$prefix/use")
 [ "$out" = "malformed input" ] || { echo "unexpected output: $out"; exit 1; }
 "$prefix/bin/tide" --version | grep -q '^tide '

@@ -76,7 +76,8 @@ static void test_image_roundtrip(void) {
             float a = im.pix[y * 9 + x], b = back.pix[y * 7 + x];
             if (!(a == b || (isnan(a) && isnan(b))))
                 bad++;
-            if (im.mask[y * 9 + x] != back.mask[y * 7 + x] || im.var[y * 9 + x] != back.var[y * 7 + x])
+            if (im.mask[y * 9 + x] != back.mask[y * 7 + x] ||
+                im.var[y * 9 + x] != back.var[y * 7 + x])
                 bad++;
         }
     CHECK(bad == 0);

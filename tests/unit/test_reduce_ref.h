@@ -116,8 +116,8 @@ static inline double ref_median_sorted(const double *v, int64_t n) {
 static inline int64_t ref_sigclip(double *v, int64_t n, double sigma, int maxiters, double *mean,
                            double *median, double *std, int *iters) {
     int it = 0;
+    qsort(v, (size_t)n, sizeof *v, ref_cmp); /* filtering below keeps it sorted */
     for (;;) {
-        qsort(v, (size_t)n, sizeof *v, ref_cmp);
         ref_stats_t s = ref_stats(v, n);
         const double med = n ? ref_median_sorted(v, n) : NAN;
         *mean = s.mean;

@@ -72,7 +72,7 @@ int main(void) {
         return 1;
 
     const int64_t sizes[][2] = {{1, 1}, {2, 1}, {97, 89}, {4097, 3}, {3, 4097}, {64, 64},
-                                {1021, 1019}};
+                                {509, 503}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         tide_image im;
         CHECK_OK(tide_image_alloc(c, &im, sizes[i][0], sizes[i][1], TIDE_HOST, TIDE_IMAGE_MASK));
