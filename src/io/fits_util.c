@@ -161,6 +161,7 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
             tide_fits_src probe;
             memset(&probe, 0, sizeof probe);
             probe.file_size = size;
+            snprintf(probe.root, sizeof probe.root, "%s", root);
             int n = 0;
             int st = count_hdus(&probe, root, &n);
             if (probe.f) {
