@@ -32,7 +32,13 @@ extern "C" {
  *  Pixels equal to BLANK (ZBLANK for compressed images), NaN or ±Inf become NaN and get
  *  TIDE_MASK_NODATA; all other mask bits are 0. Tile-compressed images (RICE_1, GZIP_1,
  *  GZIP_2, HCOMPRESS_1, PLIO_1, and quantized floats with NO_DITHER, SUBTRACTIVE_DITHER_1 or
- *  _2) decode exactly as cfitsio's funpack does. Extra axes of length 1 are allowed (NAXIS3 = 1).
+ *  _2) decode as cfitsio's funpack does, bit for bit (integer HCOMPRESS with a lossy SCALE is
+ *  clipped to the BITPIX range before BLANK and scaling, as funpack's BITPIX-typed output is;
+ *  where funpack 4.2 mis-places tiles of quantized floats that span several rows and hold a
+ *  null, tide gives the correct pixels). Gzip-compressed files (.fits.gz) are read too.
+ *  Extra axes of length 1 are allowed (NAXIS3 = 1). The whole file is checked for truncation
+ *  (any HDU whose data or header is cut short is an error, naming that HDU), so a damaged
+ *  transfer is never read as good data.
  *  When the primary HDU of a file written by tide_fits_write_image is read (no section), its
  *  MASK bits and VAR plane are read back too (keywords TIDEMASK / TIDEVAR name their HDUs).
  *
