@@ -6,7 +6,11 @@
  * single piece of global state in tide, owned by the FFTW library's own design. Plans are
  * made for the padded in-place layout and executed with the new-array interface
  * (fftwf_execute_dft_r2c/c2r) on any buffer from fftwf_malloc, which has the alignment the plan
- * was made for. */
+ * was made for.
+ *
+ * FFTW's worker threads run on OpenMP's pool (fftwf_threads_set_callback, FFTW >= 3.3.9): with
+ * FFTW's own pthreads beside libgomp's, the OpenMP threads of tide's loops, which spin for a
+ * while after each parallel region, would compete with FFTW's workers for the same cores. */
 #include <fftw3.h>
 #include <limits.h>
 #include <pthread.h>
@@ -14,6 +18,14 @@
 
 #include "compute/fft_kernels.h"
 #include "tide/status.h"
+
+static void omp_parallel_loop(void *(*work)(char *), char *jobdata, size_t elsize, int njobs,
+                              void *data) {
+    (void)data;
+#pragma omp parallel for num_threads(njobs) schedule(static, 1)
+    for (int i = 0; i < njobs; i++)
+        work(jobdata + elsize * (size_t)i);
+}
 
 static pthread_mutex_t fftw_planner_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fftw_threads_ready = 0; /* guarded by fftw_planner_lock */
@@ -48,8 +60,11 @@ int tide_fft_plan_make_cpu(tide_ctx *ctx, struct tide_fft_plan *p) {
     int cembed[2] = {(int)p->ny, (int)cw};
     unsigned flags = p->effort == TIDE_FFT_MEASURE ? FFTW_MEASURE : FFTW_ESTIMATE;
     pthread_mutex_lock(&fftw_planner_lock);
-    if (!fftw_threads_ready)
+    if (!fftw_threads_ready) {
         fftw_threads_ready = fftwf_init_threads() ? 1 : -1;
+        if (fftw_threads_ready > 0)
+            fftwf_threads_set_callback(omp_parallel_loop, NULL);
+    }
     if (fftw_threads_ready > 0)
         fftwf_plan_with_nthreads(ctx->threads > 0 ? ctx->threads : 1);
     fftwf_plan plan;

@@ -86,13 +86,11 @@ int sim_galaxy_stamp(sim_src *s, const sim_object *o, double theta_pix) {
             g[j * gn + i] = (float)(acc / (ns * ns));
         }
     const double rs2 = (double)s->rsub * s->rsub;
-    double ksum = 0;
     for (int64_t j = 0; j < kn; j++)
         for (int64_t i = 0; i < kn; i++) {
             double dx = (double)(i - K), dy = (double)(j - K);
             k[j * kn + i] = sim_moffat_pixel((float)dx, (float)dy, s->cxx, s->cxy, s->cyy, s->beta,
                                              s->nsub, dx * dx + dy * dy <= rs2);
-            ksum += k[j * kn + i];
         }
     /* out(p) = Σ_k g(p - k) kern(k), p and k on the output/kernel grids. */
     double tot = 0;
@@ -117,7 +115,6 @@ int sim_galaxy_stamp(sim_src *s, const sim_object *o, double theta_pix) {
         if (out[t] > vmax)
             vmax = out[t];
     }
-    (void)ksum;
     free(g);
     free(k);
     s->stamp = out;
