@@ -16,4 +16,5 @@ mkdir -p .gpu/bin
 cp build-gpu/tide build-gpu/tests/test_* .gpu/bin/
 cp -P build-gpu/libtide.so* .gpu/lib/
 cp -r ../shared/data .gpu/data
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +uncommitted)" > .gpu/commit
 du -sh .gpu | awk '{print "prepare: " $2 " " $1}'

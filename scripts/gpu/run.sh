@@ -7,11 +7,11 @@ out=${OUT:-/tmp/tide-gpu-out}
 mkdir -p "$out"
 root=$PWD
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
-export TIDE_SHARED_DATA=$root/.gpu/data
+export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
 {
   echo "# tide GPU run"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit: $(cat .gpu/commit 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   echo
 } > "$out/report.md"

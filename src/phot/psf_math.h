@@ -3,8 +3,11 @@
 #ifndef TIDE_PSF_MATH_H
 #define TIDE_PSF_MATH_H
 #include <math.h>
+#include <stdint.h>
 
 #include "core/hd.h"
+#include "phot/psf_kernels.h"
+#include "tide/psf.h"
 
 #define PSF_LANCZOS_A 3 /* taps on each side: 2a = 6 per axis */
 #define PSF_PI 3.14159265358979323846
@@ -32,6 +35,57 @@ TIDE_HD static inline void psf_lanczos_weights(double f, double w[2 * PSF_LANCZO
  *  positional parameters"): exp(-r^2 / (2 sigma^2)), with inv2s2 = 1/(2 sigma^2). */
 TIDE_HD static inline double psf_win_weight(double dx, double dy, double inv2s2) {
     return exp(-(dx * dx + dy * dy) * inv2s2);
+}
+
+
+#define PSF_CENTROID_ITERS 30    /* XWIN iterations at most */
+#define PSF_CENTROID_TOL 1.0e-4  /* pixels: stop when a step is smaller */
+
+/** The pixel box a stamp of half-side h around (xc, yc) reads, Lanczos taps included:
+ *  [floor(xc) - h - 2, floor(xc) + h + 3], likewise in y. */
+TIDE_HD static inline void psf_stamp_box(double xc, double yc, int h, int64_t *xl, int64_t *xh,
+                                         int64_t *yl, int64_t *yh) {
+    const int64_t fx = (int64_t)floor(xc), fy = (int64_t)floor(yc);
+    *xl = fx - h - (PSF_LANCZOS_A - 1);
+    *xh = fx + h + PSF_LANCZOS_A;
+    *yl = fy - h - (PSF_LANCZOS_A - 1);
+    *yh = fy + h + PSF_LANCZOS_A;
+}
+
+/** Rejection bits one pixel of a stamp sets: a non-finite value or an excluded mask bit
+ *  (MASKED), a value at or above the saturation level (SATURATED, when saturation > 0). */
+TIDE_HD static inline int psf_pixel_reject(float v, uint16_t m, uint16_t bits, double sat) {
+    if (!isfinite(v) || (m & bits)) return TIDE_PSF_REJ_MASKED;
+    if (sat > 0.0 && (double)v >= sat) return TIDE_PSF_REJ_SATURATED;
+    return 0;
+}
+
+/** Fill the measurement columns from a stamp's sums: @p vap = sum of rms^2 over the cap
+ *  aperture pixels (when use_rms), else the border ring's mean square sring / nring stands
+ *  for the per-pixel variance. */
+TIDE_HD static inline void psf_measure_finish(double *m, double sum, double fap, double vap,
+                                              double cap, double sring, double nring,
+                                              double peak, int use_rms) {
+    double var_pix = use_rms ? (cap > 0.0 ? vap / cap : 0.0) : (nring > 0.0 ? sring / nring : 0.0);
+    m[PSF_M_FLUX] = fap;
+    m[PSF_M_NOISE] = sqrt(var_pix);
+    m[PSF_M_SNR] = var_pix > 0.0 && cap > 0.0 ? fap / sqrt(var_pix * cap) : 0.0;
+    m[PSF_M_PEAK] = peak;
+    m[PSF_M_SUM] = sum;
+}
+
+/** Lanczos-3 sample from the 6x6 taps whose top-left pixel is (x0, y0): rows weighted by wy,
+ *  columns by wx, summed in double, rows outer. */
+TIDE_HD static inline float psf_lanczos_sample(const float *pix, int64_t stride, int64_t x0,
+                                               int64_t y0, const double *wx, const double *wy) {
+    double acc = 0.0;
+    for (int b = 0; b < 2 * PSF_LANCZOS_A; b++) {
+        const float *row = pix + (y0 + b) * stride + x0;
+        double r = 0.0;
+        for (int a = 0; a < 2 * PSF_LANCZOS_A; a++) r += wx[a] * (double)row[a];
+        acc += wy[b] * r;
+    }
+    return (float)acc;
 }
 
 #endif

@@ -1,0 +1,127 @@
+/* cosmetics.h — the first reduction stage: mask what the detector, not the sky, put in a frame.
+ *
+ * tide_cosmetics_apply runs, in this order, each pass setting its own mask bit (image.h):
+ *
+ *   1. Saturation (TIDE_MASK_SATURATED): pixels at or above `saturation` ADU.
+ *   2. Bleed trails (TIDE_MASK_BLEED): along the readout axis (columns by default), every
+ *      contiguous run of pixels above bias + bleed_frac·(saturation − bias) that contains a
+ *      saturated pixel, grown by `bleed_grow` pixels at both ends. The run's saturated pixels
+ *      keep SATURATED only; the others get BLEED (so a saturated star's core neighbourhood is
+ *      BLEED too: it is non-linear).
+ *   3. Hot and cold pixels (TIDE_MASK_HOT, TIDE_MASK_COLD): isolated single pixels. With med8,
+ *      max8, min8 the median, maximum and minimum of the 8 neighbours, ring the median of the
+ *      16 pixels on the border of the 5×5 box, and σ the noise model at med8, a pixel v is hot
+ *      when (a) v − med8 > hot_sigma·σ, (b) v − max8 > hot_isolation·(v − med8): it stands
+ *      alone, and (c) v − med8 > hot_ratio·(med8 − ring): its neighbours are consistent with
+ *      the local level instead of being the wings of a PSF (a star with FWHM ≥ 1.5 px has
+ *      (v − med8)/(med8 − ring) below ~1.5, a hot pixel on sky far above). Cold mirrors
+ *      (a) and (b) downwards. In a single frame a one-pixel cosmic-ray hit is indistinguishable
+ *      from a hot pixel and gets HOT.
+ *   4. Cosmic rays (TIDE_MASK_COSMIC): L.A.Cosmic, van Dokkum 2001, PASP 113, 1420 — Laplacian
+ *      edge detection of the 2×-subsampled frame with the fine-structure test that protects
+ *      stars, iterated (details in src/phot/cosmetics_lacosmic.c).
+ *   5. Optional inpainting (TIDE_MASK_INTERP): pixels carrying `inpaint_bits` are replaced by
+ *      the median of the unmasked pixels in their 5×5 box. They keep their defect bits, so a
+ *      stage that excludes masked pixels still excludes them: inpainting never changes
+ *      photometry silently. Pixels with no unmasked neighbour are left as they were.
+ *
+ * Noise model (ADU): σ(m) = sqrt(gain·max(m − bias, 1e-5) + rdnoise²) / gain, with m a local
+ * median level in ADU and rdnoise in electrons (van Dokkum 2001, eq. 10).
+ *
+ * Pixels with `skip_bits` (and non-finite pixels) are never flagged and never serve as
+ * neighbours. Pixels flagged SATURATED or BLEED are not tested by passes 3–4, and no cosmic ray
+ * is flagged within `sat_protect` pixels of them (a saturated core's edges are as sharp as a
+ * cosmic ray).
+ *
+ * Backends. A CPU context needs a host image; a CUDA context takes a device image (the
+ * pipeline's path) or a host image, which is uploaded, cleaned and copied back. Both backends
+ * give identical masks and inpainted values: the per-pixel math (cosmetics_math.h) is shared,
+ * every median is an exact sort, and no floating-point operation is contracted. */
+#ifndef TIDE_COSMETICS_H
+#define TIDE_COSMETICS_H
+#include <stdint.h>
+
+#include "tide/ctx.h"
+#include "tide/header.h"
+#include "tide/image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Parameters of tide_cosmetics_apply; tide_cosmetics_params_default gives the values in
+ *  brackets. */
+typedef struct tide_cosmetics_params {
+    /* detector and noise model */
+    double gain;       /**< e-/ADU [1.0]; > 0 */
+    double rdnoise;    /**< read noise, e- rms [0.0] */
+    double bias;       /**< zero-signal level still in the frame, ADU [0.0] */
+    /* saturation and bleed trails */
+    double saturation; /**< saturation level, ADU (SATURATE); NaN = no saturation or bleed
+                            pass [NaN] */
+    int bleed;         /**< 1: mask bleed trails [1] */
+    int bleed_axis;    /**< 0: trails run along columns (y, the usual CCD readout axis);
+                            1: along rows (x) [0] */
+    double bleed_frac; /**< a trail is the run above bias + bleed_frac·(saturation − bias)
+                            [0.5] */
+    int bleed_grow;    /**< pixels added at both ends of every trail [2] */
+    /* hot and cold pixels */
+    int hot;              /**< 1: hot-pixel pass [1] */
+    int cold;             /**< 1: cold-pixel pass [1] */
+    double hot_sigma;     /**< residual above the neighbour median, in σ [5.0] */
+    double cold_sigma;    /**< residual below the neighbour median, in σ [5.0] */
+    double hot_isolation; /**< the pixel must exceed its brightest (cold: undercut its
+                               faintest) neighbour by this fraction of its residual [0.5] */
+    double hot_ratio;     /**< sharpness: residual / (neighbour median − ring median) [4.0] */
+    /* cosmic rays (L.A.Cosmic) */
+    int cosmic;      /**< 1: cosmic-ray pass [1] */
+    double sigclip;  /**< detection limit on the Laplacian S/N, σ_lim [4.5] */
+    double sigfrac;  /**< neighbours of a hit need sigfrac·sigclip [0.3] */
+    double objlim;   /**< contrast limit against the fine-structure image, f_lim [5.0] */
+    int niter;       /**< at most this many detect-and-clean iterations, 1..16 [4] */
+    int sat_protect; /**< no cosmic ray within this many pixels (Chebyshev) of a SATURATED
+                          or BLEED pixel, 0..8 [2] */
+    /* inpainting */
+    int inpaint;           /**< 1: replace flagged pixels (see above) [0] */
+    uint16_t inpaint_bits; /**< which pixels [HOT | COLD | COSMIC] */
+    /* input mask */
+    uint16_t skip_bits; /**< pixels never tested nor used as neighbours
+                             [NODATA | BAD | USER] */
+} tide_cosmetics_params;
+
+/** Fill @p p with the defaults documented in brackets. */
+void tide_cosmetics_params_default(tide_cosmetics_params *p);
+
+/** Take saturation (SATURATE), gain (GAIN, else EGAIN) and read noise (RDNOISE, else
+ *  READNOIS, else RON) from a header where present; other fields are left alone. Returns 0
+ *  even when keys are missing; TIDE_E_FORMAT if a key is present but not a number. */
+int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
+
+/** Check parameters: gain > 0, rdnoise >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
+ *  0 <= bleed_grow <= 1024, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
+ *  detail naming the field. */
+int tide_cosmetics_params_check(const tide_cosmetics_params *p);
+
+/** What a call did: pixels newly flagged per class (bits already set on input are not
+ *  counted) and wall time per pass (device time on a CUDA context), milliseconds. */
+typedef struct tide_cosmetics_report {
+    int64_t n_saturated, n_bleed, n_hot, n_cold, n_cosmic, n_interp;
+    int cosmic_iterations;          /**< L.A.Cosmic iterations run */
+    int64_t cosmic_per_iter[16];    /**< new cosmic-ray pixels found by each iteration */
+    double ms_saturation, ms_bleed, ms_hotcold, ms_cosmic, ms_inpaint, ms_total;
+} tide_cosmetics_report;
+
+/** Run the passes above on @p im, which must have a mask plane (TIDE_E_INVAL otherwise).
+ *  Only the mask plane changes, and the pixels only where inpainting is on. @p p NULL means
+ *  the defaults; @p r may be NULL. Stage timings are also added to the context's timers
+ *  ("cosmetics.saturation", ...). An all-NaN or empty-of-valid-pixels frame is not an error. */
+int tide_cosmetics_apply(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
+                         tide_cosmetics_report *r);
+
+/** sizeof(tide_cosmetics_params), so ctypes users can check their layout. */
+int64_t tide_cosmetics_params_size(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
