@@ -8,6 +8,13 @@
  *      saturated pixel, grown by `bleed_grow` pixels at both ends. The run's saturated pixels
  *      keep SATURATED only; the others get BLEED (so a saturated star's core neighbourhood is
  *      BLEED too: it is non-linear).
+ *   2b. Bad columns (TIDE_MASK_BAD): segments of columns that differ from their neighbours by
+ *      a residual of one sign over many rows: per column, z = (I − m)/σ(m) with m the median of
+ *      the pixels 1–2 columns either side on the same row; the median z of each block of 32
+ *      rows marks the block when |median z| > badcol_sigma; runs of >= badcol_minrun marked
+ *      blocks of one sign are bad, extended pixel by pixel while z keeps its sign beyond
+ *      badcol_sigma/2. (A camera's bad-pixel mask, when there is one, is better: pass it in
+ *      as BAD and this pass adds what it misses.)
  *   3. Hot and cold pixels (TIDE_MASK_HOT, TIDE_MASK_COLD): isolated single pixels. With med8,
  *      max8, min8 the median, maximum and minimum of the 8 neighbours, ring the median of the
  *      16 pixels on the border of the 5×5 box, and σ the noise model at med8, a pixel v is hot
@@ -58,13 +65,19 @@ typedef struct tide_cosmetics_params {
     double bias;       /**< zero-signal level still in the frame, ADU [0.0] */
     /* saturation and bleed trails */
     double saturation; /**< saturation level, ADU (SATURATE); NaN = no saturation or bleed
-                            pass [NaN] */
+                            pass [NaN]. Full-well pixels read up to ~2× their shot noise
+                            below a hard clamp, so a level ~2% of the range below the clamp
+                            catches them (the truth test uses bias + 0.98·(SATURATE − bias)) */
     int bleed;         /**< 1: mask bleed trails [1] */
     int bleed_axis;    /**< 0: trails run along columns (y, the usual CCD readout axis);
                             1: along rows (x) [0] */
     double bleed_frac; /**< a trail is the run above bias + bleed_frac·(saturation − bias)
                             [0.5] */
     int bleed_grow;    /**< pixels added at both ends of every trail [2] */
+    /* bad columns */
+    int badcol;             /**< 1: bad-column pass [1] */
+    double badcol_sigma;    /**< block median residual, in σ [3.0] */
+    int badcol_minrun;      /**< consecutive 32-row blocks a bad segment needs [3] */
     /* hot and cold pixels */
     int hot;              /**< 1: hot-pixel pass [1] */
     int cold;             /**< 1: cold-pixel pass [1] */
@@ -98,7 +111,7 @@ void tide_cosmetics_params_default(tide_cosmetics_params *p);
 int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
 
 /** Check parameters: gain > 0, rdnoise >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
- *  0 <= bleed_grow <= 1024, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
+ *  0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
  *  detail naming the field. */
 int tide_cosmetics_params_check(const tide_cosmetics_params *p);
 
@@ -106,9 +119,10 @@ int tide_cosmetics_params_check(const tide_cosmetics_params *p);
  *  counted) and wall time per pass (device time on a CUDA context), milliseconds. */
 typedef struct tide_cosmetics_report {
     int64_t n_saturated, n_bleed, n_hot, n_cold, n_cosmic, n_interp;
+    int64_t n_bad;                  /**< pixels of bad-column segments */
     int cosmic_iterations;          /**< L.A.Cosmic iterations run */
     int64_t cosmic_per_iter[16];    /**< new cosmic-ray pixels found by each iteration */
-    double ms_saturation, ms_bleed, ms_hotcold, ms_cosmic, ms_inpaint, ms_total;
+    double ms_saturation, ms_bleed, ms_badcol, ms_hotcold, ms_cosmic, ms_inpaint, ms_total;
 } tide_cosmetics_report;
 
 /** Run the passes above on @p im, which must have a mask plane (TIDE_E_INVAL otherwise).

@@ -5,7 +5,9 @@
  * How a model is built (tide_psf_build):
  *  1. Candidates (from a first detection pass) are screened on the host list: inside the
  *     frame by a stamp, no other candidate within the isolation radius unless it is much
- *     fainter, flux in range; the brightest 4 × max_stars survive.
+ *     fainter, flux in range; the brightest 4 × max_stars survive. After step 2, stars with
+ *     S/N in range and a size near the median (no galaxies or blends) are kept, highest S/N
+ *     first.
  *  2. Per candidate, batched (one GPU block per star; one OpenMP task per star on the CPU):
  *     windowed centroid (Source Extractor's XWIN iteration, Gaussian window of the FWHM
  *     guess), aperture flux and S/N from the noise map, rejection when any pixel of the stamp
@@ -57,7 +59,8 @@ enum {
     TIDE_PSF_REJ_CENTROID = 1 << 3,  /**< centroid diverged or moved > fwhm_guess */
     TIDE_PSF_REJ_SNR = 1 << 4,       /**< S/N or flux outside the accepted range */
     TIDE_PSF_REJ_CROWDED = 1 << 5,   /**< a comparable candidate inside the isolation radius */
-    TIDE_PSF_REJ_OUTLIER = 1 << 6    /**< the model misses the star's stamp badly */
+    TIDE_PSF_REJ_OUTLIER = 1 << 6,   /**< the model misses the star's stamp badly */
+    TIDE_PSF_REJ_SIZE = 1 << 7       /**< size far from the stars' median: galaxy, blend */
 };
 
 /** Parameters of tide_psf_build. tide_psf_params_default gives the values in brackets. */
@@ -89,6 +92,10 @@ typedef struct tide_psf_params {
     int clip_iters;      /**< most clipping iterations [10] */
     double outlier_sigma; /**< stars whose model residual is above the median by this many
                               robust sigmas are dropped [5] */
+    double size_tolerance; /**< candidates whose size (windowed second moment, as a
+                              Gaussian FWHM) differs from the median of the well-measured
+                              candidates by more than this fraction are dropped: galaxies and
+                              blends (PSFEx's SAMPLE_VARIABILITY in spirit) [0.25] */
 } tide_psf_params;
 
 /** Fill @p p with the defaults in brackets above. */
@@ -116,7 +123,9 @@ typedef struct tide_psf_model {
     int nstars;                 /**< stars used in the final model */
     int nref;                   /**< of which in the reference stack */
     int ncandidates;            /**< candidates given */
-    int nreject[7];             /**< candidates rejected per reason, bit i of TIDE_PSF_REJ_* */
+    int nreject[8];             /**< candidates rejected per reason: nreject[i] counts bit
+                                     1 << i of TIDE_PSF_REJ_* (the first reason found) */
+    double size_median;         /**< median Gaussian-equivalent FWHM of the candidates */
     int gaussian_fallback;      /**< 1: too few stars, a Gaussian (see header comment) */
     double resid_rms;           /**< median over stars of the RMS of (stamp - model) divided
                                      by the stamp's peak; 0 for the fallback */

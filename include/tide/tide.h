@@ -18,5 +18,12 @@
 #include "tide/wcs.h"
 #include "tide/reduce.h"
 #include "tide/sim.h"
+#include "tide/photometry.h"
+#include "tide/psf.h"
+#include "tide/background.h"
+#include "tide/detect.h"
+#include "tide/cosmetics.h"
+#include "tide/pipeline.h"
+#include "tide/catalog.h"
 
 #endif

@@ -44,5 +44,6 @@ int tide_cmd_stats(int argc, char **argv);
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_bench(int argc, char **argv);
 int tide_cmd_config(int argc, char **argv);
+int tide_cmd_reduce(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const tide_command commands[] = {
     {"bench", tide_cmd_bench, "benchmark the compute primitives on CPU and GPU"},
     {"config", tide_cmd_config, "show the resolved instrument configuration"},
     {"info", tide_cmd_info, "describe a FITS file: HDUs, shape, compression, WCS, key values"},
+    {"reduce", tide_cmd_reduce, "reduce a frame to a source catalog (detection, PSF, photometry)"},
     {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
     {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
 };

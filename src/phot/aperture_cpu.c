@@ -53,7 +53,7 @@ static void ap_one(const tide_ap_job *job, int64_t s) {
         if (!(isfinite(cx) && isfinite(cy) && r > 0.0)) fl |= TIDE_PHOT_FIT_FAILED;
         if (job->area) job->area[o] = aval + amask;
         if (job->masked_area) job->masked_area[o] = amask;
-        if (job->aflags) job->aflags[o] = fl;
+        if (job->aflags) job->aflags[o] |= fl; /* zeroed or pre-set by the caller */
     }
 }
 
@@ -153,7 +153,7 @@ int tide_ap_annulus_cpu(tide_ctx *ctx, const tide_ann_job *job) {
             clip_sorted(buf, nv, job->sigma, job->maxiters, &med, &sd, &nk);
             job->bkg[s] = med;
             /* error of a median: sqrt(π/2) × that of the mean (Gaussian values) */
-            job->bkg_err[s] = nk > 0 ? sqrt(M_PI / 2.0) * sd / sqrt((double)nk) : 0.0;
+            job->bkg_err[s] = nk > 0 ? 1.2533141373155003 * sd / sqrt((double)nk) : 0.0;
         }
         free(buf);
     }

@@ -23,7 +23,8 @@ typedef struct tide_ap_planes {
 
 /** Circular apertures: for source i and aperture k the radius is radii[k], or
  *  radii[i * nr + k] when per_source. Outputs are n*nr each (area/masked_area/aflags may be
- *  NULL); bkg/bkg_err (n, per-pixel local background and its error) may be NULL. */
+ *  NULL; aflags is OR-ed into, so it must be zeroed or hold earlier flags); bkg/bkg_err (n,
+ *  per-pixel local background and its error) may be NULL. */
 typedef struct tide_ap_job {
     tide_ap_planes im;
     int64_t n;

@@ -78,7 +78,8 @@ TIDE_HD static inline double tide_ap_circle_rect(double x0, double x1, double y0
         const double p = bp[i], q = bp[i + 1];
         if (!(q > p)) continue;
         const double m = 0.5 * (p + q), hm = tide_ap_halfchord(r, m);
-        const int top_arc = hm < y1, bot_arc = -hm > y0;
+        /* <=: at a tangency (y1 = r) the midpoint may be the touching point */
+        const int top_arc = hm <= y1, bot_arc = -hm >= y0;
         const double topv = top_arc ? hm : y1, botv = bot_arc ? -hm : y0;
         if (topv <= botv) continue; /* the strip misses the disc here */
         const double w = q - p;

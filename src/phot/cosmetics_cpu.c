@@ -66,6 +66,15 @@ int tide_cos_bleed_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix, 
     return 0;
 }
 
+int tide_cos_badcol_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
+                        const uint16_t *mask, const tide_cos_noise *nm, uint16_t excl, float k,
+                        int minrun, uint8_t *blk, uint8_t *out) {
+#pragma omp parallel for schedule(dynamic, 8) num_threads(NT(ctx))
+    for (int64_t x = 0; x < g->w; x++)
+        cos_col_scan(pix, mask, g, nm, excl, k, minrun, x, blk, out);
+    return 0;
+}
+
 int tide_cos_hotcold_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
                          const uint16_t *mask, const tide_cos_noise *nm, const tide_cos_hot *hp,
                          uint8_t *flag) {

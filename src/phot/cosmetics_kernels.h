@@ -31,6 +31,12 @@ COS_KERNEL(tide_cos_saturate, const tide_cos_geom *g, const float *pix, uint16_t
 COS_KERNEL(tide_cos_bleed, const tide_cos_geom *g, const float *pix, uint16_t *mask, float hi,
            int axis, int grow, uint8_t *scratch);
 
+/** out = 1 on bad column segments (cos_col_scan), one column per thread; @p blk: w·h bytes
+ *  of scratch. */
+COS_KERNEL(tide_cos_badcol, const tide_cos_geom *g, const float *pix, const uint16_t *mask,
+           const tide_cos_noise *nm, uint16_t excl, float k, int minrun, uint8_t *blk,
+           uint8_t *out);
+
 /** flag = COS_F_HOT / COS_F_COLD / 0 per pixel (cos_hotcold). */
 COS_KERNEL(tide_cos_hotcold, const tide_cos_geom *g, const float *pix, const uint16_t *mask,
            const tide_cos_noise *nm, const tide_cos_hot *hp, uint8_t *flag);

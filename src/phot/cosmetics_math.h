@@ -274,6 +274,100 @@ TIDE_HD static inline int cos_grow_one(const uint8_t *in, const float *SP, const
     return any && cos_may_flag(mask, g, lp, x, y);
 }
 
+/* ---- bad columns ---------------------------------------------------------------------------
+ * z(x, y) = (I − m)/σ(m) with m the median of the pixels 1 and 2 columns either side on the
+ * same row: a column that differs from its neighbours shows a residual of constant sign over
+ * many rows, while stars and noise do not. Per column, the median z over blocks of
+ * COS_COL_BLOCK rows (at least half of them usable) marks a block when |median| > k; runs of
+ * at least `minrun` marked blocks of one sign are bad, extended pixel by pixel into the
+ * neighbouring blocks while z keeps that sign beyond k/2 (a partial column starts mid-block). */
+#define COS_COL_BLOCK 32
+
+/** Column residual z at (x, y), or NaN when the pixel or too many neighbours are unusable. */
+TIDE_HD static inline float cos_col_z(const float *pix, const uint16_t *mask,
+                                      const tide_cos_geom *g, const tide_cos_noise *nm,
+                                      uint16_t excl, int64_t x, int64_t y) {
+    const int64_t ld = g->stride;
+    const float v = pix[y * ld + x];
+    if (!isfinite(v) || (mask[y * ld + x] & excl))
+        return NAN;
+    float nb[4];
+    int n = 0;
+    for (int dx = -2; dx <= 2; dx++) {
+        const int64_t xx = x + dx;
+        if (dx == 0 || xx < 0 || xx >= g->w)
+            continue;
+        const float u = pix[y * ld + xx];
+        if (isfinite(u) && !(mask[y * ld + xx] & excl))
+            nb[n++] = u;
+    }
+    if (n < 2)
+        return NAN;
+    const float m = cos_median(nb, n);
+    return COS_DIV(COS_SUB(v, m), cos_sigma(nm, m));
+}
+
+/** Median z of rows [y0, y0 + COS_COL_BLOCK) of column x, as +1 / -1 / 0 against k. */
+TIDE_HD static inline int cos_col_block(const float *pix, const uint16_t *mask,
+                                        const tide_cos_geom *g, const tide_cos_noise *nm,
+                                        uint16_t excl, float k, int64_t x, int64_t y0) {
+    float z[COS_COL_BLOCK];
+    int n = 0, rows = 0;
+    for (int64_t y = y0; y < y0 + COS_COL_BLOCK && y < g->h; y++, rows++) {
+        const float t = cos_col_z(pix, mask, g, nm, excl, x, y);
+        if (t == t)
+            z[n++] = t;
+    }
+    if (rows < COS_COL_BLOCK / 2 || 2 * n < rows)
+        return 0;
+    const float m = cos_median(z, n);
+    return m > k ? 1 : (m < -k ? -1 : 0);
+}
+
+/** Mark the bad segments of column x in out (stride w, 1 = bad), using blk (stride w, one
+ *  row per block) as scratch for the block signs (stored +1 → 1, -1 → 2). */
+TIDE_HD static inline void cos_col_scan(const float *pix, const uint16_t *mask,
+                                        const tide_cos_geom *g, const tide_cos_noise *nm,
+                                        uint16_t excl, float k, int minrun, int64_t x,
+                                        uint8_t *blk, uint8_t *out) {
+    const int64_t w = g->w, nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
+    for (int64_t y = 0; y < g->h; y++)
+        out[y * w + x] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const int s = cos_col_block(pix, mask, g, nm, excl, k, x, b * COS_COL_BLOCK);
+        blk[b * w + x] = (uint8_t)(s > 0 ? 1 : (s < 0 ? 2 : 0));
+    }
+    const float half = COS_MUL(0.5f, k);
+    int64_t b = 0;
+    while (b < nb) {
+        const uint8_t s = blk[b * w + x];
+        int64_t e = b;
+        while (e < nb && s && blk[e * w + x] == s)
+            e++;
+        if (!s || e - b < minrun) {
+            b = s ? e : b + 1;
+            continue;
+        }
+        const int64_t y0 = b * COS_COL_BLOCK, y1 = e * COS_COL_BLOCK < g->h ? e * COS_COL_BLOCK : g->h;
+        for (int64_t y = y0; y < y1; y++)
+            out[y * w + x] = 1;
+        /* extend while z keeps the sign beyond k/2 */
+        for (int64_t y = y0 - 1; y >= 0; y--) {
+            const float t = cos_col_z(pix, mask, g, nm, excl, x, y);
+            if (!(s == 1 ? t > half : t < -half))
+                break;
+            out[y * w + x] = 1;
+        }
+        for (int64_t y = y1; y < g->h; y++) {
+            const float t = cos_col_z(pix, mask, g, nm, excl, x, y);
+            if (!(s == 1 ? t > half : t < -half))
+                break;
+            out[y * w + x] = 1;
+        }
+        b = e;
+    }
+}
+
 /* ---- bleed trails: three sweeps along each line (column or row) ---------------------------
  * Sweep 1 (forward) marks pixels whose high run contains a saturated pixel at or before them;
  * sweep 2 (backward) completes the run with saturated pixels after them and marks pixels

@@ -93,7 +93,7 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t *olocal = oalive + oc;
 
     for (int32_t i = 0; i < n; i++) local[i] = 0;
-    if (nthresh < 2 || mincont >= 1.0 || limit < 2 || n64 < 2 * minarea || !(peak > thresh))
+    if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
         return 1;
 
     /* Neighbour links to earlier pixels of the list: W, NW, N, NE. */

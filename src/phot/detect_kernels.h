@@ -16,9 +16,9 @@
 extern "C" {
 #endif
 
-/** Most basis stamps a PSF model may have (1 mean + 15 eigen-PSFs), and most polynomial terms
+/** Most basis stamps a PSF model may have (1 mean + 16 eigen-PSFs, psf.h), and most polynomial terms
  *  per coefficient (degree 6). */
-#define TIDE_DET_MAX_BASIS 16
+#define TIDE_DET_MAX_BASIS 17
 #define TIDE_DET_MAX_COEF 28
 
 /** What the per-pixel S/N combination needs besides the images. */

@@ -63,7 +63,7 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
     const int h = kp->half;
     const int use_rms = rms && rms->pix;
     double sum = 0.0, fap = 0.0, vap = 0.0, cap = 0.0, nring = 0.0, sring = 0.0;
-    double peak = -INFINITY;
+    double peak = -INFINITY, sw = 0.0, swr2 = 0.0;
     for (int64_t py = yl; py <= yh; py++) {
         const float *row = im->pix + py * im->stride;
         const uint16_t *mrow = im->mask ? im->mask + py * im->stride : NULL;
@@ -77,6 +77,9 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
             sum += v;
             if (v > peak) peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
+            const double wv = psf_win_weight(dx, dy, kp->inv2s2) * (double)v;
+            sw += wv;
+            swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp->ap_r2) {
                 fap += v;
                 if (use_rms) vap += (double)rrow[px] * rrow[px];
@@ -89,7 +92,8 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
         }
     }
     if (fl) return fl;
-    psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms);
+    psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw, swr2,
+                       kp->inv2s2);
     return 0;
 }
 

@@ -118,7 +118,7 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         const int use_rms = rpix != NULL;
         const int64_t bw = xh - xl + 1, nb = bw * (yh - yl + 1);
         double sum = 0.0, fap = 0.0, vap = 0.0, cap = 0.0, nring = 0.0, sring = 0.0;
-        double peak = -INFINITY;
+        double peak = -INFINITY, sw = 0.0, swr2 = 0.0;
         int lfl = 0;
         for (int64_t k = threadIdx.x; k < nb; k += PSF_THREADS) {
             const int64_t px = xl + k % bw, py = yl + k / bw;
@@ -131,6 +131,9 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
             sum += v;
             if (v > peak) peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
+            const double wv = psf_win_weight(dx, dy, kp.inv2s2) * (double)v;
+            sw += wv;
+            swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp.ap_r2) {
                 fap += v;
                 if (use_rms) vap += (double)rpix[py * rstride + px] * rpix[py * rstride + px];
@@ -148,12 +151,16 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         cap = block_sum(cap, sh);
         sring = block_sum(sring, sh);
         nring = block_sum(nring, sh);
+        sw = block_sum(sw, sh);
+        swr2 = block_sum(swr2, sh);
         peak = block_max(peak, sh);
         if (threadIdx.x == 0) {
             for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
             m[PSF_M_XC] = xc;
             m[PSF_M_YC] = yc;
-            if (!fl) psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms);
+            if (!fl)
+                psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw,
+                                   swr2, kp.inv2s2);
             flags[s] = fl;
         }
     }

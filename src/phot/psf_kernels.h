@@ -32,6 +32,7 @@ enum {
     PSF_M_PEAK,    /**< brightest pixel of the stamp */
     PSF_M_NOISE,   /**< per-pixel noise sigma (aperture mean of rms^2, square-rooted) */
     PSF_M_SUM,     /**< sum of the stamp's pixels */
+    PSF_M_FWHM,    /**< Gaussian-equivalent FWHM from the windowed second moment */
     PSF_NMEAS
 };
 

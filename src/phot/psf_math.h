@@ -65,13 +65,19 @@ TIDE_HD static inline int psf_pixel_reject(float v, uint16_t m, uint16_t bits, d
  *  for the per-pixel variance. */
 TIDE_HD static inline void psf_measure_finish(double *m, double sum, double fap, double vap,
                                               double cap, double sring, double nring,
-                                              double peak, int use_rms) {
+                                              double peak, int use_rms, double sw,
+                                              double swr2, double inv2s2) {
     double var_pix = use_rms ? (cap > 0.0 ? vap / cap : 0.0) : (nring > 0.0 ? sring / nring : 0.0);
     m[PSF_M_FLUX] = fap;
     m[PSF_M_NOISE] = sqrt(var_pix);
     m[PSF_M_SNR] = var_pix > 0.0 && cap > 0.0 ? fap / sqrt(var_pix * cap) : 0.0;
     m[PSF_M_PEAK] = peak;
     m[PSF_M_SUM] = sum;
+    /* The Gaussian window (variance sw2 per axis) narrows what it sees: for a Gaussian source
+     * of variance s2 the windowed variance is v = s2 sw2 / (s2 + sw2), so s2 = v sw2 / (sw2 - v).
+     * A size indicator for star/galaxy separation, not a FWHM measurement. */
+    const double sw2 = 0.5 / inv2s2, v = sw > 0.0 ? 0.5 * swr2 / sw : 0.0;
+    m[PSF_M_FWHM] = v <= 0.0 ? 0.0 : (v >= 0.99 * sw2 ? 1e9 : 2.3548200450309493 * sqrt(v * sw2 / (sw2 - v)));
 }
 
 /** Lanczos-3 sample from the 6x6 taps whose top-left pixel is (x0, y0): rows weighted by wy,

@@ -76,13 +76,11 @@ def compare(path, sigma=3.0, maxiters=5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cm, cmed, cs = sigma_clipped_stats(v, sigma=sigma, maxiters=maxiters)
-        # float32 input, as a user would call it: agrees within the same tolerance
-        cm32, cmed32, cs32 = sigma_clipped_stats(data[~bad], sigma=sigma, maxiters=maxiters)
     for key, ref in (("clip_mean", cm), ("clip_median", cmed), ("clip_std", cs)):
         check(close(t[key], float(ref)), f"{name}: {key} {t[key]!r} vs astropy {ref!r}")
-    for key, ref in (("clip_mean", cm32), ("clip_median", cmed32), ("clip_std", cs32)):
-        check(close(t[key], float(ref), 1e-5),
-              f"{name}: {key} {t[key]!r} vs astropy(float32) {ref!r}")
+    # astropy on float32 input accumulates its mean and std in float32 and, on large frames,
+    # clips a different set of pixels (galaxies.fits: clipped mean off by 36 ADU); tide
+    # accumulates in double, so the float64 call is the reference.
     print(f"{name} sigma {sigma} maxiters {maxiters}: mean {t['mean']} median {t['median']} "
           f"std {t['std']} clip {t['clip_mean']} {t['clip_median']} {t['clip_std']} "
           f"(astropy {cm:.9g} {cmed:.9g} {cs:.9g})")

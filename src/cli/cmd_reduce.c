@@ -1,0 +1,363 @@
+/* cmd_reduce.c — `tide reduce FRAME -o CATALOG.fits`: one calibrated frame to a source
+ * catalog (cosmetics, background, PSF model, detection, photometry; pipeline.h), written as a
+ * FITS table, FITS-LDAC or CSV. Parameters come from the instrument configuration with
+ * command-line overrides. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tide/catalog.h"
+#include "tide/pipeline.h"
+
+static const char *help =
+    "usage: tide reduce FRAME -o CATALOG.fits [OPTIONS]\n"
+    "\n"
+    "Reduce one calibrated frame to an instrumental source catalog: cosmetics (saturation,\n"
+    "bleed trails, hot pixels, cosmic rays), background and noise maps, a first detection\n"
+    "with a Gaussian of the FWHM guess, a PSF model from isolated bright stars (Gaussian\n"
+    "fallback when there are too few), detection with the local PSF, and photometry:\n"
+    "apertures, Kron (AUTO), PSF fit, aperture corrections and S/N-optimal radius.\n"
+    "Columns use Source Extractor's names and FITS 1-based pixel coordinates (README,\n"
+    "\"Catalog columns\"). A frame without sources gives an empty catalog (exit 0).\n"
+    "\n"
+    "outputs:\n"
+    "  -o, --output FILE        the catalog (FITS binary table in HDU 1) [required unless\n"
+    "                           --csv is given]\n"
+    "  --ldac                   write -o as FITS-LDAC (LDAC_IMHEAD + LDAC_OBJECTS) for SCAMP\n"
+    "                           and PSFEx [off]\n"
+    "  --csv FILE               also write the catalog as CSV [none]\n"
+    "  --back FILE              also write the background map (FITS image) [none]\n"
+    "  --rms FILE               also write the background RMS map (FITS image) [none]\n"
+    "\n"
+    "parameters (from the configuration unless given here):\n"
+    "  --config FILE            instrument configuration (JSON) [none]\n"
+    "  --default FILE|none      default.json to use [searched, as tide config]\n"
+    "  --set SECTION.KEY=VAL    override a configuration key; repeatable; a KEY without a\n"
+    "                           section means processing.KEY (tide config --keys lists them)\n"
+    "  --aper-radii R1,R2,...   aperture radii, pixels [processing.aper_radii: 3,5,8]\n"
+    "  --bias ADU               zero level still in the frame (e.g. SIMBIAS) [0]\n"
+    "  --noise measured|model   sky variance of the flux errors: the RMS map, or the model\n"
+    "                           from gain, read noise and the background [measured]\n"
+    "  --no-cosmetics           skip the cosmetics stage [off]\n"
+    "  --no-psf                 no PSF model: a Gaussian of the FWHM guess [off]\n"
+    "  --timings                print the time of every stage [off]\n"
+    "\n"
+    "Gain, read noise, saturation and NCOMBINE come from the frame's header through the\n"
+    "configuration's keyword map (camera.* defaults when a keyword is missing).\n"
+    "Exit codes: 0 success, 1 the frame could not be reduced or written, 2 usage error.\n";
+
+static int parse_radii(const char *s, double *r, int *n) {
+    int k = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v > 0) || !isfinite(v) || k >= TIDE_PIPELINE_MAX_APER)
+            return -1;
+        r[k++] = v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+    }
+    *n = k;
+    return k > 0 ? 0 : -1;
+}
+
+static void json_num(FILE *f, const char *key, double v, const char *tail) {
+    if (isfinite(v))
+        fprintf(f, "  \"%s\": %.10g%s\n", key, v, tail);
+    else
+        fprintf(f, "  \"%s\": null%s\n", key, tail);
+}
+
+/* Print the summary: text for people, JSON for scripts. */
+static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
+                          const char *outp, const tide_image *im,
+                          const tide_pipeline_result *r, int timings) {
+    const tide_psf_model *m = &r->psf;
+    int nt = tide_timer_count(ctx);
+    if (com->json) {
+        printf("{\n  \"frame\": ");
+        tide_cli_json_string(stdout, spec);
+        printf(",\n  \"catalog\": ");
+        tide_cli_json_string(stdout, outp ? outp : "");
+        printf(",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
+        tide_cli_json_string(stdout, ctx->device_name);
+        printf(",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)im->width,
+               (long long)im->height);
+        printf("  \"n_sources\": %lld,\n  \"n_first\": %lld,\n", (long long)r->n_sources,
+               (long long)r->n_first);
+        json_num(stdout, "fwhm", m->fwhm, ",");
+        printf("  \"fwhm_corners\": [");
+        for (int k = 0; k < 4; k++) {
+            if (isfinite(m->fwhm_corner[k]))
+                printf("%s%.6g", k ? ", " : "", m->fwhm_corner[k]);
+            else
+                printf("%snull", k ? ", " : "");
+        }
+        printf("],\n");
+        json_num(stdout, "psf_beta", m->beta, ",");
+        json_num(stdout, "psf_ellipticity", m->ellipticity, ",");
+        printf("  \"psf_model\": \"%s\",\n  \"psf_stars\": %d,\n",
+               r->psf_fallback ? "GAUSSIAN" : "PCA", m->nstars);
+        json_num(stdout, "sky", r->bkg.global_back, ",");
+        json_num(stdout, "sky_rms", r->bkg.global_rms, ",");
+        printf("  \"apcorr\": %s,\n", r->has_apcorr ? "true" : "false");
+        printf("  \"cosmic_pixels\": %lld,\n  \"saturated_pixels\": %lld,\n",
+               (long long)r->cos.n_cosmic, (long long)r->cos.n_saturated);
+        printf("  \"device_peak_bytes\": %zu,\n", r->device_peak);
+        printf("  \"ms_total\": %.3f,\n  \"timings_ms\": {", r->ms_total);
+        for (int i = 0; i < nt; i++) {
+            const char *name;
+            double ms;
+            int calls;
+            if (tide_timer_get(ctx, i, &name, &ms, &calls))
+                continue;
+            printf("%s\n    ", i ? "," : "");
+            tide_cli_json_string(stdout, name);
+            printf(": %.3f", ms);
+        }
+        printf("\n  }\n}\n");
+        return;
+    }
+    printf("%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
+           (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
+           outp ? outp : "(no FITS output)");
+    printf("  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
+           "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
+           r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA",
+           m->nstars, m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2],
+           m->fwhm_corner[3], m->beta, m->ellipticity);
+    if (r->has_apcorr)
+        printf("  aperture corrections from %d stars; optimal radius at S/N 10/100/1000: "
+               "%.2f %.2f %.2f px\n",
+               r->apcorr.nstars_corr, tide_apcorr_radius(&r->apcorr, 10),
+               tide_apcorr_radius(&r->apcorr, 100), tide_apcorr_radius(&r->apcorr, 1000));
+    else
+        printf("  no aperture corrections (too few isolated stars): FLUX_OPT is NaN\n");
+    printf("  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
+           r->ms_total);
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        printf(", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
+    printf("\n");
+    if (timings) {
+        for (int i = 0; i < nt; i++) {
+            const char *name;
+            double ms;
+            int calls;
+            if (!tide_timer_get(ctx, i, &name, &ms, &calls))
+                printf("  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls, calls == 1 ? "" : "s");
+        }
+    }
+}
+
+int tide_cmd_reduce(int argc, char **argv) {
+    const char *cmd = "reduce";
+    tide_cli_common com;
+    tide_cli_common_init(&com);
+    const char *spec = NULL, *outp = NULL, *csv = NULL, *instrument = NULL, *def = NULL;
+    const char *backp = NULL, *rmsp = NULL;
+    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, naper = 0, noise = -1, have_bias = 0;
+    double radii[TIDE_PIPELINE_MAX_APER], bias = 0;
+    char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    int nsets = 0, rc = 2;
+    if (!sets)
+        return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("%s\n%s", help, tide_cli_common_help);
+            rc = 0;
+            goto out;
+        }
+        const int c = tide_cli_common_option(&com, cmd, argc, argv, &i);
+        if (c < 0)
+            goto out;
+        if (c > 0)
+            continue;
+        const int needs = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
+                          !strcmp(a, "--config") || !strcmp(a, "--default") ||
+                          !strcmp(a, "--set") || !strcmp(a, "--aper-radii") ||
+                          !strcmp(a, "--bias") || !strcmp(a, "--noise") ||
+                          !strcmp(a, "--back") || !strcmp(a, "--rms");
+        if (needs && i + 1 >= argc) {
+            rc = tide_cli_usage_error(cmd, "option %s needs a value", a);
+            goto out;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            outp = argv[++i];
+        } else if (!strcmp(a, "--csv")) {
+            csv = argv[++i];
+        } else if (!strcmp(a, "--back")) {
+            backp = argv[++i];
+        } else if (!strcmp(a, "--rms")) {
+            rmsp = argv[++i];
+        } else if (!strcmp(a, "--config")) {
+            instrument = argv[++i];
+        } else if (!strcmp(a, "--default")) {
+            def = argv[++i];
+            if (!strcmp(def, "none"))
+                def = "";
+        } else if (!strcmp(a, "--set")) {
+            const char *v = argv[++i];
+            const char *eq = strchr(v, '='), *dot = strchr(v, '.');
+            if (!eq) {
+                rc = tide_cli_usage_error(cmd, "--set needs SECTION.KEY=VALUE (got '%s')", v);
+                goto out;
+            }
+            if (!dot || dot > eq) { /* a bare key is a processing key */
+                size_t n = strlen(v) + 16;
+                sets[nsets] = malloc(n);
+                if (!sets[nsets]) {
+                    rc = tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+                    goto out;
+                }
+                snprintf(sets[nsets], n, "processing.%s", v);
+            } else {
+                sets[nsets] = strdup(v);
+            }
+            nsets++;
+        } else if (!strcmp(a, "--aper-radii")) {
+            if (parse_radii(argv[++i], radii, &naper)) {
+                rc = tide_cli_usage_error(cmd, "--aper-radii needs 1 to %d radii > 0 separated "
+                                          "by commas (got '%s')", TIDE_PIPELINE_MAX_APER, argv[i]);
+                goto out;
+            }
+        } else if (!strcmp(a, "--bias")) {
+            char *end;
+            bias = strtod(argv[++i], &end);
+            if (end == argv[i] || *end || !isfinite(bias)) {
+                rc = tide_cli_usage_error(cmd, "bad value '%s' for --bias", argv[i]);
+                goto out;
+            }
+            have_bias = 1;
+        } else if (!strcmp(a, "--noise")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "measured"))
+                noise = TIDE_NOISE_MEASURED;
+            else if (!strcmp(v, "model"))
+                noise = TIDE_NOISE_MODEL;
+            else {
+                rc = tide_cli_usage_error(cmd, "--noise is measured or model (got '%s')", v);
+                goto out;
+            }
+        } else if (!strcmp(a, "--ldac")) {
+            ldac = 1;
+        } else if (!strcmp(a, "--timings")) {
+            timings = 1;
+        } else if (!strcmp(a, "--no-cosmetics")) {
+            nocos = 1;
+        } else if (!strcmp(a, "--no-psf")) {
+            nopsf = 1;
+        } else if (a[0] == '-' && a[1]) {
+            rc = tide_cli_usage_error(cmd, "unknown option %s", a);
+            goto out;
+        } else if (spec) {
+            rc = tide_cli_usage_error(cmd, "one FRAME only (got '%s' and '%s')", spec, a);
+            goto out;
+        } else {
+            spec = a;
+        }
+    }
+    if (!spec) {
+        rc = tide_cli_usage_error(cmd, "missing FRAME");
+        goto out;
+    }
+    if (!outp && !csv) {
+        rc = tide_cli_usage_error(cmd, "no output: give -o CATALOG.fits (or --csv FILE)");
+        goto out;
+    }
+    if (ldac && !outp) {
+        rc = tide_cli_usage_error(cmd, "--ldac writes the -o file: give -o");
+        goto out;
+    }
+
+    /* Configuration: errors name FILE:LINE:COLUMN or the --set assignment. */
+    tide_config *cfg = NULL;
+    tide_config_load_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.default_path = def;
+    lo.instrument_path = instrument;
+    lo.overrides = (const char *const *)sets;
+    lo.noverrides = nsets;
+    int st = tide_config_load(&cfg, &lo);
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+        goto out;
+    }
+    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
+    if (!ctx) {
+        tide_config_free(cfg);
+        rc = 1;
+        goto out;
+    }
+    tide_image im;
+    tide_header hdr;
+    memset(&im, 0, sizeof im);
+    tide_header_init(&hdr);
+    tide_pipeline_result res;
+    memset(&res, 0, sizeof res);
+    rc = 1;
+    st = tide_fits_read_image(ctx, spec, &im, &hdr);
+    tide_instrument inst;
+    if (!st)
+        st = tide_instrument_resolve(cfg, &hdr, spec, &inst);
+    tide_pipeline_params p;
+    tide_pipeline_params_default(&p);
+    if (!st)
+        st = tide_pipeline_params_from_config(&p, cfg, &inst);
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+        goto done;
+    }
+    snprintf(p.source, sizeof p.source, "%s", spec);
+    if (naper) {
+        p.naper = naper;
+        memcpy(p.aper_radii, radii, sizeof(double) * (size_t)naper);
+    }
+    if (have_bias)
+        p.bias = bias;
+    if (noise >= 0)
+        p.noise = (tide_noise_source)noise;
+    if (nocos)
+        p.cosmetics = 0;
+    if (nopsf)
+        p.psf = 0;
+    p.keep_maps = backp || rmsp;
+    st = tide_pipeline_params_check(&p);
+    if (st) {
+        rc = tide_cli_fail(cmd, tide_error_prefix(st, "%s: ", spec));
+        goto done;
+    }
+    st = tide_pipeline_run(ctx, &im, &hdr, &p, &res);
+    if (!st && outp)
+        st = ldac ? tide_catalog_write_ldac(outp, &res.catalog, &hdr, &res.header)
+                  : tide_catalog_write_fits(outp, &res.catalog, &res.header);
+    if (!st && csv)
+        st = tide_catalog_write_csv(csv, &res.catalog);
+    if (!st && backp)
+        st = tide_fits_write_image(backp, &res.back_map, NULL);
+    if (!st && rmsp)
+        st = tide_fits_write_image(rmsp, &res.rms_map, NULL);
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+        goto done;
+    }
+    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, timings);
+    rc = 0;
+done:
+    tide_pipeline_result_free(&res);
+    tide_image_free(ctx, &im);
+    tide_header_free(&hdr);
+    tide_ctx_destroy(ctx);
+    tide_config_free(cfg);
+out:
+    for (int i = 0; i < nsets; i++)
+        free(sets[i]);
+    free(sets);
+    return rc;
+}

@@ -1,0 +1,30 @@
+/* cosmetics_internal.h — what cosmetics.c and cosmetics_lacosmic.c share: the workspace of
+ * one call (planes where the context computes) and the cosmic-ray pass. */
+#ifndef TIDE_COSMETICS_INTERNAL_H
+#define TIDE_COSMETICS_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phot/cosmetics_math.h"
+#include "tide/cosmetics.h"
+
+/** Scratch of one call, allocated once (host or device) before the passes run. */
+typedef struct tide_cos_work {
+    int on_device;
+    uint8_t *flag, *flag2;  /* w·h bytes each */
+    float *W, *N, *S, *SP;  /* w·h floats each; only with the cosmic-ray pass */
+} tide_cos_work;
+
+/** Take @p bytes on the host (malloc) or the context's device. */
+int tide_cos_alloc(tide_ctx *ctx, int on_device, size_t bytes, void **p);
+/** Release memory from tide_cos_alloc. NULL is a no-op. */
+void tide_cos_free(tide_ctx *ctx, int on_device, void *p);
+
+/** The L.A.Cosmic pass (cosmetics.h, pass 4) on image @p im with geometry @p g: fills the
+ *  working frame, iterates detection and cleaning, sets TIDE_MASK_COSMIC. @p fallback fills
+ *  pixels with no usable neighbour. Fills r->cosmic_iterations and cosmic_per_iter. */
+int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
+                      const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
+                      tide_cosmetics_report *r);
+
+#endif

@@ -1,0 +1,78 @@
+/* cosmetics_lacosmic.c — cosmic rays by Laplacian edge detection, L.A.Cosmic
+ * (P. G. van Dokkum 2001, PASP 113, 1420), once for both backends.
+ *
+ * Per iteration, on a working copy W of the frame (masked pixels already replaced by local
+ * medians so they cannot mimic edges):
+ *   N  = (1/g) sqrt(g·med5(W) + σ_rn²)                 noise model, eq. 10 (bias removed)
+ *   L⁺ = block-average of max(∇²(W subsampled 2×), 0)  eqs. 2–5: subsampling keeps the
+ *        Laplacian of a sharp one-pixel hit positive at the hit itself and lets clipping
+ *        remove the negative ring around it
+ *   S  = L⁺ / (2N)                                     eq. 9 (factor 2 from the subsampling)
+ *   S' = S − med5(S)                                   eq. 12: removes the smooth response of
+ *                                                      extended, well-sampled objects
+ *   F  = med3(W) − med7(med3(W))                       eq. 11: fine structure (stars, not CRs)
+ *   hit:     S' > σ_lim and S' / max(F/N, 0.01) > f_lim  (eq. 13, in lacosmic.cl's form,
+ *            which compares S' with the noise-normalised F)
+ *   grow 1:  3×3 neighbours of hits with S' > σ_lim
+ *   grow 2:  3×3 neighbours of those with S' > sigfrac·σ_lim
+ * The new hits are flagged, replaced in W by the median of their unflagged 5×5 neighbours,
+ * and the next iteration looks again (faint pixels of a track hidden by bright ones show
+ * up); it stops after `niter` iterations or when one finds nothing new. */
+#include <math.h>
+
+#include "phot/cosmetics_internal.h"
+#include "phot/cosmetics_kernels.h"
+#include "tide/status.h"
+
+int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
+                      const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
+                      tide_cosmetics_report *r) {
+    const int64_t w = g->w;
+    const uint16_t defects = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC |
+                             TIDE_MASK_NODATA;
+    const tide_cos_noise nm = {(float)p->gain, (float)(p->rdnoise * p->rdnoise), (float)p->bias};
+    tide_cos_lacos lp;
+    lp.sigclip = (float)p->sigclip;
+    lp.objlim = (float)p->objlim;
+    lp.excl = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED |
+                         TIDE_MASK_BLEED | TIDE_MASK_HOT | TIDE_MASK_COLD);
+    lp.protect = p->sat_protect;
+    const float low = (float)(p->sigclip * p->sigfrac);
+
+    /* W: the frame with skipped, missing and already-flagged pixels replaced. */
+    const uint16_t repl = (uint16_t)(p->skip_bits | defects);
+    int st = TIDE_DISPATCH(ctx, tide_cos_fill, g, im->pix, im->stride, im->mask, wk->W, w, repl,
+                           repl, 1, 1, fallback, (uint8_t *)NULL);
+    r->cosmic_iterations = 0;
+    for (int it = 0; !st && it < p->niter; it++) {
+        int64_t nnew = 0;
+        st = TIDE_DISPATCH(ctx, tide_cos_noise, g, wk->W, &nm, wk->N);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_cos_laplace, g, wk->W, wk->N, wk->S, wk->SP, low);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask, &lp,
+                               wk->flag);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag, wk->SP, im->mask, &lp,
+                               lp.sigclip, wk->flag2);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag2, wk->SP, im->mask, &lp, low,
+                               wk->flag);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_cos_apply, g, wk->flag, im->mask,
+                               (uint16_t)TIDE_MASK_COSMIC, (uint16_t)0, &nnew);
+        if (st)
+            break;
+        r->cosmic_per_iter[it] = nnew;
+        r->cosmic_iterations = it + 1;
+        if (nnew == 0)
+            break;
+        /* Clean the new hits in W (in place: only COSMIC pixels are written, and they are
+         * never read as neighbours). Pixels with no clean neighbour keep their value. */
+        const uint16_t ex = (uint16_t)(repl | TIDE_MASK_SATURATED | TIDE_MASK_BLEED);
+        if (it + 1 < p->niter)
+            st = TIDE_DISPATCH(ctx, tide_cos_fill, g, wk->W, w, im->mask, wk->W, w,
+                               (uint16_t)TIDE_MASK_COSMIC, ex, 0, 0, 0.0f, (uint8_t *)NULL);
+    }
+    return st;
+}

@@ -1,0 +1,53 @@
+/* detect_snr_cuda.cu — CUDA twin of the per-pixel S/N combination (detect_filter_math.h). */
+#include "core/cuda_check.h"
+#include "phot/detect_cuda_util.h"
+#include "phot/detect_filter_math.h"
+#include "phot/detect_kernels.h"
+#include "tide/memory.h"
+#include "tide/status.h"
+
+typedef struct {
+    const float *p[TIDE_DET_MAX_BASIS];
+    int64_t stride[TIDE_DET_MAX_BASIS];
+} corr_views;
+
+static __global__ void k_snr(const tide_det_filter *f, corr_views R, const float *sub,
+                             const uint16_t *mask, int64_t sstride, const float *rms,
+                             int64_t rstride, float *snr, int64_t ostride, int64_t W, int64_t H) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= W * H) return;
+    int64_t x = i % W, y = i / W;
+    float r[TIDE_DET_MAX_BASIS];
+    for (int b = 0; b < f->nbasis; b++) r[b] = R.p[b][y * R.stride[b] + x];
+    uint16_t m = mask ? mask[y * sstride + x] : 0;
+    snr[y * ostride + x] =
+        tide_det_snr_pixel(f, x, y, r, sub[y * sstride + x], rms[y * rstride + x], m);
+}
+
+extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                                 const tide_image *R, const tide_det_filter *f,
+                                 tide_image *snr) {
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    tide_det_filter *df = NULL;
+    int st = tide_det_dalloc(ctx, sizeof *f, (void **)&df);
+    if (st) return st;
+    st = tide_memcpy(ctx, df, 1, f, 0, sizeof *f);
+    corr_views v;
+    memset(&v, 0, sizeof v);
+    for (int b = 0; b < f->nbasis; b++) {
+        v.p[b] = R[b].pix;
+        v.stride[b] = R[b].stride;
+    }
+    const int64_t n = sub->width * sub->height;
+    if (!st) {
+        k_snr<<<tide_det_blocks(n, 256), 256, 0, s>>>(df, v, sub->pix, sub->mask, sub->stride,
+                                                      rms->pix, rms->stride, snr->pix,
+                                                      snr->stride, sub->width, sub->height);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) st = tide_error(TIDE_E_CUDA, "tide_detect: S/N kernel: %s",
+                                              cudaGetErrorString(e));
+    }
+    if (!st) st = tide_sync(ctx);
+    tide_device_free(ctx, df);
+    return st;
+}

@@ -1,0 +1,90 @@
+/* psf_internal.h — what the PSF stage's files share. Not public API.
+ *
+ *   psf.c         tide_psf_build: parameters, candidates → kernels → model, fallback
+ *   psf_select.c  host-side screening of the candidate list and choice of the PSF stars
+ *   psf_cpu.c, psf_cuda.cu, psf_kernels.h, psf_math.h   the batched per-star kernels
+ *   psf_stack.c   sigma-clipped reference stack
+ *   psf_pca.c     eigen-PSFs and the polynomial coefficient fields, outlier rejection
+ *   psf_linalg.c  symmetric eigensolver, Cholesky
+ *   psf_moffat.c  Levenberg–Marquardt Moffat fit
+ *   psf_eval.c    evaluation, header summary, Gaussian model, free */
+#ifndef TIDE_PSF_INTERNAL_H
+#define TIDE_PSF_INTERNAL_H
+#include <stdint.h>
+
+#include "tide/psf.h"
+
+/** The PSF stars after extraction (host). */
+typedef struct psf_stars {
+    int n;            /**< stars */
+    int side;         /**< stamp side */
+    double *x, *y;    /**< recentred positions, 0-based */
+    double *u, *v;    /**< positions scaled to [-1, 1] */
+    double *snr;      /**< aperture S/N */
+    double *noise;    /**< per-pixel noise of the normalised stamp (noise / stamp sum) */
+    float *stamps;    /**< n * side * side, each summing to 1 */
+} psf_stars;
+
+/** Resolved parameters (defaults filled, derived sizes). */
+typedef struct psf_plan {
+    tide_psf_params p;
+    int side, half;
+    double isolation;
+} psf_plan;
+
+/* psf_select.c */
+/** Screen the candidate list on the host: EDGE by position, flux range, CROWDED (another
+ *  candidate within the isolation radius brighter than flux / iso_flux_ratio). Writes the
+ *  surviving indices, brightest first (input order when flux is NULL), at most @p cap of
+ *  them, into idx; returns their count. Counts rejections into m->nreject. */
+int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height, int64_t n,
+                              const double *x, const double *y, const double *flux,
+                              int64_t cap, int64_t *idx, tide_psf_model *m);
+/** Choose the PSF stars among measured candidates: flags 0 and S/N in range, highest S/N
+ *  first (ties: lower index), at most max_stars; returns the count written to pick. */
+int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const int32_t *flags,
+                     int *pick, tide_psf_model *m);
+
+/* psf_stack.c */
+/** Per-pixel iteratively sigma-clipped mean of the stamps listed in @p which (m of them),
+ *  normalised to sum 1, into @p out (npix floats). */
+int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
+                   int iters, float *out);
+
+/* psf_pca.c */
+/** Fit the model (reference, eigen-PSFs, coefficient polynomials) to the stars, dropping
+ *  outliers once; fills m->basis, m->coef, nbasis, degree, ncoef, nstars, nref, resid_rms,
+ *  star_x/star_y. */
+int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t height,
+                  tide_psf_model *m);
+
+/* psf_linalg.c */
+/** Eigen-decomposition of the symmetric n×n @p a (row-major, destroyed): eigenvalues in
+ *  descending order, eigenvector i in column i of @p evecs (n×n row-major). */
+int psf_eigen_sym(int n, double *a, double *evals, double *evecs);
+/** Solve a x = b for symmetric positive definite a (n×n, destroyed); x replaces b.
+ *  Returns -1 when a is not positive definite. */
+int psf_cholesky_solve(int n, double *a, double *b);
+
+/* psf_moffat.c */
+/** An elliptical Moffat fitted to a stamp. */
+typedef struct psf_moffat {
+    double amp, x0, y0;       /**< amplitude, centre (stamp pixels) */
+    double cxx, cxy, cyy;     /**< q = cxx dx² + 2 cxy dx dy + cyy dy² */
+    double beta;
+    double fwhm, ellip, theta_deg;
+    double rms;               /**< RMS residual / peak */
+    int ok;
+} psf_moffat;
+/** Fit a pixel-integrated elliptical Moffat to a side×side stamp (Levenberg–Marquardt);
+ *  beta_fixed > 1 holds beta at that value, else beta is free. */
+int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
+                   psf_moffat *out);
+
+/* psf_eval.c */
+/** Make @p m the circular Gaussian model of @p fwhm on a side×side stamp. */
+int psf_gaussian_model(tide_psf_model *m, int side, double fwhm);
+/** Evaluate the model at scaled position (u, v) (no clamping), normalised to sum 1. */
+void psf_eval_uv(const tide_psf_model *m, double u, double v, float *out);
+
+#endif

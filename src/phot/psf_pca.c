@@ -1,0 +1,333 @@
+/* psf_pca.c — the PSF model proper: reference stack, eigen-PSFs and coefficient fields.
+ *
+ * The deviations d_i = s_i - ref of the stars' normalised stamps from the reference are
+ * weighted by w_i = 1 / sqrt(noise_i^2 + floor^2) (noise_i: per-pixel noise of the normalised
+ * stamp; floor = a tenth of the median, so no single very bright star dominates) and their
+ * principal components taken without centring (the mean deviation of a field whose PSF
+ * differs from the centre's is a real component). The Gram matrix G = W D D^T W (stars ×
+ * stars) is smaller than the pixel covariance for the usual star counts; its eigenvectors u_k
+ * give the eigen-PSFs E_k ∝ D^T W u_k (the SVD relation, e.g. Turk & Pentland 1991 for the
+ * same trick on faces). Each E_k has unit norm and its largest-magnitude pixel positive, so
+ * the model does not flip sign between runs or backends. The star coefficients a_ik =
+ * <d_i, E_k> are fitted with polynomials of (u, v) by weighted least squares (weights w_i^2).
+ * Stars the model misses (a neighbour, a cosmic ray, a galaxy) are dropped once and the fit
+ * repeated. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "phot/psf_internal.h"
+#include "tide/status.h"
+
+#define PSF_FIT_PASSES 3 /* fits; outliers are dropped after each but the last */
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n) {
+    if (n <= 0) return 0.0;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct cdist {
+    double d;
+    int i;
+} cdist;
+
+static int cmp_cdist(const void *a, const void *b) {
+    const cdist *p = a, *q = b;
+    if (p->d != q->d) return p->d < q->d ? -1 : 1;
+    return p->i - q->i;
+}
+
+/* Stars of the reference stack: active stars with |u|, |v| <= central_fraction, or (when
+ * fewer than 5) the 5 nearest the centre. */
+static int choose_reference(const psf_plan *pl, const psf_stars *s, const unsigned char *act,
+                            int *which) {
+    const double cf = pl->p.central_fraction;
+    int m = 0, na = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!act[i]) continue;
+        na++;
+        if (fabs(s->u[i]) <= cf && fabs(s->v[i]) <= cf) which[m++] = i;
+    }
+    const int want = na < 5 ? na : 5;
+    if (m >= want) return m;
+    cdist *c = malloc(sizeof(cdist) * (size_t)na);
+    if (!c) return tide_error(TIDE_E_NOMEM, "psf: reference choice");
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        if (act[i]) {
+            c[k].d = fmax(fabs(s->u[i]), fabs(s->v[i]));
+            c[k].i = i;
+            k++;
+        }
+    qsort(c, (size_t)na, sizeof *c, cmp_cdist);
+    for (m = 0; m < want; m++) which[m] = c[m].i;
+    free(c);
+    return m;
+}
+
+/* Weighted least squares of the stars' values a (stride astr) on the polynomial terms. */
+static int poly_fit(int degree, int na, const int *idx, const psf_stars *s, const double *w2,
+                    const double *a, int astr, double *c) {
+    double t[(TIDE_PSF_MAX_DEGREE + 1) * (TIDE_PSF_MAX_DEGREE + 2) / 2];
+    const int nc = (degree + 1) * (degree + 2) / 2;
+    double nm[sizeof t / sizeof t[0] * sizeof t / sizeof t[0]];
+    memset(nm, 0, sizeof nm);
+    for (int q = 0; q < nc; q++) c[q] = 0.0;
+    for (int k = 0; k < na; k++) {
+        const int i = idx[k];
+        tide_psf_terms(degree, s->u[i], s->v[i], t);
+        for (int q = 0; q < nc; q++) {
+            c[q] += w2[k] * a[(size_t)k * astr] * t[q];
+            for (int r = 0; r < nc; r++) nm[q * nc + r] += w2[k] * t[q] * t[r];
+        }
+    }
+    return psf_cholesky_solve(nc, nm, c);
+}
+
+/* One fit of the model to the active stars. */
+static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char *act,
+                    tide_psf_model *m) {
+    const int npix = s->side * s->side;
+    int na = 0;
+    for (int i = 0; i < s->n; i++) na += act[i];
+    int *idx = malloc(sizeof(int) * (size_t)s->n * 2);
+    double *wk = malloc(sizeof(double) * ((size_t)na * 4 + (size_t)na * na * 2));
+    double *dev = malloc(sizeof(double) * (size_t)na * npix);
+    float *ref = malloc(sizeof(float) * (size_t)npix);
+    if (!idx || !wk || !dev || !ref) {
+        free(idx), free(wk), free(dev), free(ref);
+        return tide_error(TIDE_E_NOMEM, "psf: model fit of %d stars", na);
+    }
+    int *which = idx + s->n, st = 0;
+    double *w = wk, *w2 = w + na, *evals = w2 + na, *acoef = evals + na;
+    double *gram = acoef + na, *evec = gram + (size_t)na * na;
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        if (act[i]) idx[k++] = i;
+
+    /* reference */
+    int nref = choose_reference(pl, s, act, which);
+    if (nref < 0) {
+        st = nref;
+        goto done;
+    }
+    st = psf_stack_clip(s->stamps, npix, which, nref, pl->p.clip_sigma, pl->p.clip_iters, ref);
+    if (st) goto done;
+
+    /* weights and weighted deviations */
+    for (k = 0; k < na; k++) evals[k] = s->noise[idx[k]];
+    const double nfloor = 0.1 * median_of(evals, na);
+    for (k = 0; k < na; k++) {
+        const double sn = s->noise[idx[k]];
+        w[k] = 1.0 / sqrt(sn * sn + nfloor * nfloor + 1e-300);
+    }
+    {
+        double wmax = 0.0; /* scale weights to max 1 (cosmetic: keeps G near unit scale) */
+        for (k = 0; k < na; k++) wmax = fmax(wmax, w[k]);
+        for (k = 0; k < na; k++) {
+            w[k] /= wmax;
+            w2[k] = w[k] * w[k];
+        }
+    }
+    for (k = 0; k < na; k++) {
+        const float *sp = s->stamps + (size_t)idx[k] * npix;
+        double *d = dev + (size_t)k * npix;
+        for (int p = 0; p < npix; p++) d[p] = w[k] * ((double)sp[p] - (double)ref[p]);
+    }
+
+    /* degree and K for this many stars */
+    int degree = pl->p.degree;
+    while (degree > 0 && 2 * (degree + 1) * (degree + 2) / 2 > na) degree--;
+    int K = pl->p.k < na - 1 ? pl->p.k : na - 1;
+    if (K > npix - 1) K = npix - 1;
+    if (K < 0) K = 0;
+
+    if (K > 0) {
+#pragma omp parallel for schedule(dynamic, 8)
+        for (int a = 0; a < na; a++) {
+            const double *da = dev + (size_t)a * npix;
+            for (int b = a; b < na; b++) {
+                const double *db = dev + (size_t)b * npix;
+                double g = 0.0;
+                for (int p = 0; p < npix; p++) g += da[p] * db[p];
+                gram[(size_t)a * na + b] = gram[(size_t)b * na + a] = g;
+            }
+        }
+        st = psf_eigen_sym(na, gram, evals, evec);
+        if (st) goto done;
+        int kk = 0;
+        while (kk < K && evals[kk] > 1e-12 * evals[0] && evals[kk] > 0.0) kk++;
+        K = kk;
+    }
+
+    const int nc = (degree + 1) * (degree + 2) / 2;
+    float *basis = calloc((size_t)(1 + K) * npix, sizeof(float));
+    double *coef = calloc((size_t)(1 + K) * nc, sizeof(double));
+    if (!basis || !coef) {
+        free(basis), free(coef);
+        st = tide_error(TIDE_E_NOMEM, "psf: model arrays");
+        goto done;
+    }
+    memcpy(basis, ref, sizeof(float) * (size_t)npix);
+    coef[0] = 1.0;
+    double *e = malloc(sizeof(double) * (size_t)npix);
+    if (!e) {
+        free(basis), free(coef);
+        st = tide_error(TIDE_E_NOMEM, "psf: eigen-PSF");
+        goto done;
+    }
+    for (int q = 0; q < K && !st; q++) {
+        for (int p = 0; p < npix; p++) e[p] = 0.0;
+        for (k = 0; k < na; k++) {
+            const double uk = evec[(size_t)k * na + q];
+            const double *d = dev + (size_t)k * npix;
+            for (int p = 0; p < npix; p++) e[p] += uk * d[p];
+        }
+        double nrm = 0.0, big = 0.0;
+        int ib = 0;
+        for (int p = 0; p < npix; p++) {
+            nrm += e[p] * e[p];
+            if (fabs(e[p]) > big) big = fabs(e[p]), ib = p;
+        }
+        const double sc = (e[ib] < 0 ? -1.0 : 1.0) / sqrt(nrm);
+        float *E = basis + (size_t)(1 + q) * npix;
+        for (int p = 0; p < npix; p++) E[p] = (float)(e[p] * sc);
+        /* star coefficients on the stored (float) eigen-PSF, unweighted deviations */
+        for (k = 0; k < na; k++) {
+            const float *sp = s->stamps + (size_t)idx[k] * npix;
+            double a = 0.0;
+            for (int p = 0; p < npix; p++) a += ((double)sp[p] - (double)ref[p]) * E[p];
+            acoef[k] = a;
+        }
+        int dg = degree;
+        while ((st = poly_fit(dg, na, idx, s, w2, acoef, 1, coef + (size_t)(1 + q) * nc)) &&
+               dg > 0) {
+            dg--; /* degenerate star positions: a lower degree, padded with zeros */
+            for (int t = 0; t < nc; t++) coef[(size_t)(1 + q) * nc + t] = 0.0;
+        }
+        if (st) st = tide_error(TIDE_E_INTERNAL, "psf: coefficient fit is singular");
+    }
+    free(e);
+    if (st) {
+        free(basis), free(coef);
+        goto done;
+    }
+    free(m->basis);
+    free(m->coef);
+    m->basis = basis;
+    m->coef = coef;
+    m->nbasis = 1 + K;
+    m->degree = degree;
+    m->ncoef = nc;
+    m->stamp = s->side;
+    m->nref = nref;
+    m->nstars = na;
+done:
+    free(idx), free(wk), free(dev), free(ref);
+    return st;
+}
+
+/* RMS of (stamp - model) per star; rms[i] and peak[i] for the active ones. */
+static int residuals(const psf_stars *s, const unsigned char *act, const tide_psf_model *m,
+                     double *rms, double *peak) {
+    const int npix = s->side * s->side;
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        float *mod = malloc(sizeof(float) * (size_t)npix);
+        if (!mod) fail = 1;
+#pragma omp for schedule(static)
+        for (int i = 0; i < s->n; i++) {
+            rms[i] = peak[i] = 0.0;
+            if (!act[i] || !mod) continue;
+            psf_eval_uv(m, s->u[i], s->v[i], mod);
+            const float *sp = s->stamps + (size_t)i * npix;
+            double q = 0.0, pk = 0.0;
+            for (int p = 0; p < npix; p++) {
+                const double d = (double)sp[p] - (double)mod[p];
+                q += d * d;
+                if (mod[p] > pk) pk = mod[p];
+            }
+            rms[i] = sqrt(q / npix);
+            peak[i] = pk;
+        }
+        free(mod);
+    }
+    return fail ? tide_error(TIDE_E_NOMEM, "psf: residuals") : 0;
+}
+
+int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t height,
+                  tide_psf_model *m) {
+    const int n = s->n;
+    unsigned char *act = malloc((size_t)n);
+    double *rms = malloc(sizeof(double) * (size_t)n * 4);
+    if (!act || !rms) {
+        free(act), free(rms);
+        return tide_error(TIDE_E_NOMEM, "psf: model fit");
+    }
+    double *peak = rms + n, *ex = peak + n, *tmp = ex + n;
+    memset(act, 1, (size_t)n);
+    m->width = width;
+    m->height = height;
+    int st = 0;
+    for (int pass = 0; pass < PSF_FIT_PASSES; pass++) {
+        if ((st = fit_once(pl, s, act, m)) || (st = residuals(s, act, m, rms, peak))) break;
+        if (pass == PSF_FIT_PASSES - 1) break;
+        /* excess residual over the noise; robust outliers that are also significant go */
+        int na = 0;
+        for (int i = 0; i < n; i++)
+            if (act[i]) {
+                const double e2 = rms[i] * rms[i] - s->noise[i] * s->noise[i];
+                ex[i] = e2 > 0 ? sqrt(e2) : 0.0;
+                tmp[na++] = ex[i];
+            }
+        const double med = median_of(tmp, na);
+        int nm = 0;
+        for (int i = 0; i < n; i++)
+            if (act[i]) tmp[nm++] = fabs(ex[i] - med);
+        const double sig = 1.4826 * median_of(tmp, nm);
+        int nrej = 0;
+        for (int i = 0; i < n; i++)
+            if (act[i] && ex[i] > med + pl->p.outlier_sigma * sig &&
+                rms[i] > 2.0 * s->noise[i])
+                nrej++;
+        if (getenv("PSFDBG")) {
+            fprintf(stderr, "pass %d med %g sig %g nrej %d\n", pass, med, sig, nrej);
+            for (int i = 0; i < n; i++)
+                if (act[i] && ex[i] > med + 3 * sig)
+                    fprintf(stderr, "  star %d (%.1f,%.1f) ex %g rms %g noise %g\n", i, s->x[i], s->y[i], ex[i], rms[i], s->noise[i]);
+        }
+        if (nrej == 0 || na - nrej < pl->p.min_stars) break;
+        for (int i = 0; i < n; i++)
+            if (act[i] && ex[i] > med + pl->p.outlier_sigma * sig &&
+                rms[i] > 2.0 * s->noise[i]) {
+                act[i] = 0;
+                m->nreject[6]++; /* TIDE_PSF_REJ_OUTLIER */
+            }
+    }
+    if (!st) {
+        int na = 0;
+        free(m->star_x);
+        free(m->star_y);
+        m->star_x = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        m->star_y = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        if (!m->star_x || !m->star_y) st = tide_error(TIDE_E_NOMEM, "psf: star list");
+        for (int i = 0; i < n && !st; i++)
+            if (act[i]) {
+                m->star_x[na] = s->x[i];
+                m->star_y[na] = s->y[i];
+                tmp[na++] = peak[i] > 0 ? rms[i] / peak[i] : 0.0;
+            }
+        if (!st) m->resid_rms = median_of(tmp, na);
+    }
+    free(act);
+    free(rms);
+    return st;
+}

@@ -1,0 +1,48 @@
+/* reduce_internal.h — what the reduce*.c files of the pipeline share. Not public. */
+#ifndef TIDE_REDUCE_INTERNAL_H
+#define TIDE_REDUCE_INTERNAL_H
+#include <stdint.h>
+
+#include "tide/pipeline.h"
+
+/** Per-source results of the photometry stage, host arrays of n (or n·naper) elements. Any
+ *  pointer may be NULL when that measurement was not made (its columns are then NaN). */
+typedef struct tide_pipe_phot {
+    int64_t n;
+    int naper;
+    const double *radii;
+    double *x, *y;                 /**< positions used (0-based): XWIN, YWIN */
+    double *flux_aper, *fluxerr_aper; /**< n*naper, source-major */
+    int32_t *aper_flags;
+    double *kron_radius, *flux_auto, *fluxerr_auto;
+    int32_t *kron_flags;
+    double *flux_psf, *fluxerr_psf, *chi2_psf;
+    int32_t *psf_flags;
+    double *flux_opt, *fluxerr_opt, *rad_opt;
+    int32_t *opt_flags;
+    float *background;             /**< background map at the sources, ADU */
+    double *ra, *dec;              /**< degrees, when the frame has a celestial WCS */
+} tide_pipe_phot;
+
+/** Allocate every array of @p ph for n sources and naper radii (NaN / 0 filled). */
+int tide_pipe_phot_alloc(tide_pipe_phot *ph, int64_t n, int naper, const double *radii);
+/** Free the arrays and zero the struct. */
+void tide_pipe_phot_free(tide_pipe_phot *ph);
+
+/** Build the catalog table (columns of pipeline.h, FITS 1-based coordinates) from the
+ *  detection table @p det (0-based columns of detect.h) and the photometry. @p det may have
+ *  0 rows; then every column exists with no row. */
+int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tide_table *out);
+
+/** Write the run's summary cards into @p h (see pipeline.h). */
+int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
+                           const tide_pipeline_result *r, int64_t width, int64_t height,
+                           tide_header *h);
+
+/** Source Extractor's ERRAWIN/ERRBWIN/ERRTHETAWIN from the position covariance
+ *  (x2, y2, xy): the semi-axes of the 1-sigma error ellipse and its angle, degrees
+ *  counter-clockwise from +x in (-90, 90]. */
+void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b,
+                             double *theta);
+
+#endif
