@@ -69,23 +69,29 @@ static int write_imhead(tide_fits_out *o, const tide_header *cards) {
     if (fits_create_tbl(o->f, BINARY_TBL, 1, 1, ttype, tform, tunit, "LDAC_IMHEAD", &cst))
         return tide_fits_status(cst, o->path, 1, "cannot create LDAC_IMHEAD");
     fits_write_key_str(o->f, "TDIM1", tdim, "80 characters per card", &cst);
-    char *buf = malloc((size_t)nchar + 1);
-    if (!buf)
+    /* With TDIM1 = (80, n), cfitsio reads the column as n strings of 80 characters: write
+     * it as such, one NUL-terminated card per element. */
+    char *buf = malloc((size_t)cards->ncards * 81);
+    char **rows = malloc(sizeof(char *) * (size_t)cards->ncards);
+    if (!buf || !rows) {
+        free(buf), free(rows);
         return tide_error(TIDE_E_NOMEM, "%s: LDAC_IMHEAD", o->path);
+    }
     for (int i = 0; i < cards->ncards; i++) {
-        char *c = buf + 80 * i;
+        char *c = buf + 81 * i;
         memset(c, ' ', 80);
+        c[80] = 0;
         const size_t l = strnlen(cards->cards[i], 80);
         memcpy(c, cards->cards[i], l);
         for (int k = 0; k < 80; k++)
             if ((unsigned char)c[k] < 32 || (unsigned char)c[k] > 126)
                 c[k] = ' ';
+        rows[i] = c;
     }
-    buf[nchar] = 0;
-    char *rows[] = {buf};
     if (!cst)
-        fits_write_col_str(o->f, 1, 1, 1, 1, rows, &cst);
+        fits_write_col_str(o->f, 1, 1, 1, cards->ncards, rows, &cst);
     free(buf);
+    free(rows);
     return cst ? tide_fits_status(cst, o->path, 1, "cannot write LDAC_IMHEAD") : 0;
 }
 

@@ -4,7 +4,8 @@
  * pixels t, t + LANES, ... (row-major inside the mesh) and the block adds the lanes in the
  * pairwise tree of background_math.h: the CPU's order, so sums are bitwise equal. The
  * histogram (at most 4096 bins) lives in shared memory and is filled with integer atomics
- * (order-free); one thread then runs the mode estimate on it. Interpolation: one thread per
+ * (order-free), the block scans it into prefix sums, and one thread runs the mode estimate
+ * (a few bisections per clipping pass). Interpolation: one thread per
  * pixel, each independent (the x-spline coefficients of every row are a fixed combination of
  * precomputed planes, see background_kernels.h). */
 #include <cuda_runtime.h>
@@ -20,11 +21,80 @@
 
 #define LANES TIDE_BKG_LANES
 
+/* Static shared memory: lane sums and scan partials. The histogram and its prefix sums
+ * (~98 KB for 4096 levels) live in dynamic shared memory, laid out by hist_layout(). */
 struct bkg_shared {
     double s1[LANES], s2[LANES];
     long long sc[LANES];
-    uint32_t hist[TIDE_BKG_QMAXLEVELS];
+    unsigned long long p0[LANES], p1[LANES], p2[LANES];
 };
+
+#define NL (TIDE_BKG_QMAXLEVELS + 1)
+static const size_t HIST_BYTES = sizeof(uint64_t) * 2 * NL + sizeof(uint32_t) * 2 * NL;
+
+struct hist_view {
+    uint64_t *c1, *c2;
+    uint32_t *c0, *hist;
+};
+
+__device__ static struct hist_view hist_layout(unsigned char *dyn) {
+    struct hist_view v;
+    v.c1 = (uint64_t *)dyn;
+    v.c2 = v.c1 + NL;
+    v.c0 = (uint32_t *)(v.c2 + NL);
+    v.hist = v.c0 + NL;
+    return v;
+}
+
+/* The prefix sums of tide_bkg_prefix, by the block: each thread sums a chunk of bins, a
+ * Hillis-Steele scan over the partials gives each chunk its offset, then each thread writes
+ * its chunk. Integer arithmetic, so the arrays equal the sequential ones exactly. */
+__device__ static void block_prefix(struct bkg_shared *sh, const struct hist_view *v, int n) {
+    const int t = threadIdx.x, chunk = (n + LANES - 1) / LANES;
+    const int b0 = t * chunk < n ? t * chunk : n, b1 = b0 + chunk < n ? b0 + chunk : n;
+    unsigned long long a = 0, b = 0, c = 0;
+    for (int i = b0; i < b1; i++) {
+        const unsigned long long hv = v->hist[i];
+        a += hv;
+        b += hv * (unsigned long long)i;
+        c += hv * (unsigned long long)i * (unsigned long long)i;
+    }
+    sh->p0[t] = a;
+    sh->p1[t] = b;
+    sh->p2[t] = c;
+    __syncthreads();
+    for (int off = 1; off < LANES; off <<= 1) { /* inclusive scan */
+        unsigned long long x0 = 0, x1 = 0, x2 = 0;
+        if (t >= off) {
+            x0 = sh->p0[t - off];
+            x1 = sh->p1[t - off];
+            x2 = sh->p2[t - off];
+        }
+        __syncthreads();
+        sh->p0[t] += x0;
+        sh->p1[t] += x1;
+        sh->p2[t] += x2;
+        __syncthreads();
+    }
+    a = t ? sh->p0[t - 1] : 0ull; /* exclusive offsets of this chunk */
+    b = t ? sh->p1[t - 1] : 0ull;
+    c = t ? sh->p2[t - 1] : 0ull;
+    for (int i = b0; i < b1; i++) {
+        v->c0[i] = (uint32_t)a;
+        v->c1[i] = b;
+        v->c2[i] = c;
+        const unsigned long long hv = v->hist[i];
+        a += hv;
+        b += hv * (unsigned long long)i;
+        c += hv * (unsigned long long)i * (unsigned long long)i;
+    }
+    if (t == LANES - 1) {
+        v->c0[n] = (uint32_t)sh->p0[t];
+        v->c1[n] = sh->p1[t];
+        v->c2[n] = sh->p2[t];
+    }
+    __syncthreads();
+}
 
 /* Count, sum and sum of squares of the valid pixels of a mesh (inside [lo, hi] when @p cut),
  * in the lane order; every thread of the block gets the totals. */
@@ -73,8 +143,9 @@ __device__ static void block_sums(struct bkg_shared *sh, const float *pix, const
 
 /* One mesh, by the whole block (control flow is uniform: every branch depends on block-wide
  * totals only). */
-__device__ static void mesh_one(struct bkg_shared *sh, const float *pix, const uint16_t *mask,
-                                int64_t stride, const tide_bkg_plan *p, int64_t m, float *out) {
+__device__ static void mesh_one(struct bkg_shared *sh, const struct hist_view *hv,
+                                const float *pix, const uint16_t *mask, int64_t stride,
+                                const tide_bkg_plan *p, int64_t m, float *out) {
     int64_t x0, y0, mw, mh;
     tide_bkg_mesh_box(m % p->nx, m / p->nx, p->w, p->h, p->bw, p->bh, p->nx, p->ny, &x0, &y0,
                       &mw, &mh);
@@ -98,7 +169,7 @@ __device__ static void mesh_one(struct bkg_shared *sh, const float *pix, const u
     }
     const tide_bkg_hist h = tide_bkg_hist_setup(n, sum, sumsq);
     for (int i = threadIdx.x; i < h.nlevels; i += LANES)
-        sh->hist[i] = 0u;
+        hv->hist[i] = 0u;
     __syncthreads();
     const int64_t npix = mw * mh, dr = LANES / mw, dc = LANES % mw;
     int64_t r = threadIdx.x / mw, c = threadIdx.x % mw;
@@ -108,7 +179,7 @@ __device__ static void mesh_one(struct bkg_shared *sh, const float *pix, const u
         if (tide_bkg_valid(v, mask ? mask[off] : (uint16_t)0, p->mask_bits)) {
             const int b = tide_bkg_bin(v, &h);
             if (b >= 0)
-                atomicAdd(&sh->hist[b], 1u);
+                atomicAdd(&hv->hist[b], 1u);
         }
         c += dc;
         r += dr;
@@ -118,8 +189,9 @@ __device__ static void mesh_one(struct bkg_shared *sh, const float *pix, const u
         }
     }
     __syncthreads();
+    block_prefix(sh, hv, h.nlevels);
     if (threadIdx.x == 0)
-        tide_bkg_guess(sh->hist, &h, &out[2 * m], &out[2 * m + 1]);
+        tide_bkg_guess(&h, hv->c0, hv->c1, hv->c2, &out[2 * m], &out[2 * m + 1]);
     __syncthreads(); /* the histogram is reused by the block's next mesh */
 }
 
@@ -127,8 +199,10 @@ __global__ void __launch_bounds__(LANES)
     bkg_mesh_kernel(const float *__restrict__ pix, const uint16_t *__restrict__ mask,
                     int64_t stride, tide_bkg_plan p, float *__restrict__ out) {
     __shared__ struct bkg_shared sh;
+    extern __shared__ __align__(16) unsigned char dyn[];
+    const struct hist_view hv = hist_layout(dyn);
     for (int64_t m = blockIdx.x; m < p.nmesh; m += gridDim.x)
-        mesh_one(&sh, pix, mask, stride, &p, m, out);
+        mesh_one(&sh, &hv, pix, mask, stride, &p, m, out);
 }
 
 extern "C" int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
@@ -141,9 +215,14 @@ extern "C" int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
     if (st)
         return st;
     const int64_t nb = p->nmesh < (1 << 20) ? p->nmesh : (1 << 20);
-    bkg_mesh_kernel<<<(unsigned)nb, LANES, 0, (cudaStream_t)ctx->stream>>>(
-        im->pix, im->mask, im->stride, *p, (float *)d_out);
-    cudaError_t ce = cudaGetLastError();
+    cudaError_t ce = cudaFuncSetAttribute(bkg_mesh_kernel,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)HIST_BYTES);
+    if (ce == cudaSuccess) {
+        bkg_mesh_kernel<<<(unsigned)nb, LANES, HIST_BYTES, (cudaStream_t)ctx->stream>>>(
+            im->pix, im->mask, im->stride, *p, (float *)d_out);
+        ce = cudaGetLastError();
+    }
     if (ce != cudaSuccess)
         st = tide_error(TIDE_E_CUDA, "background: mesh kernel launch failed: %s",
                         cudaGetErrorString(ce));

@@ -15,7 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "phot/psf_internal.h"
 #include "tide/status.h"
@@ -298,12 +297,6 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
             if (act[i] && ex[i] > med + pl->p.outlier_sigma * sig &&
                 rms[i] > 2.0 * s->noise[i])
                 nrej++;
-        if (getenv("PSFDBG")) {
-            fprintf(stderr, "pass %d med %g sig %g nrej %d\n", pass, med, sig, nrej);
-            for (int i = 0; i < n; i++)
-                if (act[i] && ex[i] > med + 3 * sig)
-                    fprintf(stderr, "  star %d (%.1f,%.1f) ex %g rms %g noise %g\n", i, s->x[i], s->y[i], ex[i], rms[i], s->noise[i]);
-        }
         if (nrej == 0 || na - nrej < pl->p.min_stars) break;
         for (int i = 0; i < n; i++)
             if (act[i] && ex[i] > med + pl->p.outlier_sigma * sig &&

@@ -1,7 +1,7 @@
 /* psf_stack.c — the reference PSF: per pixel, the mean of the stars' normalised stamps after
- * iterative sigma clipping. The first centre is the median (robust to a neighbour or a cosmic
- * ray in one stamp), then mean and standard deviation of the survivors until the surviving
- * set stops changing. Pixels are independent: OpenMP over pixels, each pixel's sums in star
+ * iterative sigma clipping. The first centre and scale are the median and the MAD (robust to
+ * a neighbour or a cosmic ray in one stamp), then mean and standard deviation of the
+ * survivors until the surviving set stops changing. Pixels are independent: OpenMP over pixels, each pixel's sums in star
  * order, so the result does not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
@@ -25,12 +25,20 @@ static double clipped_mean(const double *v, int m, double *tmp, unsigned char *k
     memcpy(tmp, v, sizeof(double) * (size_t)m);
     qsort(tmp, (size_t)m, sizeof(double), cmp_double);
     double centre = m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]);
-    double mean = 0.0, sd = 0.0;
+    /* first scale: the MAD (a single outlier among few stamps inflates the standard
+     * deviation past any k-sigma cut: for n values the largest z-score is (n-1)/sqrt(n)) */
+    for (int i = 0; i < m; i++) tmp[i] = fabs(v[i] - centre);
+    qsort(tmp, (size_t)m, sizeof(double), cmp_double);
+    double sd = 1.4826 * (m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]));
+    double mean = 0.0;
     int nk = m;
     for (int i = 0; i < m; i++) mean += v[i];
     mean /= m;
-    for (int i = 0; i < m; i++) sd += (v[i] - mean) * (v[i] - mean);
-    sd = sqrt(sd / m);
+    if (!(sd > 0.0)) { /* more than half identical: the plain standard deviation */
+        for (int i = 0; i < m; i++) sd += (v[i] - mean) * (v[i] - mean);
+        sd = sqrt(sd / m);
+    }
+    mean = centre; /* the answer if the first cut leaves fewer than 3 */
     for (int i = 0; i < m; i++) keep[i] = 1;
     for (int it = 0; it < iters; it++) {
         int changed = 0, nn = 0;

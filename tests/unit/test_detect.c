@@ -292,6 +292,34 @@ static void test_shapes(tide_ctx *ctx) {
     }
 }
 
+/* Mask bits in a footprint set the cosmic-ray and masked flags; a clean star has neither. */
+static void test_mask_flags(tide_ctx *ctx) {
+    tide_image im, rms;
+    synth_frame(&im, &rms, 120, 60, 1.0, 12);
+    const double f = synth_flux_for_snr(100, 3, 1);
+    synth_star(&im, 20.2, 30.4, f, 3.0);
+    synth_star(&im, 60.2, 30.4, f, 3.0);
+    synth_star(&im, 100.2, 30.4, f, 3.0);
+    im.mask[31 * 120 + 21] |= TIDE_MASK_COSMIC;
+    im.mask[30 * 120 + 61] |= TIDE_MASK_BAD;
+    tide_table t;
+    tide_table_init(&t);
+    CHECK_OK(tide_detect(ctx, &im, &rms, NULL, NULL, &t));
+    int64_t a = synth_nearest(&t, 20.2, 30.4, 1.0), b = synth_nearest(&t, 60.2, 30.4, 1.0),
+            c = synth_nearest(&t, 100.2, 30.4, 1.0);
+    CHECK(a >= 0 && b >= 0 && c >= 0);
+    if (a >= 0 && b >= 0 && c >= 0) {
+        const int32_t *fl = tide_table_i32(&t, "FLAGS");
+        CHECK(fl[a] & TIDE_DETECT_FLAG_COSMIC);
+        CHECK(fl[a] & TIDE_DETECT_FLAG_APER_INCOMPLETE); /* excluded from the window */
+        CHECK(fl[b] & TIDE_DETECT_FLAG_MASKED);
+        CHECK(fl[c] == 0);
+    }
+    tide_table_free(&t);
+    tide_image_free(NULL, &im);
+    tide_image_free(NULL, &rms);
+}
+
 static void test_bad_args(tide_ctx *ctx) {
     tide_image im, rms;
     synth_frame(&im, &rms, 32, 32, 1.0, 1);
@@ -326,6 +354,7 @@ int main(void) {
     test_saturated(ctx);
     test_nan_blocks(ctx);
     test_shapes(ctx);
+    test_mask_flags(ctx);
     test_bad_args(ctx);
     tide_ctx_destroy(ctx);
     return TIDE_TEST_RESULT();
