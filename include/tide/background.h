@@ -47,10 +47,12 @@ typedef struct tide_bkg_params {
     uint16_t mask_bits;      /**< mask bits that exclude a pixel [0xFFFF: every bit] */
     double min_good_frac;    /**< a mesh needs this fraction of valid pixels [0.5] */
     /** Large-scale smooth mode for nebulous or extended-emission fields [0 = off]: after the
-     *  median filter, both mesh grids are replaced by a 2-D polynomial of this total degree
-     *  (1..6) in the mesh position, fitted by least squares with iterative 3σ rejection of
-     *  meshes (5 passes), then interpolated as above. Use it with larger meshes (e.g. 256)
-     *  so that structure smaller than the field is not absorbed into the background. */
+     *  median filter, each mesh grid (background, RMS) is fitted with a 2-D polynomial of this
+     *  total degree (1..6) in the mesh position, by least squares with iterative 3σ rejection
+     *  of meshes (at most 5 passes), and the maps are that polynomial evaluated at every pixel
+     *  (instead of the spline through every mesh). Large meshes (e.g. 128 or 256) keep
+     *  compact emission out of the mesh values; the polynomial cannot follow structure smaller
+     *  than the field, so nebulosity stays in the background-subtracted frame. */
     int smooth_degree;
 } tide_bkg_params;
 

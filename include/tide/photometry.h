@@ -163,8 +163,9 @@ void tide_psffit_params_default(tide_psffit_params *p);
  *  and sums to 1 (normalised to total flux). Weighted linear least squares with weights
  *  1/var_i: F = Σ w d P / Σ w P², fluxerr = sqrt(1 / Σ w P²) (the conditional error at the
  *  final weights), chi2 = Σ w (d - F P)² / (npix - nparam) (reduced). Excluded and
- *  out-of-frame pixels are left out (TIDE_PHOT_MASKED / TIDE_PHOT_TRUNCATED). Requires a
- *  variance (var, or sub->var). @p chi2 and @p flags may be NULL. */
+ *  out-of-frame pixels are left out (TIDE_PHOT_MASKED / TIDE_PHOT_TRUNCATED); a fit without
+ *  freedom or with a singular system gives NaN flux, error and chi2 and TIDE_PHOT_FIT_FAILED.
+ *  Requires a variance (var, or sub->var). @p chi2 and @p flags may be NULL. */
 int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                                int64_t n, const double *x, const double *y, int side,
                                const float *stamps, const tide_psffit_params *p, double *flux,
@@ -219,7 +220,8 @@ typedef struct tide_apcorr_model {
     double law_rms;        /**< rms of log10 r_opt about the law (dex) */
     int nstars_corr;       /**< stars in the correction fit */
     int nstars_law;        /**< stars in the law fit */
-    int law_fallback;      /**< 1: too few law stars; r_opt from the mean growth curve */
+    int law_fallback;      /**< 1: fewer than 5 law stars or S/N range < 0.3 dex: a constant
+                                radius (the stars' median optimum, else 0.68·FWHM) */
 } tide_apcorr_model;
 
 /** Build the model from detected sources: selects isolated, unflagged stars (flags[i] == 0,

@@ -27,7 +27,7 @@ static const char *help =
     "                           --csv is given]\n"
     "  --ldac                   write -o as FITS-LDAC (LDAC_IMHEAD + LDAC_OBJECTS) for SCAMP\n"
     "                           and PSFEx [off]\n"
-    "  --csv FILE               also write the catalog as CSV [none]\n"
+    "  --csv FILE               also write the catalog as CSV (- = standard output) [none]\n"
     "  --back FILE              also write the background map (FITS image) [none]\n"
     "  --rms FILE               also write the background RMS map (FITS image) [none]\n"
     "\n"
@@ -77,80 +77,80 @@ static void json_num(FILE *f, const char *key, double v, const char *tail) {
 /* Print the summary: text for people, JSON for scripts. */
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
                           const char *outp, const tide_image *im,
-                          const tide_pipeline_result *r, int timings) {
+                          const tide_pipeline_result *r, int timings, FILE *f) {
     const tide_psf_model *m = &r->psf;
     int nt = tide_timer_count(ctx);
     if (com->json) {
-        printf("{\n  \"frame\": ");
-        tide_cli_json_string(stdout, spec);
-        printf(",\n  \"catalog\": ");
-        tide_cli_json_string(stdout, outp ? outp : "");
-        printf(",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
-        tide_cli_json_string(stdout, ctx->device_name);
-        printf(",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)im->width,
+        fprintf(f, "{\n  \"frame\": ");
+        tide_cli_json_string(f, spec);
+        fprintf(f, ",\n  \"catalog\": ");
+        tide_cli_json_string(f, outp ? outp : "");
+        fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
+        tide_cli_json_string(f, ctx->device_name);
+        fprintf(f, ",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)im->width,
                (long long)im->height);
-        printf("  \"n_sources\": %lld,\n  \"n_first\": %lld,\n", (long long)r->n_sources,
+        fprintf(f, "  \"n_sources\": %lld,\n  \"n_first\": %lld,\n", (long long)r->n_sources,
                (long long)r->n_first);
-        json_num(stdout, "fwhm", m->fwhm, ",");
-        printf("  \"fwhm_corners\": [");
+        json_num(f, "fwhm", m->fwhm, ",");
+        fprintf(f, "  \"fwhm_corners\": [");
         for (int k = 0; k < 4; k++) {
             if (isfinite(m->fwhm_corner[k]))
-                printf("%s%.6g", k ? ", " : "", m->fwhm_corner[k]);
+                fprintf(f, "%s%.6g", k ? ", " : "", m->fwhm_corner[k]);
             else
-                printf("%snull", k ? ", " : "");
+                fprintf(f, "%snull", k ? ", " : "");
         }
-        printf("],\n");
-        json_num(stdout, "psf_beta", m->beta, ",");
-        json_num(stdout, "psf_ellipticity", m->ellipticity, ",");
-        printf("  \"psf_model\": \"%s\",\n  \"psf_stars\": %d,\n",
+        fprintf(f, "],\n");
+        json_num(f, "psf_beta", m->beta, ",");
+        json_num(f, "psf_ellipticity", m->ellipticity, ",");
+        fprintf(f, "  \"psf_model\": \"%s\",\n  \"psf_stars\": %d,\n",
                r->psf_fallback ? "GAUSSIAN" : "PCA", m->nstars);
-        json_num(stdout, "sky", r->bkg.global_back, ",");
-        json_num(stdout, "sky_rms", r->bkg.global_rms, ",");
-        printf("  \"apcorr\": %s,\n", r->has_apcorr ? "true" : "false");
-        printf("  \"cosmic_pixels\": %lld,\n  \"saturated_pixels\": %lld,\n",
+        json_num(f, "sky", r->bkg.global_back, ",");
+        json_num(f, "sky_rms", r->bkg.global_rms, ",");
+        fprintf(f, "  \"apcorr\": %s,\n", r->has_apcorr ? "true" : "false");
+        fprintf(f, "  \"cosmic_pixels\": %lld,\n  \"saturated_pixels\": %lld,\n",
                (long long)r->cos.n_cosmic, (long long)r->cos.n_saturated);
-        printf("  \"device_peak_bytes\": %zu,\n", r->device_peak);
-        printf("  \"ms_total\": %.3f,\n  \"timings_ms\": {", r->ms_total);
+        fprintf(f, "  \"device_peak_bytes\": %zu,\n", r->device_peak);
+        fprintf(f, "  \"ms_total\": %.3f,\n  \"timings_ms\": {", r->ms_total);
         for (int i = 0; i < nt; i++) {
             const char *name;
             double ms;
             int calls;
             if (tide_timer_get(ctx, i, &name, &ms, &calls))
                 continue;
-            printf("%s\n    ", i ? "," : "");
-            tide_cli_json_string(stdout, name);
-            printf(": %.3f", ms);
+            fprintf(f, "%s\n    ", i ? "," : "");
+            tide_cli_json_string(f, name);
+            fprintf(f, ": %.3f", ms);
         }
-        printf("\n  }\n}\n");
+        fprintf(f, "\n  }\n}\n");
         return;
     }
-    printf("%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
+    fprintf(f, "%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
            (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
            outp ? outp : "(no FITS output)");
-    printf("  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
+    fprintf(f, "  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
            "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
            r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA",
            m->nstars, m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2],
            m->fwhm_corner[3], m->beta, m->ellipticity);
     if (r->has_apcorr)
-        printf("  aperture corrections from %d stars; optimal radius at S/N 10/100/1000: "
+        fprintf(f, "  aperture corrections from %d stars; optimal radius at S/N 10/100/1000: "
                "%.2f %.2f %.2f px\n",
                r->apcorr.nstars_corr, tide_apcorr_radius(&r->apcorr, 10),
                tide_apcorr_radius(&r->apcorr, 100), tide_apcorr_radius(&r->apcorr, 1000));
     else
-        printf("  no aperture corrections (too few isolated stars): FLUX_OPT is NaN\n");
-    printf("  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
+        fprintf(f, "  no aperture corrections (too few isolated stars): FLUX_OPT is NaN\n");
+    fprintf(f, "  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
            r->ms_total);
     if (ctx->backend == TIDE_BACKEND_CUDA)
-        printf(", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
-    printf("\n");
+        fprintf(f, ", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
+    fprintf(f, "\n");
     if (timings) {
         for (int i = 0; i < nt; i++) {
             const char *name;
             double ms;
             int calls;
             if (!tide_timer_get(ctx, i, &name, &ms, &calls))
-                printf("  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls, calls == 1 ? "" : "s");
+                fprintf(f, "  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls, calls == 1 ? "" : "s");
         }
     }
 }
@@ -347,7 +347,9 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = tide_cli_fail(cmd, st);
         goto done;
     }
-    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, timings);
+    /* With the CSV on standard output, the summary goes to standard error. */
+    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, timings,
+                  csv && !strcmp(csv, "-") ? stderr : stdout);
     rc = 0;
 done:
     tide_pipeline_result_free(&res);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tide/catalog.h"
@@ -117,6 +118,22 @@ int tide_catalog_write_csv(const char *path, const tide_table *t) {
     for (int j = 0; j < t->ncols; j++)
         if (!t->cols[j].data && t->nrows > 0)
             return tide_error(TIDE_E_INVAL, "%s: column %s has no data", path, t->cols[j].name);
+    /* "-" is standard output; an existing target that is not a regular file (a pipe,
+     * /dev/stdout) is written in place: renaming over it would replace the device. */
+    struct stat sb;
+    const int special = !strcmp(path, "-") || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode));
+    if (special) {
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return tide_error(TIDE_E_IO, "%s: is a directory", path);
+        FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+        if (!f)
+            return tide_error(TIDE_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        int bad = write_all(f, t);
+        bad |= fflush(f) != 0;
+        if (f != stdout)
+            bad |= fclose(f) != 0;
+        return bad ? tide_error(TIDE_E_IO, "%s: cannot write: %s", path, strerror(errno)) : 0;
+    }
     const size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
     if (!tmp)

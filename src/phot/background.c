@@ -115,22 +115,27 @@ static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *
     float *back = work, *sig = work + np, *coef = work + 2 * np;
     s->nx_mesh = pl.nx;
     s->ny_mesh = pl.ny;
+    tide_bkg_poly poly[2];
     st = tide_bkg_grid_filter(&pl, p, mesh, back, sig, s);
     if (!st && p->smooth_degree > 0) {
-        st = tide_bkg_grid_smooth(&pl, p->smooth_degree, back);
+        st = tide_bkg_grid_smooth(&pl, p->smooth_degree, back, &poly[0]);
         if (!st)
-            st = tide_bkg_grid_smooth(&pl, p->smooth_degree, sig);
-    }
-    if (!st)
+            st = tide_bkg_grid_smooth(&pl, p->smooth_degree, sig, &poly[1]);
+    } else if (!st) {
         st = tide_bkg_grid_spline(&pl, back, coef);
-    if (!st)
-        st = tide_bkg_grid_spline(&pl, sig, coef + 4 * np);
+        if (!st)
+            st = tide_bkg_grid_spline(&pl, sig, coef + 4 * np);
+    }
     if (!st && bkg)
         st = alloc_like(ctx, bkg, im);
     if (!st && rms)
         st = alloc_like(ctx, rms, im);
-    if (!st && (bkg || rms))
-        st = TIDE_DISPATCH(ctx, tide_bkg_interp, &pl, coef, bkg, rms);
+    if (!st && (bkg || rms)) {
+        if (p->smooth_degree > 0)
+            st = TIDE_DISPATCH(ctx, tide_bkg_poly, &pl, poly, bkg, rms);
+        else
+            st = TIDE_DISPATCH(ctx, tide_bkg_interp, &pl, coef, bkg, rms);
+    }
     if (!st)
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "background",
                  "%lldx%lld meshes of %lldx%lld: global %.6g, rms %.6g, %lld bad, %lld filtered",

@@ -247,6 +247,23 @@ int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef
     return nomem ? tide_error(TIDE_E_NOMEM, "background: out of memory interpolating") : TIDE_OK;
 }
 
+int tide_bkg_poly_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
+                      tide_image *bkg, tide_image *rms) {
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+    for (int64_t y = 0; y < p->h; y++)
+        for (int m = 0; m < 2; m++) {
+            tide_image *out = m ? rms : bkg;
+            if (!out)
+                continue;
+            const tide_bkg_poly *q = &poly[m];
+            float *row = out->pix + y * out->stride;
+            for (int64_t x = 0; x < p->w; x++)
+                row[x] = tide_bkg_poly_at(q->nt, q->pa, q->pb, q->c, q->su, q->ou, q->sv, q->ov,
+                                          x, y, p->bw, p->bh);
+        }
+    return TIDE_OK;
+}
+
 int tide_noise_model_cpu(tide_ctx *ctx, const tide_image *bkg, double inv_gain, double rn2g2,
                          double inv_n, tide_image *var) {
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)

@@ -303,6 +303,38 @@ extern "C" int tide_bkg_interp_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const
     return st;
 }
 
+/* ---- smooth mode ----------------------------------------------------------------------- */
+
+__global__ void bkg_poly_kernel(tide_bkg_plan p, tide_bkg_poly q0, tide_bkg_poly q1,
+                                float *__restrict__ bk, int64_t bks, float *__restrict__ rm,
+                                int64_t rms) {
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= p.w)
+        return;
+    for (int64_t y = blockIdx.y; y < p.h; y += gridDim.y) {
+        if (bk)
+            bk[y * bks + x] = tide_bkg_poly_at(q0.nt, q0.pa, q0.pb, q0.c, q0.su, q0.ou, q0.sv,
+                                               q0.ov, x, y, p.bw, p.bh);
+        if (rm)
+            rm[y * rms + x] = tide_bkg_poly_at(q1.nt, q1.pa, q1.pb, q1.c, q1.su, q1.ou, q1.sv,
+                                               q1.ov, x, y, p.bw, p.bh);
+    }
+}
+
+extern "C" int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
+                                  const tide_bkg_poly *poly, tide_image *bkg, tide_image *rms) {
+    if ((bkg && bkg->location != TIDE_DEVICE) || (rms && rms->location != TIDE_DEVICE))
+        return tide_error(TIDE_E_INTERNAL, "background: CUDA smooth maps need device images");
+    const unsigned bx = 128;
+    const int64_t gy = p->h < 65535 ? p->h : 65535;
+    dim3 grid((unsigned)((p->w + bx - 1) / bx), (unsigned)gy);
+    bkg_poly_kernel<<<grid, bx, 0, (cudaStream_t)ctx->stream>>>(
+        *p, poly[0], poly[1], bkg ? bkg->pix : NULL, bkg ? bkg->stride : 0,
+        rms ? rms->pix : NULL, rms ? rms->stride : 0);
+    TIDE_CUDA_LAUNCHED();
+    return tide_sync(ctx);
+}
+
 /* ---- noise model ----------------------------------------------------------------------- */
 
 __global__ void noise_kernel(const float *__restrict__ b, int64_t bs, float *__restrict__ v,

@@ -264,19 +264,31 @@ static int sm_solve(double *A, double *r, int nt) {
     return 1;
 }
 
-int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, float *grid) {
+int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, const float *grid,
+                         tide_bkg_poly *poly) {
     const int64_t nx = p->nx, ny = p->ny, np = p->nmesh;
-    int pa[SM_MAXT], pb[SM_MAXT];
+    int *pa = poly->pa, *pb = poly->pb;
     int nt = sm_terms(degree, nx, ny, pa, pb);
     while (nt > np && degree > 0)
         nt = sm_terms(--degree, nx, ny, pa, pb);
+    poly->nt = nt;
+    poly->su = nx > 1 ? 2.0 / (double)(nx - 1) : 0.0;
+    poly->ou = nx > 1 ? 1.0 : 0.0;
+    poly->sv = ny > 1 ? 2.0 / (double)(ny - 1) : 0.0;
+    poly->ov = ny > 1 ? 1.0 : 0.0;
     unsigned char *keep = malloc((size_t)np);
-    if (!keep)
+    double *fk = malloc(sizeof(double) * (size_t)(np * nt)); /* basis of every mesh */
+    if (!keep || !fk) {
+        free(keep);
+        free(fk);
         return tide_error(TIDE_E_NOMEM, "background: out of memory for the smooth fit");
+    }
     memset(keep, 1, (size_t)np);
-    double coef[SM_MAXT], f[SM_MAXT];
-    const double sx = nx > 1 ? 2.0 / (double)(nx - 1) : 0.0;
-    const double sy = ny > 1 ? 2.0 / (double)(ny - 1) : 0.0;
+    for (int64_t k = 0; k < np; k++)
+        sm_basis((double)(k % nx) * poly->su - poly->ou, (double)(k / nx) * poly->sv - poly->ov,
+                 nt, pa, pb, fk + k * nt);
+    double *coef = poly->c;
+    memset(coef, 0, sizeof poly->c);
     int fitted = 0;
     for (int iter = 0; iter < 5; iter++) {
         double A[SM_MAXT * SM_MAXT], r[SM_MAXT];
@@ -286,8 +298,7 @@ int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, float *grid) {
         for (int64_t k = 0; k < np; k++) {
             if (!keep[k])
                 continue;
-            sm_basis((double)(k % nx) * sx - (nx > 1), (double)(k / nx) * sy - (ny > 1), nt,
-                     pa, pb, f);
+            const double *f = fk + k * nt;
             for (int i = 0; i < nt; i++) {
                 r[i] += f[i] * grid[k];
                 for (int j = 0; j <= i; j++)
@@ -302,26 +313,21 @@ int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, float *grid) {
             break;
         memcpy(coef, r, sizeof(double) * (size_t)nt);
         fitted = 1;
-        /* 3σ rejection on the residuals of all meshes (a rejected mesh may come back). */
+        /* 3σ rejection on the residuals (a rejected mesh may come back) */
         double ss = 0.0;
-        for (int64_t k = 0; k < np; k++) {
-            if (!keep[k])
-                continue;
-            sm_basis((double)(k % nx) * sx - (nx > 1), (double)(k / nx) * sy - (ny > 1), nt,
-                     pa, pb, f);
-            double m = 0.0;
-            for (int t = 0; t < nt; t++)
-                m += coef[t] * f[t];
-            ss += (grid[k] - m) * (grid[k] - m);
-        }
+        for (int64_t k = 0; k < np; k++)
+            if (keep[k]) {
+                double m = 0.0;
+                for (int t = 0; t < nt; t++)
+                    m += coef[t] * fk[k * nt + t];
+                ss += (grid[k] - m) * (grid[k] - m);
+            }
         const double sigma = n > nt ? sqrt(ss / (double)(n - nt)) : 0.0;
         int64_t changed = 0, kept = 0;
         for (int64_t k = 0; k < np; k++) {
-            sm_basis((double)(k % nx) * sx - (nx > 1), (double)(k / nx) * sy - (ny > 1), nt,
-                     pa, pb, f);
             double m = 0.0;
             for (int t = 0; t < nt; t++)
-                m += coef[t] * f[t];
+                m += coef[t] * fk[k * nt + t];
             const unsigned char kk = sigma > 0.0 ? fabs(grid[k] - m) <= 3.0 * sigma : 1;
             changed += kk != keep[k];
             kept += kk;
@@ -330,15 +336,20 @@ int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, float *grid) {
         if (!changed || kept < nt)
             break;
     }
-    if (fitted)
-        for (int64_t k = 0; k < np; k++) {
-            sm_basis((double)(k % nx) * sx - (nx > 1), (double)(k / nx) * sy - (ny > 1), nt,
-                     pa, pb, f);
-            double m = 0.0;
-            for (int t = 0; t < nt; t++)
-                m += coef[t] * f[t];
-            grid[k] = (float)m;
+    if (!fitted) { /* degenerate grid: its median as a constant */
+        float *tmp = malloc(sizeof(float) * (size_t)np);
+        if (!tmp) {
+            free(keep);
+            free(fk);
+            return tide_error(TIDE_E_NOMEM, "background: out of memory for the smooth fit");
         }
+        memcpy(tmp, grid, sizeof(float) * (size_t)np);
+        poly->nt = 1;
+        pa[0] = pb[0] = 0;
+        coef[0] = median_sort(tmp, np);
+        free(tmp);
+    }
     free(keep);
+    free(fk);
     return TIDE_OK;
 }

@@ -37,6 +37,17 @@ typedef struct tide_bkg_plan {
     uint16_t mask_bits;
 } tide_bkg_plan;
 
+/** Smooth mode: a 2-D polynomial sum_t c[t]·u^pa[t]·v^pb[t] in the scaled mesh position
+ *  u = ((x + 0.5)/bw − 0.5)·su − ou, v = (y/bh − 0.5)·sv − ov (the node positions of the
+ *  spline, mapped so the mesh grid spans [−1, 1]). */
+#define TIDE_BKG_POLY_MAXT 28
+typedef struct tide_bkg_poly {
+    int nt;
+    int pa[TIDE_BKG_POLY_MAXT], pb[TIDE_BKG_POLY_MAXT];
+    double c[TIDE_BKG_POLY_MAXT];
+    double su, ou, sv, ov;
+} tide_bkg_poly;
+
 /** Planes of tide_bkg_coef, in this order, each nmesh floats. */
 enum { TIDE_BKG_V = 0, TIDE_BKG_DV, TIDE_BKG_XV, TIDE_BKG_XDV, TIDE_BKG_NPLANES = 8 };
 
@@ -48,6 +59,9 @@ int tide_bkg_mesh_stats_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_im
  *  XV, XDV of the background, then of the RMS). @p bkg or @p rms may be NULL. */
 int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef,
                         tide_image *bkg, tide_image *rms);
+/** Smooth-mode maps: poly[0] evaluated into @p bkg, poly[1] into @p rms (either NULL). */
+int tide_bkg_poly_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
+                      tide_image *bkg, tide_image *rms);
 /** var = tide_noise_var(bkg) per pixel; both images where the backend computes. */
 int tide_noise_model_cpu(tide_ctx *ctx, const tide_image *bkg, double inv_gain, double rn2g2,
                          double inv_n, tide_image *var);
@@ -58,6 +72,8 @@ int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_i
                              float *mesh);
 int tide_bkg_interp_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef,
                          tide_image *bkg, tide_image *rms);
+int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
+                       tide_image *bkg, tide_image *rms);
 int tide_noise_model_cuda(tide_ctx *ctx, const tide_image *bkg, double inv_gain, double rn2g2,
                           double inv_n, tide_image *var);
 #endif
@@ -71,9 +87,10 @@ int tide_noise_model_cuda(tide_ctx *ctx, const tide_image *bkg, double inv_gain,
 int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, const float *mesh,
                          float *back, float *sig, tide_bkg_summary *s);
 
-/** Replace @p grid (nx × ny) by a robust least-squares 2-D polynomial of total degree
- *  @p degree (1..6) in the mesh position. */
-int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, float *grid);
+/** Fit @p grid (nx × ny) with a robust least-squares 2-D polynomial of total degree
+ *  @p degree (1..6) in the mesh position (fewer terms when the grid cannot constrain them). */
+int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, const float *grid,
+                         tide_bkg_poly *poly);
 
 /** Build the four coefficient planes of one map from its grid @p v into @p coef
  *  (V, DV, XV, XDV, each nmesh floats). */

@@ -282,6 +282,29 @@ TIDE_HD static inline float tide_bkg_cubic(float lo, float hi, float dlo, float 
            BK_FMUL(w->dx, hi + BK_FMUL(w->dx2m1, dhi));
 }
 
+/* ---- smooth mode --------------------------------------------------------------------- */
+
+/** Value of a smooth-mode polynomial (background_kernels.h: tide_bkg_poly) at pixel (x, y):
+ *  powers and terms in double, each product rounded on its own, terms added in order. The
+ *  struct is passed as pointer to its fields so this header needs no kernels header. */
+TIDE_HD static inline float tide_bkg_poly_at(int nt, const int *pa, const int *pb,
+                                             const double *c, double su, double ou, double sv,
+                                             double ov, int64_t x, int64_t y, int64_t bw,
+                                             int64_t bh) {
+    const double u = BK_DMUL(((double)x + 0.5) / (double)bw - 0.5, su) - ou;
+    const double v = BK_DMUL((double)y / (double)bh - 0.5, sv) - ov;
+    double up[7], vp[7];
+    up[0] = vp[0] = 1.0;
+    for (int i = 1; i < 7; i++) {
+        up[i] = BK_DMUL(up[i - 1], u);
+        vp[i] = BK_DMUL(vp[i - 1], v);
+    }
+    double f = 0.0;
+    for (int t = 0; t < nt; t++)
+        f = f + BK_DMUL(c[t], BK_DMUL(up[pa[t]], vp[pb[t]]));
+    return (float)f;
+}
+
 /* ---- noise model ----------------------------------------------------------------------- */
 
 /** Modelled variance (ADU²) of the average of ncombine exposures at sky level b (ADU):

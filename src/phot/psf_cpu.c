@@ -70,8 +70,9 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
         const float *rrow = use_rms ? rms->pix + py * rms->stride : NULL;
         for (int64_t px = xl; px <= xh; px++) {
             const float v = row[px];
-            fl |= psf_pixel_reject(v, mrow ? mrow[px] : 0, kp->mask_bits, kp->saturation);
-            if (fl & TIDE_PSF_REJ_MASKED) continue;
+            const int rj = psf_pixel_reject(v, mrow ? mrow[px] : 0, kp->mask_bits, kp->saturation);
+            fl |= rj; /* every pixel is looked at, so the bits are the same on both backends */
+            if (rj & TIDE_PSF_REJ_MASKED) continue;
             const int64_t sx = px - cx, sy = py - cy;
             if (sx < -h || sx > h || sy < -h || sy > h) continue; /* interpolation margin */
             sum += v;

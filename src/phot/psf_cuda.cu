@@ -123,9 +123,10 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         for (int64_t k = threadIdx.x; k < nb; k += PSF_THREADS) {
             const int64_t px = xl + k % bw, py = yl + k / bw;
             const float v = im.pix[py * im.stride + px];
-            lfl |= psf_pixel_reject(v, im.mask ? im.mask[py * im.stride + px] : 0,
-                                    kp.mask_bits, kp.saturation);
-            if (lfl & TIDE_PSF_REJ_MASKED) continue;
+            const int rj = psf_pixel_reject(v, im.mask ? im.mask[py * im.stride + px] : 0,
+                                            kp.mask_bits, kp.saturation);
+            lfl |= rj;
+            if (rj & TIDE_PSF_REJ_MASKED) continue;
             const int64_t sx = px - cx, sy = py - cy;
             if (sx < -h || sx > h || sy < -h || sy > h) continue;
             sum += v;
