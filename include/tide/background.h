@@ -24,8 +24,11 @@
  *     the spline coefficients follow Source Extractor's recurrence exactly, so tide's maps
  *     reproduce its BACKGROUND and BACKGROUND_RMS check-images.
  *
- * Determinism: every sum has a fixed order and every rounding is explicit, so the CPU and
- * CUDA backends give bitwise-identical maps and summaries. */
+ * Determinism: every sum has a fixed order (integer histogram counts; lane-ordered double sums)
+ * and every product that feeds an addition is rounded on its own, so the CPU and CUDA backends
+ * are built to give bitwise-identical maps and summaries (tests/gpu/test_gpu_background.c
+ * requires 1e-6 relative and reports any differing bits). Agreement with Source Extractor
+ * 2.x and sep 1.2 on the same float32 pixels: ~1e-7 relative (tests/peer, tests/unit). */
 #ifndef TIDE_BACKGROUND_H
 #define TIDE_BACKGROUND_H
 #include <stdint.h>
@@ -39,13 +42,13 @@ extern "C" {
 
 /** Parameters of the background estimate (Source Extractor's names in parentheses). */
 typedef struct tide_bkg_params {
-    int64_t mesh_w, mesh_h;  /**< mesh size in pixels (BACK_SIZE) [64, 64]; >= 1 */
-    int filter_w, filter_h;  /**< median filter over meshes (BACK_FILTERSIZE) [3, 3]; >= 1,
-                                  an even size acts as the next odd one below */
-    double filter_thresh;    /**< replace a mesh by its filtered value only when they differ
-                                  by at least this much, ADU (BACK_FILTERTHRESH) [0.0] */
-    uint16_t mask_bits;      /**< mask bits that exclude a pixel [0xFFFF: every bit] */
-    double min_good_frac;    /**< a mesh needs this fraction of valid pixels [0.5] */
+    int64_t mesh_w, mesh_h; /**< mesh size in pixels (BACK_SIZE) [64, 64]; >= 1 */
+    int filter_w, filter_h; /**< median filter over meshes (BACK_FILTERSIZE) [3, 3]; >= 1,
+                                 an even size acts as the next odd one below */
+    double filter_thresh;   /**< replace a mesh by its filtered value only when they differ
+                                 by at least this much, ADU (BACK_FILTERTHRESH) [0.0] */
+    uint16_t mask_bits;     /**< mask bits that exclude a pixel [0xFFFF: every bit] */
+    double min_good_frac;   /**< a mesh needs this fraction of valid pixels [0.5] */
     /** Large-scale smooth mode for nebulous or extended-emission fields [0 = off]: after the
      *  median filter, each mesh grid (background, RMS) is fitted with a 2-D polynomial of this
      *  total degree (1..6) in the mesh position, by least squares with iterative 3σ rejection
@@ -61,13 +64,13 @@ void tide_bkg_params_default(tide_bkg_params *p);
 
 /** What the estimate found. */
 typedef struct tide_bkg_summary {
-    double global_back;  /**< median of the filtered mesh backgrounds, ADU (SE's BACKGROUND
-                              in its log) */
-    double global_rms;   /**< median of the filtered mesh RMS (median of the positive ones if
-                              that is <= 0; 1 if none is), ADU */
+    double global_back;       /**< median of the filtered mesh backgrounds, ADU (SE's BACKGROUND
+                                   in its log) */
+    double global_rms;        /**< median of the filtered mesh RMS (median of the positive ones if
+                                   that is <= 0; 1 if none is), ADU */
     int64_t nx_mesh, ny_mesh; /**< mesh grid size */
-    int64_t n_bad_mesh;  /**< meshes with too few valid pixels, filled from neighbours */
-    int64_t n_replaced;  /**< meshes changed by the median filter */
+    int64_t n_bad_mesh;       /**< meshes with too few valid pixels, filled from neighbours */
+    int64_t n_replaced;       /**< meshes changed by the median filter */
 } tide_bkg_summary;
 
 /** Estimate the background and background-RMS maps of @p im (see above).
@@ -90,11 +93,13 @@ int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg
  *      var = ( max(bkg, 0) / gain + (rdnoise / gain)² ) / ncombine
  *
  *  where bkg is the sky level of the averaged frame in ADU (a background map of the frame
- *  before subtraction). Poisson noise of the sky in electrons is bkg·gain per exposure; the
- *  average of N exposures divides the variance by N. This is Source Extractor's convention
- *  of an effective gain N·gain for an average of N frames (SExtractor user's manual, "Gain"),
- *  extended with the read noise of each exposure. For a frame that is the *sum* of N
- *  exposures, pass ncombine = 1 and rdnoise·sqrt(N). NaN in @p bkg gives NaN.
+ *  before subtraction, above bias). Derivation: one exposure at level b ADU holds b·gain
+ *  electrons, Poisson variance b·gain e-², plus rdnoise² e-²; in ADU² that is
+ *  b/gain + rdnoise²/gain². The mean of N such exposures (at the same level b) has 1/N of that
+ *  variance. Equivalently the frame behaves as one exposure with effective gain N·gain and
+ *  read noise rdnoise·sqrt(N): the effective-gain rule for averaged co-adds that Source
+ *  Extractor users apply to GAIN. For a frame that is the *sum* of N exposures (level
+ *  N·b), pass ncombine = 1 and rdnoise·sqrt(N). NaN in @p bkg gives NaN.
  *  @p var is allocated by the call (width × height, pixels only) where @p bkg lives. */
 int tide_noise_model(tide_ctx *ctx, const tide_image *bkg, double gain, double rdnoise,
                      int ncombine, tide_image *var);

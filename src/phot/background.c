@@ -64,8 +64,8 @@ static void plan_make(tide_bkg_plan *pl, const tide_image *im, int64_t bw, int64
 }
 
 /* Mesh statistics, falling back to one mesh over the whole frame when no mesh is good. */
-static int measure(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p,
-                   tide_bkg_plan *pl, float **mesh) {
+static int measure(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p, tide_bkg_plan *pl,
+                   float **mesh) {
     plan_make(pl, im, p->mesh_w, p->mesh_h, p);
     *mesh = malloc(sizeof(float) * (size_t)(2 * pl->nmesh));
     if (!*mesh)
@@ -99,8 +99,8 @@ static int alloc_like(tide_ctx *ctx, tide_image *out, const tide_image *im) {
 }
 
 /* The estimate on an image that lives where the context computes. */
-static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p,
-                    tide_image *bkg, tide_image *rms, tide_bkg_summary *s) {
+static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p, tide_image *bkg,
+                    tide_image *rms, tide_bkg_summary *s) {
     tide_bkg_plan pl;
     float *mesh = NULL, *work = NULL;
     int st = measure(ctx, im, p, &pl, &mesh);
@@ -140,8 +140,7 @@ static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "background",
                  "%lldx%lld meshes of %lldx%lld: global %.6g, rms %.6g, %lld bad, %lld filtered",
                  (long long)pl.nx, (long long)pl.ny, (long long)pl.bw, (long long)pl.bh,
-                 s->global_back, s->global_rms, (long long)s->n_bad_mesh,
-                 (long long)s->n_replaced);
+                 s->global_back, s->global_rms, (long long)s->n_bad_mesh, (long long)s->n_replaced);
 done:
     free(mesh);
     free(work);

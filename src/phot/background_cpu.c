@@ -31,8 +31,8 @@ static inline int64_t add_run(double *restrict s1, double *restrict s2, const fl
     if (m) {
         for (int64_t i = 0; i < n; i++) {
             const float x = v[i];
-            const int ok = (fabsf(x) <= FLT_MAX) & ((m[i] & bits) == 0) &
-                           (nocut | ((x <= hi) & (x >= lo)));
+            const int ok =
+                (fabsf(x) <= FLT_MAX) & ((m[i] & bits) == 0) & (nocut | ((x <= hi) & (x >= lo)));
             const double d = (double)(ok ? x : 0.0f);
             s1[i] += d;
             s2[i] += BK_DMUL(d, d);
@@ -69,8 +69,7 @@ static void mesh_sums(const tide_image *im, uint16_t bits, int64_t x0, int64_t y
             int64_t len = TIDE_BKG_LANES - l;
             if (len > mw - c)
                 len = mw - c;
-            cnt += add_run(s1 + l, s2 + l, row + c, mrow ? mrow + c : NULL, bits, cut, lo, hi,
-                           len);
+            cnt += add_run(s1 + l, s2 + l, row + c, mrow ? mrow + c : NULL, bits, cut, lo, hi, len);
             c += len;
         }
         k += mw;
@@ -121,8 +120,8 @@ int tide_bkg_mesh_stats_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_im
                 continue;
             int64_t x0, y0, mw, mh, n;
             double sum, sumsq;
-            tide_bkg_mesh_box(m % p->nx, m / p->nx, p->w, p->h, p->bw, p->bh, p->nx, p->ny,
-                              &x0, &y0, &mw, &mh);
+            tide_bkg_mesh_box(m % p->nx, m / p->nx, p->w, p->h, p->bw, p->bh, p->nx, p->ny, &x0,
+                              &y0, &mw, &mh);
             mesh[2 * m] = mesh[2 * m + 1] = NAN;
             mesh_sums(im, p->mask_bits, x0, y0, mw, mh, 0, 0.0f, 0.0f, &n, &sum, &sumsq);
             if (n == 0 || (float)n < (float)((double)(mw * mh) * p->min_good_frac))
@@ -217,8 +216,8 @@ static void interp_row(const tide_bkg_plan *p, const float *plane4, int64_t y, c
     }
 }
 
-int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef,
-                        tide_image *bkg, tide_image *rms) {
+int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef, tide_image *bkg,
+                        tide_image *rms) {
     xtab t;
     int st = xtab_make(p, &t);
     if (st)
@@ -258,8 +257,8 @@ int tide_bkg_poly_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly
             const tide_bkg_poly *q = &poly[m];
             float *row = out->pix + y * out->stride;
             for (int64_t x = 0; x < p->w; x++)
-                row[x] = tide_bkg_poly_at(q->nt, q->pa, q->pb, q->c, q->su, q->ou, q->sv, q->ov,
-                                          x, y, p->bw, p->bh);
+                row[x] = tide_bkg_poly_at(q->nt, q->pa, q->pb, q->c, q->su, q->ou, q->sv, q->ov, x,
+                                          y, p->bw, p->bh);
         }
     return TIDE_OK;
 }

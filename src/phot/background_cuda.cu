@@ -99,9 +99,9 @@ __device__ static void block_prefix(struct bkg_shared *sh, const struct hist_vie
 /* Count, sum and sum of squares of the valid pixels of a mesh (inside [lo, hi] when @p cut),
  * in the lane order; every thread of the block gets the totals. */
 __device__ static void block_sums(struct bkg_shared *sh, const float *pix, const uint16_t *mask,
-                                  int64_t stride, uint16_t bits, int64_t x0, int64_t y0,
-                                  int64_t mw, int64_t mh, int cut, float lo, float hi,
-                                  long long *n, double *sum, double *sumsq) {
+                                  int64_t stride, uint16_t bits, int64_t x0, int64_t y0, int64_t mw,
+                                  int64_t mh, int cut, float lo, float hi, long long *n,
+                                  double *sum, double *sumsq) {
     const int t = threadIdx.x;
     const int64_t npix = mw * mh, dr = LANES / mw, dc = LANES % mw;
     int64_t r = t / mw, c = t % mw;
@@ -143,12 +143,12 @@ __device__ static void block_sums(struct bkg_shared *sh, const float *pix, const
 
 /* One mesh, by the whole block (control flow is uniform: every branch depends on block-wide
  * totals only). */
-__device__ static void mesh_one(struct bkg_shared *sh, const struct hist_view *hv,
-                                const float *pix, const uint16_t *mask, int64_t stride,
-                                const tide_bkg_plan *p, int64_t m, float *out) {
+__device__ static void mesh_one(struct bkg_shared *sh, const struct hist_view *hv, const float *pix,
+                                const uint16_t *mask, int64_t stride, const tide_bkg_plan *p,
+                                int64_t m, float *out) {
     int64_t x0, y0, mw, mh;
-    tide_bkg_mesh_box(m % p->nx, m / p->nx, p->w, p->h, p->bw, p->bh, p->nx, p->ny, &x0, &y0,
-                      &mw, &mh);
+    tide_bkg_mesh_box(m % p->nx, m / p->nx, p->w, p->h, p->bw, p->bh, p->nx, p->ny, &x0, &y0, &mw,
+                      &mh);
     long long n;
     double sum, sumsq;
     block_sums(sh, pix, mask, stride, p->mask_bits, x0, y0, mw, mh, 0, 0.0f, 0.0f, &n, &sum,
@@ -160,8 +160,7 @@ __device__ static void mesh_one(struct bkg_shared *sh, const struct hist_view *h
     }
     float lo, hi;
     tide_bkg_cuts(n, sum, sumsq, &lo, &hi);
-    block_sums(sh, pix, mask, stride, p->mask_bits, x0, y0, mw, mh, 1, lo, hi, &n, &sum,
-               &sumsq);
+    block_sums(sh, pix, mask, stride, p->mask_bits, x0, y0, mw, mh, 1, lo, hi, &n, &sum, &sumsq);
     if (n == 0) {
         if (threadIdx.x == 0)
             out[2 * m] = out[2 * m + 1] = CUDART_NAN_F;
@@ -205,8 +204,8 @@ __global__ void __launch_bounds__(LANES)
         mesh_one(&sh, &hv, pix, mask, stride, &p, m, out);
 }
 
-extern "C" int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
-                                        const tide_image *im, float *mesh) {
+extern "C" int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_image *im,
+                                        float *mesh) {
     if (im->location != TIDE_DEVICE)
         return tide_error(TIDE_E_INTERNAL, "background: CUDA mesh statistics need a device image");
     const size_t bytes = sizeof(float) * 2 * (size_t)p->nmesh;
@@ -215,9 +214,8 @@ extern "C" int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
     if (st)
         return st;
     const int64_t nb = p->nmesh < (1 << 20) ? p->nmesh : (1 << 20);
-    cudaError_t ce = cudaFuncSetAttribute(bkg_mesh_kernel,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)HIST_BYTES);
+    cudaError_t ce = cudaFuncSetAttribute(
+        bkg_mesh_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)HIST_BYTES);
     if (ce == cudaSuccess) {
         bkg_mesh_kernel<<<(unsigned)nb, LANES, HIST_BYTES, (cudaStream_t)ctx->stream>>>(
             im->pix, im->mask, im->stride, *p, (float *)d_out);
@@ -321,16 +319,16 @@ __global__ void bkg_poly_kernel(tide_bkg_plan p, tide_bkg_poly q0, tide_bkg_poly
     }
 }
 
-extern "C" int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p,
-                                  const tide_bkg_poly *poly, tide_image *bkg, tide_image *rms) {
+extern "C" int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
+                                  tide_image *bkg, tide_image *rms) {
     if ((bkg && bkg->location != TIDE_DEVICE) || (rms && rms->location != TIDE_DEVICE))
         return tide_error(TIDE_E_INTERNAL, "background: CUDA smooth maps need device images");
     const unsigned bx = 128;
     const int64_t gy = p->h < 65535 ? p->h : 65535;
     dim3 grid((unsigned)((p->w + bx - 1) / bx), (unsigned)gy);
     bkg_poly_kernel<<<grid, bx, 0, (cudaStream_t)ctx->stream>>>(
-        *p, poly[0], poly[1], bkg ? bkg->pix : NULL, bkg ? bkg->stride : 0,
-        rms ? rms->pix : NULL, rms ? rms->stride : 0);
+        *p, poly[0], poly[1], bkg ? bkg->pix : NULL, bkg ? bkg->stride : 0, rms ? rms->pix : NULL,
+        rms ? rms->stride : 0);
     TIDE_CUDA_LAUNCHED();
     return tide_sync(ctx);
 }
@@ -354,9 +352,9 @@ extern "C" int tide_noise_model_cuda(tide_ctx *ctx, const tide_image *bkg, doubl
     const unsigned bx = 256;
     const int64_t gy = bkg->height < 65535 ? bkg->height : 65535;
     dim3 grid((unsigned)((bkg->width + bx - 1) / bx), (unsigned)gy);
-    noise_kernel<<<grid, bx, 0, (cudaStream_t)ctx->stream>>>(
-        bkg->pix, bkg->stride, var->pix, var->stride, bkg->width, bkg->height, inv_gain, rn2g2,
-        inv_n);
+    noise_kernel<<<grid, bx, 0, (cudaStream_t)ctx->stream>>>(bkg->pix, bkg->stride, var->pix,
+                                                             var->stride, bkg->width, bkg->height,
+                                                             inv_gain, rn2g2, inv_n);
     TIDE_CUDA_LAUNCHED();
     return tide_sync(ctx);
 }

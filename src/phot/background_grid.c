@@ -285,8 +285,8 @@ int tide_bkg_grid_smooth(const tide_bkg_plan *p, int degree, const float *grid,
     }
     memset(keep, 1, (size_t)np);
     for (int64_t k = 0; k < np; k++)
-        sm_basis((double)(k % nx) * poly->su - poly->ou, (double)(k / nx) * poly->sv - poly->ov,
-                 nt, pa, pb, fk + k * nt);
+        sm_basis((double)(k % nx) * poly->su - poly->ou, (double)(k / nx) * poly->sv - poly->ov, nt,
+                 pa, pb, fk + k * nt);
     double *coef = poly->c;
     memset(coef, 0, sizeof poly->c);
     int fitted = 0;

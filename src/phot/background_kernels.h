@@ -30,8 +30,8 @@ extern "C" {
 
 /** Mesh geometry of one estimate. */
 typedef struct tide_bkg_plan {
-    int64_t w, h;         /**< frame size */
-    int64_t bw, bh;       /**< mesh size (the last column/row of meshes may be smaller) */
+    int64_t w, h;   /**< frame size */
+    int64_t bw, bh; /**< mesh size (the last column/row of meshes may be smaller) */
     int64_t nx, ny, nmesh;
     double min_good_frac; /**< a mesh with fewer valid pixels than this fraction is bad */
     uint16_t mask_bits;
@@ -57,8 +57,8 @@ int tide_bkg_mesh_stats_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_im
                             float *mesh);
 /** Full-resolution maps from the host coefficient planes @p coef (8 × nmesh floats: V, DV,
  *  XV, XDV of the background, then of the RMS). @p bkg or @p rms may be NULL. */
-int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef,
-                        tide_image *bkg, tide_image *rms);
+int tide_bkg_interp_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef, tide_image *bkg,
+                        tide_image *rms);
 /** Smooth-mode maps: poly[0] evaluated into @p bkg, poly[1] into @p rms (either NULL). */
 int tide_bkg_poly_cpu(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
                       tide_image *bkg, tide_image *rms);
@@ -70,8 +70,8 @@ int tide_noise_model_cpu(tide_ctx *ctx, const tide_image *bkg, double inv_gain, 
 /** As the CPU twins; images on the device, @p mesh and @p coef on the host. */
 int tide_bkg_mesh_stats_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_image *im,
                              float *mesh);
-int tide_bkg_interp_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef,
-                         tide_image *bkg, tide_image *rms);
+int tide_bkg_interp_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const float *coef, tide_image *bkg,
+                         tide_image *rms);
 int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const tide_bkg_poly *poly,
                        tide_image *bkg, tide_image *rms);
 int tide_noise_model_cuda(tide_ctx *ctx, const tide_image *bkg, double inv_gain, double rn2g2,

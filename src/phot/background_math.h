@@ -88,8 +88,8 @@ TIDE_HD static inline int tide_bkg_bin(float v, const tide_bkg_hist *h) {
 /** Prefix sums of a histogram of n bins: c0[i] = sum of hist[b], c1[i] = sum of b·hist[b],
  *  c2[i] = sum of b²·hist[b], over b < i (i = 0..n). Integers, so any summation order gives
  *  the same arrays (the CUDA block computes them with a parallel scan). */
-TIDE_HD static inline void tide_bkg_prefix(const uint32_t *hist, int n, uint32_t *c0,
-                                           uint64_t *c1, uint64_t *c2) {
+TIDE_HD static inline void tide_bkg_prefix(const uint32_t *hist, int n, uint32_t *c0, uint64_t *c1,
+                                           uint64_t *c2) {
     uint32_t a = 0;
     uint64_t b = 0, c = 0;
     for (int i = 0; i < n; i++) {
@@ -188,9 +188,8 @@ TIDE_HD static inline void tide_bkg_guess(const tide_bkg_hist *h, const uint32_t
     const double qz = (double)h->qzero, qs = (double)h->qscale;
     double md;
     if (sig > 0.0)
-        md = fabs((mea - med) / sig) < 0.3
-                 ? qz + BK_DMUL(BK_DMUL(2.5, med) - BK_DMUL(1.5, mea), qs)
-                 : qz + BK_DMUL(med, qs);
+        md = fabs((mea - med) / sig) < 0.3 ? qz + BK_DMUL(BK_DMUL(2.5, med) - BK_DMUL(1.5, mea), qs)
+                                           : qz + BK_DMUL(med, qs);
     else
         md = qz + BK_DMUL(mea, qs);
     *mode = (float)md;
@@ -200,10 +199,9 @@ TIDE_HD static inline void tide_bkg_guess(const tide_bkg_hist *h, const uint32_t
 /* ---- interpolation ------------------------------------------------------------------- */
 
 /** Geometry of mesh (i, j): first pixel and size (the last column and row are partial). */
-TIDE_HD static inline void tide_bkg_mesh_box(int64_t i, int64_t j, int64_t w, int64_t h,
-                                             int64_t bw, int64_t bh, int64_t nx, int64_t ny,
-                                             int64_t *x0, int64_t *y0, int64_t *mw,
-                                             int64_t *mh) {
+TIDE_HD static inline void tide_bkg_mesh_box(int64_t i, int64_t j, int64_t w, int64_t h, int64_t bw,
+                                             int64_t bh, int64_t nx, int64_t ny, int64_t *x0,
+                                             int64_t *y0, int64_t *mw, int64_t *mh) {
     *x0 = i * bw;
     *y0 = j * bh;
     *mw = i == nx - 1 ? w - *x0 : bw;
@@ -285,12 +283,11 @@ TIDE_HD static inline float tide_bkg_cubic(float lo, float hi, float dlo, float 
 /* ---- smooth mode --------------------------------------------------------------------- */
 
 /** Value of a smooth-mode polynomial (background_kernels.h: tide_bkg_poly) at pixel (x, y):
- *  powers and terms in double, each product rounded on its own, terms added in order. The
- *  struct is passed as pointer to its fields so this header needs no kernels header. */
-TIDE_HD static inline float tide_bkg_poly_at(int nt, const int *pa, const int *pb,
-                                             const double *c, double su, double ou, double sv,
-                                             double ov, int64_t x, int64_t y, int64_t bw,
-                                             int64_t bh) {
+ *  powers and terms in double, each product rounded on its own, terms added in order. Takes
+ *  the struct's fields so that this header does not depend on the kernels header. */
+TIDE_HD static inline float tide_bkg_poly_at(int nt, const int *pa, const int *pb, const double *c,
+                                             double su, double ou, double sv, double ov, int64_t x,
+                                             int64_t y, int64_t bw, int64_t bh) {
     const double u = BK_DMUL(((double)x + 0.5) / (double)bw - 0.5, su) - ou;
     const double v = BK_DMUL((double)y / (double)bh - 0.5, sv) - ov;
     double up[7], vp[7];
@@ -310,8 +307,7 @@ TIDE_HD static inline float tide_bkg_poly_at(int nt, const int *pa, const int *p
 /** Modelled variance (ADU²) of the average of ncombine exposures at sky level b (ADU):
  *  (max(b, 0)/gain + rn²/gain²) / ncombine, with inv_gain = 1/gain, rn2g2 = (rn/gain)² and
  *  inv_n = 1/ncombine precomputed in double on the host. NaN stays NaN. */
-TIDE_HD static inline float tide_noise_var(float b, double inv_gain, double rn2g2,
-                                           double inv_n) {
+TIDE_HD static inline float tide_noise_var(float b, double inv_gain, double rn2g2, double inv_n) {
     if (isnan(b))
         return b;
     const double sky = b > 0.0f ? (double)b : 0.0;

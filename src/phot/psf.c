@@ -312,8 +312,10 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
                           (long long)sub->width, (long long)sub->height);
     if (n > INT32_MAX) return tide_error(TIDE_E_RANGE, "tide_psf_build: %lld candidates", (long long)n);
     psf_plan pl;
+    memset(&pl, 0, sizeof pl);
     int st = make_plan(p, &pl);
     if (st) return st;
+    pl.threads = ctx->threads;
     out->width = sub->width;
     out->height = sub->height;
     out->ncandidates = (int)n;

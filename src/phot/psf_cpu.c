@@ -101,8 +101,7 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
 int psf_measure_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                     const psf_kparams *kp, int64_t n, const double *x, const double *y,
                     double *meas, int32_t *flags) {
-    (void)ctx;
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for num_threads(ctx->threads > 0 ? ctx->threads : 1) schedule(dynamic, 4)
     for (int64_t i = 0; i < n; i++)
         flags[i] = measure_one(sub, rms, kp, x[i], y[i], meas + i * PSF_NMEAS);
     return 0;
@@ -133,9 +132,8 @@ static void extract_one(const tide_image *im, const psf_kparams *kp, double xc, 
 
 int psf_extract_cpu(tide_ctx *ctx, const tide_image *sub, const psf_kparams *kp, int64_t n,
                     const double *xc, const double *yc, float *stamps, double *sums) {
-    (void)ctx;
     const int64_t side = 2 * kp->half + 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(ctx->threads > 0 ? ctx->threads : 1) schedule(static)
     for (int64_t i = 0; i < n; i++)
         extract_one(sub, kp, xc[i], yc[i], stamps + i * side * side, &sums[i]);
     return 0;

@@ -30,6 +30,7 @@ typedef struct psf_plan {
     tide_psf_params p;
     int side, half;
     double isolation;
+    int threads;  /**< CPU threads for the host loops (ctx->threads) */
 } psf_plan;
 
 /* psf_select.c */
@@ -49,7 +50,7 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
 /** Per-pixel iteratively sigma-clipped mean of the stamps listed in @p which (m of them),
  *  normalised to sum 1, into @p out (npix floats). */
 int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
-                   int iters, float *out);
+                   int iters, int threads, float *out);
 
 /* psf_pca.c */
 /** Fit the model (reference, eigen-PSFs, coefficient polynomials) to the stars, dropping

@@ -16,18 +16,22 @@
 #define NP 7 /* A, x0, y0, cxx, cxy, cyy, beta */
 #define PI 3.14159265358979323846
 
-/* Model and Jacobian at every pixel: chi2 of stamp - model; jtj and jtr if non-NULL. */
-static double evaluate(const float *st, int side, int nsub, const double *p, double *jtj,
-                       double *jtr) {
-    const double step = 1.0 / nsub, off = -0.5 + 0.5 * step, norm = step * step;
+/* Model and Jacobian at every pixel: chi2 of stamp - model; jtj and jtr if non-NULL. Pixels
+ * within rsub of the stamp centre are integrated with nsub × nsub sub-samples; further out,
+ * where the profile is nearly linear across a pixel, the centre value stands for the mean. */
+static double evaluate(const float *st, int side, int nsub, double rsub, const double *p,
+                       double *jtj, double *jtr) {
+    const int h = side / 2;
     double chi2 = 0.0;
     if (jtj) memset(jtj, 0, sizeof(double) * NP * NP), memset(jtr, 0, sizeof(double) * NP);
     for (int j = 0; j < side; j++)
         for (int i = 0; i < side; i++) {
+            const int ns = (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub ? nsub : 1;
+            const double step = 1.0 / ns, off = -0.5 + 0.5 * step, norm = step * step;
             double f = 0.0, g[NP] = {0};
-            for (int b = 0; b < nsub; b++) {
+            for (int b = 0; b < ns; b++) {
                 const double dy = (double)j + off + step * b - p[2];
-                for (int a = 0; a < nsub; a++) {
+                for (int a = 0; a < ns; a++) {
                     const double dx = (double)i + off + step * a - p[1];
                     const double q = p[3] * dx * dx + 2.0 * p[4] * dx * dy + p[5] * dy * dy;
                     const double lq = log1p(q), base = exp(-p[6] * lq);
@@ -78,10 +82,10 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
     const int np = beta_fixed > 1.0 ? NP - 1 : NP; /* beta is the last parameter */
     const double alpha0 = fwhm_guess / (2.0 * sqrt(pow(2.0, 1.0 / beta0) - 1.0));
     double p[NP] = {peak, h, h, 1.0 / (alpha0 * alpha0), 0.0, 1.0 / (alpha0 * alpha0), beta0};
-    double jtj[NP * NP], jtr[NP], a[NP * NP], dlt[NP], trial[NP];
-    double chi2 = evaluate(stamp, side, nsub, p, jtj, jtr), lambda = 1e-3;
-    int small = 0;
-    for (int it = 0; it < 300 && small < 3 && lambda < 1e12; it++) {
+    const double rsub = 2.5 * fwhm_guess;
+    double jtj[NP * NP], jtr[NP], a[NP * NP], dlt[NP], trial[NP], tj[NP * NP], tr_[NP];
+    double chi2 = evaluate(stamp, side, nsub, rsub, p, jtj, jtr), lambda = 1e-3;
+    for (int it = 0; it < 200 && lambda < 1e10; it++) {
         for (int r = 0; r < np; r++)
             for (int c = 0; c < np; c++) a[r * np + c] = jtj[r * NP + c];
         for (int k = 0; k < np; k++) {
@@ -93,14 +97,21 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
             continue;
         }
         memcpy(trial, p, sizeof p);
-        for (int k = 0; k < np; k++) trial[k] = p[k] + dlt[k];
-        const double c2 = valid(trial, side) ? evaluate(stamp, side, nsub, trial, NULL, NULL)
+        double rel = 0.0;
+        for (int k = 0; k < np; k++) {
+            trial[k] = p[k] + dlt[k];
+            rel = fmax(rel, fabs(dlt[k]) / fmax(fabs(p[k]), 1e-3));
+        }
+        const double c2 = valid(trial, side) ? evaluate(stamp, side, nsub, rsub, trial, tj, tr_)
                                              : INFINITY;
-        if (c2 < chi2) {
-            small = (chi2 - c2) <= 1e-10 * chi2 ? small + 1 : 0;
+        if (c2 <= chi2) {
             memcpy(p, trial, sizeof p);
-            chi2 = evaluate(stamp, side, nsub, p, jtj, jtr);
+            memcpy(jtj, tj, sizeof jtj);
+            memcpy(jtr, tr_, sizeof jtr);
+            const double gain = chi2 - c2;
+            chi2 = c2;
             lambda = fmax(lambda * 0.1, 1e-12);
+            if (rel < 1e-9 || gain <= 1e-12 * chi2) break; /* converged */
         } else {
             lambda *= 10.0;
         }

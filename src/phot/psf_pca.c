@@ -117,7 +117,8 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         st = nref;
         goto done;
     }
-    st = psf_stack_clip(s->stamps, npix, which, nref, pl->p.clip_sigma, pl->p.clip_iters, ref);
+    st = psf_stack_clip(s->stamps, npix, which, nref, pl->p.clip_sigma, pl->p.clip_iters,
+                        pl->threads, ref);
     if (st) goto done;
 
     /* weights and weighted deviations */
@@ -149,7 +150,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     if (K < 0) K = 0;
 
     if (K > 0) {
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for num_threads(pl->threads > 0 ? pl->threads : 1) schedule(dynamic, 8)
         for (int a = 0; a < na; a++) {
             const double *da = dev + (size_t)a * npix;
             for (int b = a; b < na; b++) {
@@ -234,11 +235,11 @@ done:
 }
 
 /* RMS of (stamp - model) per star; rms[i] and peak[i] for the active ones. */
-static int residuals(const psf_stars *s, const unsigned char *act, const tide_psf_model *m,
-                     double *rms, double *peak) {
+static int residuals(const psf_plan *pl, const psf_stars *s, const unsigned char *act,
+                     const tide_psf_model *m, double *rms, double *peak) {
     const int npix = s->side * s->side;
     int fail = 0;
-#pragma omp parallel reduction(| : fail)
+#pragma omp parallel num_threads(pl->threads > 0 ? pl->threads : 1) reduction(| : fail)
     {
         float *mod = malloc(sizeof(float) * (size_t)npix);
         if (!mod) fail = 1;
@@ -277,7 +278,7 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
     m->height = height;
     int st = 0;
     for (int pass = 0; pass < PSF_FIT_PASSES; pass++) {
-        if ((st = fit_once(pl, s, act, m)) || (st = residuals(s, act, m, rms, peak))) break;
+        if ((st = fit_once(pl, s, act, m)) || (st = residuals(pl, s, act, m, rms, peak))) break;
         if (pass == PSF_FIT_PASSES - 1) break;
         /* excess residual over the noise; robust outliers that are also significant go */
         int na = 0;

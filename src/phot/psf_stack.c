@@ -65,12 +65,12 @@ static double clipped_mean(const double *v, int m, double *tmp, unsigned char *k
 }
 
 int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
-                   int iters, float *out) {
+                   int iters, int threads, float *out) {
     int fail = 0;
     double total = 0.0;
     double *acc = malloc(sizeof(double) * (size_t)npix);
     if (!acc) return tide_error(TIDE_E_NOMEM, "psf: reference stack");
-#pragma omp parallel reduction(| : fail)
+#pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : fail)
     {
         double *v = malloc(sizeof(double) * 2 * (size_t)(m > 0 ? m : 1));
         unsigned char *keep = malloc((size_t)(m > 0 ? m : 1));

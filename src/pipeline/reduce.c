@@ -438,8 +438,7 @@ void tide_pipeline_result_free(tide_pipeline_result *r) {
     tide_table_free(&r->catalog);
     tide_header_free(&r->header);
     tide_psf_free(&r->psf);
-    if (r->has_apcorr)
-        tide_apcorr_free(&r->apcorr);
+    tide_apcorr_free(&r->apcorr);
     tide_image_free(NULL, &r->back_map);
     tide_image_free(NULL, &r->rms_map);
     memset(r, 0, sizeof *r);

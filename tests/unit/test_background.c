@@ -17,7 +17,9 @@ static double urand(void) {
     rng_state ^= rng_state << 17;
     return ((rng_state >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
-static double grand(void) { return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand()); }
+static double grand(void) {
+    return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
+}
 
 static tide_ctx *make_ctx(int threads) {
     tide_ctx_options o = {0};
@@ -49,7 +51,8 @@ static void err_truth(const tide_image *m, const sky *s, double *mx, double *rms
     double e = 0, ss = 0;
     for (int64_t y = 0; y < m->height; y++)
         for (int64_t x = 0; x < m->width; x++) {
-            double d = fabs((double)m->pix[y * m->stride + x] - sky_at(s, m->width, m->height, x, y));
+            double d =
+                fabs((double)m->pix[y * m->stride + x] - sky_at(s, m->width, m->height, x, y));
             if (isnan(d))
                 d = INFINITY;
             ss += d * d;
@@ -76,7 +79,8 @@ static void range_of(const tide_image *m, double *lo, double *hi) {
 }
 static int same_bits(const tide_image *a, const tide_image *b) {
     for (int64_t y = 0; y < a->height; y++)
-        if (memcmp(a->pix + y * a->stride, b->pix + y * b->stride, sizeof(float) * (size_t)a->width))
+        if (memcmp(a->pix + y * a->stride, b->pix + y * b->stride,
+                   sizeof(float) * (size_t)a->width))
             return 0;
     return 1;
 }
@@ -180,8 +184,8 @@ static void test_walk(void) {
         tide_bkg_guess(&h, c0, c1, c2, &m2, &s2);
         if (memcmp(&m1, &m2, sizeof m1) || memcmp(&s1, &s2, sizeof s1)) {
             if (bad < 5)
-                fprintf(stderr, "guess differs: n=%d kind=%d %.9g/%.9g vs %.9g/%.9g\n", n, kind,
-                        m1, s1, m2, s2);
+                fprintf(stderr, "guess differs: n=%d kind=%d %.9g/%.9g vs %.9g/%.9g\n", n, kind, m1,
+                        s1, m2, s2);
             bad++;
         }
     }
@@ -201,8 +205,8 @@ static void test_gradient(tide_ctx *ctx) {
     err_truth(&b, &s, &mx, &rm);
     range_of(&r, &lo, &hi);
     printf("gradient 1000x700: max |bkg-truth| %.3f sigma at (%lld, %lld), rms %.3f sigma; rms "
-           "map %.3f..%.3f; global rms %.4f\n", mx / s.sigma, (long long)err_x, (long long)err_y,
-           rm / s.sigma, lo, hi, sm.global_rms);
+           "map %.3f..%.3f; global rms %.4f\n",
+           mx / s.sigma, (long long)err_x, (long long)err_y, rm / s.sigma, lo, hi, sm.global_rms);
     CHECK(sm.nx_mesh == 16 && sm.ny_mesh == 11 && sm.n_bad_mesh == 0);
     /* the mode of a 64² mesh scatters by ~0.05 sigma; corner meshes are neither filtered (SE's
      * window shrinks to 1x1 there) nor interior, so the extremes are at the corners */
@@ -425,8 +429,8 @@ static void test_smooth(tide_ctx *ctx) {
     p.mesh_w = p.mesh_h = 64;
     CHECK_OK(tide_background_estimate(ctx, &im, &p, &b2, NULL, &sm));
     const double t = sky_at(&s, 1024, 1024, 300, 700);
-    printf("blob centre: truth sky %.2f, smooth %.2f, plain %.2f\n", t,
-           b.pix[700 * b.stride + 300], b2.pix[700 * b2.stride + 300]);
+    printf("blob centre: truth sky %.2f, smooth %.2f, plain %.2f\n", t, b.pix[700 * b.stride + 300],
+           b2.pix[700 * b2.stride + 300]);
     CHECK(fabs(b.pix[700 * b.stride + 300] - t) < 0.5 * s.sigma);
     CHECK(b2.pix[700 * b2.stride + 300] - t > 1.0 * s.sigma);
     p.smooth_degree = 7;

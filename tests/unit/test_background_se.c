@@ -4,11 +4,12 @@
  *
  * Tolerances (the issue asks "background within 1% RMS of back.fits"):
  *  - background: max |tide − back| <= 0.01 × median(rms) everywhere (the strict reading),
- *    and RMS(tide − back) <= 1e-3 × median(rms);
- *  - RMS map: max |tide − rms| / rms <= 1e-3 (relative, pixel by pixel).
- * The method reproduces Source Extractor's arithmetic, so the measured differences are float
- * rounding (~1e-6 relative); the limits leave room for other compilers, not for algorithm
- * changes. */
+ *    and RMS(tide − back) <= 1e-3 × median(rms)          [measured 1.3e-4 and 3.4e-5];
+ *  - RMS map: max |tide − rms| / rms <= 1e-3              [measured 3.1e-5].
+ * The residual is not the algorithm: image.fits is int16 with BSCALE/BZERO, which cfitsio
+ * scales in double and Source Extractor (like astropy) in float, so a few pixels differ by one
+ * float ulp and move between histogram bins. On Source Extractor's own float pixels tide agrees
+ * to 1.4e-7 (tests/peer/test_background_sep.py). */
 #include <stdint.h>
 
 #include "tide/tide.h"

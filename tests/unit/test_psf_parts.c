@@ -282,7 +282,7 @@ static void test_stack(void) {
     st[3 * npix + 1] = 50.0f; /* an outlier in one stamp */
     int which[7] = {0, 1, 2, 3, 4, 5, 6};
     float out[4];
-    CHECK_OK(psf_stack_clip(st, npix, which, m, 3.0, 10, out));
+    CHECK_OK(psf_stack_clip(st, npix, which, m, 3.0, 10, 2, out));
     double s = 0;
     for (int p = 0; p < npix; p++) s += out[p];
     CHECK_CLOSE(s, 1.0, 1e-6);
