@@ -91,29 +91,29 @@ typedef struct tide_pipeline_params {
                           frames) [0] */
     int ncombine;    /**< frames averaged into this one [1] */
     /* stages */
-    int cosmetics;                  /**< 1: run the cosmetics stage [1] */
-    tide_cosmetics_params cos;      /**< cosmetics options (detector fields are overwritten) */
-    tide_bkg_params bkg;            /**< background mesh options */
-    tide_noise_source noise;        /**< sky variance for the errors [MEASURED] */
-    double fwhm_guess;              /**< FWHM guess, pixels, for the first pass [3.0] */
-    int refine_fwhm;                /**< 1: the PSF stage's guess is the median FWHM of the
-                                         first pass's clean bright sources [1] */
-    tide_detect_params det;         /**< detection options (thresh, minarea, deblending) */
-    int psf;                        /**< 1: build a PSF model; 0: Gaussian of the guess [1] */
-    tide_psf_params psfp;           /**< PSF-model options */
-    int naper;                      /**< number of aperture radii [3] */
+    int cosmetics;             /**< 1: run the cosmetics stage [1] */
+    tide_cosmetics_params cos; /**< cosmetics options (detector fields are overwritten) */
+    tide_bkg_params bkg;       /**< background mesh options */
+    tide_noise_source noise;   /**< sky variance for the errors [MEASURED] */
+    double fwhm_guess;         /**< FWHM guess, pixels, for the first pass [3.0] */
+    int refine_fwhm;           /**< 1: the PSF stage's guess is the median FWHM of the
+                                    first pass's clean bright sources [1] */
+    tide_detect_params det;    /**< detection options (thresh, minarea, deblending) */
+    int psf;                   /**< 1: build a PSF model; 0: Gaussian of the guess [1] */
+    tide_psf_params psfp;      /**< PSF-model options */
+    int naper;                 /**< number of aperture radii [3] */
     double aper_radii[TIDE_PIPELINE_MAX_APER]; /**< radii, pixels [3, 5, 8] */
-    tide_aper_params aper;          /**< aperture options (gain, ncombine are overwritten);
-                                         mask_bits [NODATA|BAD|HOT|COLD|COSMIC|USER: saturated
-                                         pixels keep their light, the flags say so],
-                                         mask_correct [1] */
-    tide_kron_params kron;          /**< Kron options */
-    tide_psffit_params psffit;      /**< PSF-fit options */
-    tide_apcorr_params apcorr;      /**< aperture-correction options (fwhm is set from the
-                                         PSF model) */
-    int keep_maps;                  /**< 1: return host copies of the background and RMS maps
-                                         in the result [0] */
-    char source[256];               /**< the frame's name for messages and the header [""] */
+    tide_aper_params aper;     /**< aperture options (gain, ncombine are overwritten);
+                                    mask_bits [NODATA|BAD|HOT|COLD|COSMIC|USER: saturated
+                                    pixels keep their light, the flags say so],
+                                    mask_correct [1] */
+    tide_kron_params kron;     /**< Kron options */
+    tide_psffit_params psffit; /**< PSF-fit options */
+    tide_apcorr_params apcorr; /**< aperture-correction options (fwhm is set from the
+                                    PSF model) */
+    int keep_maps;             /**< 1: return host copies of the background and RMS maps
+                                    in the result [0] */
+    char source[256];          /**< the frame's name for messages and the header [""] */
 } tide_pipeline_params;
 
 /** Fill @p p with the defaults in brackets above (and each stage's own defaults). */
@@ -134,20 +134,20 @@ int tide_pipeline_params_check(const tide_pipeline_params *p);
 
 /** What a run produced. Everything is host memory; free with tide_pipeline_result_free. */
 typedef struct tide_pipeline_result {
-    tide_table catalog;         /**< one row per source, columns listed above */
-    tide_header header;         /**< cards for the catalog HDU (listed above) */
-    tide_psf_model psf;         /**< the PSF model of detection 2 and the PSF fit */
-    tide_apcorr_model apcorr;   /**< aperture-correction model (valid when has_apcorr) */
-    int has_apcorr;             /**< 0: too few correction stars; FLUX_OPT is NaN */
-    tide_bkg_summary bkg;       /**< background summary */
-    tide_cosmetics_report cos;  /**< cosmetics counts (zero when the stage is off) */
-    int64_t n_first;            /**< sources of the first (Gaussian) detection pass */
-    int64_t n_sources;          /**< rows of the catalog */
-    int psf_fallback;           /**< 1: the PSF is a Gaussian (too few stars or no model) */
-    double ms_total;            /**< wall time of tide_pipeline_run, milliseconds */
-    size_t device_peak;         /**< peak device-pool bytes during the run (0 on the CPU) */
-    tide_image back_map;        /**< host background map when keep_maps, else empty */
-    tide_image rms_map;         /**< host background-RMS map when keep_maps, else empty */
+    tide_table catalog;        /**< one row per source, columns listed above */
+    tide_header header;        /**< cards for the catalog HDU (listed above) */
+    tide_psf_model psf;        /**< the PSF model of detection 2 and the PSF fit */
+    tide_apcorr_model apcorr;  /**< aperture-correction model (valid when has_apcorr) */
+    int has_apcorr;            /**< 0: too few correction stars; FLUX_OPT is NaN */
+    tide_bkg_summary bkg;      /**< background summary */
+    tide_cosmetics_report cos; /**< cosmetics counts (zero when the stage is off) */
+    int64_t n_first;           /**< sources of the first (Gaussian) detection pass */
+    int64_t n_sources;         /**< rows of the catalog */
+    int psf_fallback;          /**< 1: the PSF is a Gaussian (too few stars or no model) */
+    double ms_total;           /**< wall time of tide_pipeline_run, milliseconds */
+    size_t device_peak;        /**< peak device-pool bytes during the run (0 on the CPU) */
+    tide_image back_map;       /**< host background map when keep_maps, else empty */
+    tide_image rms_map;        /**< host background-RMS map when keep_maps, else empty */
 } tide_pipeline_result;
 
 /** Reduce one frame. @p frame: a host image (or, on a CUDA context, a device image) in ADU,

@@ -15,6 +15,8 @@ rm -rf .gpu && mkdir -p .gpu
 mkdir -p .gpu/bin
 cp build-gpu/tide build-gpu/tests/test_* .gpu/bin/
 cp -P build-gpu/libtide.so* .gpu/lib/
+# Debug sections are most of the size; the carried tree must stay under 64 MiB.
+strip --strip-unneeded .gpu/bin/* .gpu/lib/*.so* 2>/dev/null || true
 cp -r ../shared/data .gpu/data
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +uncommitted)" > .gpu/commit
 du -sh .gpu | awk '{print "prepare: " $2 " " $1}'

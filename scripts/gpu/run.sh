@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run.sh — there, on the GPU machine (repository root, carried .gpu/): run every
+# run.sh [tests] — there, on the GPU machine (repository root, carried .gpu/): run every
 # test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
+# With "tests", only the tests (a quick check that costs less device time).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tide-gpu-out}
@@ -32,6 +33,10 @@ for t in .gpu/bin/test_*; do
 done
 tar czf "$out/test-logs.tgz" -C "$out" $(cd "$out" && ls test_*.log) 2>/dev/null && rm -f "$out"/test_*.log
 
+if [ "${1:-all}" = tests ]; then
+  cat "$out/report.md"
+  exit $fail
+fi
 echo >> "$out/report.md"
 echo "## benchmarks" >> "$out/report.md"
 .gpu/bin/tide bench --backend cuda --json "$out/bench-cuda.json" >> "$out/report.md" 2>&1 || fail=1

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "tide/catalog.h"
@@ -42,6 +43,9 @@ static const char *help =
     "                           from gain, read noise and the background [measured]\n"
     "  --no-cosmetics           skip the cosmetics stage [off]\n"
     "  --no-psf                 no PSF model: a Gaussian of the FWHM guess [off]\n"
+    "  --psf-fit-background     fit a constant local background with each PSF flux (crowded\n"
+    "                           fields, where the mesh background misses unresolved light)\n"
+    "                           [off]\n"
     "  --timings                print the time of every stage [off]\n"
     "\n"
     "Gain, read noise, saturation and NCOMBINE come from the frame's header through the\n"
@@ -67,6 +71,14 @@ static int parse_radii(const char *s, double *r, int *n) {
     return k > 0 ? 0 : -1;
 }
 
+/* FITS outputs are written under a temporary name and renamed into place: a target that
+ * exists and is not a regular file (a device such as /dev/stdout, a pipe) would be replaced,
+ * so it is refused. */
+static int special_file(const char *path) {
+    struct stat sb;
+    return path && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+}
+
 static void json_num(FILE *f, const char *key, double v, const char *tail) {
     if (isfinite(v))
         fprintf(f, "  \"%s\": %.10g%s\n", key, v, tail);
@@ -76,8 +88,8 @@ static void json_num(FILE *f, const char *key, double v, const char *tail) {
 
 /* Print the summary: text for people, JSON for scripts. */
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
-                          const char *outp, const tide_image *im,
-                          const tide_pipeline_result *r, int timings, FILE *f) {
+                          const char *outp, const tide_image *im, const tide_pipeline_result *r,
+                          int timings, FILE *f) {
     const tide_psf_model *m = &r->psf;
     int nt = tide_timer_count(ctx);
     if (com->json) {
@@ -88,9 +100,9 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
         tide_cli_json_string(f, ctx->device_name);
         fprintf(f, ",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)im->width,
-               (long long)im->height);
+                (long long)im->height);
         fprintf(f, "  \"n_sources\": %lld,\n  \"n_first\": %lld,\n", (long long)r->n_sources,
-               (long long)r->n_first);
+                (long long)r->n_first);
         json_num(f, "fwhm", m->fwhm, ",");
         fprintf(f, "  \"fwhm_corners\": [");
         for (int k = 0; k < 4; k++) {
@@ -103,12 +115,12 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         json_num(f, "psf_beta", m->beta, ",");
         json_num(f, "psf_ellipticity", m->ellipticity, ",");
         fprintf(f, "  \"psf_model\": \"%s\",\n  \"psf_stars\": %d,\n",
-               r->psf_fallback ? "GAUSSIAN" : "PCA", m->nstars);
+                r->psf_fallback ? "GAUSSIAN" : "PCA", m->nstars);
         json_num(f, "sky", r->bkg.global_back, ",");
         json_num(f, "sky_rms", r->bkg.global_rms, ",");
         fprintf(f, "  \"apcorr\": %s,\n", r->has_apcorr ? "true" : "false");
         fprintf(f, "  \"cosmic_pixels\": %lld,\n  \"saturated_pixels\": %lld,\n",
-               (long long)r->cos.n_cosmic, (long long)r->cos.n_saturated);
+                (long long)r->cos.n_cosmic, (long long)r->cos.n_saturated);
         fprintf(f, "  \"device_peak_bytes\": %zu,\n", r->device_peak);
         fprintf(f, "  \"ms_total\": %.3f,\n  \"timings_ms\": {", r->ms_total);
         for (int i = 0; i < nt; i++) {
@@ -125,22 +137,24 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         return;
     }
     fprintf(f, "%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
-           (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
-           outp ? outp : "(no FITS output)");
-    fprintf(f, "  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
-           "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
-           r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA",
-           m->nstars, m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2],
-           m->fwhm_corner[3], m->beta, m->ellipticity);
+            (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
+            outp ? outp : "(no FITS output)");
+    fprintf(f,
+            "  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
+            "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
+            r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA", m->nstars,
+            m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2], m->fwhm_corner[3],
+            m->beta, m->ellipticity);
     if (r->has_apcorr)
-        fprintf(f, "  aperture corrections from %d stars; optimal radius at S/N 10/100/1000: "
-               "%.2f %.2f %.2f px\n",
-               r->apcorr.nstars_corr, tide_apcorr_radius(&r->apcorr, 10),
-               tide_apcorr_radius(&r->apcorr, 100), tide_apcorr_radius(&r->apcorr, 1000));
+        fprintf(f,
+                "  aperture corrections from %d stars; optimal radius at S/N 10/100/1000: "
+                "%.2f %.2f %.2f px\n",
+                r->apcorr.nstars_corr, tide_apcorr_radius(&r->apcorr, 10),
+                tide_apcorr_radius(&r->apcorr, 100), tide_apcorr_radius(&r->apcorr, 1000));
     else
         fprintf(f, "  no aperture corrections (too few isolated stars): FLUX_OPT is NaN\n");
     fprintf(f, "  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
-           r->ms_total);
+            r->ms_total);
     if (ctx->backend == TIDE_BACKEND_CUDA)
         fprintf(f, ", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
     fprintf(f, "\n");
@@ -150,7 +164,8 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
             double ms;
             int calls;
             if (!tide_timer_get(ctx, i, &name, &ms, &calls))
-                fprintf(f, "  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls, calls == 1 ? "" : "s");
+                fprintf(f, "  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls,
+                        calls == 1 ? "" : "s");
         }
     }
 }
@@ -161,7 +176,7 @@ int tide_cmd_reduce(int argc, char **argv) {
     tide_cli_common_init(&com);
     const char *spec = NULL, *outp = NULL, *csv = NULL, *instrument = NULL, *def = NULL;
     const char *backp = NULL, *rmsp = NULL;
-    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, naper = 0, noise = -1, have_bias = 0;
+    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, psfbkg = 0, naper = 0, noise = -1, have_bias = 0;
     double radii[TIDE_PIPELINE_MAX_APER], bias = 0;
     char **sets = calloc((size_t)argc + 1, sizeof *sets);
     int nsets = 0, rc = 2;
@@ -182,8 +197,8 @@ int tide_cmd_reduce(int argc, char **argv) {
         const int needs = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
                           !strcmp(a, "--config") || !strcmp(a, "--default") ||
                           !strcmp(a, "--set") || !strcmp(a, "--aper-radii") ||
-                          !strcmp(a, "--bias") || !strcmp(a, "--noise") ||
-                          !strcmp(a, "--back") || !strcmp(a, "--rms");
+                          !strcmp(a, "--bias") || !strcmp(a, "--noise") || !strcmp(a, "--back") ||
+                          !strcmp(a, "--rms");
         if (needs && i + 1 >= argc) {
             rc = tide_cli_usage_error(cmd, "option %s needs a value", a);
             goto out;
@@ -223,8 +238,10 @@ int tide_cmd_reduce(int argc, char **argv) {
             nsets++;
         } else if (!strcmp(a, "--aper-radii")) {
             if (parse_radii(argv[++i], radii, &naper)) {
-                rc = tide_cli_usage_error(cmd, "--aper-radii needs 1 to %d radii > 0 separated "
-                                          "by commas (got '%s')", TIDE_PIPELINE_MAX_APER, argv[i]);
+                rc = tide_cli_usage_error(cmd,
+                                          "--aper-radii needs 1 to %d radii > 0 separated "
+                                          "by commas (got '%s')",
+                                          TIDE_PIPELINE_MAX_APER, argv[i]);
                 goto out;
             }
         } else if (!strcmp(a, "--bias")) {
@@ -253,6 +270,8 @@ int tide_cmd_reduce(int argc, char **argv) {
             nocos = 1;
         } else if (!strcmp(a, "--no-psf")) {
             nopsf = 1;
+        } else if (!strcmp(a, "--psf-fit-background")) {
+            psfbkg = 1;
         } else if (a[0] == '-' && a[1]) {
             rc = tide_cli_usage_error(cmd, "unknown option %s", a);
             goto out;
@@ -271,6 +290,15 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = tide_cli_usage_error(cmd, "no output: give -o CATALOG.fits (or --csv FILE)");
         goto out;
     }
+    const char *outs[] = {outp, backp, rmsp};
+    for (int k = 0; k < 3; k++)
+        if (special_file(outs[k])) {
+            rc = tide_cli_usage_error(cmd,
+                                      "%s exists and is not a regular file (FITS outputs "
+                                      "are written to a new file and renamed into place)",
+                                      outs[k]);
+            goto out;
+        }
     if (ldac && !outp) {
         rc = tide_cli_usage_error(cmd, "--ldac writes the -o file: give -o");
         goto out;
@@ -327,6 +355,8 @@ int tide_cmd_reduce(int argc, char **argv) {
         p.cosmetics = 0;
     if (nopsf)
         p.psf = 0;
+    if (psfbkg)
+        p.psffit.fit_background = 1;
     p.keep_maps = backp || rmsp;
     st = tide_pipeline_params_check(&p);
     if (st) {

@@ -53,26 +53,13 @@ static void put_string(FILE *f, const char *s, int64_t width) {
 
 static void put_element(FILE *f, const tide_column *c, int64_t e) {
     switch (c->type) {
-    case TIDE_COL_F64:
-        put_double(f, ((const double *)c->data)[e]);
-        break;
-    case TIDE_COL_F32:
-        put_float(f, ((const float *)c->data)[e]);
-        break;
-    case TIDE_COL_I64:
-        fprintf(f, "%lld", (long long)((const int64_t *)c->data)[e]);
-        break;
-    case TIDE_COL_I32:
-        fprintf(f, "%ld", (long)((const int32_t *)c->data)[e]);
-        break;
-    case TIDE_COL_I16:
-        fprintf(f, "%d", (int)((const int16_t *)c->data)[e]);
-        break;
-    case TIDE_COL_U8:
-        fprintf(f, "%u", (unsigned)((const uint8_t *)c->data)[e]);
-        break;
-    case TIDE_COL_STR:
-        break;
+    case TIDE_COL_F64: put_double(f, ((const double *)c->data)[e]); break;
+    case TIDE_COL_F32: put_float(f, ((const float *)c->data)[e]); break;
+    case TIDE_COL_I64: fprintf(f, "%lld", (long long)((const int64_t *)c->data)[e]); break;
+    case TIDE_COL_I32: fprintf(f, "%ld", (long)((const int32_t *)c->data)[e]); break;
+    case TIDE_COL_I16: fprintf(f, "%d", (int)((const int16_t *)c->data)[e]); break;
+    case TIDE_COL_U8: fprintf(f, "%u", (unsigned)((const uint8_t *)c->data)[e]); break;
+    case TIDE_COL_STR: break;
     }
 }
 

@@ -12,13 +12,34 @@
 
 static int col_codes(tide_col_type type, char *letter, int *datatype) {
     switch (type) {
-    case TIDE_COL_F64: *letter = 'D'; *datatype = TDOUBLE; return 0;
-    case TIDE_COL_F32: *letter = 'E'; *datatype = TFLOAT; return 0;
-    case TIDE_COL_I64: *letter = 'K'; *datatype = TLONGLONG; return 0;
-    case TIDE_COL_I32: *letter = 'J'; *datatype = TINT; return 0;
-    case TIDE_COL_I16: *letter = 'I'; *datatype = TSHORT; return 0;
-    case TIDE_COL_U8: *letter = 'B'; *datatype = TBYTE; return 0;
-    case TIDE_COL_STR: *letter = 'A'; *datatype = TSTRING; return 0;
+    case TIDE_COL_F64:
+        *letter = 'D';
+        *datatype = TDOUBLE;
+        return 0;
+    case TIDE_COL_F32:
+        *letter = 'E';
+        *datatype = TFLOAT;
+        return 0;
+    case TIDE_COL_I64:
+        *letter = 'K';
+        *datatype = TLONGLONG;
+        return 0;
+    case TIDE_COL_I32:
+        *letter = 'J';
+        *datatype = TINT;
+        return 0;
+    case TIDE_COL_I16:
+        *letter = 'I';
+        *datatype = TSHORT;
+        return 0;
+    case TIDE_COL_U8:
+        *letter = 'B';
+        *datatype = TBYTE;
+        return 0;
+    case TIDE_COL_STR:
+        *letter = 'A';
+        *datatype = TSTRING;
+        return 0;
     }
     return -1;
 }
@@ -156,8 +177,7 @@ static int write_objects(tide_fits_out *o, const tide_table *t, const tide_heade
             st = write_string_col(o, c, i + 1, t->nrows);
             continue;
         }
-        if (fits_write_col(o->f, dt, i + 1, 1, 1, (LONGLONG)(t->nrows * c->repeat), c->data,
-                           &cst))
+        if (fits_write_col(o->f, dt, i + 1, 1, 1, (LONGLONG)(t->nrows * c->repeat), c->data, &cst))
             st = tide_fits_status(cst, o->path, 2, "cannot write LDAC_OBJECTS");
     }
     return st;

@@ -83,6 +83,7 @@ static void kernel_params(const psf_plan *pl, psf_kparams *kp) {
     kp->max_shift = fmax(1.0, pl->p.fwhm_guess);
     kp->ap_r2 = (1.5 * pl->p.fwhm_guess) * (1.5 * pl->p.fwhm_guess);
     kp->saturation = pl->p.saturation;
+    kp->snr_floor = 0.5 * pl->p.snr_min; /* the quick S/N is cruder: a wide margin */
     kp->mask_bits = pl->p.mask_bits;
 }
 

@@ -9,17 +9,37 @@
 #include "tide/psf.h"
 
 /* Windowed centroid (SE XWIN): x <- x + 2 sum(w I dx) / sum(w I) over a fixed box around the
- * rounded start, until the step is below 1e-4 px. Returns 0 or TIDE_PSF_REJ_CENTROID. */
-static int centroid_one(const tide_image *im, const psf_kparams *kp, double x0, double y0,
-                        double *xc, double *yc) {
+ * rounded start, until the step is below 1e-4 px. Candidates far too faint to be PSF stars
+ * (quick aperture S/N at the start below snr_floor) are turned away first, which saves the
+ * iterations for the many faint ones. Returns 0 or a TIDE_PSF_REJ_* bit. */
+static int centroid_one(const tide_image *im, const tide_image *rms, const psf_kparams *kp,
+                        double x0, double y0, double *xc, double *yc) {
     if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
     const int64_t ix = (int64_t)floor(x0 + 0.5), iy = (int64_t)floor(y0 + 0.5);
     const int R = kp->cwin;
     if (ix - R < 0 || iy - R < 0 || ix + R >= im->width || iy + R >= im->height)
         return TIDE_PSF_REJ_EDGE;
-    double cx = x0, cy = y0;
-    for (int it = 0; it < PSF_CENTROID_ITERS; it++) {
+    if (kp->snr_floor > 0.0 && rms && rms->pix) {
+        double f = 0.0, var = 0.0;
+        for (int j = -R; j <= R; j++)
+            for (int i = -R; i <= R; i++) {
+                if ((double)(i * i + j * j) > kp->ap_r2) continue;
+                const int64_t px = ix + i, py = iy + j;
+                const float v = im->pix[py * im->stride + px], r = rms->pix[py * rms->stride + px];
+                if (!isfinite(v)) continue;
+                f += v;
+                var += (double)r * r;
+            }
+        if (!(f > kp->snr_floor * sqrt(var))) return TIDE_PSF_REJ_SNR;
+    }
+    double cx = x0, cy = y0, wx[PSF_MAX_BOX], wy[PSF_MAX_BOX];
+    int converged = 0;
+    for (int it = 0; it < PSF_CENTROID_ITERS && !converged; it++) {
         double swi = 0.0, sdx = 0.0, sdy = 0.0;
+        for (int k = 0; k <= 2 * R; k++) {
+            wx[k] = psf_win_1d((double)(ix - R + k) - cx, kp->inv2s2);
+            wy[k] = psf_win_1d((double)(iy - R + k) - cy, kp->inv2s2);
+        }
         for (int j = -R; j <= R; j++) {
             const int64_t py = iy + j;
             const float *row = im->pix + py * im->stride;
@@ -29,7 +49,7 @@ static int centroid_one(const tide_image *im, const psf_kparams *kp, double x0, 
                 const float v = row[px];
                 if (!isfinite(v) || (mrow && (mrow[px] & kp->mask_bits))) continue;
                 const double dx = (double)px - cx, dy = (double)py - cy;
-                const double wi = psf_win_weight(dx, dy, kp->inv2s2) * (double)v;
+                const double wi = (wx[i + R] * wy[j + R]) * (double)v;
                 swi += wi;
                 sdx += wi * dx;
                 sdy += wi * dy;
@@ -41,8 +61,9 @@ static int centroid_one(const tide_image *im, const psf_kparams *kp, double x0, 
         cy += sty;
         if (fabs(cx - x0) > kp->max_shift || fabs(cy - y0) > kp->max_shift)
             return TIDE_PSF_REJ_CENTROID;
-        if (fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL) break;
+        converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
     }
+    if (!converged) return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
     *yc = cy;
     return 0;
@@ -52,7 +73,7 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
                        double x0, double y0, double *m) {
     for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
     double xc, yc;
-    int fl = centroid_one(im, kp, x0, y0, &xc, &yc);
+    int fl = centroid_one(im, rms, kp, x0, y0, &xc, &yc);
     if (fl) return fl;
     m[PSF_M_XC] = xc;
     m[PSF_M_YC] = yc;
@@ -63,7 +84,9 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
     const int h = kp->half;
     const int use_rms = rms && rms->pix;
     double sum = 0.0, fap = 0.0, vap = 0.0, cap = 0.0, nring = 0.0, sring = 0.0;
-    double peak = -INFINITY, sw = 0.0, swr2 = 0.0;
+    double peak = -INFINITY, sw = 0.0, swr2 = 0.0, wx[PSF_MAX_BOX], wy[PSF_MAX_BOX];
+    for (int64_t k = 0; k <= xh - xl; k++) wx[k] = psf_win_1d((double)(xl + k) - xc, kp->inv2s2);
+    for (int64_t k = 0; k <= yh - yl; k++) wy[k] = psf_win_1d((double)(yl + k) - yc, kp->inv2s2);
     for (int64_t py = yl; py <= yh; py++) {
         const float *row = im->pix + py * im->stride;
         const uint16_t *mrow = im->mask ? im->mask + py * im->stride : NULL;
@@ -78,7 +101,7 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
             sum += v;
             if (v > peak) peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
-            const double wv = psf_win_weight(dx, dy, kp->inv2s2) * (double)v;
+            const double wv = (wx[px - xl] * wy[py - yl]) * (double)v;
             sw += wv;
             swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp->ap_r2) {

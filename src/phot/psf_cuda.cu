@@ -51,23 +51,47 @@ __device__ static int block_or(int v, int *sh) {
 
 /* Windowed centroid of one star by the whole block; same iteration as psf_cpu.c. Every
  * thread holds the same (cx, cy) since every thread sees the same block sums. */
-__device__ static int centroid_block(const tide_image im, const psf_kparams kp, double x0,
-                                     double y0, double *xc, double *yc, double *sh) {
+__device__ static int centroid_block(const tide_image im, const float *rpix, int64_t rstride,
+                                     const psf_kparams kp, double x0, double y0, double *xc,
+                                     double *yc, double *sh, double *wx, double *wy) {
     if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
     const int64_t ix = (int64_t)floor(x0 + 0.5), iy = (int64_t)floor(y0 + 0.5);
     const int R = kp.cwin, side = 2 * R + 1;
     if (ix - R < 0 || iy - R < 0 || ix + R >= im.width || iy + R >= im.height)
         return TIDE_PSF_REJ_EDGE;
+    if (kp.snr_floor > 0.0 && rpix) {
+        double f = 0.0, var = 0.0;
+        for (int k = threadIdx.x; k < side * side; k += PSF_THREADS) {
+            const int i = k % side - R, j = k / side - R;
+            if ((double)(i * i + j * j) > kp.ap_r2) continue;
+            const int64_t px = ix + i, py = iy + j;
+            const float v = im.pix[py * im.stride + px], r = rpix[py * rstride + px];
+            if (!isfinite(v)) continue;
+            f += v;
+            var += (double)r * r;
+        }
+        f = block_sum(f, sh);
+        var = block_sum(var, sh);
+        if (!(f > kp.snr_floor * sqrt(var))) return TIDE_PSF_REJ_SNR;
+    }
     double cx = x0, cy = y0;
-    for (int it = 0; it < PSF_CENTROID_ITERS; it++) {
+    int converged = 0;
+    for (int it = 0; it < PSF_CENTROID_ITERS && !converged; it++) {
         double swi = 0.0, sdx = 0.0, sdy = 0.0;
+        for (int k = threadIdx.x; k < 2 * side; k += PSF_THREADS) {
+            if (k < side)
+                wx[k] = psf_win_1d((double)(ix - R + k) - cx, kp.inv2s2);
+            else
+                wy[k - side] = psf_win_1d((double)(iy - R + k - side) - cy, kp.inv2s2);
+        }
+        __syncthreads();
         for (int k = threadIdx.x; k < side * side; k += PSF_THREADS) {
             const int64_t px = ix - R + k % side, py = iy - R + k / side;
             const float v = im.pix[py * im.stride + px];
             if (!isfinite(v) || (im.mask && (im.mask[py * im.stride + px] & kp.mask_bits)))
                 continue;
             const double dx = (double)px - cx, dy = (double)py - cy;
-            const double wi = psf_win_weight(dx, dy, kp.inv2s2) * (double)v;
+            const double wi = (wx[k % side] * wy[k / side]) * (double)v;
             swi += wi;
             sdx += wi * dx;
             sdy += wi * dy;
@@ -81,8 +105,9 @@ __device__ static int centroid_block(const tide_image im, const psf_kparams kp, 
         cy += sty;
         if (fabs(cx - x0) > kp.max_shift || fabs(cy - y0) > kp.max_shift)
             return TIDE_PSF_REJ_CENTROID;
-        if (fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL) break;
+        converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
     }
+    if (!converged) return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
     *yc = cy;
     return 0;
@@ -93,10 +118,12 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
                                    const double *y, double *meas, int32_t *flags) {
     __shared__ double sh[PSF_THREADS];
     __shared__ int shi[PSF_THREADS];
+    __shared__ double wx[PSF_MAX_BOX], wy[PSF_MAX_BOX];
+    const int use_rms = rpix != NULL;
     for (int64_t s = blockIdx.x; s < n; s += gridDim.x) {
         double *m = meas + s * PSF_NMEAS;
         double xc = 0.0, yc = 0.0;
-        int fl = centroid_block(im, kp, x[s], y[s], &xc, &yc, sh);
+        int fl = centroid_block(im, rpix, rstride, kp, x[s], y[s], &xc, &yc, sh, wx, wy);
         int64_t xl = 0, xh = -1, yl = 0, yh = -1;
         if (!fl) {
             psf_stamp_box(xc, yc, kp.half, &xl, &xh, &yl, &yh);
@@ -115,8 +142,14 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         }
         const int64_t cx = (int64_t)floor(xc + 0.5), cy = (int64_t)floor(yc + 0.5);
         const int h = kp.half;
-        const int use_rms = rpix != NULL;
-        const int64_t bw = xh - xl + 1, nb = bw * (yh - yl + 1);
+        const int64_t bw = xh - xl + 1, bh = yh - yl + 1, nb = bw * bh;
+        for (int64_t k = threadIdx.x; k < bw + bh; k += PSF_THREADS) {
+            if (k < bw)
+                wx[k] = psf_win_1d((double)(xl + k) - xc, kp.inv2s2);
+            else
+                wy[k - bw] = psf_win_1d((double)(yl + k - bw) - yc, kp.inv2s2);
+        }
+        __syncthreads();
         double sum = 0.0, fap = 0.0, vap = 0.0, cap = 0.0, nring = 0.0, sring = 0.0;
         double peak = -INFINITY, sw = 0.0, swr2 = 0.0;
         int lfl = 0;
@@ -132,7 +165,7 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
             sum += v;
             if (v > peak) peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
-            const double wv = psf_win_weight(dx, dy, kp.inv2s2) * (double)v;
+            const double wv = (wx[px - xl] * wy[py - yl]) * (double)v;
             sw += wv;
             swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp.ap_r2) {

@@ -63,6 +63,12 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
 /** Eigen-decomposition of the symmetric n×n @p a (row-major, destroyed): eigenvalues in
  *  descending order, eigenvector i in column i of @p evecs (n×n row-major). */
 int psf_eigen_sym(int n, double *a, double *evals, double *evecs);
+/** The k leading eigenpairs of D^T D (D: n stars × p pixels, row-major; equivalently the
+ *  principal components of the rows, uncentred): eigenvalues in descending order into
+ *  evals, unit pixel-space eigenvectors into evecs (k × p); zero where the rank runs out.
+ *  Lanczos with full reorthogonalisation from a fixed start vector: deterministic. */
+int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
+                double *evecs);
 /** Solve a x = b for symmetric positive definite a (n×n, destroyed); x replaces b.
  *  Returns -1 when a is not positive definite. */
 int psf_cholesky_solve(int n, double *a, double *b);

@@ -20,6 +20,8 @@ typedef struct psf_kparams {
     double max_shift;  /**< centroid may move at most this far from the start, pixels */
     double ap_r2;      /**< S/N aperture radius squared, pixels^2 */
     double saturation; /**< reject at or above this value; 0 = no test */
+    double snr_floor;  /**< a quick S/N at the start position below this: rejected (SNR)
+                            before the centroid iterations (needs the rms map); 0 = off */
     uint16_t mask_bits; /**< reject a star with one of these bits in its stamp */
 } psf_kparams;
 
@@ -37,7 +39,7 @@ enum {
 };
 
 /** Measure n candidates at (x, y): centroid, flux, S/N, peak, noise, and the rejection bits
- *  TIDE_PSF_REJ_EDGE / MASKED / SATURATED / CENTROID in flags[i] (0 = usable).
+ *  TIDE_PSF_REJ_EDGE / MASKED / SATURATED / CENTROID / SNR in flags[i] (0 = usable).
  *  @p rms may have pix NULL (no noise map: stamp border RMS instead). */
 int psf_measure_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                     const psf_kparams *kp, int64_t n, const double *x, const double *y,

@@ -1,9 +1,13 @@
 /* psf_linalg.c — the small dense solvers of the PSF stage, on the host in double precision:
  * a symmetric eigensolver (Householder tridiagonalisation, then the implicit QL algorithm
- * with Wilkinson shifts; Golub & Van Loan, "Matrix Computations", §8.3) for the stars' Gram
- * matrix, and a Cholesky solve for the least-squares normal equations. Single-threaded with
- * a fixed order of operations, so results are bitwise repeatable. */
+ * with Wilkinson shifts; Golub & Van Loan, "Matrix Computations", §8.3), the leading
+ * principal components of the stars' deviations by Lanczos iteration with full
+ * reorthogonalisation (Golub & Van Loan §10.1; the top few Ritz pairs of a 50-step Krylov
+ * space, instead of a full n³ eigendecomposition of a 500×500 Gram matrix), and a Cholesky
+ * solve for the least-squares normal equations. Every sum has a fixed order (parallel loops
+ * split rows, never a sum), so results are bitwise repeatable for any thread count. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,14 +66,22 @@ static void tridiagonalise(int n, double *a, double *d, double *e, double *q, do
 }
 
 /* Implicit QL iterations on the tridiagonal (d, e), applying each plane rotation to the
- * columns of z. Returns -1 when an eigenvalue takes more than 64 iterations. */
+ * columns of z. An off-diagonal element is negligible when it is below machine epsilon
+ * relative to its diagonal neighbours or to the norm of the whole matrix: the second test
+ * matters for a rank-deficient Gram matrix (more stars than independent stamps), whose
+ * many near-zero eigenvalues could never meet the first. Returns -1 when an eigenvalue
+ * takes more than 64 iterations. */
 static int tridiagonal_ql(int n, double *d, double *e, double *z) {
+    double anorm = 0.0;
+    for (int i = 0; i < n; i++)
+        anorm = fmax(anorm, fabs(d[i]) + fabs(e[i]) + (i > 0 ? fabs(e[i - 1]) : 0.0));
+    const double eps = 2.220446049250313e-16;
     for (int l = 0; l < n; l++) {
         int iter = 0, m;
         for (;;) {
             for (m = l; m + 1 < n; m++) {
                 const double dd = fabs(d[m]) + fabs(d[m + 1]);
-                if (fabs(e[m]) <= 1e-15 * dd) break;
+                if (fabs(e[m]) <= eps * dd || fabs(e[m]) <= eps * anorm) break;
             }
             if (m == l) break;
             if (++iter > 64) return -1;
@@ -164,4 +176,129 @@ int psf_cholesky_solve(int n, double *a, double *b) {
         b[i] = t / a[i * n + i];
     }
     return 0;
+}
+
+/* op(v): D (D^T v) on the star side (len n), D^T (D v) on the pixel side (len p). Rows of
+ * the products in parallel, each a fixed-order sum. */
+static void gram_op(int n, int p, const double *D, int star_side, const double *v, double *out,
+                    double *tmp, int threads) {
+    if (star_side) {
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+        for (int c = 0; c < p; c++) {
+            double s = 0.0;
+            for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * v[r];
+            tmp[c] = s;
+        }
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+        for (int r = 0; r < n; r++) {
+            double s = 0.0;
+            for (int c = 0; c < p; c++) s += D[(size_t)r * p + c] * tmp[c];
+            out[r] = s;
+        }
+    } else {
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+        for (int r = 0; r < n; r++) {
+            double s = 0.0;
+            for (int c = 0; c < p; c++) s += D[(size_t)r * p + c] * v[c];
+            tmp[r] = s;
+        }
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+        for (int c = 0; c < p; c++) {
+            double s = 0.0;
+            for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * tmp[r];
+            out[c] = s;
+        }
+    }
+}
+
+static double dot(int n, const double *a, const double *b) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
+                double *evecs) {
+    if (k <= 0) return 0;
+    const int star_side = n <= p, L = star_side ? n : p;
+    int m = 2 * k + 40; /* Krylov dimension: the top k Ritz pairs converge long before */
+    if (m > L) m = L;
+    double *V = malloc(sizeof(double) * ((size_t)(m + 1) * L + (size_t)2 * m * m + 4 * (size_t)m +
+                                         (size_t)(n > p ? n : p) + L));
+    if (!V) return tide_error(TIDE_E_NOMEM, "psf: Lanczos basis %d×%d", m + 1, L);
+    double *T = V + (size_t)(m + 1) * L, *Y = T + (size_t)m * m, *alpha = Y + (size_t)m * m;
+    double *beta = alpha + m, *theta = beta + m, *tmp = theta + 2 * m;
+    double *w = tmp + (n > p ? n : p);
+    /* deterministic start with no systematic structure: splitmix64 of the index */
+    double nrm = 0.0;
+    for (int i = 0; i < L; i++) {
+        uint64_t z = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        V[i] = (double)(z >> 11) / 9007199254740992.0 - 0.5;
+        nrm += V[i] * V[i];
+    }
+    for (int i = 0; i < L; i++) V[i] /= sqrt(nrm);
+    int mm = m;
+    double scale = 0.0;
+    for (int j = 0; j < m; j++) {
+        double *vj = V + (size_t)j * L;
+        gram_op(n, p, D, star_side, vj, w, tmp, threads);
+        alpha[j] = dot(L, w, vj);
+        scale = fmax(scale, fabs(alpha[j]));
+        for (int i = 0; i < L; i++) w[i] -= alpha[j] * vj[i];
+        if (j > 0)
+            for (int i = 0; i < L; i++) w[i] -= beta[j - 1] * V[(size_t)(j - 1) * L + i];
+        /* full reorthogonalisation, twice (Parlett's "twice is enough") */
+        for (int pass = 0; pass < 2; pass++)
+            for (int q = 0; q <= j; q++) {
+                const double *vq = V + (size_t)q * L;
+                const double c = dot(L, w, vq);
+                for (int i = 0; i < L; i++) w[i] -= c * vq[i];
+            }
+        beta[j] = sqrt(dot(L, w, w));
+        if (j == m - 1) break;
+        if (beta[j] <= 1e-13 * scale) { /* invariant subspace: the Krylov space is exhausted */
+            mm = j + 1;
+            break;
+        }
+        for (int i = 0; i < L; i++) V[(size_t)(j + 1) * L + i] = w[i] / beta[j];
+    }
+    for (int i = 0; i < mm * mm; i++) T[i] = 0.0;
+    for (int j = 0; j < mm; j++) {
+        T[j * mm + j] = alpha[j];
+        if (j + 1 < mm) T[j * mm + j + 1] = T[(j + 1) * mm + j] = beta[j];
+    }
+    int st = psf_eigen_sym(mm, T, theta, Y);
+    if (!st) {
+        const int kk = k < mm ? k : mm;
+        for (int q = 0; q < kk; q++) {
+            for (int i = 0; i < L; i++) w[i] = 0.0;
+            for (int j = 0; j < mm; j++) {
+                const double y = Y[(size_t)j * mm + q];
+                const double *vj = V + (size_t)j * L;
+                for (int i = 0; i < L; i++) w[i] += y * vj[i];
+            }
+            double *e = evecs + (size_t)q * p;
+            if (star_side) { /* pixel-side vector D^T u */
+                for (int c = 0; c < p; c++) {
+                    double s = 0.0;
+                    for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * w[r];
+                    e[c] = s;
+                }
+            } else {
+                for (int c = 0; c < p; c++) e[c] = w[c];
+            }
+            const double en = sqrt(dot(p, e, e));
+            for (int c = 0; c < p; c++) e[c] = en > 0.0 ? e[c] / en : 0.0;
+            evals[q] = theta[q];
+        }
+        for (int q = kk; q < k; q++) {
+            evals[q] = 0.0;
+            for (int c = 0; c < p; c++) evecs[(size_t)q * p + c] = 0.0;
+        }
+    }
+    free(V);
+    return st;
 }

@@ -31,11 +31,13 @@ TIDE_HD static inline void psf_lanczos_weights(double f, double w[2 * PSF_LANCZO
     for (int k = 0; k < 2 * PSF_LANCZOS_A; k++) w[k] /= s;
 }
 
-/** Gaussian window weight of the XWIN centroid (Source Extractor manual, "Windowed
- *  positional parameters"): exp(-r^2 / (2 sigma^2)), with inv2s2 = 1/(2 sigma^2). */
-TIDE_HD static inline double psf_win_weight(double dx, double dy, double inv2s2) {
-    return exp(-(dx * dx + dy * dy) * inv2s2);
-}
+/** One axis of the Gaussian window of the XWIN centroid (Source Extractor manual, "Windowed
+ *  positional parameters"): exp(-d^2 / (2 sigma^2)), inv2s2 = 1/(2 sigma^2). The window is
+ *  separable, w(dx, dy) = w(dx) w(dy), so a box of side s needs 2s exponentials, not s^2;
+ *  both backends form a pixel's weighted value as (w(dx) * w(dy)) * value. */
+TIDE_HD static inline double psf_win_1d(double d, double inv2s2) { return exp(-d * d * inv2s2); }
+
+#define PSF_MAX_BOX (TIDE_PSF_MAX_STAMP + 2 * PSF_LANCZOS_A) /* widest box a kernel reads */
 
 
 #define PSF_CENTROID_ITERS 30    /* XWIN iterations at most */

@@ -17,12 +17,12 @@
 typedef struct pipe_run {
     tide_ctx *ctx;
     tide_pipeline_params p;
-    tide_image work;     /* the frame: then background-subtracted; with mask */
-    tide_image bmap;     /* background map */
-    tide_image rmap;     /* RMS map, then (measured noise) the variance map in place */
-    tide_image var;      /* variance map of the noise model */
-    tide_table first;    /* detection pass 1 */
-    tide_table det;      /* detection pass 2: the sources */
+    tide_image work;  /* the frame: then background-subtracted; with mask */
+    tide_image bmap;  /* background map */
+    tide_image rmap;  /* RMS map, then (measured noise) the variance map in place */
+    tide_image var;   /* variance map of the noise model */
+    tide_table first; /* detection pass 1 */
+    tide_table det;   /* detection pass 2: the sources */
     tide_pipe_phot ph;
     int has_psf;
 } pipe_run;
@@ -38,15 +38,16 @@ static void run_release(pipe_run *r) {
 }
 
 /* Stage timing: every stage is one tide_timer named "reduce.<stage>". */
-#define STAGE(r, name, call)                                                                  \
-    do {                                                                                      \
-        tide_timer tm_;                                                                       \
-        int ts_ = tide_timer_start((r)->ctx, &tm_, name);                                     \
-        st = ts_ ? ts_ : (call);                                                              \
-        if (!ts_) {                                                                           \
-            int te_ = tide_timer_stop((r)->ctx, &tm_, NULL);                                  \
-            if (!st) st = te_;                                                                \
-        }                                                                                     \
+#define STAGE(r, name, call)                                                                       \
+    do {                                                                                           \
+        tide_timer tm_;                                                                            \
+        int ts_ = tide_timer_start((r)->ctx, &tm_, name);                                          \
+        st = ts_ ? ts_ : (call);                                                                   \
+        if (!ts_) {                                                                                \
+            int te_ = tide_timer_stop((r)->ctx, &tm_, NULL);                                       \
+            if (!st)                                                                               \
+                st = te_;                                                                          \
+        }                                                                                          \
     } while (0)
 
 /* Copy the detector values into the stages' parameters. */
@@ -70,13 +71,12 @@ static void propagate(tide_pipeline_params *p) {
 }
 
 /* Sample image @p im at n host positions into host @p out, in one batch on the device. */
-static int gather(tide_ctx *ctx, const tide_image *im, int64_t n, const double *x,
-                  const double *y, float *out) {
+static int gather(tide_ctx *ctx, const tide_image *im, int64_t n, const double *x, const double *y,
+                  float *out) {
     if (n <= 0)
         return 0;
     if (im->location == TIDE_HOST)
-        return tide_pipe_gather_cpu(ctx, im->pix, im->stride, im->width, im->height, n, x, y,
-                                    out);
+        return tide_pipe_gather_cpu(ctx, im->pix, im->stride, im->width, im->height, n, x, y, out);
 #ifdef TIDE_HAVE_CUDA
     void *buf = NULL;
     const size_t nd = (size_t)n * sizeof(double), nf = (size_t)n * sizeof(float);
@@ -89,8 +89,8 @@ static int gather(tide_ctx *ctx, const tide_image *im, int64_t n, const double *
     if (!st)
         st = tide_memcpy(ctx, dy, 1, y, 0, nd);
     if (!st)
-        st = tide_pipe_gather_cuda(ctx, im->pix, im->stride, im->width, im->height, n, dx, dy,
-                                   dout);
+        st =
+            tide_pipe_gather_cuda(ctx, im->pix, im->stride, im->width, im->height, n, dx, dy, dout);
     if (!st)
         st = tide_memcpy(ctx, out, 0, dout, 1, nf);
     tide_device_free(ctx, buf);
@@ -144,8 +144,8 @@ static int stage_frame(pipe_run *r, const tide_image *frame, tide_pipeline_resul
     STAGE(r, "reduce.background",
           tide_background_estimate(ctx, &r->work, &r->p.bkg, &r->bmap, &r->rmap, &out->bkg));
     if (st == TIDE_E_EMPTY)
-        return tide_error_prefix(st, "%s: no valid pixel to reduce: ",
-                                 r->p.source[0] ? r->p.source : "frame");
+        return tide_error_prefix(
+            st, "%s: no valid pixel to reduce: ", r->p.source[0] ? r->p.source : "frame");
     if (!st && r->p.keep_maps) {
         st = tide_image_clone(ctx, &out->back_map, &r->bmap, TIDE_HOST);
         if (!st)
@@ -198,12 +198,13 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
         const double *x = n ? tide_table_f64(&r->first, "XWIN") : NULL;
         const double *y = n ? tide_table_f64(&r->first, "YWIN") : NULL;
         const double *f = n ? tide_table_f64(&r->first, "FLUX_ISO") : NULL;
-        STAGE(r, "reduce.psf", tide_psf_build(ctx, &r->work, &r->rmap, n, x, y, f, &p->psfp,
-                                               &out->psf));
+        STAGE(r, "reduce.psf",
+              tide_psf_build(ctx, &r->work, &r->rmap, n, x, y, f, &p->psfp, &out->psf));
         if (st && st != TIDE_E_NOMEM && st != TIDE_E_CUDA && st != TIDE_E_INTERNAL) {
             tide_log(&ctx->log, TIDE_LOG_WARN, "reduce",
                      "PSF model failed (%s: %s); detection and PSF photometry use a Gaussian "
-                     "of FWHM %.3f px", tide_strerror(st), tide_error_detail(), fwhm);
+                     "of FWHM %.3f px",
+                     tide_strerror(st), tide_error_detail(), fwhm);
             st = 0;
             p->psf = 0;
         }
@@ -214,8 +215,8 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
         /* A model with no stars at all is the PSF stage's Gaussian fallback. */
         tide_psf_params gp = p->psfp;
         gp.fwhm_guess = fwhm;
-        STAGE(r, "reduce.psf", tide_psf_build(ctx, &r->work, &r->rmap, 0, NULL, NULL, NULL, &gp,
-                                               &out->psf));
+        STAGE(r, "reduce.psf",
+              tide_psf_build(ctx, &r->work, &r->rmap, 0, NULL, NULL, NULL, &gp, &out->psf));
         if (st)
             return st;
     }
@@ -246,9 +247,8 @@ static int stage_noise(pipe_run *r) {
         return st;
     if (p->noise == TIDE_NOISE_MODEL) {
         STAGE(r, "reduce.noise",
-              TIDE_DISPATCH(ctx, tide_pipe_map, TIDE_PIPE_ADD_CONST, r->bmap.width,
-                            r->bmap.height, r->bmap.pix, r->bmap.stride, NULL, 0,
-                            (float)-p->bias));
+              TIDE_DISPATCH(ctx, tide_pipe_map, TIDE_PIPE_ADD_CONST, r->bmap.width, r->bmap.height,
+                            r->bmap.pix, r->bmap.stride, NULL, 0, (float)-p->bias));
         if (!st)
             STAGE(r, "reduce.noise",
                   tide_noise_model(ctx, &r->bmap, p->gain, p->rdnoise, p->ncombine, &r->var));
@@ -288,9 +288,8 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
                                    ph->kron_flags));
     if (!st)
         STAGE(r, "reduce.psfphot",
-              tide_psf_photometry_ex(ctx, &r->work, &r->var, &out->psf, n, ph->x, ph->y,
-                                     &p->psffit, ph->flux_psf, ph->fluxerr_psf, ph->chi2_psf,
-                                     ph->psf_flags));
+              tide_psf_photometry_ex(ctx, &r->work, &r->var, &out->psf, n, ph->x, ph->y, &p->psffit,
+                                     ph->flux_psf, ph->fluxerr_psf, ph->chi2_psf, ph->psf_flags));
     if (st)
         return st;
     /* Aperture corrections and the optimal radius, from the isolated clean stars. */
@@ -300,13 +299,15 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
     for (int64_t i = 0; i < n; i++)
         cf[i] = dfl[i] | ph->aper_flags[i];
     p->apcorr.fwhm = out->psf.fwhm > 0 ? out->psf.fwhm : p->psfp.fwhm_guess;
-    STAGE(r, "reduce.apcorr", tide_apcorr_build(ctx, &r->work, &r->var, n, ph->x, ph->y, snr, cf,
-                                                &p->apcorr, &out->apcorr));
+    STAGE(r, "reduce.apcorr",
+          tide_apcorr_build(ctx, &r->work, &r->var, n, ph->x, ph->y, snr, cf, &p->apcorr,
+                            &out->apcorr));
     free(cf);
     if (st == TIDE_E_EMPTY) {
         tide_log(&ctx->log, TIDE_LOG_WARN, "reduce",
                  "too few isolated stars for aperture corrections (%s): FLUX_OPT is NaN, "
-                 "APCFALLB = T", tide_error_detail());
+                 "APCFALLB = T",
+                 tide_error_detail());
         st = 0;
         out->has_apcorr = 0;
         for (int64_t i = 0; i < n; i++)
@@ -371,8 +372,8 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     if (st)
         return tide_error_prefix(st, "%s: ", src);
     if (frame->width < 1 || frame->height < 1 || !frame->pix)
-        return tide_error(TIDE_E_INVAL, "%s: empty image (%lldx%lld)", src,
-                          (long long)frame->width, (long long)frame->height);
+        return tide_error(TIDE_E_INVAL, "%s: empty image (%lldx%lld)", src, (long long)frame->width,
+                          (long long)frame->height);
     if (frame->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_error(TIDE_E_INVAL, "%s: a device image on a CPU context", src);
     propagate(&r.p);

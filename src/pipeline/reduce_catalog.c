@@ -23,9 +23,10 @@ int tide_pipe_phot_alloc(tide_pipe_phot *ph, int64_t n, int naper, const double 
     ph->naper = naper;
     ph->radii = radii;
     const size_t m = (size_t)(n > 0 ? n : 1), ma = m * (size_t)(naper > 0 ? naper : 1);
-    double **d1[] = {&ph->x,           &ph->y,           &ph->kron_radius, &ph->flux_auto,
-                     &ph->fluxerr_auto, &ph->flux_psf,   &ph->fluxerr_psf, &ph->chi2_psf,
-                     &ph->flux_opt,     &ph->fluxerr_opt, &ph->rad_opt};
+    double **d1[] = {
+        &ph->x,        &ph->y,           &ph->kron_radius, &ph->flux_auto, &ph->fluxerr_auto,
+        &ph->flux_psf, &ph->fluxerr_psf, &ph->chi2_psf,    &ph->flux_opt,  &ph->fluxerr_opt,
+        &ph->rad_opt};
     int32_t **i1[] = {&ph->aper_flags, &ph->kron_flags, &ph->psf_flags, &ph->opt_flags};
     int bad = 0;
     for (size_t k = 0; k < sizeof d1 / sizeof *d1; k++) {
@@ -44,8 +45,7 @@ int tide_pipe_phot_alloc(tide_pipe_phot *ph, int64_t n, int naper, const double 
     bad |= !ph->flux_aper || !ph->fluxerr_aper || !ph->background;
     if (bad) {
         tide_pipe_phot_free(ph);
-        return tide_error(TIDE_E_NOMEM, "reduce: photometry arrays for %lld sources",
-                          (long long)n);
+        return tide_error(TIDE_E_NOMEM, "reduce: photometry arrays for %lld sources", (long long)n);
     }
     for (size_t i = 0; i < ma; i++)
         ph->flux_aper[i] = ph->fluxerr_aper[i] = NAN;
@@ -55,18 +55,17 @@ int tide_pipe_phot_alloc(tide_pipe_phot *ph, int64_t n, int naper, const double 
 }
 
 void tide_pipe_phot_free(tide_pipe_phot *ph) {
-    void *all[] = {ph->x,           ph->y,          ph->flux_aper,   ph->fluxerr_aper,
-                   ph->aper_flags,  ph->kron_radius, ph->flux_auto,  ph->fluxerr_auto,
-                   ph->kron_flags,  ph->flux_psf,   ph->fluxerr_psf, ph->chi2_psf,
-                   ph->psf_flags,   ph->flux_opt,   ph->fluxerr_opt, ph->rad_opt,
-                   ph->opt_flags,   ph->background, ph->ra,          ph->dec};
+    void *all[] = {ph->x,          ph->y,           ph->flux_aper,   ph->fluxerr_aper,
+                   ph->aper_flags, ph->kron_radius, ph->flux_auto,   ph->fluxerr_auto,
+                   ph->kron_flags, ph->flux_psf,    ph->fluxerr_psf, ph->chi2_psf,
+                   ph->psf_flags,  ph->flux_opt,    ph->fluxerr_opt, ph->rad_opt,
+                   ph->opt_flags,  ph->background,  ph->ra,          ph->dec};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++)
         free(all[k]);
     memset(ph, 0, sizeof *ph);
 }
 
-void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b,
-                             double *theta) {
+void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b, double *theta) {
     /* Source Extractor's ERRAWIN/ERRBWIN/ERRTHETAWIN (its manual, "Position errors"): the
      * eigenvalues of the covariance matrix and the angle of the major axis. */
     const double h = 0.5 * (x2 + y2), d = sqrt(0.25 * (x2 - y2) * (x2 - y2) + xy * xy);
@@ -89,7 +88,9 @@ static void *col(tide_table *t, const char *name, tide_col_type type, int64_t re
     return *st ? NULL : t->cols[idx].data;
 }
 
-static double f1(const double *v, int64_t i) { return v ? v[i] : NAN; }
+static double f1(const double *v, int64_t i) {
+    return v ? v[i] : NAN;
+}
 
 int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tide_table *out) {
     const int64_t n = det->nrows;
@@ -118,14 +119,14 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
     int32_t *number = col(out, "NUMBER", TIDE_COL_I32, 1, "", "running object number", &st);
     double *ximg = col(out, "X_IMAGE", TIDE_COL_F64, 1, "pixel", "barycentre x (1-based)", &st);
     double *yimg = col(out, "Y_IMAGE", TIDE_COL_F64, 1, "pixel", "barycentre y (1-based)", &st);
-    double *xwin = col(out, "XWIN_IMAGE", TIDE_COL_F64, 1, "pixel",
-                       "windowed position x (1-based)", &st);
-    double *ywin = col(out, "YWIN_IMAGE", TIDE_COL_F64, 1, "pixel",
-                       "windowed position y (1-based)", &st);
-    double *ex2 = col(out, "ERRX2WIN_IMAGE", TIDE_COL_F64, 1, "pixel**2",
-                      "variance of XWIN_IMAGE", &st);
-    double *ey2 = col(out, "ERRY2WIN_IMAGE", TIDE_COL_F64, 1, "pixel**2",
-                      "variance of YWIN_IMAGE", &st);
+    double *xwin =
+        col(out, "XWIN_IMAGE", TIDE_COL_F64, 1, "pixel", "windowed position x (1-based)", &st);
+    double *ywin =
+        col(out, "YWIN_IMAGE", TIDE_COL_F64, 1, "pixel", "windowed position y (1-based)", &st);
+    double *ex2 =
+        col(out, "ERRX2WIN_IMAGE", TIDE_COL_F64, 1, "pixel**2", "variance of XWIN_IMAGE", &st);
+    double *ey2 =
+        col(out, "ERRY2WIN_IMAGE", TIDE_COL_F64, 1, "pixel**2", "variance of YWIN_IMAGE", &st);
     float *eaw = col(out, "ERRAWIN_IMAGE", TIDE_COL_F32, 1, "pixel",
                      "windowed position error ellipse, major axis", &st);
     float *ebw = col(out, "ERRBWIN_IMAGE", TIDE_COL_F32, 1, "pixel",
@@ -139,56 +140,49 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
     double *xy = col(out, "XY_IMAGE", TIDE_COL_F64, 1, "pixel**2", "covariance x y", &st);
     float *a = col(out, "A_IMAGE", TIDE_COL_F32, 1, "pixel", "RMS along the major axis", &st);
     float *b = col(out, "B_IMAGE", TIDE_COL_F32, 1, "pixel", "RMS along the minor axis", &st);
-    float *th = col(out, "THETA_IMAGE", TIDE_COL_F32, 1, "deg",
-                    "major-axis angle, CCW from +x", &st);
+    float *th =
+        col(out, "THETA_IMAGE", TIDE_COL_F32, 1, "deg", "major-axis angle, CCW from +x", &st);
     float *elo = col(out, "ELONGATION", TIDE_COL_F32, 1, "", "A_IMAGE / B_IMAGE", &st);
     float *ell = col(out, "ELLIPTICITY", TIDE_COL_F32, 1, "", "1 - B_IMAGE / A_IMAGE", &st);
     float *fwhm = col(out, "FWHM_IMAGE", TIDE_COL_F32, 1, "pixel", "FWHM of the source", &st);
-    int32_t *isoa = col(out, "ISOAREA_IMAGE", TIDE_COL_I32, 1, "pixel**2",
-                        "isophotal (footprint) area", &st);
+    int32_t *isoa =
+        col(out, "ISOAREA_IMAGE", TIDE_COL_I32, 1, "pixel**2", "isophotal (footprint) area", &st);
     float *fiso = col(out, "FLUX_ISO", TIDE_COL_F32, 1, "count", "isophotal flux", &st);
     float *fisoe = col(out, "FLUXERR_ISO", TIDE_COL_F32, 1, "count", "error of FLUX_ISO", &st);
-    float *fmax = col(out, "FLUX_MAX", TIDE_COL_F32, 1, "count",
-                      "peak value above background", &st);
+    float *fmax =
+        col(out, "FLUX_MAX", TIDE_COL_F32, 1, "count", "peak value above background", &st);
     double *fap = col(out, "FLUX_APER", TIDE_COL_F64, na, "count",
                       "flux in circular apertures (radii APERnn)", &st);
-    double *fape = col(out, "FLUXERR_APER", TIDE_COL_F64, na, "count",
-                       "error of FLUX_APER", &st);
-    double *fau = col(out, "FLUX_AUTO", TIDE_COL_F64, 1, "count",
-                      "flux in a Kron elliptical aperture", &st);
-    double *faue = col(out, "FLUXERR_AUTO", TIDE_COL_F64, 1, "count", "error of FLUX_AUTO",
-                       &st);
-    float *kr = col(out, "KRON_RADIUS", TIDE_COL_F32, 1, "",
-                    "Kron radius in units of A or B", &st);
+    double *fape = col(out, "FLUXERR_APER", TIDE_COL_F64, na, "count", "error of FLUX_APER", &st);
+    double *fau =
+        col(out, "FLUX_AUTO", TIDE_COL_F64, 1, "count", "flux in a Kron elliptical aperture", &st);
+    double *faue = col(out, "FLUXERR_AUTO", TIDE_COL_F64, 1, "count", "error of FLUX_AUTO", &st);
+    float *kr = col(out, "KRON_RADIUS", TIDE_COL_F32, 1, "", "Kron radius in units of A or B", &st);
     float *mau = col(out, "MAG_AUTO", TIDE_COL_F32, 1, "mag",
                      "-2.5 log10(FLUX_AUTO); 99 if FLUX_AUTO <= 0", &st);
     float *maue = col(out, "MAGERR_AUTO", TIDE_COL_F32, 1, "mag", "error of MAG_AUTO", &st);
-    double *fpsf = col(out, "FLUX_PSF", TIDE_COL_F64, 1, "count",
-                       "PSF-fit flux at fixed position", &st);
-    double *fpsfe = col(out, "FLUXERR_PSF", TIDE_COL_F64, 1, "count", "error of FLUX_PSF",
-                        &st);
-    float *bkg = col(out, "BACKGROUND", TIDE_COL_F32, 1, "count",
-                     "background at the centroid", &st);
-    int16_t *flags = col(out, "FLAGS", TIDE_COL_I16, 1, "",
-                         "Source Extractor extraction flags", &st);
+    double *fpsf =
+        col(out, "FLUX_PSF", TIDE_COL_F64, 1, "count", "PSF-fit flux at fixed position", &st);
+    double *fpsfe = col(out, "FLUXERR_PSF", TIDE_COL_F64, 1, "count", "error of FLUX_PSF", &st);
+    float *bkg =
+        col(out, "BACKGROUND", TIDE_COL_F32, 1, "count", "background at the centroid", &st);
+    int16_t *flags =
+        col(out, "FLAGS", TIDE_COL_I16, 1, "", "Source Extractor extraction flags", &st);
     double *ra = NULL, *dec = NULL;
     if (ph->ra && ph->dec) {
-        ra = col(out, "ALPHA_J2000", TIDE_COL_F64, 1, "deg", "right ascension (frame WCS)",
-                 &st);
+        ra = col(out, "ALPHA_J2000", TIDE_COL_F64, 1, "deg", "right ascension (frame WCS)", &st);
         dec = col(out, "DELTA_J2000", TIDE_COL_F64, 1, "deg", "declination (frame WCS)", &st);
     }
     double *fopt = col(out, "FLUX_OPT", TIDE_COL_F64, 1, "count",
                        "aperture flux at RAD_OPT, aperture-corrected to total", &st);
-    double *fopte = col(out, "FLUXERR_OPT", TIDE_COL_F64, 1, "count", "error of FLUX_OPT",
-                        &st);
-    float *ropt = col(out, "RAD_OPT", TIDE_COL_F32, 1, "pixel", "S/N-optimal aperture radius",
-                      &st);
+    double *fopte = col(out, "FLUXERR_OPT", TIDE_COL_F64, 1, "count", "error of FLUX_OPT", &st);
+    float *ropt = col(out, "RAD_OPT", TIDE_COL_F32, 1, "pixel", "S/N-optimal aperture radius", &st);
     float *snr = col(out, "SNR", TIDE_COL_F32, 1, "", "matched-filter detection S/N", &st);
     float *chi2 = col(out, "CHI2_PSF", TIDE_COL_F32, 1, "", "reduced chi2 of the PSF fit", &st);
     int32_t *parent = col(out, "PARENT", TIDE_COL_I32, 1, "",
                           "footprint the source was deblended from (1-based)", &st);
-    int32_t *ftide = col(out, "FLAGS_TIDE", TIDE_COL_I32, 1, "",
-                         "all detection and photometry flags", &st);
+    int32_t *ftide =
+        col(out, "FLAGS_TIDE", TIDE_COL_I32, 1, "", "all detection and photometry flags", &st);
     if (st || n == 0)
         return st;
 

@@ -16,10 +16,10 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
                            const tide_pipeline_result *r, int64_t width, int64_t height,
                            tide_header *h) {
     int st = 0;
-#define T(call)                                                                               \
-    do {                                                                                      \
-        if (!st)                                                                              \
-            st = (call);                                                                      \
+#define T(call)                                                                                    \
+    do {                                                                                           \
+        if (!st)                                                                                   \
+            st = (call);                                                                           \
     } while (0)
     T(tide_header_set_str(h, "TIDEVERS", TIDE_VERSION_STRING, "tide version"));
     T(tide_header_set_str(h, "BACKEND", tide_backend_name(ctx->backend), "compute backend"));
@@ -52,8 +52,7 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
     T(tide_header_set_int(h, "NDETECT", r->n_sources, "sources in the catalog"));
     /* PSF */
     T(tide_psf_to_header(&r->psf, h));
-    T(tide_header_set_bool(h, "PSFFALLB", r->psf_fallback,
-                           "T: too few PSF stars, Gaussian PSF"));
+    T(tide_header_set_bool(h, "PSFFALLB", r->psf_fallback, "T: too few PSF stars, Gaussian PSF"));
     /* photometry */
     T(tide_header_set_int(h, "NAPER", p->naper, "aperture radii"));
     for (int k = 0; k < p->naper && !st; k++) {

@@ -11,7 +11,7 @@ typedef struct tide_pipe_phot {
     int64_t n;
     int naper;
     const double *radii;
-    double *x, *y;                 /**< positions used (0-based): XWIN, YWIN */
+    double *x, *y;                    /**< positions used (0-based): XWIN, YWIN */
     double *flux_aper, *fluxerr_aper; /**< n*naper, source-major */
     int32_t *aper_flags;
     double *kron_radius, *flux_auto, *fluxerr_auto;
@@ -20,8 +20,8 @@ typedef struct tide_pipe_phot {
     int32_t *psf_flags;
     double *flux_opt, *fluxerr_opt, *rad_opt;
     int32_t *opt_flags;
-    float *background;             /**< background map at the sources, ADU */
-    double *ra, *dec;              /**< degrees, when the frame has a celestial WCS */
+    float *background; /**< background map at the sources, ADU */
+    double *ra, *dec;  /**< degrees, when the frame has a celestial WCS */
 } tide_pipe_phot;
 
 /** Allocate every array of @p ph for n sources and naper radii (NaN / 0 filled). */
@@ -42,7 +42,6 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
 /** Source Extractor's ERRAWIN/ERRBWIN/ERRTHETAWIN from the position covariance
  *  (x2, y2, xy): the semi-axes of the 1-sigma error ellipse and its angle, degrees
  *  counter-clockwise from +x in (-90, 90]. */
-void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b,
-                             double *theta);
+void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b, double *theta);
 
 #endif

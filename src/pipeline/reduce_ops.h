@@ -21,8 +21,8 @@ int tide_pipe_gather_cpu(tide_ctx *ctx, const float *img, int64_t stride, int64_
 #ifdef TIDE_HAVE_CUDA
 int tide_pipe_map_cuda(tide_ctx *ctx, int op, int64_t w, int64_t h, float *a, int64_t sa,
                        const float *b, int64_t sb, float c);
-int tide_pipe_gather_cuda(tide_ctx *ctx, const float *img, int64_t stride, int64_t w,
-                          int64_t h, int64_t n, const double *x, const double *y, float *out);
+int tide_pipe_gather_cuda(tide_ctx *ctx, const float *img, int64_t stride, int64_t w, int64_t h,
+                          int64_t n, const double *x, const double *y, float *out);
 #endif
 
 #ifdef __cplusplus

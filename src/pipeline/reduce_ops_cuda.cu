@@ -5,8 +5,8 @@
 #include "core/cuda_check.h"
 #include "pipeline/reduce_ops.h"
 
-__global__ void pipe_map_kernel(int op, int64_t w, int64_t h, float *a, int64_t sa,
-                                const float *b, int64_t sb, float c) {
+__global__ void pipe_map_kernel(int op, int64_t w, int64_t h, float *a, int64_t sa, const float *b,
+                                int64_t sb, float c) {
     const int64_t n = w * h;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -28,12 +28,13 @@ static unsigned grid_for(int64_t n, int block) {
     return (unsigned)(g > 65535 * 16 ? 65535 * 16 : (g < 1 ? 1 : g));
 }
 
-extern "C" int tide_pipe_map_cuda(tide_ctx *ctx, int op, int64_t w, int64_t h, float *a,
-                                  int64_t sa, const float *b, int64_t sb, float c) {
-    if (w <= 0 || h <= 0) return 0;
+extern "C" int tide_pipe_map_cuda(tide_ctx *ctx, int op, int64_t w, int64_t h, float *a, int64_t sa,
+                                  const float *b, int64_t sb, float c) {
+    if (w <= 0 || h <= 0)
+        return 0;
     const int block = 256;
-    pipe_map_kernel<<<grid_for(w * h, block), block, 0, (cudaStream_t)ctx->stream>>>(
-        op, w, h, a, sa, b, sb, c);
+    pipe_map_kernel<<<grid_for(w * h, block), block, 0, (cudaStream_t)ctx->stream>>>(op, w, h, a,
+                                                                                     sa, b, sb, c);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
@@ -41,7 +42,8 @@ extern "C" int tide_pipe_map_cuda(tide_ctx *ctx, int op, int64_t w, int64_t h, f
 extern "C" int tide_pipe_gather_cuda(tide_ctx *ctx, const float *img, int64_t stride, int64_t w,
                                      int64_t h, int64_t n, const double *x, const double *y,
                                      float *out) {
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     const int block = 256;
     pipe_gather_kernel<<<grid_for(n, block), block, 0, (cudaStream_t)ctx->stream>>>(
         img, stride, w, h, n, x, y, out);

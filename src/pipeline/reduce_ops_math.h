@@ -16,12 +16,9 @@ enum {
 
 TIDE_HD static inline float tide_pipe_map_one(int op, float a, float b, float c) {
     switch (op) {
-    case TIDE_PIPE_SUB:
-        return a - b;
-    case TIDE_PIPE_SQUARE:
-        return a * a;
-    default:
-        return a + c;
+    case TIDE_PIPE_SUB: return a - b;
+    case TIDE_PIPE_SQUARE: return a * a;
+    default: return a + c;
     }
 }
 

@@ -151,13 +151,14 @@ int tide_pipeline_params_check(const tide_pipeline_params *p) {
                           TIDE_PIPELINE_MAX_APER, p->naper);
     for (int i = 0; i < p->naper; i++)
         if (!(p->aper_radii[i] > 0) || !isfinite(p->aper_radii[i]) || p->aper_radii[i] > 1000)
-            return tide_error(TIDE_E_INVAL, "aperture radius %d must be in (0, 1000] pixels "
-                              "(got %g)", i + 1, p->aper_radii[i]);
+            return tide_error(TIDE_E_INVAL,
+                              "aperture radius %d must be in (0, 1000] pixels "
+                              "(got %g)",
+                              i + 1, p->aper_radii[i]);
     if (p->noise != TIDE_NOISE_MEASURED && p->noise != TIDE_NOISE_MODEL)
         return tide_error(TIDE_E_INVAL, "noise source %d is neither measured nor model",
                           (int)p->noise);
     if (!isnan(p->saturate) && !(p->saturate > 0))
-        return tide_error(TIDE_E_INVAL, "saturate must be > 0 ADU or NaN (got %g)",
-                          p->saturate);
+        return tide_error(TIDE_E_INVAL, "saturate must be > 0 ADU or NaN (got %g)", p->saturate);
     return 0;
 }

@@ -177,6 +177,17 @@ grep -q "allnan.fits" "$tmp/err" && grep -qi "valid" "$tmp/err" \
 [ $? -eq 1 ] && ok "unwritable output exits 1" || bad "unwritable output exit code"
 grep -q "nodir" "$tmp/err" || bad "unwritable output: message does not name the path"
 
+# A FITS output that exists and is not a regular file (a FIFO here; /dev/stdout alike) is
+# refused instead of being replaced by the renamed temporary file.
+mkfifo "$tmp/fifo"
+"$TIDE" reduce "$tmp/small.fits" -o "$tmp/fifo" --bias 1000 >/dev/null 2>&1
+[ $? -eq 2 ] && ok "FIFO output refused (exit 2)" || bad "FIFO output exit code"
+[ -p "$tmp/fifo" ] && ok "the FIFO is untouched" || bad "the FIFO was replaced"
+# CSV to standard output: the catalog on stdout, the summary on stderr.
+"$TIDE" reduce "$tmp/small.fits" --csv - --bias 1000 2>"$tmp/err" >"$tmp/stdout.csv"
+head -1 "$tmp/stdout.csv" | grep -q "^NUMBER,X_IMAGE" && ok "--csv - writes CSV on stdout" || bad "--csv - output: $(head -c 200 "$tmp/stdout.csv")"
+grep -q "sources" "$tmp/err" && ok "--csv -: summary on stderr" || bad "--csv -: no summary on stderr"
+
 # Usage errors exit 2.
 "$TIDE" reduce "$tmp/small.fits" >/dev/null 2>&1; [ $? -eq 2 ] && ok "no output exits 2" || bad "no output exit code"
 "$TIDE" reduce >/dev/null 2>&1; [ $? -eq 2 ] && ok "no frame exits 2" || bad "no frame exit code"

@@ -102,6 +102,7 @@ static void compare_kernels(tide_ctx *c, tide_ctx *g, const frame *fr, const tid
     kp.max_shift = fwhm;
     kp.ap_r2 = 2.25 * fwhm * fwhm;
     kp.saturation = saturation;
+    kp.snr_floor = n > 100 ? 10.0 : 0.0;
     kp.mask_bits = 0xFFFF & ~TIDE_MASK_INTERP;
     double *mc = malloc(sizeof(double) * (size_t)n * PSF_NMEAS * 2), *mg = mc + n * PSF_NMEAS;
     int32_t *fc = malloc(sizeof(int32_t) * (size_t)n * 2), *fg = fc + n;
