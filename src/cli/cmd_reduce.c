@@ -43,9 +43,7 @@ static const char *help =
     "                           from gain, read noise and the background [measured]\n"
     "  --no-cosmetics           skip the cosmetics stage [off]\n"
     "  --no-psf                 no PSF model: a Gaussian of the FWHM guess [off]\n"
-    "  --psf-fit-background     fit a constant local background with each PSF flux (crowded\n"
-    "                           fields, where the mesh background misses unresolved light)\n"
-    "                           [off]\n"
+    "  --psf-fit-background     fit a constant local background with each PSF flux [off]\n"
     "  --timings                print the time of every stage [off]\n"
     "\n"
     "Gain, read noise, saturation and NCOMBINE come from the frame's header through the\n"
@@ -176,7 +174,8 @@ int tide_cmd_reduce(int argc, char **argv) {
     tide_cli_common_init(&com);
     const char *spec = NULL, *outp = NULL, *csv = NULL, *instrument = NULL, *def = NULL;
     const char *backp = NULL, *rmsp = NULL;
-    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, psfbkg = 0, naper = 0, noise = -1, have_bias = 0;
+    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, psfbkg = 0, naper = 0, noise = -1,
+        have_bias = 0;
     double radii[TIDE_PIPELINE_MAX_APER], bias = 0;
     char **sets = calloc((size_t)argc + 1, sizeof *sets);
     int nsets = 0, rc = 2;

@@ -4,11 +4,10 @@
  * weighted by w_i = 1 / sqrt(noise_i^2 + floor^2) (noise_i: per-pixel noise of the normalised
  * stamp; floor = a tenth of the median, so no single very bright star dominates) and their
  * principal components taken without centring (the mean deviation of a field whose PSF
- * differs from the centre's is a real component). The Gram matrix G = W D D^T W (stars ×
- * stars) is smaller than the pixel covariance for the usual star counts; its eigenvectors u_k
- * give the eigen-PSFs E_k ∝ D^T W u_k (the SVD relation, e.g. Turk & Pentland 1991 for the
- * same trick on faces). Each E_k has unit norm and its largest-magnitude pixel positive, so
- * the model does not flip sign between runs or backends. The star coefficients a_ik =
+ * differs from the centre's is a real component). The leading eigenvectors of D^T W^2 D come
+ * from Lanczos iterations on whichever of the star-side and pixel-side Gram matrices is
+ * smaller, never formed (psf_linalg.c). Each E_k has unit norm and its largest-magnitude
+ * pixel positive, so the model does not flip sign between runs or backends. The star coefficients a_ik =
  * <d_i, E_k> are fitted with polynomials of (u, v) by weighted least squares (weights w_i^2).
  * Stars the model misses (a neighbour, a cosmic ray, a galaxy) are dropped once and the fit
  * repeated. */
@@ -97,7 +96,8 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     int na = 0;
     for (int i = 0; i < s->n; i++) na += act[i];
     int *idx = malloc(sizeof(int) * (size_t)s->n * 2);
-    double *wk = malloc(sizeof(double) * ((size_t)na * 4 + (size_t)na * na * 2));
+    double *wk = malloc(sizeof(double) * ((size_t)na * 4 + TIDE_PSF_MAX_K +
+                                          (size_t)TIDE_PSF_MAX_K * npix));
     double *dev = malloc(sizeof(double) * (size_t)na * npix);
     float *ref = malloc(sizeof(float) * (size_t)npix);
     if (!idx || !wk || !dev || !ref) {
@@ -105,8 +105,8 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         return tide_error(TIDE_E_NOMEM, "psf: model fit of %d stars", na);
     }
     int *which = idx + s->n, st = 0;
-    double *w = wk, *w2 = w + na, *evals = w2 + na, *acoef = evals + na;
-    double *gram = acoef + na, *evec = gram + (size_t)na * na;
+    double *w = wk, *w2 = w + na, *noise = w2 + na, *acoef = noise + na;
+    double *evals = acoef + na, *evec = evals + TIDE_PSF_MAX_K; /* K × npix eigen-PSFs */
     int k = 0;
     for (int i = 0; i < s->n; i++)
         if (act[i]) idx[k++] = i;
@@ -122,8 +122,8 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     if (st) goto done;
 
     /* weights and weighted deviations */
-    for (k = 0; k < na; k++) evals[k] = s->noise[idx[k]];
-    const double nfloor = 0.1 * median_of(evals, na);
+    for (k = 0; k < na; k++) noise[k] = s->noise[idx[k]];
+    const double nfloor = 0.1 * median_of(noise, na);
     for (k = 0; k < na; k++) {
         const double sn = s->noise[idx[k]];
         w[k] = 1.0 / sqrt(sn * sn + nfloor * nfloor + 1e-300);
@@ -150,17 +150,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     if (K < 0) K = 0;
 
     if (K > 0) {
-#pragma omp parallel for num_threads(pl->threads > 0 ? pl->threads : 1) schedule(dynamic, 8)
-        for (int a = 0; a < na; a++) {
-            const double *da = dev + (size_t)a * npix;
-            for (int b = a; b < na; b++) {
-                const double *db = dev + (size_t)b * npix;
-                double g = 0.0;
-                for (int p = 0; p < npix; p++) g += da[p] * db[p];
-                gram[(size_t)a * na + b] = gram[(size_t)b * na + a] = g;
-            }
-        }
-        st = psf_eigen_sym(na, gram, evals, evec);
+        st = psf_pca_top(na, npix, dev, K, pl->threads, evals, evec);
         if (st) goto done;
         int kk = 0;
         while (kk < K && evals[kk] > 1e-12 * evals[0] && evals[kk] > 0.0) kk++;
@@ -177,26 +167,13 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     }
     memcpy(basis, ref, sizeof(float) * (size_t)npix);
     coef[0] = 1.0;
-    double *e = malloc(sizeof(double) * (size_t)npix);
-    if (!e) {
-        free(basis), free(coef);
-        st = tide_error(TIDE_E_NOMEM, "psf: eigen-PSF");
-        goto done;
-    }
     for (int q = 0; q < K && !st; q++) {
-        for (int p = 0; p < npix; p++) e[p] = 0.0;
-        for (k = 0; k < na; k++) {
-            const double uk = evec[(size_t)k * na + q];
-            const double *d = dev + (size_t)k * npix;
-            for (int p = 0; p < npix; p++) e[p] += uk * d[p];
-        }
-        double nrm = 0.0, big = 0.0;
+        const double *e = evec + (size_t)q * npix;
+        double big = 0.0;
         int ib = 0;
-        for (int p = 0; p < npix; p++) {
-            nrm += e[p] * e[p];
+        for (int p = 0; p < npix; p++)
             if (fabs(e[p]) > big) big = fabs(e[p]), ib = p;
-        }
-        const double sc = (e[ib] < 0 ? -1.0 : 1.0) / sqrt(nrm);
+        const double sc = e[ib] < 0 ? -1.0 : 1.0; /* the sign convention */
         float *E = basis + (size_t)(1 + q) * npix;
         for (int p = 0; p < npix; p++) E[p] = (float)(e[p] * sc);
         /* star coefficients on the stored (float) eigen-PSF, unweighted deviations */
@@ -214,7 +191,6 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         }
         if (st) st = tide_error(TIDE_E_INTERNAL, "psf: coefficient fit is singular");
     }
-    free(e);
     if (st) {
         free(basis), free(coef);
         goto done;

@@ -26,6 +26,7 @@ Tolerances (issue 3, "Against Source Extractor"):
 Also checked: the catalog's structure (HDU 1 binary table, Source Extractor column names and
 units, APER01 = 5 in the header)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,13 @@ def main():
         print("SKIP: no", image)
         return 77
     tmp = tempfile.mkdtemp(prefix="tide_reduce_sex_")
+    try:
+        return compare(tide, data, image, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compare(tide, data, image, tmp):
     cat, back, rms = (os.path.join(tmp, n) for n in ("c.fits", "b.fits", "r.fits"))
     base = [tide, "reduce", image, "--aper-radii", "5", "--set", "processing.detect_thresh=4",
             "--backend", "cpu"]

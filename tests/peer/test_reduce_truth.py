@@ -20,8 +20,10 @@ its bias level in the frame). Measured against truth, every figure is printed, p
 no other truth object brighter than 1 % of their flux within 15 px (so the test measures the
 stages, not blending), and FLAGS == 0 for the flux, centroid and pull figures. The S/N of a
 truth source is that of an aperture of radius 1.5 FWHM with the known sky, gain and read noise.
-Runtime: two `tide sim` + `tide reduce` runs, about 20 s on 2 cores."""
+A crowded frame (30000 stars) is measured the same way and reported ("info"/"miss"), not
+enforced. Runtime: three `tide sim` + `tide reduce` runs, about 30 s on 2 cores."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,11 +72,12 @@ def clipped_rms(v, k=5.0):
     return np.sqrt(np.mean(v ** 2)) if len(v) else np.nan
 
 
-def main():
-    tide = os.environ["TIDE_BIN"]
-    tmp = tempfile.mkdtemp(prefix="tide_reduce_truth_")
-    frame, truth, cat = (os.path.join(tmp, n) for n in ("f.fits", "t.fits", "c.fits"))
-    run([tide, "sim", "--seed", "7", "--nstars", "4000", "-o", frame, "--truth", truth])
+def measure(tide, tmp, tag, seed, nstars, enforce):
+    """Reduce one simulated frame and compare with its truth; returns (ok, report lines).
+    With enforce False every figure is reported as info."""
+    frame, truth, cat = (os.path.join(tmp, tag + n) for n in ("_f.fits", "_t.fits", "_c.fits"))
+    run([tide, "sim", "--seed", str(seed), "--nstars", str(nstars), "-o", frame, "--truth",
+         truth])
     h = fits.getheader(frame)
     run([tide, "reduce", frame, "-o", cat, "--bias", str(h["SIMBIAS"]), "--backend", "cpu"])
     c = fits.open(cat)[1]
@@ -109,27 +112,29 @@ def main():
     def check(name, value, cond, target):
         nonlocal ok
         status = "ok" if cond else "FAIL"
-        if not cond:
+        if not enforce:
+            status = "info" if cond else "miss"
+        elif not cond:
             ok = False
-        report.append(f"{status:4s} {name}: {value} (target {target})")
+        report.append(f"{status:4s} [{tag}] {name}: {value} (target {target})")
 
     # completeness
     sel = clean & (snr >= 10)
     comp = np.mean(m[sel] >= 0)
     check("completeness at S/N >= 10", f"{comp:.4f} of {sel.sum()}", comp >= 0.98, ">= 0.98")
     sel_all = point & inside & (t["SATURATED"] == 0) & (snr >= 10)
-    report.append(f"info completeness, all unsaturated point sources S/N >= 10 (blends "
+    report.append(f"info [{tag}] completeness, all unsaturated point sources S/N >= 10 (blends "
                   f"included): {np.mean(m[sel_all] >= 0):.4f} of {sel_all.sum()}")
     for lo_, hi_ in ((5, 7), (7, 10), (10, 20), (20, 50)):
         s = clean & (snr >= lo_) & (snr < hi_)
         if s.sum():
-            report.append(f"info completeness at {lo_} <= S/N < {hi_}: {np.mean(m[s] >= 0):.4f} "
+            report.append(f"info [{tag}] completeness at {lo_} <= S/N < {hi_}: {np.mean(m[s] >= 0):.4f} "
                           f"of {s.sum()}")
 
     # unmatched detections on the star frame (any truth object within 2 px)
     mt = match(xc, yc, X, Y, 2.0)
     unmatched = np.sum(mt < 0)
-    report.append(f"info unmatched detections on the star frame: {unmatched} of {len(d)} "
+    report.append(f"info [{tag}] unmatched detections on the star frame: {unmatched} of {len(d)} "
                   f"({unmatched / (W * H / 1e6):.2f} per 10^6 px; defects, bleed trails and "
                   f"deblending fragments included; {np.sum((mt < 0) & (d['FLAGS'] == 0))} with "
                   f"FLAGS == 0)")
@@ -145,7 +150,7 @@ def main():
         r = r[np.isfinite(r)]
         med = np.median(r) if len(r) else np.nan
         if col == "FLUX_AUTO":
-            report.append(f"info median {col} bias at S/N >= 50: {100 * med:+.3f} % "
+            report.append(f"info [{tag}] median {col} bias at S/N >= 50: {100 * med:+.3f} % "
                           f"({len(r)} stars; Kron apertures miss light by design)")
         else:
             check(f"median {col} bias at S/N >= 50", f"{100 * med:+.3f} % ({len(r)} stars)",
@@ -185,9 +190,38 @@ def main():
         txt = f"RMS {cr:.3f} (5-sigma clipped), robust {rr:.3f}, mean {np.mean(pull):+.3f} " \
               f"({len(pull)} stars)"
         if col == "FLUX_AUTO":
-            report.append(f"info {col} pulls: {txt} (biased: Kron misses light)")
+            report.append(f"info [{tag}] {col} pulls: {txt} (biased: Kron misses light)")
         else:
             check(f"{col} pulls", txt, abs(cr - 1) <= 0.1, "1 +- 0.1")
+
+    report.insert(0, f"[{tag}] {nstars} stars: {len(d)} sources in the catalog; {clean.sum()} "
+                     f"clean truth point sources; PSFMODEL {ch['PSFMODEL']}, "
+                     f"{ch.get('PSFNSTAR')} PSF stars")
+    return ok, report
+
+
+def main():
+    tide = os.environ["TIDE_BIN"]
+    tmp = tempfile.mkdtemp(prefix="tide_reduce_truth_")
+    try:
+        return run_all(tide, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_all(tide, tmp):
+    ok, report = measure(tide, tmp, "sparse", 7, 4000, True)
+    # A crowded frame (30000 stars: blends everywhere) is reported, not enforced: the targets
+    # are met on isolated stars of the sparse frame; see the report for the crowded figures.
+    _, crowded = measure(tide, tmp, "crowded", 17, 30000, False)
+    report += crowded
+    h = fits.getheader(os.path.join(tmp, "sparse_f.fits"))
+
+    def check(name, value, cond, target):
+        nonlocal ok
+        if not cond:
+            ok = False
+        report.append(f"{'ok' if cond else 'FAIL':4s} {name}: {value} (target {target})")
 
     # false detections on a pure-noise frame
     noise, ncat = os.path.join(tmp, "n.fits"), os.path.join(tmp, "nc.fits")
@@ -199,8 +233,6 @@ def main():
     check("false detections at 5 sigma on a pure-noise frame", f"{nd} ({per:.2f} per 10^6 px)",
           per <= 1.0, "<= 1 per 10^6 px")
 
-    print(f"{len(d)} sources in the catalog; {clean.sum()} clean truth point sources; "
-          f"PSFMODEL {ch['PSFMODEL']}, {ch.get('PSFNSTAR')} PSF stars")
     print("\n".join(report))
     return 0 if ok else 1
 
