@@ -33,6 +33,12 @@ int tide_fits_out_begin(tide_fits_out *o, const char *path) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return tide_error(TIDE_E_IO, "%s: is a directory", path);
+    /* Renaming over a device, pipe or socket (/dev/stdout, a FIFO) would replace that node by a
+     * regular file: refuse anything that exists and is not a regular file. */
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+        return tide_error(TIDE_E_IO, "%s: exists and is not a regular file", path);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return tide_error(TIDE_E_IO, "%s: points to something that is not a regular file", path);
     char dir[4096];
     dir_of(path, dir, sizeof dir);
     const char *slash = strrchr(path, '/');

@@ -117,5 +117,13 @@ if "$TIDE" sim --help >/dev/null 2>&1; then
     [ "$before" = "$after" ] || bad "tide sim left files: $(diff <(echo "$before") <(echo "$after"))"
 fi
 
+# an output path that is a FIFO (or a device such as /dev/stdout) is refused, never replaced
+mkfifo "$T/fifo"
+"$TIDE" sim -o "$T/fifo" --width 64 --height 64 --nstars 5 >/dev/null 2>"$T/.err"; rc=$?
+[ $rc -ne 0 ] || bad "tide sim over a FIFO exited 0"
+[ -p "$T/fifo" ] || bad "tide sim replaced a FIFO by a regular file"
+grep -q "not a regular file" "$T/.err" || bad "tide sim over a FIFO: unclear error: $(cat "$T/.err")"
+rm -f "$T/fifo" "$T/.err"
+
 [ $fail -eq 0 ] && echo "all bad inputs rejected cleanly"
 exit $fail
