@@ -18,14 +18,18 @@
  *     sum.
  *  4. Reference PSF: per-pixel iteratively sigma-clipped mean of the stamps of the stars in
  *     the central part of the frame.
- *  5. PCA of the stamps' deviations from the reference (Gram matrix of the weighted
- *     deviations, Householder tridiagonalisation + implicit QL: deterministic; each
- *     eigen-PSF's largest-magnitude pixel is made positive). The star coefficients of the
- *     first K eigen-PSFs are fitted with polynomials of the position (weighted least
- *     squares). Stars whose stamps the model misses badly (a neighbour, a cosmic ray) are
- *     dropped and steps 4-5 repeated once.
+ *  5. PCA of the stamps' deviations from the reference, weighted by the stars' noise
+ *     (leading eigenvectors by Lanczos iteration with full reorthogonalisation from a fixed
+ *     start, the small tridiagonal problem by Householder + implicit QL: deterministic; each
+ *     eigen-PSF has unit norm and its largest-magnitude pixel positive). The star
+ *     coefficients of the first K eigen-PSFs are fitted with polynomials of the position
+ *     (weighted least squares). Stars whose stamps the model misses badly (a neighbour, a
+ *     cosmic ray) are dropped and steps 4-5 repeated (at most twice).
  *  6. A pixel-integrated elliptical Moffat is fitted (Levenberg–Marquardt) to the model at
- *     the centre and at the four corners.
+ *     the centre (all of amplitude, x0, y0, the quadratic form of the axes and beta free) and
+ *     at the four corners (beta held at the centre's value: the wings of a model evaluated
+ *     at the edge of the star distribution are its least certain part, and a free beta
+ *     trades against the FWHM).
  * With fewer than min_stars usable stars the model is a single circular Gaussian (the FWHM
  * measured on the few stars there are, else fwhm_guess), `gaussian_fallback` is 1 and a
  * warning is logged; tide_psf_to_header writes PSFMODEL = 'GAUSSIAN' so the catalog says so.

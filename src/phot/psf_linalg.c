@@ -178,36 +178,41 @@ int psf_cholesky_solve(int n, double *a, double *b) {
     return 0;
 }
 
-/* op(v): D (D^T v) on the star side (len n), D^T (D v) on the pixel side (len p). Rows of
- * the products in parallel, each a fixed-order sum. */
+/* out[c] = sum_r D[r][c] v[r] for every column c: columns split in blocks across threads,
+ * rows outer and columns inner (contiguous), so each out[c] is still summed in row order. */
+static void mul_t(int n, int p, const double *D, const double *v, double *out, int threads) {
+    const int nb = (p + 63) / 64;
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+    for (int b = 0; b < nb; b++) {
+        const int c0 = b * 64, c1 = c0 + 64 < p ? c0 + 64 : p;
+        for (int c = c0; c < c1; c++) out[c] = 0.0;
+        for (int r = 0; r < n; r++) {
+            const double *row = D + (size_t)r * p, vr = v[r];
+            for (int c = c0; c < c1; c++) out[c] += row[c] * vr;
+        }
+    }
+}
+
+/* out[r] = sum_c D[r][c] v[c]. */
+static void mul(int n, int p, const double *D, const double *v, double *out, int threads) {
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+    for (int r = 0; r < n; r++) {
+        const double *row = D + (size_t)r * p;
+        double s = 0.0;
+        for (int c = 0; c < p; c++) s += row[c] * v[c];
+        out[r] = s;
+    }
+}
+
+/* op(v): D (D^T v) on the star side (len n), D^T (D v) on the pixel side (len p). */
 static void gram_op(int n, int p, const double *D, int star_side, const double *v, double *out,
                     double *tmp, int threads) {
     if (star_side) {
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
-        for (int c = 0; c < p; c++) {
-            double s = 0.0;
-            for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * v[r];
-            tmp[c] = s;
-        }
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
-        for (int r = 0; r < n; r++) {
-            double s = 0.0;
-            for (int c = 0; c < p; c++) s += D[(size_t)r * p + c] * tmp[c];
-            out[r] = s;
-        }
+        mul_t(n, p, D, v, tmp, threads);
+        mul(n, p, D, tmp, out, threads);
     } else {
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
-        for (int r = 0; r < n; r++) {
-            double s = 0.0;
-            for (int c = 0; c < p; c++) s += D[(size_t)r * p + c] * v[c];
-            tmp[r] = s;
-        }
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
-        for (int c = 0; c < p; c++) {
-            double s = 0.0;
-            for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * tmp[r];
-            out[c] = s;
-        }
+        mul(n, p, D, v, tmp, threads);
+        mul_t(n, p, D, tmp, out, threads);
     }
 }
 
@@ -282,11 +287,7 @@ int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals
             }
             double *e = evecs + (size_t)q * p;
             if (star_side) { /* pixel-side vector D^T u */
-                for (int c = 0; c < p; c++) {
-                    double s = 0.0;
-                    for (int r = 0; r < n; r++) s += D[(size_t)r * p + c] * w[r];
-                    e[c] = s;
-                }
+                mul_t(n, p, D, w, e, threads);
             } else {
                 for (int c = 0; c < p; c++) e[c] = w[c];
             }
