@@ -25,5 +25,10 @@
 #include "tide/cosmetics.h"
 #include "tide/pipeline.h"
 #include "tide/catalog.h"
+#include "tide/png.h"
+#include "tide/diffpipe.h"
+#include "tide/subtract.h"
+#include "tide/reproject.h"
+#include "tide/dipole.h"
 
 #endif

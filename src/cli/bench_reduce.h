@@ -41,6 +41,8 @@ typedef struct tide_br_fft {
     int64_t ksize, px, py; /**< kernel side and padded transform shape */
     int nk;                /**< kernels: inverse transforms per pass */
     double r2c_ms, c2r_ms, floor_ms; /**< floor = r2c + nk * c2r */
+    double setup_ms;       /**< tide_correlator_create for this shape and nk kernels: what
+                                a pass pays when the context's cached correlator is another */
 } tide_br_fft;
 
 /** One frame size at one density. */

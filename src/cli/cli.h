@@ -45,5 +45,8 @@ int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_bench(int argc, char **argv);
 int tide_cmd_config(int argc, char **argv);
 int tide_cmd_reduce(int argc, char **argv);
+int tide_cmd_diff(int argc, char **argv);
+int tide_cmd_reproject(int argc, char **argv);
+int tide_cmd_fit_dipoles(int argc, char **argv);
 
 #endif

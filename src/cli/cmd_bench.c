@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_reduce.h"
 #include "cli.h"
 
 #define MAX_SIZES 16
@@ -35,6 +36,7 @@ typedef struct size_res {
 typedef struct bench_opts {
     int64_t sizes[MAX_SIZES][2];
     int nsizes, repeats, warmup, kernel, measure, reduce;
+    int pipeline, stars_sparse, stars_dense; /* --reduce: the whole reduction (bench_reduce.c) */
     const char *json_path;
 } bench_opts;
 
@@ -50,6 +52,11 @@ static const char *help =
     "  --kernel K            odd kernel size K x K [15]\n"
     "  --fft-measure         plan FFTW with FFTW_MEASURE instead of FFTW_ESTIMATE\n"
     "  --no-reduce           skip the reductions\n"
+    "  --reduce              instead, time the whole reduction (tide reduce) per stage and end\n"
+    "                        to end on simulated frames, beside its floors and targets\n"
+    "  --stars-sparse N      --reduce: stars on each sparse frame; 0 = none [300]\n"
+    "  --stars-dense N       --reduce: stars on a 14200x10650 dense frame, scaled with the\n"
+    "                        area (at least 2000) on smaller ones; 0 = none [130000]\n"
     "  --json FILE           also write the results as JSON to FILE ('-' = stdout)\n";
 
 static int parse_sizes(const char *s, bench_opts *o) {
@@ -448,6 +455,8 @@ int tide_cmd_bench(int argc, char **argv) {
     o.warmup = 1;
     o.kernel = 15;
     o.reduce = 1;
+    o.stars_sparse = 300;
+    o.stars_dense = 130000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -468,7 +477,8 @@ int tide_cmd_bench(int argc, char **argv) {
         if (r > 0)
             continue;
         int takes = !strcmp(a, "--sizes") || !strcmp(a, "--repeats") ||
-                    !strcmp(a, "--warmup") || !strcmp(a, "--kernel");
+                    !strcmp(a, "--warmup") || !strcmp(a, "--kernel") ||
+                    !strcmp(a, "--stars-sparse") || !strcmp(a, "--stars-dense");
         if (takes && i + 1 >= argc)
             return tide_cli_usage_error(cmd, "option %s needs a value", a);
         if (!strcmp(a, "--sizes")) {
@@ -488,10 +498,19 @@ int tide_cmd_bench(int argc, char **argv) {
             o.measure = 1;
         } else if (!strcmp(a, "--no-reduce")) {
             o.reduce = 0;
+        } else if (!strcmp(a, "--reduce")) {
+            o.pipeline = 1;
+        } else if (!strcmp(a, "--stars-sparse") || !strcmp(a, "--stars-dense")) {
+            if (parse_int(argv[i + 1], 0, 100000000,
+                          !strcmp(a, "--stars-sparse") ? &o.stars_sparse : &o.stars_dense))
+                return tide_cli_usage_error(cmd, "bad %s '%s' (0..100000000)", a, argv[i + 1]);
+            i++;
         } else {
             return tide_cli_usage_error(cmd, "unknown option '%s'", a);
         }
     }
+    if (o.pipeline && o.stars_sparse == 0 && o.stars_dense == 0)
+        return tide_cli_usage_error(cmd, "--reduce with no stars, sparse or dense: no frame");
     tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
     if (!ctx)
         return 1;
@@ -511,6 +530,15 @@ int tide_cmd_bench(int argc, char **argv) {
     double bpms = 0.0;
     if (!st)
         st = measure_bandwidth(ctx, &o, bw_bytes, &bpms);
+    if (o.pipeline) {
+        int js = c.json || (o.json_path && !strcmp(o.json_path, "-"));
+        tide_br_opts ro = {(const int64_t(*)[2])o.sizes, o.nsizes, o.repeats, o.warmup,
+                           o.stars_sparse, o.stars_dense, 1, o.json_path, js};
+        if (!st)
+            st = tide_bench_reduce(ctx, &ro, bpms);
+        tide_ctx_destroy(ctx);
+        return st ? tide_cli_fail(cmd, st) : 0;
+    }
     size_res res[MAX_SIZES];
     memset(res, 0, sizeof res);
     int done = 0;

@@ -14,8 +14,11 @@ typedef struct {
 static const tide_command commands[] = {
     {"bench", tide_cmd_bench, "benchmark the compute primitives on CPU and GPU"},
     {"config", tide_cmd_config, "show the resolved instrument configuration"},
+    {"diff", tide_cmd_diff, "difference imaging: reproject, PSF-match, subtract, fit candidates"},
+    {"fit-dipoles", tide_cmd_fit_dipoles, "fit dipoles and point sources to difference stamps"},
     {"info", tide_cmd_info, "describe a FITS file: HDUs, shape, compression, WCS, key values"},
     {"reduce", tide_cmd_reduce, "reduce a frame to a source catalog (detection, PSF, photometry)"},
+    {"reproject", tide_cmd_reproject, "resample frames onto one pixel grid (Lanczos-3)"},
     {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
     {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
 };

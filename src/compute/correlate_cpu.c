@@ -4,11 +4,31 @@
  * (arithmetic is cheap there, memory traffic is not), the CPU expands the full spectra once per
  * correlator: kh complex multiply-adds per element per call would cost more than streaming
  * the stored spectrum. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "compute/correlate_kernels.h"
 #include "compute/correlate_math.h"
 #include "tide/status.h"
+
+/* Per spectrum row v: the Horner recurrence over the kernel rows j runs for all u at once
+ * (j outer, u inner), so the compiler vectorises across u and the complex multiply-adds of
+ * different u overlap instead of waiting on each other. Each element still sees exactly the
+ * operations of the u-outer order (the same Horner steps from j = kh-1 down, then the same
+ * phase product), so the spectrum is bitwise the same. */
+static void spectrum_row(const float *restrict rows, const float *restrict t, int64_t cw,
+                         int64_t kh, float *restrict acc, float *restrict s) {
+    for (int64_t u = 0; u < 2 * cw; u++)
+        acc[u] = 0.0f;
+    const float w_re = t[0], w_im = t[1];
+    for (int64_t j = kh - 1; j >= 0; j--) {
+        const float *restrict r = rows + 2 * (j * cw);
+        for (int64_t u = 0; u < cw; u++)
+            tide_corr_horner(&acc[2 * u], &acc[2 * u + 1], w_re, w_im, r[2 * u], r[2 * u + 1]);
+    }
+    for (int64_t u = 0; u < cw; u++)
+        tide_corr_cmul(acc[2 * u], acc[2 * u + 1], t[2], t[3], &s[2 * u], &s[2 * u + 1]);
+}
 
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
     int64_t per = c->py * c->cw * 2;
@@ -16,22 +36,26 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
     if (st)
         return st;
     const int64_t cw = c->cw, kh = c->kh, py = c->py;
-    for (int k = 0; k < c->nk; k++) {
-        const float *rows = c->rows + 2 * (k * kh * cw);
-        float *spec = c->spec + per * k;
-#pragma omp parallel for num_threads(ctx->threads) schedule(static)
-        for (int64_t v = 0; v < py; v++) {
-            const float *t = c->cols + 4 * v; /* w_v, p_v */
-            float *s = spec + 2 * v * cw;
-            for (int64_t u = 0; u < cw; u++) {
-                float re = 0.0f, im = 0.0f;
-                for (int64_t j = kh - 1; j >= 0; j--)
-                    tide_corr_horner(&re, &im, t[0], t[1], rows[2 * (j * cw + u)],
-                                     rows[2 * (j * cw + u) + 1]);
-                tide_corr_cmul(re, im, t[2], t[3], &s[2 * u], &s[2 * u + 1]);
-            }
+    int nomem = 0;
+#pragma omp parallel num_threads(ctx->threads)
+    {
+        float *acc = malloc(sizeof(float) * 2 * (size_t)cw);
+        if (!acc) {
+#pragma omp atomic write
+            nomem = 1;
         }
+        for (int k = 0; k < c->nk; k++) {
+            const float *rows = c->rows + 2 * (k * kh * cw);
+            float *spec = c->spec + per * k;
+#pragma omp for schedule(static)
+            for (int64_t v = 0; v < py; v++)
+                if (acc)
+                    spectrum_row(rows, c->cols + 4 * v, cw, kh, acc, spec + 2 * v * cw);
+        }
+        free(acc);
     }
+    if (nomem)
+        return tide_error(TIDE_E_NOMEM, "correlation: kernel spectrum scratch");
     return TIDE_OK;
 }
 

@@ -107,23 +107,34 @@ TIDE_HD static inline float cos_box_median(const float *a, int64_t ld, int64_t w
  *  I) and one horizontal (left or right) and one vertical (up or down) neighbour outside it,
  *  so the four sub-pixel responses are 2I − I_h − I_v; negatives are clipped (eq. 4) and the
  *  block is averaged back (eq. 5). Edges replicate (the subsampled frame's symmetric
- *  boundary). */
+ *  boundary). cos_lplus5 is the value from the centre c and its left, right, up and down
+ *  neighbours; cos_lpterm one clipped response 2I − I_h − I_v (c2 = 2I). */
+TIDE_HD static inline float cos_lpterm(float c2, float h, float v) {
+    const float t = COS_SUB(COS_SUB(c2, h), v);
+    return t > 0.0f ? t : 0.0f;
+}
+/** The block average of the four clipped responses (in this order). */
+TIDE_HD static inline float cos_lpsum(float t0, float t1, float t2, float t3) {
+    float s = 0.0f;
+    s = COS_ADD(s, t0);
+    s = COS_ADD(s, t1);
+    s = COS_ADD(s, t2);
+    s = COS_ADD(s, t3);
+    return COS_MUL(0.25f, s);
+}
+TIDE_HD static inline float cos_lplus5(float c, float l, float r, float u, float d) {
+    const float c2 = COS_ADD(c, c);
+    return cos_lpsum(cos_lpterm(c2, l, u), cos_lpterm(c2, r, u), cos_lpterm(c2, l, d),
+                     cos_lpterm(c2, r, d));
+}
+
+/** cos_lplus5 at (x, y) of a (stride ld), edges replicated. */
 TIDE_HD static inline float cos_lplus(const float *a, int64_t ld, int64_t w, int64_t h,
                                       int64_t x, int64_t y) {
     const float c = a[y * ld + x];
     const float l = a[y * ld + cos_clamp(x - 1, w)], r = a[y * ld + cos_clamp(x + 1, w)];
     const float u = a[cos_clamp(y - 1, h) * ld + x], d = a[cos_clamp(y + 1, h) * ld + x];
-    const float c2 = COS_ADD(c, c);
-    float s = 0.0f, t;
-    t = COS_SUB(COS_SUB(c2, l), u);
-    s = COS_ADD(s, t > 0.0f ? t : 0.0f);
-    t = COS_SUB(COS_SUB(c2, r), u);
-    s = COS_ADD(s, t > 0.0f ? t : 0.0f);
-    t = COS_SUB(COS_SUB(c2, l), d);
-    s = COS_ADD(s, t > 0.0f ? t : 0.0f);
-    t = COS_SUB(COS_SUB(c2, r), d);
-    s = COS_ADD(s, t > 0.0f ? t : 0.0f);
-    return COS_MUL(0.25f, s);
+    return cos_lplus5(c, l, r, u, d);
 }
 
 /** Fine-structure value F = med3(I) − med7(med3(I)) at (x, y) (van Dokkum 2001, eq. 11),
@@ -153,7 +164,14 @@ TIDE_HD static inline int cos_near_saturation(const uint16_t *mask, int64_t ld, 
 
 /** Hot/cold decision at (x, y): COS_F_HOT, COS_F_COLD or 0 (see cosmetics.h, pass 3). Only
  *  in-frame, finite neighbours without excluded bits count; fewer than 3 of the 8 means no
- *  decision. */
+ *  decision.
+ *
+ *  Order of work (the answer is that of the plain test): with hot_sigma, cold_sigma and
+ *  isolation >= 0 (cosmetics_params_check), a hot pixel has v − med > 0 and v − max >
+ *  isolation·(v − med) >= 0, so v > max of the 8; a cold one has v < min. Most pixels are
+ *  neither, and skip the median; the outer ring (for the hot ratio test) is read only for a
+ *  pixel that passed the other hot tests. The medians do not depend on the order in which
+ *  the values were gathered. */
 TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
                                       const tide_cos_geom *g, const tide_cos_noise *nm,
                                       const tide_cos_hot *hp, int64_t x, int64_t y) {
@@ -161,23 +179,19 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
     const float v = pix[y * ld + x];
     if (!isfinite(v) || (mask[y * ld + x] & hp->excl))
         return 0;
-    float nb[8], ring[16];
-    int n8 = 0, nr = 0;
-    for (int dy = -2; dy <= 2; dy++) {
+    float nb[8];
+    int n8 = 0;
+    for (int dy = -1; dy <= 1; dy++) {
         const int64_t yy = y + dy;
         if (yy < 0 || yy >= g->h)
             continue;
-        for (int dx = -2; dx <= 2; dx++) {
+        for (int dx = -1; dx <= 1; dx++) {
             const int64_t xx = x + dx;
             if ((dx == 0 && dy == 0) || xx < 0 || xx >= g->w)
                 continue;
             const float u = pix[yy * ld + xx];
-            if (!isfinite(u) || (mask[yy * ld + xx] & hp->excl))
-                continue;
-            if (dx >= -1 && dx <= 1 && dy >= -1 && dy <= 1)
+            if (isfinite(u) && !(mask[yy * ld + xx] & hp->excl))
                 nb[n8++] = u;
-            else
-                ring[nr++] = u;
         }
     }
     if (n8 < 3)
@@ -187,11 +201,29 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
         mx = nb[i] > mx ? nb[i] : mx;
         mn = nb[i] < mn ? nb[i] : mn;
     }
+    if (hp->isolation >= 0.0f && hp->hot_sigma >= 0.0f && hp->cold_sigma >= 0.0f &&
+        !(v > mx) && !(v < mn))
+        return 0;
     const float med = cos_median(nb, n8);
     const float sig = cos_sigma(nm, med);
     if (hp->do_hot) {
         const float e = COS_SUB(v, med);
         if (e > COS_MUL(hp->hot_sigma, sig) && COS_SUB(v, mx) > COS_MUL(hp->isolation, e)) {
+            float ring[16];
+            int nr = 0;
+            for (int dy = -2; dy <= 2; dy++) {
+                const int64_t yy = y + dy;
+                if (yy < 0 || yy >= g->h)
+                    continue;
+                for (int dx = -2; dx <= 2; dx++) {
+                    const int64_t xx = x + dx;
+                    if ((dx >= -1 && dx <= 1 && dy >= -1 && dy <= 1) || xx < 0 || xx >= g->w)
+                        continue;
+                    const float u = pix[yy * ld + xx];
+                    if (isfinite(u) && !(mask[yy * ld + xx] & hp->excl))
+                        ring[nr++] = u;
+                }
+            }
             const float rm = nr >= 3 ? cos_median(ring, nr) : med;
             if (e > COS_MUL(hp->ratio, COS_SUB(med, rm)))
                 return COS_F_HOT;
@@ -283,6 +315,20 @@ TIDE_HD static inline int cos_grow_one(const uint8_t *in, const float *SP, const
  * neighbouring blocks while z keeps that sign beyond k/2 (a partial column starts mid-block). */
 #define COS_COL_BLOCK 32
 
+/** Median of four values without sorting: the mean of the two middle ones, max of the pair
+ *  minima and min of the pair maxima (the same two numbers the sort would give). */
+TIDE_HD static inline float cos_med4(float a, float b, float c, float d) {
+    const float lo1 = b < a ? b : a, hi1 = b < a ? a : b;
+    const float lo2 = d < c ? d : c, hi2 = d < c ? c : d;
+    const float m1 = lo1 < lo2 ? lo2 : lo1, m2 = hi2 < hi1 ? hi2 : hi1;
+    return COS_MUL(0.5f, COS_ADD(m1, m2));
+}
+
+/** z of a pixel of value v whose neighbours' median is m. */
+TIDE_HD static inline float cos_col_zval(const tide_cos_noise *nm, float v, float m) {
+    return COS_DIV(COS_SUB(v, m), cos_sigma(nm, m));
+}
+
 /** Column residual z at (x, y), or NaN when the pixel or too many neighbours are unusable. */
 TIDE_HD static inline float cos_col_z(const float *pix, const uint16_t *mask,
                                       const tide_cos_geom *g, const tide_cos_noise *nm,
@@ -303,8 +349,19 @@ TIDE_HD static inline float cos_col_z(const float *pix, const uint16_t *mask,
     }
     if (n < 2)
         return NAN;
-    const float m = cos_median(nb, n);
-    return COS_DIV(COS_SUB(v, m), cos_sigma(nm, m));
+    const float m = n == 4 ? cos_med4(nb[0], nb[1], nb[2], nb[3]) : cos_median(nb, n);
+    return cos_col_zval(nm, v, m);
+}
+
+/** Block sign from the n usable z values of a block of @p rows rows (sorts z): +1 / -1
+ *  when the median is beyond ±k, 0 when it is not or too few rows are usable. */
+TIDE_HD static inline int cos_col_sign_of(float m, float k) {
+    return m > k ? 1 : (m < -k ? -1 : 0);
+}
+TIDE_HD static inline int cos_col_sign(float *z, int n, int rows, float k) {
+    if (rows < COS_COL_BLOCK / 2 || 2 * n < rows)
+        return 0;
+    return cos_col_sign_of(cos_median(z, n), k);
 }
 
 /** Median z of rows [y0, y0 + COS_COL_BLOCK) of column x, as +1 / -1 / 0 against k. */
@@ -318,25 +375,17 @@ TIDE_HD static inline int cos_col_block(const float *pix, const uint16_t *mask,
         if (t == t)
             z[n++] = t;
     }
-    if (rows < COS_COL_BLOCK / 2 || 2 * n < rows)
-        return 0;
-    const float m = cos_median(z, n);
-    return m > k ? 1 : (m < -k ? -1 : 0);
+    return cos_col_sign(z, n, rows, k);
 }
 
-/** Mark the bad segments of column x in out (stride w, 1 = bad), using blk (stride w, one
- *  row per block) as scratch for the block signs (stored +1 → 1, -1 → 2). */
-TIDE_HD static inline void cos_col_scan(const float *pix, const uint16_t *mask,
+/** Runs of column x: from the block signs blk (stride w, one row per block, +1 → 1, -1 → 2),
+ *  set out = 1 (stride w) on runs of at least `minrun` blocks of one sign, extended pixel by
+ *  pixel while z keeps that sign beyond k/2. Writes only the 1s. */
+TIDE_HD static inline void cos_col_runs(const float *pix, const uint16_t *mask,
                                         const tide_cos_geom *g, const tide_cos_noise *nm,
                                         uint16_t excl, float k, int minrun, int64_t x,
-                                        uint8_t *blk, uint8_t *out) {
+                                        const uint8_t *blk, uint8_t *out) {
     const int64_t w = g->w, nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
-    for (int64_t y = 0; y < g->h; y++)
-        out[y * w + x] = 0;
-    for (int64_t b = 0; b < nb; b++) {
-        const int s = cos_col_block(pix, mask, g, nm, excl, k, x, b * COS_COL_BLOCK);
-        blk[b * w + x] = (uint8_t)(s > 0 ? 1 : (s < 0 ? 2 : 0));
-    }
     const float half = COS_MUL(0.5f, k);
     int64_t b = 0;
     while (b < nb) {
@@ -366,6 +415,22 @@ TIDE_HD static inline void cos_col_scan(const float *pix, const uint16_t *mask,
         }
         b = e;
     }
+}
+
+/** Mark the bad segments of column x in out (stride w, 1 = bad), using blk (stride w, one
+ *  row per block) as scratch for the block signs (stored +1 → 1, -1 → 2). */
+TIDE_HD static inline void cos_col_scan(const float *pix, const uint16_t *mask,
+                                        const tide_cos_geom *g, const tide_cos_noise *nm,
+                                        uint16_t excl, float k, int minrun, int64_t x,
+                                        uint8_t *blk, uint8_t *out) {
+    const int64_t w = g->w, nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
+    for (int64_t y = 0; y < g->h; y++)
+        out[y * w + x] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const int s = cos_col_block(pix, mask, g, nm, excl, k, x, b * COS_COL_BLOCK);
+        blk[b * w + x] = (uint8_t)(s > 0 ? 1 : (s < 0 ? 2 : 0));
+    }
+    cos_col_runs(pix, mask, g, nm, excl, k, minrun, x, blk, out);
 }
 
 /* ---- bleed trails: three sweeps along each line (column or row) ---------------------------

@@ -1,0 +1,158 @@
+/* diffpipe.h — the difference pipeline: a science frame and a template of the same sky in,
+ * a PSF-matched difference image and fitted candidates out (DESIGN §1, issue 5).
+ *
+ * Stage order (tide_diff_run):
+ *
+ *   1. WCS        both frames' celestial WCS (wcs.h); a frame without one is an error naming
+ *                 the file. The output grid is the template's pixel grid [default], the
+ *                 science frame's or a north-up grid covering both. Frames whose footprints do
+ *                 not overlap on that grid are refused before any work (TIDE_E_RANGE).
+ *   2. prepare    per frame, on its own grid: cosmetics (cosmic rays, hot pixels, bleed trails
+ *                 flagged in the mask: cosmetics.h); Source Extractor's mesh background and RMS
+ *                 (background.h); saturation (SATURATE keyword or the parameter) flagged;
+ *                 background subtracted; variance = rms² + max(pix − bkg, 0)/gain (gain from
+ *                 GAIN, else sky only).
+ *   3. FWHM       per frame: matched-filter detection with a Gaussian of fwhm_guess
+ *                 (detect.h) and the median FWHM of the clean (FLAGS without saturation,
+ *                 truncation, masked pixels, deblending), isolated sources of S/N >= 20; fewer
+ *                 than 3 such sources: fwhm_guess. Converted to output-grid pixels with the
+ *                 ratio of the two frames' pixel scales.
+ *   4. reproject  the other frame onto the output grid (reproject.h; Lanczos-3, flux
+ *                 conserved, variance and mask propagated; NaN and NODATA where no input
+ *                 lands).
+ *   5. subtract   Alard–Lupton PSF-matched subtraction (subtract.h): difference, variance and
+ *                 mask, matched image, kernel.
+ *   6. candidates positive and negative detections on the difference S/N map, merged into
+ *                 dipoles (dipole.h), with the matched PSF's FWHM (the broader of the two).
+ *   7. fits       stamps cut where the context computes, batched Levenberg–Marquardt dipole and
+ *                 point-source fits (dipole.h) of the max_fit highest-S/N candidates. By
+ *                 default the PSF dipole with the difference's PSF (the unconvolved frame's),
+ *                 a circular Gaussian of its measured FWHM: with the shape fixed, the lobe
+ *                 positions of an overlapping dipole are far better constrained than with the
+ *                 free Gaussian dipole, whose widths trade against the lobe separation.
+ *
+ * Memory plan. On a CUDA context each frame is uploaded once; background, variance,
+ * reprojection, subtraction, detection, stamp cutting and fits run on the device; only the
+ * outputs (difference, matched image, candidate rows, the few stamps drawn) come back.
+ *
+ * Candidate columns (tide_diff_result.cands; FITS 1-based pixel coordinates on the output
+ * grid): X_IMAGE, Y_IMAGE, SNR, FLUX [diff units], KIND (TIDE_CAND_*), DIP_XPOS, DIP_YPOS,
+ * DIP_XNEG, DIP_YNEG (lobe centres) [pixel], DIP_FLUX (flux of one lobe) [diff units],
+ * DIP_XPOS_ERR, DIP_YPOS_ERR, DIP_XNEG_ERR, DIP_YNEG_ERR, DIP_FLUX_ERR, DIP_SIGMA1,
+ * DIP_SIGMA2 [pixel] (Gaussian dipole only, else NaN), DIP_CHI2, DIP_NPIX, PS_X, PS_Y, PS_FLUX, PS_FLUX_ERR, PS_CHI2,
+ * FIT_STATUS (TIDE_DIPOLE_*; -1 = not fitted), PS_STATUS, ALPHA_J2000, DELTA_J2000 [deg]. */
+#ifndef TIDE_DIFFPIPE_H
+#define TIDE_DIFFPIPE_H
+#include <stdint.h>
+
+#include "tide/background.h"
+#include "tide/cosmetics.h"
+#include "tide/ctx.h"
+#include "tide/dipole.h"
+#include "tide/header.h"
+#include "tide/image.h"
+#include "tide/reproject.h"
+#include "tide/subtract.h"
+#include "tide/table.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Which frame's pixel grid the difference is made on. */
+typedef enum {
+    TIDE_DIFF_GRID_TEMPLATE = 0, /**< the template's pixel grid (the science is resampled) */
+    TIDE_DIFF_GRID_SCIENCE = 1,  /**< the science frame's grid (the template is resampled) */
+    TIDE_DIFF_GRID_NORTHUP = 2   /**< a north-up TAN grid covering both at the finer scale
+                                      (tide_reproject_northup; both are resampled) */
+} tide_diff_grid;
+
+/** Parameters of tide_diff_run; tide_diff_params_default gives the values in brackets. */
+typedef struct tide_diff_params {
+    tide_diff_grid grid;       /**< output grid [TEMPLATE] */
+    double fwhm_sci, fwhm_tmpl; /**< FWHMs in the frames' own pixels; <= 0: measured [0, 0] */
+    double fwhm_guess;         /**< first-guess FWHM for the measurement, pixels [3.0] */
+    double gain_sci, gain_tmpl; /**< e-/ADU; <= 0: the GAIN keyword, else sky-only variance
+                                     [0, 0] */
+    double sat_sci, sat_tmpl;  /**< saturation levels, ADU; NaN: the SATURATE keyword, else
+                                    none [NaN, NaN] */
+    int cosmetics;             /**< 1: flag cosmic rays, hot/cold pixels, bad columns and bleed
+                                    trails of both frames first (cosmetics.h) [1] */
+    tide_cosmetics_params cos; /**< their options (gain, read noise, saturation are taken
+                                    from each frame's header) [cosmetics.h defaults] */
+    tide_bkg_params bkg;       /**< background of both frames [Source Extractor's defaults] */
+    tide_reproject_params reproj; /**< reprojection [Lanczos-3, flux-conserving] */
+    tide_subtract_params sub;  /**< subtraction [subtract.h defaults]. With measured FWHMs
+                                    and few clean stars n, the run lowers sub.spatial_degree
+                                    until it has fewer than n spatial terms, and (unless
+                                    basis_fixed) the basis degrees until the basis has at most
+                                    3n functions */
+    int basis_fixed;           /**< 1: keep sub.degrees as given [0] */
+    tide_candidate_params cand; /**< candidates (det.fwhm_guess is set by the run) */
+    tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: a Gaussian of the
+                                    difference's FWHM] */
+    int stamp;                 /**< fit stamp side, odd pixels [21] */
+    int64_t max_fit;           /**< most candidates fitted, highest S/N first [100000] */
+    int64_t keep_stamps;       /**< stamps (and models) of the first candidates returned for
+                                    pictures [16] */
+    char sci_name[256], tmpl_name[256]; /**< file names for messages and the header [""] */
+} tide_diff_params;
+
+/** Fill @p p with the defaults in brackets above. */
+void tide_diff_params_default(tide_diff_params *p);
+
+/** What a run produced; everything is host memory (tide_diff_result_free). */
+typedef struct tide_diff_result {
+    tide_image diff;      /**< difference with var and mask planes, output grid */
+    tide_image matched;   /**< the convolved (PSF-matched) frame on the output grid */
+    tide_header header;   /**< cards for the outputs: the output grid's WCS, DIFFSCI,
+                               DIFFTMPL, DIFFGRID, FWHMSCI, FWHMTMPL, KSUM, KCHI2, KNFIT,
+                               KCONV (1 template, 2 science convolved), KHALF, NCAND, NFIT */
+    tide_table cands;     /**< candidates with fit columns (listed above) */
+    int kernel_w;         /**< kernel side, pixels */
+    float *kernel;        /**< kernel_w² kernel at the frame centre */
+    float *kernel_grid;   /**< 3 × 3 kernels at (0.1, 0.5, 0.9) of width and height, row
+                               after row (y outer), kernel_w² each */
+    int stamp;            /**< side of the kept stamps */
+    int64_t nstamps;      /**< kept stamps (the first candidates) */
+    float *stamps;        /**< nstamps × stamp² difference stamps */
+    float *models;        /**< nstamps × stamp² fitted dipole models (NaN where not fitted) */
+    double fwhm_sci, fwhm_tmpl; /**< on the output grid, pixels */
+    double kernel_sum, chi2; /**< flux ratio and reduced χ² of the kernel fit */
+    int64_t nfit_pix;     /**< pixels in the kernel fit */
+    int convolved;        /**< 1 template, 2 science */
+    int64_t nfitted;      /**< candidates fitted */
+    double ms_total;      /**< wall time of tide_diff_run, ms */
+    size_t device_peak;   /**< peak device-pool bytes (0 on the CPU) */
+} tide_diff_result;
+
+/** Run the difference path (stage list above) on a science frame and a template.
+ *  @p sci, @p tmpl: host images in ADU (mask planes optional) with their headers (each must
+ *  hold a celestial WCS); not modified. @p p NULL: defaults. On success @p out holds the
+ *  result (tide_diff_result_free); on failure it is empty.
+ *  Errors: TIDE_E_NOTFOUND (a frame without WCS, naming it), TIDE_E_RANGE (no overlap),
+ *  TIDE_E_INVAL, TIDE_E_EMPTY, TIDE_E_NOMEM, TIDE_E_CUDA and those of the stages. */
+int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+                  const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *p,
+                  tide_diff_result *out);
+
+/** Release a result and zero it. NULL is a no-op. */
+void tide_diff_result_free(tide_diff_result *r);
+
+/** Write a result into directory @p dir, all or nothing: every file is written into a fresh
+ *  hidden directory beside @p dir, which is renamed to @p dir when complete (an existing
+ *  @p dir is replaced only when it is empty or holds nothing but a previous run's files;
+ *  otherwise TIDE_E_IO). Files:
+ *   difference.fits   difference (primary, float32) + MASK + VAR, with the output WCS
+ *   candidates.fits   the candidate table (HDU 1, EXTNAME CANDIDATES)
+ *   kernel.fits       the kernel at the frame centre (primary) and the 3 × 3 kernel grid
+ *                     as one mosaic image (HDU "KGRID")
+ *   kernel.png, matched.png, difference.png, candidates.png (rows: stamp, model,
+ *   residual of the first @p ntop candidates; omitted when there is none)
+ *  @p ntop <= 0: all kept stamps. Errors: TIDE_E_IO naming the path, TIDE_E_NOMEM. */
+int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

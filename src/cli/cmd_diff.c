@@ -1,0 +1,274 @@
+/* cmd_diff.c — `tide diff SCIENCE.fits TEMPLATE.fits -o DIR`: the difference path
+ * (diffpipe.h): reprojection onto one grid, PSF-matched subtraction, candidates and dipole
+ * fits, written as FITS files and PNG pictures into DIR, all or nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tide/diffpipe.h"
+
+static const char *help =
+    "usage: tide diff SCIENCE.fits TEMPLATE.fits -o DIR [OPTIONS]\n"
+    "\n"
+    "Difference imaging: put the science frame on the template's pixel grid (Lanczos-3,\n"
+    "flux-conserving, through both frames' WCS), measure both PSF FWHMs, match the PSFs\n"
+    "with an Alard-Lupton kernel (spatially varying, degree 2), subtract, detect positive and\n"
+    "negative changes on the difference S/N map, and fit every candidate with a Gaussian\n"
+    "dipole and a point source. The difference is always science minus template.\n"
+    "\n"
+    "outputs (in DIR, written all at once; nothing is left behind on failure):\n"
+    "  difference.fits   difference, MASK and VAR HDUs, with the output grid's WCS\n"
+    "  candidates.fits   candidates: X_IMAGE, Y_IMAGE (FITS 1-based, output grid), SNR, FLUX,\n"
+    "                    DIP_XPOS, DIP_YPOS, DIP_XNEG, DIP_YNEG, DIP_FLUX and their errors,\n"
+    "                    DIP_CHI2, PS_CHI2, FIT_STATUS, ...\n"
+    "  kernel.fits       the kernel at the frame centre, and a 3x3 grid (HDU KGRID)\n"
+    "  kernel.png, matched.png, difference.png, candidates.png (stamp, model, residual of\n"
+    "                    the top candidates)\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR         output directory [required]; an existing DIR is replaced\n"
+    "                           only when it holds nothing but a previous run's files\n"
+    "  --grid template|science|north-up\n"
+    "                           pixel grid of the difference [template]\n"
+    "  --fwhm-sci PX, --fwhm-tmpl PX\n"
+    "                           PSF FWHMs in the frames' own pixels [measured]\n"
+    "  --resample lanczos3|bilinear|nearest   reprojection kernel [lanczos3]\n"
+    "  --convolve auto|template|science       frame to convolve [auto: the sharper one]\n"
+    "  --spatial-degree N       kernel variation degree; 0 = constant kernel [2]\n"
+    "  --bg-degree N            differential background degree [1]\n"
+    "  --basis D1,D2,...        one Gaussian per degree, widths from the FWHMs [6,4,2;\n"
+    "                           lowered when the frames have few clean stars]\n"
+    "  --no-cosmetics           do not flag cosmic rays, hot pixels, bleed trails [flag]\n"
+    "  --decorrelate            whiten the difference noise (Reiss & Lupton 2016) [off]\n"
+    "  --thresh SNR             detection threshold on the difference S/N [5]\n"
+    "  --stamp N                fit stamp side, odd pixels [21]\n"
+    "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
+    "  --top N                  candidates drawn in candidates.png [16]\n"
+    "  --timings                print the time of every stage [off]\n"
+    "\n"
+    "Gain and saturation come from the frames' GAIN and SATURATE keywords when present.\n"
+    "Exit codes: 0 success, 1 the frames could not be differenced or written, 2 usage error.\n";
+
+static int parse_num(const char *s, double lo, double hi, double *v) {
+    char *end;
+    const double x = strtod(s, &end);
+    if (end == s || *end || !isfinite(x) || x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *sci,
+                          const char *tmpl, const char *dir, const tide_diff_result *r,
+                          int timings) {
+    FILE *f = stdout;
+    const int nt = tide_timer_count(ctx);
+    if (com->json) {
+        fprintf(f, "{\n  \"science\": ");
+        tide_cli_json_string(f, sci);
+        fprintf(f, ",\n  \"template\": ");
+        tide_cli_json_string(f, tmpl);
+        fprintf(f, ",\n  \"output\": ");
+        tide_cli_json_string(f, dir);
+        fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
+        tide_cli_json_string(f, ctx->device_name);
+        fprintf(f, ",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)r->diff.width,
+                (long long)r->diff.height);
+        fprintf(f, "  \"fwhm_sci\": %.6g,\n  \"fwhm_tmpl\": %.6g,\n", r->fwhm_sci, r->fwhm_tmpl);
+        fprintf(f, "  \"kernel_sum\": %.8g,\n  \"kernel_chi2\": %.6g,\n", r->kernel_sum,
+                isfinite(r->chi2) ? r->chi2 : -1.0);
+        fprintf(f, "  \"convolved\": \"%s\",\n", r->convolved == 2 ? "science" : "template");
+        fprintf(f, "  \"n_candidates\": %lld,\n  \"n_fitted\": %lld,\n",
+                (long long)r->cands.nrows, (long long)r->nfitted);
+        fprintf(f, "  \"device_peak_bytes\": %zu,\n  \"ms_total\": %.3f,\n  \"timings_ms\": {",
+                r->device_peak, r->ms_total);
+        for (int i = 0; i < nt; i++) {
+            const char *name;
+            double ms;
+            int calls;
+            if (tide_timer_get(ctx, i, &name, &ms, &calls))
+                continue;
+            fprintf(f, "%s\n    ", i ? "," : "");
+            tide_cli_json_string(f, name);
+            fprintf(f, ": %.3f", ms);
+        }
+        fprintf(f, "\n  }\n}\n");
+        return;
+    }
+    fprintf(f, "%s - %s: %lldx%lld, %lld candidates (%lld fitted) -> %s\n", sci, tmpl,
+            (long long)r->diff.width, (long long)r->diff.height, (long long)r->cands.nrows,
+            (long long)r->nfitted, dir);
+    fprintf(f, "  FWHM science %.3f px, template %.3f px; %s convolved; kernel sum %.5f\n",
+            r->fwhm_sci, r->fwhm_tmpl, r->convolved == 2 ? "science" : "template",
+            r->kernel_sum);
+    fprintf(f, "  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
+            r->ms_total);
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        fprintf(f, ", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
+    fprintf(f, "\n");
+    for (int i = 0; timings && i < nt; i++) {
+        const char *name;
+        double ms;
+        int calls;
+        if (!tide_timer_get(ctx, i, &name, &ms, &calls))
+            fprintf(f, "  %-20s %10.3f ms  (%d call%s)\n", name, ms, calls, calls == 1 ? "" : "s");
+    }
+}
+
+int tide_cmd_diff(int argc, char **argv) {
+    const char *cmd = "diff";
+    tide_cli_common com;
+    tide_cli_common_init(&com);
+    tide_diff_params p;
+    tide_diff_params_default(&p);
+    const char *pos[2] = {NULL, NULL}, *outp = NULL;
+    int npos = 0, timings = 0;
+    int64_t ntop = 16;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("%s\n%s", help, tide_cli_common_help);
+            return 0;
+        }
+        const int c = tide_cli_common_option(&com, cmd, argc, argv, &i);
+        if (c < 0)
+            return 2;
+        if (c > 0)
+            continue;
+        if (!strcmp(a, "--timings")) {
+            timings = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-cosmetics")) {
+            p.cosmetics = 0;
+            continue;
+        }
+        if (!strcmp(a, "--decorrelate")) {
+            p.sub.decorrelate = 1;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            if (i + 1 >= argc)
+                return tide_cli_usage_error(cmd, "option %s needs a value", a);
+            const char *v = argv[++i];
+            double x = 0;
+            if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+                outp = v;
+            } else if (!strcmp(a, "--grid")) {
+                if (!strcmp(v, "template"))
+                    p.grid = TIDE_DIFF_GRID_TEMPLATE;
+                else if (!strcmp(v, "science"))
+                    p.grid = TIDE_DIFF_GRID_SCIENCE;
+                else if (!strcmp(v, "north-up") || !strcmp(v, "northup"))
+                    p.grid = TIDE_DIFF_GRID_NORTHUP;
+                else
+                    return tide_cli_usage_error(
+                        cmd, "--grid takes template, science or north-up (got '%s')", v);
+            } else if (!strcmp(a, "--fwhm-sci") || !strcmp(a, "--fwhm-tmpl")) {
+                if (parse_num(v, 0.3, 100, &x))
+                    return tide_cli_usage_error(cmd, "%s needs a FWHM in (0.3, 100] px (got '%s')",
+                                                a, v);
+                *(!strcmp(a, "--fwhm-sci") ? &p.fwhm_sci : &p.fwhm_tmpl) = x;
+            } else if (!strcmp(a, "--resample")) {
+                if (tide_resample_parse(v, &p.reproj.kernel))
+                    return tide_cli_usage_error(
+                        cmd, "--resample takes lanczos3, bilinear or nearest (got '%s')", v);
+            } else if (!strcmp(a, "--convolve")) {
+                if (!strcmp(v, "auto"))
+                    p.sub.convolve = TIDE_SUB_AUTO;
+                else if (!strcmp(v, "template"))
+                    p.sub.convolve = TIDE_SUB_CONVOLVE_TEMPLATE;
+                else if (!strcmp(v, "science"))
+                    p.sub.convolve = TIDE_SUB_CONVOLVE_SCIENCE;
+                else
+                    return tide_cli_usage_error(
+                        cmd, "--convolve takes auto, template or science (got '%s')", v);
+            } else if (!strcmp(a, "--spatial-degree") || !strcmp(a, "--bg-degree")) {
+                if (parse_num(v, 0, 6, &x) || x != floor(x))
+                    return tide_cli_usage_error(cmd, "%s needs an integer 0..6 (got '%s')", a, v);
+                *(!strcmp(a, "--bg-degree") ? &p.sub.bg_degree : &p.sub.spatial_degree) = (int)x;
+            } else if (!strcmp(a, "--basis")) {
+                int d[4], k = 0;
+                const char *q = v;
+                while (*q && k < 4) {
+                    char *end;
+                    const long x2 = strtol(q, &end, 10);
+                    if (end == q || x2 < 0 || x2 > 8)
+                        break;
+                    d[k++] = (int)x2;
+                    q = *end == ',' ? end + 1 : end;
+                    if (end[0] != ',' && end[0])
+                        break;
+                }
+                if (*q || k < 1)
+                    return tide_cli_usage_error(
+                        cmd, "--basis needs 1 to 4 polynomial degrees 0..8, e.g. 6,4,2 (got '%s')",
+                        v);
+                p.sub.ngauss = k;
+                p.basis_fixed = 1;
+                for (int j = 0; j < k; j++)
+                    p.sub.degrees[j] = d[j], p.sub.sigmas[j] = 0;
+            } else if (!strcmp(a, "--thresh")) {
+                if (parse_num(v, 0.5, 1e6, &x))
+                    return tide_cli_usage_error(cmd, "--thresh needs an S/N >= 0.5 (got '%s')", v);
+                p.cand.det.thresh = x;
+            } else if (!strcmp(a, "--stamp")) {
+                if (parse_num(v, 5, 255, &x) || x != floor(x) || !((int)x & 1))
+                    return tide_cli_usage_error(cmd, "--stamp needs an odd side 5..255 (got '%s')",
+                                                v);
+                p.stamp = (int)x;
+            } else if (!strcmp(a, "--max-fit") || !strcmp(a, "--top")) {
+                if (parse_num(v, 0, 1e9, &x) || x != floor(x))
+                    return tide_cli_usage_error(cmd, "%s needs a count >= 0 (got '%s')", a, v);
+                if (!strcmp(a, "--top"))
+                    ntop = (int64_t)x;
+                else
+                    p.max_fit = (int64_t)x;
+            } else {
+                return tide_cli_usage_error(cmd, "unknown option %s", a);
+            }
+            continue;
+        }
+        if (npos >= 2)
+            return tide_cli_usage_error(cmd, "too many frames ('%s'): give SCIENCE TEMPLATE", a);
+        pos[npos++] = a;
+    }
+    if (npos < 2)
+        return tide_cli_usage_error(cmd, "needs two frames: SCIENCE.fits TEMPLATE.fits");
+    if (!outp)
+        return tide_cli_usage_error(cmd, "needs -o DIR");
+    p.keep_stamps = ntop;
+    snprintf(p.sci_name, sizeof p.sci_name, "%s", pos[0]);
+    snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pos[1]);
+
+    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
+    if (!ctx)
+        return 1;
+    tide_image sci = {0}, tmpl = {0};
+    tide_header hs, ht;
+    tide_header_init(&hs);
+    tide_header_init(&ht);
+    tide_diff_result r;
+    memset(&r, 0, sizeof r);
+    int st = tide_fits_read_image(ctx, pos[0], &sci, &hs);
+    if (!st)
+        st = tide_fits_read_image(ctx, pos[1], &tmpl, &ht);
+    if (!st)
+        st = tide_diff_run(ctx, &sci, &hs, &tmpl, &ht, &p, &r);
+    tide_image_free(ctx, &sci);
+    tide_image_free(ctx, &tmpl);
+    tide_header_free(&hs);
+    tide_header_free(&ht);
+    if (!st)
+        st = tide_diff_write(outp, &r, ntop);
+    int rc = 0;
+    if (st)
+        rc = tide_cli_fail(cmd, st);
+    else
+        print_summary(&com, ctx, pos[0], pos[1], outp, &r, timings);
+    tide_diff_result_free(&r);
+    tide_ctx_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,130 @@
+/* dipole_cuda.cu — CUDA twin of the batched dipole fits: one warp per stamp. Lanes stride the
+ * stamp (pixel t in lane t mod 32), the normal-equation sums are merged by a fixed
+ * __shfl_down tree and broadcast, and every lane runs the same Levenberg–Marquardt step on
+ * them, so the loop is warp-uniform and a converged fit's warp simply leaves (no atomics,
+ * deterministic). Also the stamp cutter: one thread per stamp pixel. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include "core/cuda_check.h"
+#include "diff/dipole_kernels.h"
+#include "diff/dipole_math.h"
+#include "diff/dipole_stamp_math.h"
+
+#define DIP_WARPS 4
+
+__device__ static inline double dip_allsum(double v) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    return __shfl_sync(0xffffffffu, v, 0);
+}
+
+/* Warp-wide best (score, index) under dip_better: a total order, so the result does not
+ * depend on the combination order. */
+__device__ static inline void dip_allbest(double *s, int *t) {
+    for (int off = 16; off > 0; off >>= 1) {
+        const double s2 = __shfl_xor_sync(0xffffffffu, *s, off);
+        const int t2 = __shfl_xor_sync(0xffffffffu, *t, off);
+        if (dip_better(s2, t2, *s, *t)) {
+            *s = s2;
+            *t = t2;
+        }
+    }
+}
+
+__device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, const float *V,
+                               const uint16_t *M, uint16_t bits, const float *psf,
+                               int psf_side) {
+    const int npix = side * side;
+    while (!st->done) {
+        double S[DIP_NSUM];
+#pragma unroll
+        for (int k = 0; k < DIP_NSUM; k++) S[k] = 0.0;
+        dip_shape sh;
+        dip_shape_make(st->ptry, st->kind, &sh);
+        for (int t = lane; t < npix; t += DIP_LANES) {
+            const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
+            if (w > 0.0)
+                dip_accum(st->kind, st->ptry, &sh, psf, psf_side, (double)(t % side),
+                          (double)(t / side), (double)P[t], w, S);
+        }
+#pragma unroll
+        for (int k = 0; k < DIP_NSUM; k++) S[k] = dip_allsum(S[k]);
+        dip_lm_step(st, S);
+    }
+}
+
+__global__ void dipole_kernel(const tide_dipole_job jb) {
+    const int lane = threadIdx.x & 31;
+    const int64_t s = (int64_t)blockIdx.x * DIP_WARPS + (threadIdx.x >> 5);
+    if (s >= jb.n) return;
+    const int side = jb.side, npix = side * side;
+    const tide_dipole_params &p = jb.p;
+    const float *P = jb.pix + s * npix, *V = jb.var + s * npix;
+    const uint16_t *M = jb.mask ? jb.mask + s * npix : NULL;
+    const float *psf =
+        p.psf ? p.psf + (p.psf_per_stamp ? s * p.psf_side * p.psf_side : 0) : NULL;
+    int tp = -1, tn = -1, ta = -1;
+    double sp = NAN, sn = NAN, sa = NAN;
+    for (int t = lane; t < npix; t += DIP_LANES) {
+        const double sc = dip_score(P, V, M, p.mask_bits, side, t);
+        if (dip_better(sc, t, sp, tp)) sp = sc, tp = t;
+        if (dip_better(-sc, t, sn, tn)) sn = -sc, tn = t;
+        if (dip_better(fabs(sc), t, sa, ta)) sa = fabs(sc), ta = t;
+    }
+    dip_allbest(&sp, &tp);
+    dip_allbest(&sn, &tn);
+    dip_allbest(&sa, &ta);
+    const int kd = p.model == TIDE_DIPOLE_PSF ? DIP_K_PDIP : DIP_K_GDIP;
+    double q[DIP_MAXP];
+    dip_lm dp, ps;
+    dip_start(kd, side, tp, tn, p.sigma_guess, q);
+    dip_lm_init(&dp, kd, q, p.max_iter, p.tol, p.lambda0, side);
+    if (tp < 0 || tn < 0 || tp == tn) {
+        dp.status = TIDE_DIPOLE_BADINPUT;
+        dp.done = 1;
+    }
+    dip_run(&dp, lane, side, P, V, M, p.mask_bits, psf, p.psf_side);
+    dip_start(kd + 1, side, ta, -1, p.sigma_guess, q);
+    dip_lm_init(&ps, kd + 1, q, p.max_iter, p.tol, p.lambda0, side);
+    if (ta < 0 || !p.fit_ps) {
+        ps.status = TIDE_DIPOLE_BADINPUT;
+        ps.done = 1;
+    }
+    dip_run(&ps, lane, side, P, V, M, p.mask_bits, psf, p.psf_side);
+    if (lane == 0) {
+        const double h = (double)((side - 1) / 2);
+        const double ox = jb.x0 ? jb.x0[s] - h : 0.0, oy = jb.y0 ? jb.y0[s] - h : 0.0;
+        dip_finish(&dp, &ps, p.fit_ps, ox, oy, &jb.out[s]);
+    }
+}
+
+extern "C" int tide_dipole_batch_cuda(tide_ctx *ctx, const tide_dipole_job *job) {
+    if (job->n <= 0) return 0;
+    const int64_t blocks = (job->n + DIP_WARPS - 1) / DIP_WARPS;
+    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "dipole fits: too many stamps");
+    dipole_kernel<<<(unsigned)blocks, 32 * DIP_WARPS, 0, (cudaStream_t)ctx->stream>>>(*job);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}
+
+__global__ void stamp_cut_kernel(const tide_stamp_job jb, int64_t total) {
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= total) return;
+    const int64_t np = (int64_t)jb.side * jb.side;
+    const int64_t s = g / np, t = g % np;
+    stamp_cut_pixel(&jb, s, t);
+    if (t == 0) {
+        const int ok = stamp_ok(jb.x[s], jb.y[s]);
+        if (jb.cx) jb.cx[s] = ok ? (double)stamp_centre(jb.x[s]) : NAN;
+        if (jb.cy) jb.cy[s] = ok ? (double)stamp_centre(jb.y[s]) : NAN;
+    }
+}
+
+extern "C" int tide_stamp_cut_cuda(tide_ctx *ctx, const tide_stamp_job *job) {
+    const int64_t total = job->n * (int64_t)job->side * job->side;
+    if (total <= 0) return 0;
+    const int64_t blocks = (total + 255) / 256;
+    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "stamp cut: too many pixels");
+    stamp_cut_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)ctx->stream>>>(*job, total);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}

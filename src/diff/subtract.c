@@ -1,0 +1,670 @@
+/* subtract.c — PSF-matched subtraction (subtract.h): the algorithm, once, for both backends.
+ *
+ * Order: choose the frame to convolve -> kernel basis -> stamps (one per grid cell) and their
+ * weights -> the reference correlated with every basis kernel (FFT correlator, a chunk of
+ * kernels per forward transform) and gathered at the stamps -> per-stamp normal matrices
+ * (backend, double) -> global normal equations with the spatial polynomials at the stamp
+ * centres (host, Alard 2000) -> Cholesky with a condition check -> stamp clipping and refit
+ * -> the per-term kernels K_p and sum_p P_p (R * K_p) + B -> difference, variance, mask ->
+ * optional decorrelation (subtract_decorr.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff/subtract_internal.h"
+#include "diff/subtract_kernels.h"
+#include "diff/subtract_math.h"
+#include "tide/ctx.h"
+#include "tide/fft.h"
+#include "tide/log.h"
+#include "tide/memory.h"
+#include "tide/reduce.h"
+#include "tide/status.h"
+#include "tide/subtract.h"
+
+/* Basis images correlated per forward FFT (bounds memory: chunk frames at a time). */
+#define SUB_CHUNK 8
+
+void tide_subtract_params_default(tide_subtract_params *p) {
+    memset(p, 0, sizeof *p);
+    p->ngauss = 3;
+    p->degrees[0] = 6;
+    p->degrees[1] = 4;
+    p->degrees[2] = 2;
+    p->degrees[3] = 2;
+    p->spatial_degree = 2;
+    p->bg_degree = 1;
+    p->convolve = TIDE_SUB_AUTO;
+    p->mask_bits = TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BAD | TIDE_MASK_HOT |
+                   TIDE_MASK_COSMIC | TIDE_MASK_BLEED | TIDE_MASK_USER;
+    p->clip_sigma = 3.0;
+    p->stamp_snr = 10.0;
+    p->clip_iter = 2;
+}
+
+/* ---- backend memory -------------------------------------------------------------------- */
+static int balloc(tide_ctx *ctx, size_t bytes, void **p) {
+    *p = NULL;
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        return tide_device_alloc(ctx, bytes ? bytes : 1, p);
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? TIDE_OK : tide_error(TIDE_E_NOMEM, "subtract: %zu bytes", bytes);
+}
+static void bfree(tide_ctx *ctx, void *p) {
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        tide_device_free(ctx, p);
+    else
+        free(p);
+}
+static int to_host(tide_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        return tide_memcpy(ctx, dst, 0, src, 1, bytes);
+    memcpy(dst, src, bytes);
+    return TIDE_OK;
+}
+/* ---- setup ----------------------------------------------------------------------------- */
+#define FWHM_TO_SIGMA 0.42466090014400953 /* 1 / (2 sqrt(2 ln 2)) */
+
+/* Basis sigmas: HOTPANTS README advice, s_m = sqrt(s_target^2 - s_ref^2) and 0.5, 1, 2 x s_m,
+ * kept >= 0.5 px and 1.6x apart so the Gaussians stay distinguishable on the pixel grid. */
+static void choose_sigmas(const tide_subtract_params *p, double f_ref, double f_tgt,
+                          double *s) {
+    int ng = p->ngauss;
+    if (p->sigmas[0] > 0.0) {
+        for (int g = 0; g < ng; g++)
+            s[g] = p->sigmas[g];
+        return;
+    }
+    if (!(f_ref > 0.0) || !(f_tgt > 0.0)) {
+        const double hp[4] = {0.7, 1.5, 3.0, 6.0};
+        for (int g = 0; g < ng; g++)
+            s[g] = hp[g];
+        return;
+    }
+    double sr = f_ref * FWHM_TO_SIGMA, st = f_tgt * FWHM_TO_SIGMA;
+    double sm = st > sr ? sqrt(st * st - sr * sr) : 0.0;
+    double f = ng == 1 ? 1.0 : 0.5;
+    for (int g = 0; g < ng; g++, f *= 2.0) {
+        double v = f * sm;
+        double lo = g == 0 ? 0.5 : 1.6 * s[g - 1];
+        s[g] = v > lo ? v : lo;
+    }
+}
+
+/* Sky level and noise of a frame: sigma-clipped median and std (the variance constant for a
+ * frame without a variance plane, the stamp threshold, and the decorrelation's noise). */
+static int sky_noise(tide_ctx *ctx, const tide_image *im, uint16_t bits, double *sky,
+                     float *var) {
+    tide_sigclip_params cp = tide_sigclip_defaults();
+    tide_sigclip_result cr;
+    int st = tide_reduce_sigma_clip(ctx, im, bits, &cp, &cr);
+    if (st)
+        return tide_error_prefix(st, "subtract: sky noise: ");
+    *sky = cr.median;
+    *var = (float)(cr.std * cr.std);
+    if (!(*var > 0.0f))
+        *var = 1.0f;
+    return TIDE_OK;
+}
+
+/* ---- the global normal equations ------------------------------------------------------- */
+typedef struct fit_layout {
+    int nb, npk, nbg, nc, n; /* basis, spatial terms, background terms, D columns, unknowns */
+    int sdeg, bgdeg;
+} fit_layout;
+
+/* Column of D and factor (at stamp monomials pk, pb) of unknown u. */
+static void unknown_col(const fit_layout *L, int u, const double *pk, const double *pb,
+                        int *col, double *f) {
+    if (u == 0) {
+        *col = 0;
+        *f = 1.0;
+    } else if (u < 1 + (L->nb - 1) * L->npk) {
+        *col = 1 + (u - 1) / L->npk;
+        *f = pk[(u - 1) % L->npk];
+    } else {
+        *col = L->nb;
+        *f = pb[u - 1 - (L->nb - 1) * L->npk];
+    }
+}
+
+/* Local column coefficients alpha_c at a stamp from the solution a. */
+static void local_coef(const fit_layout *L, const double *a, const double *pk,
+                       const double *pb, double *alpha) {
+    for (int c = 0; c < L->nc; c++)
+        alpha[c] = 0.0;
+    for (int u = 0; u < L->n; u++) {
+        int c;
+        double f;
+        unknown_col(L, u, pk, pb, &c, &f);
+        alpha[c] += a[u] * f;
+    }
+}
+
+static void stamp_monomials(const fit_layout *L, const tide_sub_geom *g, int64_t c,
+                            double *pk, double *pb) {
+    double u = tide_sub_norm((double)(c % g->width), g->width);
+    double v = tide_sub_norm((double)(c / g->width), g->height);
+    tide_sub_monomials(u, v, L->sdeg, pk);
+    tide_sub_monomials(u, v, L->bgdeg, pb);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The kernel sum from stamp sums (a photometric ratio): over each kept stamp's fit pixels,
+ * sum(I) = k sum(R * K_0) + N bg(centre) (zero-sum kernels add ~nothing to a stamp's sum), a
+ * least-squares fit over stamps of k and the background. Why: the pixel fit's kernel sum is
+ * biased low when the reference is noisy (noise in a regressor attenuates its coefficient,
+ * and the flexible zero-sum terms leave little signal unique to the flux term), whereas a
+ * stamp sum averages the reference's noise over hundreds of pixels against the star's whole
+ * flux. Returns 0 with *k when at least nbg + 3 stamps are kept, else -1. Q's column
+ * nb + 1 holds 1/w, so Q[nb+1][c] is the unweighted sum of column c. */
+static int stamp_flux_ratio(const fit_layout *L, const tide_sub_geom *g,
+                            const int64_t *centre, const double *Q, const int *keep,
+                            double *k) {
+    int nbg = L->nbg, m = 1 + nbg, nc = L->nc, t = nc - 1, vc = L->nb + 1, ones = L->nb;
+    double M[(1 + TIDE_SUB_MAXPOLY) * (1 + TIDE_SUB_MAXPOLY)], rhs[1 + TIDE_SUB_MAXPOLY];
+    double x[1 + TIDE_SUB_MAXPOLY];
+    memset(M, 0, sizeof M);
+    memset(rhs, 0, sizeof rhs);
+    int n = 0;
+    for (int s = 0; s < g->ns; s++) {
+        if (!keep[s])
+            continue;
+        const double *q = Q + (size_t)s * (size_t)nc * (size_t)nc + (size_t)vc * nc;
+        double y = q[t], xr = q[0], np = q[ones], var = q[vc];
+        if (!(var > 0.0) || !(np > 0.0))
+            continue;
+        double pk[TIDE_SUB_MAXPOLY], pb[TIDE_SUB_MAXPOLY], row[1 + TIDE_SUB_MAXPOLY];
+        stamp_monomials(L, g, centre[s], pk, pb);
+        row[0] = xr;
+        for (int u = 0; u < nbg; u++)
+            row[1 + u] = np * pb[u];
+        for (int u = 0; u < m; u++) {
+            rhs[u] += row[u] * y / var;
+            for (int v = 0; v < m; v++)
+                M[u * m + v] += row[u] * row[v] / var;
+        }
+        n++;
+    }
+    if (n < nbg + 3)
+        return -1;
+    double cond;
+    int reg;
+    if (tide_sub_solve(m, M, rhs, x, &cond, &reg, NULL) || reg || !(x[0] > 0.0))
+        return -1;
+    *k = x[0];
+    return 0;
+}
+
+/* Fit with clipping. keep[s] in/out; a receives the solution. */
+static int fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g,
+                    const int64_t *centre, const double *Q, const int64_t *npix,
+                    const tide_subtract_params *p, int *keep, double *a,
+                    tide_subtract_result *r) {
+    int n = L->n, nc = L->nc, t = nc - 1;
+    double *A = malloc((size_t)n * (size_t)n * sizeof *A);
+    double *rhs = malloc((size_t)n * sizeof *rhs);
+    double *fac = malloc((size_t)n * sizeof *fac);
+    int *col = malloc((size_t)n * sizeof *col);
+    unsigned char *ridge_on = malloc((size_t)n);
+    double *chi = malloc((size_t)g->ns * 2 * sizeof *chi);
+    double alpha[272]; /* nc <= 4 Gaussians x 66 terms + 3 */
+    if (!A || !rhs || !fac || !col || !chi || !ridge_on) {
+        free(A); free(rhs); free(fac); free(col); free(chi); free(ridge_on);
+        return tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d unknowns)", n);
+    }
+    for (int u = 0; u < n; u++)
+        ridge_on[u] = u > 0 && u < 1 + (L->nb - 1) * L->npk; /* not flux, not background */
+    int st = TIDE_OK;
+    for (int iter = 0; iter <= p->clip_iter; iter++) {
+        memset(A, 0, (size_t)n * (size_t)n * sizeof *A);
+        memset(rhs, 0, (size_t)n * sizeof *rhs);
+        int nkeep = 0;
+        for (int s = 0; s < g->ns; s++) {
+            if (!keep[s])
+                continue;
+            nkeep++;
+            double pk[TIDE_SUB_MAXPOLY], pb[TIDE_SUB_MAXPOLY];
+            stamp_monomials(L, g, centre[s], pk, pb);
+            for (int u = 0; u < n; u++)
+                unknown_col(L, u, pk, pb, &col[u], &fac[u]);
+            const double *q = Q + (size_t)s * (size_t)nc * (size_t)nc;
+            for (int u = 0; u < n; u++) {
+                const double *qu = q + (size_t)col[u] * nc;
+                double fu = fac[u];
+                rhs[u] += qu[t] * fu;
+                double *Au = A + (size_t)u * n;
+                for (int v = 0; v <= u; v++)
+                    Au[v] += qu[col[v]] * fu * fac[v];
+            }
+        }
+        if (nkeep == 0) {
+            st = tide_error(TIDE_E_EMPTY, "subtract: no usable stamp (all masked, at the edges "
+                            "or clipped)");
+            break;
+        }
+        for (int u = 0; u < n; u++)
+            for (int v = u + 1; v < n; v++)
+                A[(size_t)u * n + v] = A[(size_t)v * n + u];
+        /* the flux term from stamp sums when there are enough stamps: a_0 = k fixed */
+        double k0;
+        if (stamp_flux_ratio(L, g, centre, Q, keep, &k0) == 0) {
+            for (int u = 1; u < n; u++) {
+                rhs[u] -= A[(size_t)u * n] * k0;
+                A[(size_t)u * n] = A[u] = 0.0;
+            }
+            A[0] = 1.0;
+            rhs[0] = k0;
+        }
+        if ((st = tide_sub_solve(n, A, rhs, a, &r->cond, &r->regularised, ridge_on)))
+            break;
+        /* chi^2 per stamp from its normal matrix: yWy - 2 alpha.Q_t + alpha Q alpha. */
+        double chi2 = 0.0;
+        int64_t nfit = 0;
+        int m = 0;
+        for (int s = 0; s < g->ns; s++) {
+            chi[s] = NAN;
+            if (!keep[s])
+                continue;
+            double pk[TIDE_SUB_MAXPOLY], pb[TIDE_SUB_MAXPOLY];
+            stamp_monomials(L, g, centre[s], pk, pb);
+            local_coef(L, a, pk, pb, alpha);
+            const double *q = Q + (size_t)s * (size_t)nc * (size_t)nc;
+            double c2 = q[(size_t)t * nc + t];
+            for (int i = 0; i < t; i++) {
+                c2 -= 2.0 * alpha[i] * q[(size_t)i * nc + t];
+                for (int j = 0; j < t; j++)
+                    c2 += alpha[i] * alpha[j] * q[(size_t)i * nc + j];
+            }
+            chi2 += c2;
+            nfit += npix[s];
+            chi[s] = c2 / (double)npix[s];
+            chi[g->ns + m++] = chi[s];
+        }
+        r->chi2 = chi2;
+        r->nfit = nfit;
+        r->nstamps = nkeep;
+        if (iter == p->clip_iter || m < 4)
+            break;
+        /* clip: median + k * max(1.4826 MAD, 0.1 median) (the floor keeps a set of equally
+         * good stamps, MAD ~ 0, from clipping on noise). */
+        double *v = chi + g->ns;
+        qsort(v, (size_t)m, sizeof *v, cmp_double);
+        double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+        for (int i = 0; i < m; i++)
+            v[i] = fabs(v[i] - med);
+        qsort(v, (size_t)m, sizeof *v, cmp_double);
+        double mad = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+        double sc = 1.4826 * mad > 0.1 * med ? 1.4826 * mad : 0.1 * med;
+        double thr = med + p->clip_sigma * sc;
+        int dropped = 0;
+        for (int s = 0; s < g->ns; s++)
+            if (keep[s] && chi[s] > thr) {
+                keep[s] = 0;
+                dropped++;
+            }
+        tide_log(&ctx->log, TIDE_LOG_DEBUG, "subtract",
+                 "fit %d: %d stamps, chi2/px median %.3g, %d clipped above %.3g", iter, nkeep,
+                 med, dropped, thr);
+        if (!dropped)
+            break;
+    }
+    free(A); free(rhs); free(fac); free(col); free(chi); free(ridge_on);
+    return st;
+}
+
+/* ---- the matched model ----------------------------------------------------------------- */
+int tide_subtract_kernel_at(const tide_subtract_result *r, double x, double y, float *k) {
+    if (!r || !r->kernel_terms || !k)
+        return tide_error(TIDE_E_INVAL, "subtract: kernel_at on an empty result");
+    double t[TIDE_SUB_MAXPOLY];
+    tide_sub_monomials(tide_sub_norm(x, r->width), tide_sub_norm(y, r->height),
+                       r->spatial_degree, t);
+    size_t kn = (size_t)r->kernel_w * (size_t)r->kernel_w;
+    for (size_t i = 0; i < kn; i++) {
+        double s = 0.0;
+        for (int p = 0; p < r->npoly; p++)
+            s += t[p] * (double)r->kernel_terms[(size_t)p * kn + i];
+        k[i] = (float)s;
+    }
+    return TIDE_OK;
+}
+
+/* K_p = sum_b c_bp K_b (K_0 enters the constant term only). */
+static int kernel_terms(const fit_layout *L, const tide_sub_basis *B, const double *a,
+                        tide_subtract_result *r) {
+    size_t kn = (size_t)B->kw * (size_t)B->kw;
+    double *acc = calloc((size_t)L->npk * kn, sizeof *acc);
+    r->kernel_terms = malloc((size_t)L->npk * kn * sizeof *r->kernel_terms);
+    r->bg_coef = calloc(TIDE_SUB_MAXPOLY, sizeof *r->bg_coef);
+    if (!acc || !r->kernel_terms || !r->bg_coef) {
+        free(acc);
+        return tide_error(TIDE_E_NOMEM, "subtract: kernel terms");
+    }
+    for (size_t i = 0; i < kn; i++)
+        acc[i] = a[0] * B->k[i];
+    for (int b = 1; b < L->nb; b++)
+        for (int p = 0; p < L->npk; p++) {
+            double c = a[1 + (b - 1) * L->npk + p];
+            const float *kb = B->k + (size_t)b * kn;
+            double *ap = acc + (size_t)p * kn;
+            for (size_t i = 0; i < kn; i++)
+                ap[i] += c * kb[i];
+        }
+    for (size_t i = 0; i < (size_t)L->npk * kn; i++)
+        r->kernel_terms[i] = (float)acc[i];
+    for (int q = 0; q < L->nbg; q++)
+        r->bg_coef[q] = a[1 + (L->nb - 1) * L->npk + q];
+    free(acc);
+    return TIDE_OK;
+}
+
+/* Correlate @p in with @p nk host kernels into @p out (allocated on the backend). */
+static int correlate_into(tide_ctx *ctx, const tide_image *in, int nk, const float *k, int kw,
+                          uint16_t bits, tide_image *out) {
+    const float *ptr[TIDE_SUB_MAXPOLY + SUB_CHUNK];
+    for (int i = 0; i < nk; i++)
+        ptr[i] = k + (size_t)i * (size_t)kw * (size_t)kw;
+    tide_correlate_options opt = {TIDE_PAD_ZERO, 0, bits};
+    tide_correlator *c = NULL;
+    int st = tide_correlator_create(ctx, in->width, in->height, nk, ptr, kw, kw, &opt, &c);
+    if (!st)
+        st = tide_correlator_run(ctx, c, in, out);
+    tide_correlator_free(ctx, c);
+    return st;
+}
+
+static void free_images(tide_ctx *ctx, tide_image *im, int n) {
+    for (int i = 0; i < n; i++)
+        tide_image_free(ctx, &im[i]);
+}
+
+/* ---- the whole subtraction ------------------------------------------------------------- */
+static int check_inputs(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
+                        const tide_subtract_params *p) {
+    if (!sci || !tmpl || !sci->pix || !tmpl->pix)
+        return tide_error(TIDE_E_INVAL, "subtract: NULL science or template image");
+    if (sci->width != tmpl->width || sci->height != tmpl->height)
+        return tide_error(TIDE_E_INVAL, "subtract: science is %lld x %lld, template %lld x "
+                          "%lld; reproject them onto one grid first", (long long)sci->width,
+                          (long long)sci->height, (long long)tmpl->width,
+                          (long long)tmpl->height);
+    if (sci->location != tmpl->location)
+        return tide_error(TIDE_E_INVAL, "subtract: science and template live on different "
+                          "sides (host / device)");
+    if (sci->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_error(TIDE_E_INVAL, "subtract: device images on a CPU context");
+    if (p->ngauss < 1 || p->ngauss > 4)
+        return tide_error(TIDE_E_INVAL, "subtract: ngauss %d (1..4)", p->ngauss);
+    if (p->spatial_degree < 0 || p->spatial_degree > 4 || p->bg_degree < 0 ||
+        p->bg_degree > 4)
+        return tide_error(TIDE_E_INVAL, "subtract: spatial degree %d / background degree %d "
+                          "(0..4)", p->spatial_degree, p->bg_degree);
+    if (p->kernel_half < 0 || p->kernel_half > 64 || p->clip_iter < 0)
+        return tide_error(TIDE_E_INVAL, "subtract: kernel half-width %d (0..64), clip_iter %d",
+                          p->kernel_half, p->clip_iter);
+    return TIDE_OK;
+}
+
+typedef struct sub_work {
+    int64_t *centre;
+    float *W, *D;
+    double *Q;
+    tide_image basis[SUB_CHUNK];
+    tide_image conv[TIDE_SUB_MAXPOLY];
+    tide_image varconv;
+    tide_image dsci, dtmpl; /* device copies of host inputs on a CUDA context */
+} sub_work;
+
+static void work_free(tide_ctx *ctx, sub_work *w) {
+    bfree(ctx, w->centre);
+    bfree(ctx, w->W);
+    bfree(ctx, w->D);
+    bfree(ctx, w->Q);
+    free_images(ctx, w->basis, SUB_CHUNK);
+    free_images(ctx, w->conv, TIDE_SUB_MAXPOLY);
+    tide_image_free(ctx, &w->varconv);
+    tide_image_free(ctx, &w->dsci);
+    tide_image_free(ctx, &w->dtmpl);
+}
+
+static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
+                        double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
+                        tide_subtract_result *r, sub_work *w) {
+    int st;
+    int conv = p->convolve;
+    if (conv == TIDE_SUB_AUTO)
+        conv = fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl
+                   ? TIDE_SUB_CONVOLVE_SCIENCE : TIDE_SUB_CONVOLVE_TEMPLATE;
+    const tide_image *ref = conv == TIDE_SUB_CONVOLVE_SCIENCE ? sci : tmpl;
+    const tide_image *tgt = conv == TIDE_SUB_CONVOLVE_SCIENCE ? tmpl : sci;
+    double f_ref = conv == TIDE_SUB_CONVOLVE_SCIENCE ? fwhm_sci : fwhm_tmpl;
+    double f_tgt = conv == TIDE_SUB_CONVOLVE_SCIENCE ? fwhm_tmpl : fwhm_sci;
+    r->convolved = conv;
+    double sig[4];
+    choose_sigmas(p, f_ref, f_tgt, sig);
+    int kh = p->kernel_half > 0 ? p->kernel_half : (int)ceil(4.0 * sig[p->ngauss - 1]);
+    if (kh < 3)
+        kh = 3;
+    double fmax = f_ref > f_tgt ? f_ref : f_tgt;
+    int hs = p->stamp_half > 0 ? p->stamp_half : kh + (fmax > 0.0 ? (int)ceil(fmax) : 3);
+    int64_t W = sci->width, H = sci->height;
+    if (W < 2 * (hs + kh) + 1 || H < 2 * (hs + kh) + 1)
+        return tide_error(TIDE_E_RANGE, "subtract: frame %lld x %lld is smaller than one stamp "
+                          "with its kernel (%d px)", (long long)W, (long long)H,
+                          2 * (hs + kh) + 1);
+    tide_sub_basis B;
+    if ((st = tide_sub_basis_make(kh, p->ngauss, sig, p->degrees, &B)))
+        return st;
+    fit_layout L;
+    L.nb = B.nb;
+    L.sdeg = p->spatial_degree;
+    L.bgdeg = p->bg_degree;
+    L.npk = tide_sub_npoly(L.sdeg);
+    L.nbg = tide_sub_npoly(L.bgdeg);
+    L.nc = L.nb + 3;
+
+    L.n = 1 + (L.nb - 1) * L.npk + L.nbg;
+    float var_ref = 0.0f, var_tgt = 0.0f;
+    double sky_ref = 0.0, sky_tgt = 0.0;
+    if ((st = sky_noise(ctx, ref, p->mask_bits, &sky_ref, &var_ref)) ||
+        (st = sky_noise(ctx, tgt, p->mask_bits, &sky_tgt, &var_tgt)))
+        goto done;
+    /* stamps only on sources: a pure-noise reference stamp biases the fit towards a zero
+     * kernel (noise in the regressor; Alard-Lupton assumes a clean reference) */
+    float vmin = (float)(sky_ref + p->stamp_snr * sqrt((double)var_ref));
+    r->decor_sigma_ref = sqrt(var_ref);
+    r->decor_sigma_target = sqrt(var_tgt);
+    /* stamps */
+    int span = 2 * hs + 1;
+    int ncx = p->nstamps_x > 0 ? p->nstamps_x : (int)(W / (3 * span));
+    int ncy = p->nstamps_y > 0 ? p->nstamps_y : (int)(H / (3 * span));
+    ncx = ncx < 1 ? 1 : ncx > 20 && p->nstamps_x <= 0 ? 20 : ncx;
+    ncy = ncy < 1 ? 1 : ncy > 20 && p->nstamps_y <= 0 ? 20 : ncy;
+    tide_sub_geom g = {W, H, ncx * ncy, hs, (int64_t)span * span, L.nc, kh, p->mask_bits};
+    size_t nD = (size_t)g.ns * (size_t)g.nc * (size_t)g.npx;
+    size_t nQ = (size_t)g.ns * (size_t)g.nc * (size_t)g.nc;
+    if ((st = balloc(ctx, (size_t)g.ns * sizeof(int64_t), (void **)&w->centre)) ||
+        (st = balloc(ctx, (size_t)g.ns * (size_t)g.npx * sizeof(float), (void **)&w->W)) ||
+        (st = balloc(ctx, nD * sizeof(float), (void **)&w->D)) ||
+        (st = balloc(ctx, nQ * sizeof(double), (void **)&w->Q)))
+        goto done;
+    if ((st = TIDE_DISPATCH(ctx, tide_sub_select, ref, tgt, &g, ncx, ncy, hs + kh, vmin,
+                            w->centre)) ||
+        (st = TIDE_DISPATCH(ctx, tide_sub_weights, ref, tgt, &g, var_ref, var_tgt, w->centre,
+                            w->W, w->D)))
+        goto done;
+    /* basis images, a chunk per forward FFT, gathered at the stamps */
+    for (int b0 = 0; b0 < L.nb && !st; b0 += SUB_CHUNK) {
+        int nk = L.nb - b0 < SUB_CHUNK ? L.nb - b0 : SUB_CHUNK;
+        st = correlate_into(ctx, ref, nk, B.k + (size_t)b0 * B.kw * B.kw, B.kw, p->mask_bits,
+                            w->basis);
+        for (int k = 0; k < nk && !st; k++)
+            st = TIDE_DISPATCH(ctx, tide_sub_gather, &w->basis[k], &g, b0 + k, w->centre,
+                               w->D);
+    }
+    free_images(ctx, w->basis, SUB_CHUNK);
+    if (st || (st = TIDE_DISPATCH(ctx, tide_sub_normal, &g, w->D, w->W, w->Q)))
+        goto done;
+    /* host: stamp bookkeeping and the fit */
+    {
+        int64_t *centre = malloc((size_t)g.ns * sizeof *centre);
+        float *Wh = malloc((size_t)g.ns * (size_t)g.npx * sizeof *Wh);
+        double *Qh = malloc(nQ * sizeof *Qh);
+        int64_t *npix = calloc((size_t)g.ns, sizeof *npix);
+        int *keep = calloc((size_t)g.ns, sizeof *keep);
+        double *a = calloc((size_t)L.n, sizeof *a);
+        if (!centre || !Wh || !Qh || !npix || !keep || !a)
+            st = tide_error(TIDE_E_NOMEM, "subtract: stamp tables");
+        if (!st && !(st = to_host(ctx, centre, w->centre, (size_t)g.ns * sizeof *centre)) &&
+            !(st = to_host(ctx, Wh, w->W, (size_t)g.ns * (size_t)g.npx * sizeof *Wh)))
+            st = to_host(ctx, Qh, w->Q, nQ * sizeof *Qh);
+        if (!st) {
+            r->nstamps_total = 0;
+            for (int s = 0; s < g.ns; s++) {
+                for (int64_t i = 0; i < g.npx; i++)
+                    npix[s] += Wh[(size_t)s * (size_t)g.npx + (size_t)i] > 0.0f;
+                keep[s] = centre[s] >= 0 && npix[s] >= g.npx / 4;
+                r->nstamps_total += keep[s];
+            }
+            st = fit_clip(ctx, &L, &g, centre, Qh, npix, p, keep, a, r);
+        }
+        if (!st)
+            st = kernel_terms(&L, &B, a, r);
+        free(centre); free(Wh); free(Qh); free(npix); free(keep); free(a);
+        if (st)
+            goto done;
+    }
+    r->width = W;
+    r->height = H;
+    r->kernel_half = kh;
+    r->kernel_w = B.kw;
+    r->spatial_degree = L.sdeg;
+    r->npoly = L.npk;
+    r->bg_degree = L.bgdeg;
+    size_t kn = (size_t)B.kw * (size_t)B.kw;
+    if (!(r->kernel_center = malloc(kn * sizeof(float)))) {
+        st = tide_error(TIDE_E_NOMEM, "subtract: kernel");
+        goto done;
+    }
+    tide_subtract_kernel_at(r, 0.5 * (double)(W - 1), 0.5 * (double)(H - 1), r->kernel_center);
+    double ksum = 0.0, k2 = 0.0;
+    for (size_t i = 0; i < kn; i++) {
+        ksum += r->kernel_center[i];
+        k2 += (double)r->kernel_center[i] * r->kernel_center[i];
+    }
+    r->kernel_sum = ksum;
+    /* the matched model, its variance, the difference */
+    tide_location loc = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
+    if ((st = correlate_into(ctx, ref, L.npk, r->kernel_terms, B.kw, p->mask_bits, w->conv)))
+        goto done;
+    tide_sub_model m;
+    memset(&m, 0, sizeof m);
+    for (int q = 0; q < L.npk; q++)
+        m.conv[q] = w->conv[q].pix;
+    m.npoly = L.npk;
+    m.sdeg = L.sdeg;
+    for (int q = 0; q < L.nbg; q++)
+        m.bg[q] = r->bg_coef[q];
+    m.bgdeg = L.bgdeg;
+    m.var_tgt_const = var_tgt;
+    m.varconv_const = (float)(var_ref * k2);
+    m.sign = conv == TIDE_SUB_CONVOLVE_TEMPLATE ? 1.0f : -1.0f;
+    /* after decorrelation the noise is white at var_t + k0^2 var_r instead of the smoothed
+     * var_t + sum(K^2) var_r (Reiss & Lupton 2016 eq. 1); scale the variance plane so. */
+    m.var_scale = 1.0f;
+    if (p->decorrelate && var_tgt + k2 * var_ref > 0.0)
+        m.var_scale = (float)((var_tgt + ksum * ksum * var_ref) / (var_tgt + k2 * var_ref));
+    if (ref->var) {
+        float *ksq = malloc(kn * sizeof *ksq);
+        if (!ksq) {
+            st = tide_error(TIDE_E_NOMEM, "subtract: squared kernel");
+            goto done;
+        }
+        for (size_t i = 0; i < kn; i++)
+            ksq[i] = r->kernel_center[i] * r->kernel_center[i];
+        tide_image rv = *ref;
+        rv.pix = ref->var;
+        rv.var = NULL;
+        st = correlate_into(ctx, &rv, 1, ksq, B.kw, p->mask_bits, &w->varconv);
+        free(ksq);
+        if (st)
+            goto done;
+        m.varconv = w->varconv.pix;
+    }
+    if ((st = tide_image_alloc(ctx, &r->diff, W, H, loc, TIDE_IMAGE_MASK | TIDE_IMAGE_VAR)) ||
+        (st = tide_image_alloc(ctx, &r->matched, W, H, loc, 0)) ||
+        (st = TIDE_DISPATCH(ctx, tide_sub_combine, &m, tgt, &r->diff, &r->matched)) ||
+        (st = TIDE_DISPATCH(ctx, tide_sub_mask, ref, tgt, &g, &r->diff)))
+        goto done;
+    if (p->decorrelate)
+        st = tide_sub_decorrelate(ctx, r, var_ref, var_tgt, p->mask_bits);
+    tide_log(&ctx->log, TIDE_LOG_INFO, "subtract",
+             "%s convolved, kernel %dx%d, %d basis x %d terms + %d bg, %d/%d stamps, "
+             "%lld px, chi2/px %.3f, kernel sum %.5f, cond %.3g%s",
+             conv == TIDE_SUB_CONVOLVE_TEMPLATE ? "template" : "science", B.kw, B.kw, L.nb,
+             L.npk, L.nbg, r->nstamps, r->nstamps_total, (long long)r->nfit,
+             r->nfit ? r->chi2 / (double)r->nfit : 0.0, r->kernel_sum, r->cond,
+             r->regularised ? " (regularised)" : "");
+done:
+    tide_sub_basis_free(&B);
+    return st;
+}
+
+int tide_subtract(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
+                  double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *pin,
+                  tide_subtract_result *r) {
+    if (!ctx || !r)
+        return tide_error(TIDE_E_INVAL, "subtract: NULL context or result");
+    memset(r, 0, sizeof *r);
+    tide_subtract_params p;
+    if (pin)
+        p = *pin;
+    else
+        tide_subtract_params_default(&p);
+    int st = check_inputs(ctx, sci, tmpl, &p);
+    if (st)
+        return st;
+    sub_work w;
+    memset(&w, 0, sizeof w);
+    int host_in = sci->location == TIDE_HOST && ctx->backend == TIDE_BACKEND_CUDA;
+    if (host_in) {
+        if ((st = tide_image_clone(ctx, &w.dsci, sci, TIDE_DEVICE)) ||
+            (st = tide_image_clone(ctx, &w.dtmpl, tmpl, TIDE_DEVICE))) {
+            work_free(ctx, &w);
+            return st;
+        }
+        sci = &w.dsci;
+        tmpl = &w.dtmpl;
+    }
+    st = subtract_run(ctx, sci, tmpl, fwhm_sci, fwhm_tmpl, &p, r, &w);
+    work_free(ctx, &w);
+    if (!st && host_in) {
+        tide_image hd, hm;
+        if (!(st = tide_image_clone(ctx, &hd, &r->diff, TIDE_HOST))) {
+            tide_image_free(ctx, &r->diff);
+            r->diff = hd;
+        }
+        if (!st && !(st = tide_image_clone(ctx, &hm, &r->matched, TIDE_HOST))) {
+            tide_image_free(ctx, &r->matched);
+            r->matched = hm;
+        }
+    }
+    if (st)
+        tide_subtract_result_free(ctx, r);
+    return st;
+}
+
+void tide_subtract_result_free(tide_ctx *ctx, tide_subtract_result *r) {
+    if (!r)
+        return;
+    tide_image_free(ctx, &r->diff);
+    tide_image_free(ctx, &r->matched);
+    free(r->kernel_center);
+    free(r->kernel_terms);
+    free(r->bg_coef);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,197 @@
+/* subtract_cpu.c — CPU twins of the subtraction kernels (subtract_kernels.h): plain loops,
+ * OpenMP over stamps or rows; every sum in a fixed order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff/subtract_kernels.h"
+#include "diff/subtract_math.h"
+#include "tide/status.h"
+
+static inline uint16_t mask_of(const tide_image *im, int64_t idx) {
+    return im->mask ? im->mask[idx] : 0;
+}
+
+int tide_sub_select_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                        const tide_sub_geom *g, int ncx, int ncy, int margin, float vmin,
+                        int64_t *centre) {
+    (void)ctx;
+    int64_t w = g->width, h = g->height;
+#pragma omp parallel for schedule(dynamic)
+    for (int cell = 0; cell < ncx * ncy; cell++) {
+        int cx = cell % ncx, cy = cell / ncx;
+        int64_t x0 = w * cx / ncx, x1 = w * (cx + 1) / ncx;
+        int64_t y0 = h * cy / ncy, y1 = h * (cy + 1) / ncy;
+        if (x0 < margin) x0 = margin;
+        if (y0 < margin) y0 = margin;
+        if (x1 > w - margin) x1 = w - margin;
+        if (y1 > h - margin) y1 = h - margin;
+        int64_t best = -1;
+        float bv = 0.0f;
+        for (int64_t y = y0; y < y1; y++)
+            for (int64_t x = x0; x < x1; x++) {
+                float v = ref->pix[y * ref->stride + x];
+                if (!(v >= vmin) || !tide_sub_usable(v, mask_of(ref, y * ref->stride + x), g->bits) ||
+                    !tide_sub_usable(tgt->pix[y * tgt->stride + x],
+                                     mask_of(tgt, y * tgt->stride + x), g->bits))
+                    continue;
+                if (best < 0 || v > bv) {
+                    best = y * w + x;
+                    bv = v;
+                }
+            }
+        centre[cell] = best;
+    }
+    return TIDE_OK;
+}
+
+int tide_sub_weights_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                         const tide_sub_geom *g, float var_ref_const, float var_tgt_const,
+                         const int64_t *centre, float *W, float *D) {
+    (void)ctx;
+    int64_t w = g->width, h = g->height;
+    int kh = g->kh;
+#pragma omp parallel for schedule(dynamic)
+    for (int s = 0; s < g->ns; s++) {
+        float *ws = W + (size_t)s * (size_t)g->npx;
+        float *ones = D + ((size_t)s * (size_t)g->nc + (size_t)(g->nc - 3)) * (size_t)g->npx;
+        float *rvar = ones + g->npx, *tv = rvar + g->npx;
+        for (int64_t i = 0; i < g->npx; i++) {
+            ws[i] = 0.0f;
+            ones[i] = 1.0f;
+            tv[i] = 0.0f;
+            rvar[i] = 0.0f;
+            if (centre[s] < 0)
+                continue;
+            int64_t x, y;
+            tide_sub_stamp_pixel(centre[s], i, g->hs, w, &x, &y);
+            if (x < kh || y < kh || x >= w - kh || y >= h - kh)
+                continue;
+            int64_t ti = y * tgt->stride + x;
+            float t = tgt->pix[ti];
+            if (!tide_sub_usable(t, mask_of(tgt, ti), g->bits))
+                continue;
+            int ok = 1;
+            for (int64_t yy = y - kh; yy <= y + kh && ok; yy++)
+                for (int64_t xx = x - kh; xx <= x + kh; xx++) {
+                    int64_t ri = yy * ref->stride + xx;
+                    if (!tide_sub_usable(ref->pix[ri], mask_of(ref, ri), g->bits)) {
+                        ok = 0;
+                        break;
+                    }
+                }
+            if (!ok)
+                continue;
+            float vt = tgt->var ? tgt->var[ti] : var_tgt_const;
+            float vr = ref->var ? ref->var[y * ref->stride + x] : var_ref_const;
+            float v = vt + vr;
+            if (!(v > 0.0f) || !isfinite(v))
+                continue;
+            ws[i] = 1.0f / v;
+            tv[i] = t;
+            rvar[i] = v;
+        }
+    }
+    return TIDE_OK;
+}
+
+int tide_sub_gather_cpu(tide_ctx *ctx, const tide_image *im, const tide_sub_geom *g, int col,
+                        const int64_t *centre, float *D) {
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int s = 0; s < g->ns; s++) {
+        float *d = D + ((size_t)s * (size_t)g->nc + (size_t)col) * (size_t)g->npx;
+        for (int64_t i = 0; i < g->npx; i++) {
+            if (centre[s] < 0) {
+                d[i] = 0.0f;
+                continue;
+            }
+            int64_t x, y;
+            tide_sub_stamp_pixel(centre[s], i, g->hs, g->width, &x, &y);
+            float v = im->pix[y * im->stride + x];
+            d[i] = isfinite(v) ? v : 0.0f;
+        }
+    }
+    return TIDE_OK;
+}
+
+int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,
+                        double *Q) {
+    (void)ctx;
+    int nc = g->nc;
+    int64_t npx = g->npx;
+#pragma omp parallel for schedule(dynamic)
+    for (int s = 0; s < g->ns; s++) {
+        const float *ds = D + (size_t)s * (size_t)nc * (size_t)npx;
+        const float *ws = W + (size_t)s * (size_t)npx;
+        double *q = Q + (size_t)s * (size_t)nc * (size_t)nc;
+        for (int a = 0; a < nc; a++)
+            for (int b = a; b < nc; b++) {
+                const float *da = ds + (size_t)a * (size_t)npx, *db = ds + (size_t)b * (size_t)npx;
+                double acc = 0.0;
+                for (int64_t i = 0; i < npx; i++)
+                    acc += (double)ws[i] * (double)da[i] * (double)db[i];
+                q[a * nc + b] = acc;
+                q[b * nc + a] = acc;
+            }
+    }
+    return TIDE_OK;
+}
+
+int tide_sub_combine_cpu(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
+                         tide_image *diff, tide_image *matched) {
+    (void)ctx;
+    int64_t w = tgt->width, h = tgt->height;
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+            int64_t idx = y * w + x;
+            double mod = tide_sub_model_at(m, x, y, w, h, idx);
+            float t = tgt->pix[y * tgt->stride + x];
+            matched->pix[y * matched->stride + x] = (float)mod;
+            diff->pix[y * diff->stride + x] = (float)(m->sign * ((double)t - mod));
+            if (diff->var) {
+                float vt = tgt->var ? tgt->var[y * tgt->stride + x] : m->var_tgt_const;
+                float vc = m->varconv ? m->varconv[idx] : m->varconv_const;
+                diff->var[y * diff->stride + x] = (vt + vc) * m->var_scale;
+            }
+        }
+    return TIDE_OK;
+}
+
+int tide_sub_mask_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                      const tide_sub_geom *g, tide_image *diff) {
+    (void)ctx;
+    int64_t w = g->width, h = g->height;
+    int kh = g->kh;
+    uint16_t *tmp = malloc((size_t)(w * h) * sizeof *tmp);
+    if (!tmp)
+        return tide_error(TIDE_E_NOMEM, "subtract: mask scratch %lld x %lld", (long long)w,
+                          (long long)h);
+    /* Separable box OR: rows, then columns (the OR of a box is the OR of its column ORs). */
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+            uint16_t o = 0;
+            if (ref->mask) {
+                int64_t a = x - kh < 0 ? 0 : x - kh, b = x + kh >= w ? w - 1 : x + kh;
+                for (int64_t xx = a; xx <= b; xx++)
+                    o |= ref->mask[y * ref->stride + xx];
+            }
+            tmp[y * w + x] = o & g->bits;
+        }
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+            uint16_t o = 0;
+            int64_t a = y - kh < 0 ? 0 : y - kh, b = y + kh >= h ? h - 1 : y + kh;
+            for (int64_t yy = a; yy <= b; yy++)
+                o |= tmp[yy * w + x];
+            if (tgt->mask)
+                o |= tgt->mask[y * tgt->stride + x];
+            if (x < kh || y < kh || x >= w - kh || y >= h - kh)
+                o |= TIDE_MASK_EDGE;
+            diff->mask[y * diff->stride + x] = o;
+        }
+    free(tmp);
+    return TIDE_OK;
+}

@@ -1,0 +1,273 @@
+/* subtract_cuda.cu — CUDA twins of the subtraction kernels (subtract_kernels.h). Same math as
+ * subtract_cpu.c through subtract_math.h; every reduction in a fixed order (per-stamp sums by
+ * one thread in pixel order, double accumulators; the stamp-centre search is a block
+ * reduction with a total order on (value, index)), so results are deterministic. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "core/cuda_check.h"
+#include "diff/subtract_kernels.h"
+#include "diff/subtract_math.h"
+#include "tide/memory.h"
+#include "tide/status.h"
+
+#define SUB_THREADS 256
+
+static inline cudaStream_t stream_of(tide_ctx *ctx) { return (cudaStream_t)ctx->stream; }
+
+__device__ static inline uint16_t dmask(const uint16_t *m, int64_t i) { return m ? m[i] : 0; }
+
+/* One block per cell: the brightest usable pixel, ties to the smallest index. */
+__global__ void sub_select_kernel(const float *rp, const uint16_t *rm, int64_t rs,
+                                  const float *tp, const uint16_t *tm, int64_t ts, int64_t w,
+                                  int64_t h, int ncx, int ncy, int margin, float vmin,
+                                  uint16_t bits, int64_t *centre) {
+    __shared__ float sv[SUB_THREADS];
+    __shared__ int64_t si[SUB_THREADS];
+    int cell = blockIdx.x, cx = cell % ncx, cy = cell / ncx;
+    int64_t x0 = w * cx / ncx, x1 = w * (cx + 1) / ncx;
+    int64_t y0 = h * cy / ncy, y1 = h * (cy + 1) / ncy;
+    if (x0 < margin) x0 = margin;
+    if (y0 < margin) y0 = margin;
+    if (x1 > w - margin) x1 = w - margin;
+    if (y1 > h - margin) y1 = h - margin;
+    int64_t cw = x1 - x0, n = cw > 0 && y1 > y0 ? cw * (y1 - y0) : 0;
+    float bv = 0.0f;
+    int64_t best = -1;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+        int64_t x = x0 + k % cw, y = y0 + k / cw;
+        float v = rp[y * rs + x];
+        if (!(v >= vmin) || !tide_sub_usable(v, dmask(rm, y * rs + x), bits) ||
+            !tide_sub_usable(tp[y * ts + x], dmask(tm, y * ts + x), bits))
+            continue;
+        int64_t idx = y * w + x;
+        if (best < 0 || v > bv || (v == bv && idx < best)) {
+            best = idx;
+            bv = v;
+        }
+    }
+    sv[threadIdx.x] = bv;
+    si[threadIdx.x] = best;
+    __syncthreads();
+    for (int off = blockDim.x / 2; off > 0; off >>= 1) {
+        if (threadIdx.x < off) {
+            int64_t ob = si[threadIdx.x + off];
+            float ov = sv[threadIdx.x + off];
+            int64_t b = si[threadIdx.x];
+            float v = sv[threadIdx.x];
+            if (ob >= 0 && (b < 0 || ov > v || (ov == v && ob < b))) {
+                si[threadIdx.x] = ob;
+                sv[threadIdx.x] = ov;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        centre[cell] = si[0];
+}
+
+extern "C" int tide_sub_select_cuda(tide_ctx *ctx, const tide_image *ref,
+                                    const tide_image *tgt, const tide_sub_geom *g, int ncx,
+                                    int ncy, int margin, float vmin, int64_t *centre) {
+    sub_select_kernel<<<ncx * ncy, SUB_THREADS, 0, stream_of(ctx)>>>(
+        ref->pix, ref->mask, ref->stride, tgt->pix, tgt->mask, tgt->stride, g->width,
+        g->height, ncx, ncy, margin, vmin, g->bits, centre);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+__global__ void sub_weights_kernel(const float *rp, const uint16_t *rm, const float *rv,
+                                   int64_t rs, const float *tp, const uint16_t *tm,
+                                   const float *tv, int64_t ts, tide_sub_geom g, float vrc,
+                                   float vtc, const int64_t *centre, float *W, float *D) {
+    int s = blockIdx.y;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= g.npx)
+        return;
+    float *ws = W + (size_t)s * g.npx;
+    float *ones = D + ((size_t)s * g.nc + (size_t)(g.nc - 3)) * g.npx;
+    float *rvar = ones + g.npx, *tvv = rvar + g.npx;
+    ws[i] = 0.0f;
+    ones[i] = 1.0f;
+    tvv[i] = 0.0f;
+    rvar[i] = 0.0f;
+    if (centre[s] < 0)
+        return;
+    int64_t x, y, w = g.width, h = g.height;
+    int kh = g.kh;
+    tide_sub_stamp_pixel(centre[s], i, g.hs, w, &x, &y);
+    if (x < kh || y < kh || x >= w - kh || y >= h - kh)
+        return;
+    int64_t ti = y * ts + x;
+    float t = tp[ti];
+    if (!tide_sub_usable(t, dmask(tm, ti), g.bits))
+        return;
+    for (int64_t yy = y - kh; yy <= y + kh; yy++)
+        for (int64_t xx = x - kh; xx <= x + kh; xx++) {
+            int64_t ri = yy * rs + xx;
+            if (!tide_sub_usable(rp[ri], dmask(rm, ri), g.bits))
+                return;
+        }
+    float vt = tv ? tv[ti] : vtc;
+    float vr = rv ? rv[y * rs + x] : vrc;
+    float v = vt + vr;
+    if (!(v > 0.0f) || !isfinite(v))
+        return;
+    ws[i] = 1.0f / v;
+    tvv[i] = t;
+    rvar[i] = v;
+}
+
+extern "C" int tide_sub_weights_cuda(tide_ctx *ctx, const tide_image *ref,
+                                     const tide_image *tgt, const tide_sub_geom *g,
+                                     float var_ref_const, float var_tgt_const,
+                                     const int64_t *centre, float *W, float *D) {
+    dim3 grid((unsigned)((g->npx + SUB_THREADS - 1) / SUB_THREADS), (unsigned)g->ns);
+    sub_weights_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
+        ref->pix, ref->mask, ref->var, ref->stride, tgt->pix, tgt->mask, tgt->var,
+        tgt->stride, *g, var_ref_const, var_tgt_const, centre, W, D);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+__global__ void sub_gather_kernel(const float *pix, int64_t stride, tide_sub_geom g, int col,
+                                  const int64_t *centre, float *D) {
+    int s = blockIdx.y;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= g.npx)
+        return;
+    float *d = D + ((size_t)s * g.nc + (size_t)col) * g.npx;
+    if (centre[s] < 0) {
+        d[i] = 0.0f;
+        return;
+    }
+    int64_t x, y;
+    tide_sub_stamp_pixel(centre[s], i, g.hs, g.width, &x, &y);
+    float v = pix[y * stride + x];
+    d[i] = isfinite(v) ? v : 0.0f;
+}
+
+extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im,
+                                    const tide_sub_geom *g, int col, const int64_t *centre,
+                                    float *D) {
+    dim3 grid((unsigned)((g->npx + SUB_THREADS - 1) / SUB_THREADS), (unsigned)g->ns);
+    sub_gather_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(im->pix, im->stride, *g, col,
+                                                                centre, D);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+/* One block per stamp; one thread per (a, b) pair, summing over the stamp's pixels in order. */
+__global__ void sub_normal_kernel(tide_sub_geom g, const float *D, const float *W,
+                                  double *Q) {
+    int s = blockIdx.x, nc = g.nc;
+    int npairs = nc * (nc + 1) / 2;
+    const float *ds = D + (size_t)s * nc * g.npx;
+    const float *ws = W + (size_t)s * g.npx;
+    double *q = Q + (size_t)s * nc * nc;
+    for (int pr = threadIdx.x; pr < npairs; pr += blockDim.x) {
+        /* pair index -> (a, b), a <= b, row by row of the upper triangle */
+        int a = 0, rem = pr;
+        while (rem >= nc - a) {
+            rem -= nc - a;
+            a++;
+        }
+        int b = a + rem;
+        const float *da = ds + (size_t)a * g.npx, *db = ds + (size_t)b * g.npx;
+        double acc = 0.0;
+        for (int64_t i = 0; i < g.npx; i++)
+            acc += (double)ws[i] * (double)da[i] * (double)db[i];
+        q[a * nc + b] = acc;
+        q[b * nc + a] = acc;
+    }
+}
+
+extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const float *D,
+                                    const float *W, double *Q) {
+    sub_normal_kernel<<<g->ns, SUB_THREADS, 0, stream_of(ctx)>>>(*g, D, W, Q);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+__global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const float *tv,
+                                   int64_t ts, int64_t w, int64_t h, float *dp, float *dv,
+                                   int64_t ds, float *mp, int64_t ms) {
+    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= w * h)
+        return;
+    int64_t x = k % w, y = k / w;
+    double mod = tide_sub_model_at(&m, x, y, w, h, k);
+    float t = tp[y * ts + x];
+    mp[y * ms + x] = (float)mod;
+    dp[y * ds + x] = (float)(m.sign * ((double)t - mod));
+    if (dv) {
+        float vt = tv ? tv[y * ts + x] : m.var_tgt_const;
+        float vc = m.varconv ? m.varconv[k] : m.varconv_const;
+        dv[y * ds + x] = (vt + vc) * m.var_scale;
+    }
+}
+
+extern "C" int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m,
+                                     const tide_image *tgt, tide_image *diff,
+                                     tide_image *matched) {
+    int64_t n = tgt->width * tgt->height;
+    sub_combine_kernel<<<(unsigned)((n + SUB_THREADS - 1) / SUB_THREADS), SUB_THREADS, 0,
+                         stream_of(ctx)>>>(*m, tgt->pix, tgt->var, tgt->stride, tgt->width,
+                                           tgt->height, diff->pix, diff->var, diff->stride,
+                                           matched->pix, matched->stride);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
+__global__ void sub_mask_rows_kernel(const uint16_t *rm, int64_t rs, int64_t w, int64_t h,
+                                     int kh, uint16_t bits, uint16_t *tmp) {
+    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= w * h)
+        return;
+    int64_t x = k % w, y = k / w;
+    uint16_t o = 0;
+    if (rm) {
+        int64_t a = x - kh < 0 ? 0 : x - kh, b = x + kh >= w ? w - 1 : x + kh;
+        for (int64_t xx = a; xx <= b; xx++)
+            o |= rm[y * rs + xx];
+    }
+    tmp[k] = o & bits;
+}
+
+__global__ void sub_mask_cols_kernel(const uint16_t *tmp, const uint16_t *tm, int64_t ts,
+                                     int64_t w, int64_t h, int kh, uint16_t *out,
+                                     int64_t os) {
+    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= w * h)
+        return;
+    int64_t x = k % w, y = k / w;
+    uint16_t o = 0;
+    int64_t a = y - kh < 0 ? 0 : y - kh, b = y + kh >= h ? h - 1 : y + kh;
+    for (int64_t yy = a; yy <= b; yy++)
+        o |= tmp[yy * w + x];
+    if (tm)
+        o |= tm[y * ts + x];
+    if (x < kh || y < kh || x >= w - kh || y >= h - kh)
+        o |= TIDE_MASK_EDGE;
+    out[y * os + x] = o;
+}
+
+extern "C" int tide_sub_mask_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                                  const tide_sub_geom *g, tide_image *diff) {
+    int64_t n = g->width * g->height;
+    void *tmp = NULL;
+    int st = tide_device_alloc(ctx, (size_t)n * sizeof(uint16_t), &tmp);
+    if (st)
+        return st;
+    unsigned blocks = (unsigned)((n + SUB_THREADS - 1) / SUB_THREADS);
+    sub_mask_rows_kernel<<<blocks, SUB_THREADS, 0, stream_of(ctx)>>>(
+        ref->mask, ref->stride, g->width, g->height, g->kh, g->bits, (uint16_t *)tmp);
+    sub_mask_cols_kernel<<<blocks, SUB_THREADS, 0, stream_of(ctx)>>>(
+        (const uint16_t *)tmp, tgt->mask, tgt->stride, g->width, g->height, g->kh, diff->mask,
+        diff->stride);
+    cudaError_t ce = cudaGetLastError();
+    tide_device_free(ctx, tmp);
+    if (ce != cudaSuccess)
+        return tide_error(TIDE_E_CUDA, "subtract: mask kernels: %s", cudaGetErrorString(ce));
+    return TIDE_OK;
+}

@@ -1,0 +1,297 @@
+/* diff_fit.c — stage 7 of the difference pipeline: candidate stamps cut where the context
+ * computes, batched dipole and point-source fits (dipole.h), the candidate table of
+ * diffpipe.h, and the stamps and models kept for the pictures. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/diff_internal.h"
+#include "tide/memory.h"
+#include "tide/status.h"
+
+/* Stamps per batch: bounds the scratch memory (8192 21×21 stamps ≈ 36 MB) whatever the
+ * number of candidates. */
+#define FIT_BATCH 8192
+
+void tide_diffp_model_stamp(const tide_dipole_fit *f, double psf_sigma, int stamp, double cx,
+                            double cy, float *out) {
+    const int h = (stamp - 1) / 2;
+    const double s1 = psf_sigma > 0 ? psf_sigma : f->sigma1;
+    const double s2 = psf_sigma > 0 ? psf_sigma : f->sigma2;
+    const int ok = isfinite(f->flux) && isfinite(s1) && isfinite(s2) && s1 > 0 && s2 > 0 &&
+                   isfinite(f->xpos) && isfinite(f->xneg);
+    const double th = isfinite(f->theta) && !(psf_sigma > 0) ? f->theta : 0.0;
+    const double c = cos(th), s = sin(th);
+    const double i1 = ok ? 1.0 / (s1 * s1) : 0, i2 = ok ? 1.0 / (s2 * s2) : 0;
+    const double norm = ok ? 1.0 / (6.283185307179586 * s1 * s2) : 0;
+    for (int v = 0; v < stamp; v++)
+        for (int u = 0; u < stamp; u++) {
+            if (!ok) {
+                out[v * stamp + u] = NAN;
+                continue;
+            }
+            const double x = cx - h + u, y = cy - h + v;
+            double g[2];
+            const double px[2] = {f->xpos, f->xneg}, py[2] = {f->ypos, f->yneg};
+            for (int k = 0; k < 2; k++) {
+                const double dx = x - px[k], dy = y - py[k];
+                const double a = c * dx + s * dy, b = -s * dx + c * dy;
+                g[k] = norm * exp(-0.5 * (a * a * i1 + b * b * i2));
+            }
+            out[v * stamp + u] = (float)(f->flux * (g[0] - g[1]));
+        }
+}
+
+/* Cut and fit stamps [i0, i0 + m) on the context's backend; fills fits, cx, cy and the kept
+ * stamps (host). */
+static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t m,
+                     const double *x, const double *y, const tide_diff_params *p,
+                     tide_dipole_fit *fits, double *cx, double *cy, float *keep,
+                     int64_t nkeep) {
+    const int s = p->stamp;
+    const size_t ns = (size_t)m * (size_t)s * (size_t)s;
+    const size_t bpix = ns * sizeof(float), bmask = ns * sizeof(uint16_t),
+                 bpos = (size_t)m * sizeof(double), bfit = (size_t)m * sizeof(tide_dipole_fit);
+    int st = 0;
+    const int64_t kept = i0 < nkeep ? (nkeep - i0 < m ? nkeep - i0 : m) : 0;
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        /* One device block: stamps, variance, mask, positions in and out, fits. */
+        const size_t off_var = bpix, off_mask = 2 * bpix, off_x = (2 * bpix + bmask + 7) & ~(size_t)7;
+        const size_t total = off_x + 4 * bpos + bfit;
+        char *d = NULL;
+        st = tide_device_alloc(ctx, total, (void **)&d);
+        if (st)
+            return st;
+        float *dpix = (float *)d, *dvar = (float *)(d + off_var);
+        uint16_t *dmask = (uint16_t *)(d + off_mask);
+        double *dx = (double *)(d + off_x), *dy = dx + m, *dcx = dy + m, *dcy = dcx + m;
+        tide_dipole_fit *dfit = (tide_dipole_fit *)(dcy + m);
+        st = tide_memcpy(ctx, dx, 1, x + i0, 0, bpos);
+        if (!st)
+            st = tide_memcpy(ctx, dy, 1, y + i0, 0, bpos);
+        if (!st)
+            st = tide_diff_cut_stamps(ctx, diff, m, dx, dy, s, dpix, dvar, dmask, dcx, dcy);
+        if (!st)
+            st = tide_dipole_fit_device(ctx, m, s, dpix, dvar, dmask, dcx, dcy, &p->dip, dfit);
+        if (!st)
+            st = tide_memcpy(ctx, fits + i0, 0, dfit, 1, bfit);
+        if (!st)
+            st = tide_memcpy(ctx, cx + i0, 0, dcx, 1, bpos);
+        if (!st)
+            st = tide_memcpy(ctx, cy + i0, 0, dcy, 1, bpos);
+        if (!st && kept > 0)
+            st = tide_memcpy(ctx, keep + (size_t)i0 * s * s, 0, dpix, 1,
+                             (size_t)kept * s * s * sizeof(float));
+        if (!st)
+            st = tide_sync(ctx);
+        tide_device_free(ctx, d);
+        return st;
+    }
+    float *hpix = malloc(bpix), *hvar = malloc(bpix);
+    uint16_t *hmask = malloc(bmask);
+    if (!hpix || !hvar || !hmask) {
+        st = tide_error(TIDE_E_NOMEM, "diff: out of memory for %lld stamps", (long long)m);
+    } else {
+        st = tide_diff_cut_stamps(ctx, diff, m, x + i0, y + i0, s, hpix, hvar, hmask, cx + i0,
+                                  cy + i0);
+        if (!st)
+            st = tide_dipole_fit_stamps(ctx, m, s, hpix, hvar, hmask, cx + i0, cy + i0, &p->dip,
+                                        fits + i0);
+        if (!st && kept > 0)
+            memcpy(keep + (size_t)i0 * s * s, hpix, (size_t)kept * s * s * sizeof(float));
+    }
+    free(hpix);
+    free(hvar);
+    free(hmask);
+    return st;
+}
+
+/* Column helpers: add a float64 / int32 column and return its data. */
+static double *col_f64(tide_table *t, const char *name, const char *unit, const char *comment,
+                       int *st) {
+    int idx;
+    if (*st)
+        return NULL;
+    *st = tide_table_add_column(t, name, TIDE_COL_F64, 1, unit, comment, &idx);
+    return *st ? NULL : (double *)t->cols[idx].data;
+}
+
+static int32_t *col_i32(tide_table *t, const char *name, const char *comment, int *st) {
+    int idx;
+    if (*st)
+        return NULL;
+    *st = tide_table_add_column(t, name, TIDE_COL_I32, 1, NULL, comment, &idx);
+    return *st ? NULL : (int32_t *)t->cols[idx].data;
+}
+
+static double fits1(double v) { return isfinite(v) ? v + 1.0 : NAN; }
+
+/* The output table from the candidates and the fits. */
+static int build_table(const tide_table *c, int64_t nfit, const tide_dipole_fit *f,
+                       const tide_wcs *wcs, tide_table *t) {
+    const int64_t n = c->nrows;
+    const double *x = tide_table_f64(c, "X"), *y = tide_table_f64(c, "Y"),
+                 *snr = tide_table_f64(c, "SNR"), *flux = tide_table_f64(c, "FLUX");
+    const int32_t *kind = tide_table_i32(c, "KIND"), *flags = tide_table_i32(c, "FLAGS");
+    if (n > 0 && (!x || !y || !snr || !flux || !kind))
+        return tide_error(TIDE_E_INTERNAL,
+                          "diff: the candidate table lacks X, Y, SNR, FLUX or KIND");
+    int st = tide_table_resize(t, 0);
+    const char *px = "pixel";
+    double *X = col_f64(t, "X_IMAGE", px, "centre x, FITS 1-based, output grid", &st);
+    double *Y = col_f64(t, "Y_IMAGE", px, "centre y, FITS 1-based, output grid", &st);
+    double *RA = col_f64(t, "ALPHA_J2000", "deg", "right ascension of the centre", &st);
+    double *DE = col_f64(t, "DELTA_J2000", "deg", "declination of the centre", &st);
+    double *SNR = col_f64(t, "SNR", NULL, "largest matched-filter S/N of the candidate", &st);
+    double *FL = col_f64(t, "FLUX", "count", "isophotal flux, positive minus negative", &st);
+    int32_t *KI = col_i32(t, "KIND", "1 positive, -1 negative, 2 dipole", &st);
+    int32_t *FG = col_i32(t, "FLAGS", "detection flags (OR of the lobes)", &st);
+    double *XP = col_f64(t, "DIP_XPOS", px, "positive lobe x, FITS 1-based", &st);
+    double *YP = col_f64(t, "DIP_YPOS", px, "positive lobe y, FITS 1-based", &st);
+    double *XN = col_f64(t, "DIP_XNEG", px, "negative lobe x, FITS 1-based", &st);
+    double *YN = col_f64(t, "DIP_YNEG", px, "negative lobe y, FITS 1-based", &st);
+    double *DF = col_f64(t, "DIP_FLUX", "count", "flux of each lobe", &st);
+    double *XPE = col_f64(t, "DIP_XPOS_ERR", px, "error of DIP_XPOS", &st);
+    double *YPE = col_f64(t, "DIP_YPOS_ERR", px, "error of DIP_YPOS", &st);
+    double *XNE = col_f64(t, "DIP_XNEG_ERR", px, "error of DIP_XNEG", &st);
+    double *YNE = col_f64(t, "DIP_YNEG_ERR", px, "error of DIP_YNEG", &st);
+    double *DFE = col_f64(t, "DIP_FLUX_ERR", "count", "error of DIP_FLUX", &st);
+    double *S1 = col_f64(t, "DIP_SIGMA1", px, "lobe Gaussian width, major axis", &st);
+    double *S2 = col_f64(t, "DIP_SIGMA2", px, "lobe Gaussian width, minor axis", &st);
+    double *DC = col_f64(t, "DIP_CHI2", NULL, "chi2 of the dipole fit", &st);
+    double *NP = col_f64(t, "DIP_NPIX", NULL, "pixels in the fits", &st);
+    double *PX = col_f64(t, "PS_X", px, "point-source x, FITS 1-based", &st);
+    double *PY = col_f64(t, "PS_Y", px, "point-source y, FITS 1-based", &st);
+    double *PF = col_f64(t, "PS_FLUX", "count", "point-source flux", &st);
+    double *PFE = col_f64(t, "PS_FLUX_ERR", "count", "error of PS_FLUX", &st);
+    double *PC = col_f64(t, "PS_CHI2", NULL, "chi2 of the point-source fit", &st);
+    int32_t *FS = col_i32(t, "FIT_STATUS", "dipole fit: 0 ok, 1 maxiter, 2 singular, 3 bad "
+                                           "input, -1 not fitted", &st);
+    int32_t *PS = col_i32(t, "PS_STATUS", "point-source fit status (as FIT_STATUS)", &st);
+    if (!st)
+        st = tide_table_resize(t, n);
+    if (st || n == 0)
+        return st;
+    /* tide_table_resize may move the columns: look them up again. */
+    X = tide_table_f64(t, "X_IMAGE"), Y = tide_table_f64(t, "Y_IMAGE");
+    RA = tide_table_f64(t, "ALPHA_J2000"), DE = tide_table_f64(t, "DELTA_J2000");
+    SNR = tide_table_f64(t, "SNR"), FL = tide_table_f64(t, "FLUX");
+    KI = tide_table_i32(t, "KIND"), FG = tide_table_i32(t, "FLAGS");
+    XP = tide_table_f64(t, "DIP_XPOS"), YP = tide_table_f64(t, "DIP_YPOS");
+    XN = tide_table_f64(t, "DIP_XNEG"), YN = tide_table_f64(t, "DIP_YNEG");
+    DF = tide_table_f64(t, "DIP_FLUX");
+    XPE = tide_table_f64(t, "DIP_XPOS_ERR"), YPE = tide_table_f64(t, "DIP_YPOS_ERR");
+    XNE = tide_table_f64(t, "DIP_XNEG_ERR"), YNE = tide_table_f64(t, "DIP_YNEG_ERR");
+    DFE = tide_table_f64(t, "DIP_FLUX_ERR");
+    S1 = tide_table_f64(t, "DIP_SIGMA1"), S2 = tide_table_f64(t, "DIP_SIGMA2");
+    DC = tide_table_f64(t, "DIP_CHI2"), NP = tide_table_f64(t, "DIP_NPIX");
+    PX = tide_table_f64(t, "PS_X"), PY = tide_table_f64(t, "PS_Y");
+    PF = tide_table_f64(t, "PS_FLUX"), PFE = tide_table_f64(t, "PS_FLUX_ERR");
+    PC = tide_table_f64(t, "PS_CHI2");
+    FS = tide_table_i32(t, "FIT_STATUS"), PS = tide_table_i32(t, "PS_STATUS");
+    if (wcs) {
+        st = tide_wcs_pix2sky(wcs, n, x, y, RA, DE);
+        if (st)
+            return st;
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            RA[i] = DE[i] = NAN;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        X[i] = fits1(x[i]);
+        Y[i] = fits1(y[i]);
+        SNR[i] = snr[i];
+        FL[i] = flux[i];
+        KI[i] = kind[i];
+        FG[i] = flags ? flags[i] : 0;
+        if (i < nfit) {
+            const tide_dipole_fit *g = f + i;
+            XP[i] = fits1(g->xpos), YP[i] = fits1(g->ypos);
+            XN[i] = fits1(g->xneg), YN[i] = fits1(g->yneg);
+            DF[i] = g->flux;
+            XPE[i] = g->xpos_err, YPE[i] = g->ypos_err, XNE[i] = g->xneg_err;
+            YNE[i] = g->yneg_err, DFE[i] = g->flux_err;
+            S1[i] = g->sigma1, S2[i] = g->sigma2;
+            DC[i] = g->chi2_dip, NP[i] = (double)g->npix;
+            PX[i] = fits1(g->ps_x), PY[i] = fits1(g->ps_y);
+            PF[i] = g->ps_flux, PFE[i] = g->ps_flux_err, PC[i] = g->chi2_ps;
+            FS[i] = g->status, PS[i] = g->ps_status;
+        } else {
+            XP[i] = YP[i] = XN[i] = YN[i] = DF[i] = XPE[i] = YPE[i] = XNE[i] = YNE[i] = NAN;
+            DFE[i] = S1[i] = S2[i] = DC[i] = NP[i] = PX[i] = PY[i] = PF[i] = PFE[i] = NAN;
+            PC[i] = NAN;
+            FS[i] = PS[i] = -1;
+        }
+    }
+    return 0;
+}
+
+/* A unit-sum circular Gaussian of standard deviation @p sig sampled at the centres of a
+ * side × side stamp: the difference's PSF for the PSF dipole. The FWHMs are measured on the
+ * pixelated stars, so sampling (not integrating) reproduces them. */
+static void gauss_stamp(float *k, int side, double sig) {
+    const int h = side / 2;
+    double sum = 0;
+    for (int v = 0; v < side; v++)
+        for (int u = 0; u < side; u++)
+            sum += exp(-0.5 * ((u - h) * (u - h) + (v - h) * (v - h)) / (sig * sig));
+    for (int v = 0; v < side; v++)
+        for (int u = 0; u < side; u++)
+            k[v * side + u] =
+                (float)(exp(-0.5 * ((u - h) * (u - h) + (v - h) * (v - h)) / (sig * sig)) / sum);
+}
+
+int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
+                   const tide_wcs *wcs, const tide_diff_params *pin, double fwhm,
+                   tide_diff_result *r) {
+    tide_diff_params pp = *pin;
+    const tide_diff_params *p = &pp;
+    float *psf = NULL;
+    double psf_sigma = 0;
+    if (pp.dip.model == TIDE_DIPOLE_PSF && !pp.dip.psf) {
+        /* No PSF given: a Gaussian of the difference's FWHM, as wide as the stamp. */
+        psf_sigma = fwhm / 2.3548200450309493;
+        pp.dip.psf_side = pp.stamp;
+        pp.dip.psf_per_stamp = 0;
+        psf = malloc((size_t)pp.stamp * pp.stamp * sizeof *psf);
+        if (!psf)
+            return tide_error(TIDE_E_NOMEM, "diff: out of memory for the PSF stamp");
+        gauss_stamp(psf, pp.stamp, psf_sigma);
+        pp.dip.psf = psf;
+    }
+    const int64_t n = cands->nrows;
+    const int64_t nfit = n < p->max_fit ? n : p->max_fit;
+    const int64_t nkeep = nfit < p->keep_stamps ? nfit : p->keep_stamps;
+    const int s = p->stamp;
+    const size_t s2 = (size_t)s * (size_t)s;
+    r->stamp = s;
+    r->nfitted = nfit;
+    tide_dipole_fit *fits = nfit ? calloc((size_t)nfit, sizeof *fits) : NULL;
+    double *cx = nfit ? malloc((size_t)nfit * sizeof *cx) : NULL;
+    double *cy = nfit ? malloc((size_t)nfit * sizeof *cy) : NULL;
+    if (nkeep) {
+        r->stamps = malloc((size_t)nkeep * s2 * sizeof(float));
+        r->models = malloc((size_t)nkeep * s2 * sizeof(float));
+    }
+    int st = 0;
+    if ((nfit && (!fits || !cx || !cy)) || (nkeep && (!r->stamps || !r->models)))
+        st = tide_error(TIDE_E_NOMEM, "diff: out of memory for %lld fits", (long long)nfit);
+    const double *x = tide_table_f64(cands, "X"), *y = tide_table_f64(cands, "Y");
+    if (!st && nfit && (!x || !y))
+        st = tide_error(TIDE_E_INTERNAL, "diff: the candidate table has no X, Y columns");
+    for (int64_t i0 = 0; !st && i0 < nfit; i0 += FIT_BATCH) {
+        const int64_t m = nfit - i0 < FIT_BATCH ? nfit - i0 : FIT_BATCH;
+        st = fit_batch(ctx, diff, i0, m, x, y, p, fits, cx, cy, r->stamps, nkeep);
+    }
+    for (int64_t i = 0; !st && i < nkeep; i++)
+        tide_diffp_model_stamp(fits + i, psf_sigma, s, cx[i], cy[i], r->models + (size_t)i * s2);
+    r->nstamps = st ? 0 : nkeep;
+    if (!st)
+        st = build_table(cands, nfit, fits, wcs, &r->cands);
+    free(fits);
+    free(cx);
+    free(cy);
+    free(psf);
+    return st;
+}

@@ -1,0 +1,56 @@
+/* diff_internal.h — the pieces of the difference pipeline (diffpipe.h) shared by its files:
+ * one frame's preparation, overlap check, candidate fits and pictures. */
+#ifndef TIDE_DIFF_INTERNAL_H
+#define TIDE_DIFF_INTERNAL_H
+#include <stdint.h>
+
+#include "tide/cosmetics.h"
+#include "tide/diffpipe.h"
+#include "tide/wcs.h"
+
+/** One input frame on its own grid, ready for reprojection or subtraction. */
+typedef struct tide_diffp_frame {
+    const char *name;    /**< for messages */
+    tide_wcs *wcs;       /**< its celestial WCS */
+    tide_image work;     /**< background-subtracted pixels, mask, variance (where the context
+                              computes) */
+    double fwhm;         /**< FWHM in its own pixels */
+    double fwhm_out;     /**< FWHM in output-grid pixels */
+    double scale;        /**< pixel scale at its centre, arcsec */
+    double gain, saturate; /**< used values (gain <= 0: none; NaN: no saturation level) */
+    double sky, sky_rms; /**< global background and RMS */
+    int64_t nfwhm;       /**< sources behind the FWHM (0: the guess was used) */
+    int64_t ncosmic;     /**< pixels the cosmetics stage flagged as cosmic rays */
+} tide_diffp_frame;
+
+/** Build the WCS of @p hdr and prepare @p im (diffpipe.h stages 2-3) into @p f. @p gain,
+ *  @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips the
+ *  measurement. @p cos non-NULL: the cosmetics stage first (detector values from the header
+ *  and @p gain / @p sat). */
+int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
+                             const char *name, double gain, double sat, double fwhm_given,
+                             double fwhm_guess, const tide_bkg_params *bkg,
+                             const tide_cosmetics_params *cos, tide_diffp_frame *f);
+
+/** Release a frame. */
+void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f);
+
+/** 0 when the footprint of a @p w1 × @p h1 frame with WCS @p a overlaps the @p w2 × @p h2
+ *  grid of @p b; TIDE_E_RANGE naming both otherwise. */
+int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const char *na,
+                             const tide_wcs *b, int64_t w2, int64_t h2, const char *nb);
+
+/** Stage 7: cut stamps of the first n = min(rows, p->max_fit) candidates of @p cands from
+ *  @p diff, fit them (TIDE_DIPOLE_PSF without a PSF: a Gaussian of @p fwhm, pixels), and build @p out (the candidate columns of diffpipe.h) from @p cands
+ *  and the fits; keep the first p->keep_stamps stamps and models in @p r. */
+int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
+                   const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
+                   tide_diff_result *r);
+
+/** The dipole model of fit @p f on a stamp of side @p stamp whose central pixel is at image
+ *  position (cx, cy): dipole.h's TIDE_DIPOLE_GAUSS, or with @p psf_sigma > 0 the PSF dipole
+ *  with a circular Gaussian PSF of that standard deviation. */
+void tide_diffp_model_stamp(const tide_dipole_fit *f, double psf_sigma, int stamp, double cx,
+                            double cy, float *out);
+
+#endif

@@ -1,0 +1,28 @@
+/* diff_ops.h — the difference pipeline's own kernels (DESIGN §3). Pointers are host memory
+ * for the _cpu twins and device memory for the _cuda twins; strides in elements. */
+#ifndef TIDE_DIFF_OPS_H
+#define TIDE_DIFF_OPS_H
+#include <stdint.h>
+
+#include "pipeline/diff_ops_math.h"
+#include "tide/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** tide_diffp_prepare_one over a w × h frame: pix, mask and var share @p stride; bkg and rms
+ *  are w × h maps of stride w. */
+int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
+                           uint16_t *mask, float *var, const float *bkg, const float *rms,
+                           float gain, float saturate);
+#ifdef TIDE_HAVE_CUDA
+int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
+                            uint16_t *mask, float *var, const float *bkg, const float *rms,
+                            float gain, float saturate);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,16 @@
+/* diff_ops_cpu.c — CPU twins of the difference pipeline's kernels (diff_ops.h). */
+#include "pipeline/diff_ops.h"
+
+int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
+                           uint16_t *mask, float *var, const float *bkg, const float *rms,
+                           float gain, float saturate) {
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+            const int64_t i = y * stride + x;
+            tide_diffp_prepare_one(pix + i, bkg[y * w + x], rms[y * w + x], mask + i, var + i,
+                                   gain, saturate);
+        }
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* diff_ops_math.h — per-pixel formulas of the difference pipeline's own kernels, once for the
+ * CPU and CUDA twins (DESIGN §3). */
+#ifndef TIDE_DIFF_OPS_MATH_H
+#define TIDE_DIFF_OPS_MATH_H
+#include <math.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "tide/image.h"
+
+/** Prepare one input pixel for subtraction: flag saturation on the raw value (at or above
+ *  @p saturate; NaN = no level), subtract the background and give the pixel its variance,
+ *  the sky term rms² plus the source's Poisson term max(pix − bkg, 0) / gain (gain <= 0: sky
+ *  only), the CCD noise model Source Extractor and HOTPANTS use. Non-finite pixels keep NaN
+ *  (their NODATA bit was set by the reader) and get NaN variance. */
+TIDE_HD static inline void tide_diffp_prepare_one(float *pix, float bkg, float rms,
+                                                  uint16_t *mask, float *var, float gain,
+                                                  float saturate) {
+    const float raw = *pix;
+    if (!(raw == raw) || raw > 3.0e38f || raw < -3.0e38f) {
+        *pix = NAN;
+        *var = NAN;
+        *mask = (uint16_t)(*mask | TIDE_MASK_NODATA);
+        return;
+    }
+    if (saturate == saturate && raw >= saturate)
+        *mask = (uint16_t)(*mask | TIDE_MASK_SATURATED);
+    const float sub = raw - bkg;
+    float v = rms * rms;
+    if (gain > 0.0f && sub > 0.0f)
+        v += sub / gain;
+    *pix = sub;
+    *var = v;
+}
+
+#endif

@@ -1,0 +1,267 @@
+/* diff_write.c — tide_diff_write: the difference pipeline's outputs in one directory, all or
+ * nothing (DESIGN §6): written into a fresh hidden directory beside the target, renamed into
+ * place when every file is complete, removed on any failure. */
+#include <dirent.h>
+#include <errno.h>
+#include <fitsio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pipeline/diff_internal.h"
+#include "tide/fits.h"
+#include "tide/png.h"
+#include "tide/status.h"
+
+/* Every file a run writes; an existing directory holding anything else is not replaced. */
+static const char *const known[] = {"difference.fits", "candidates.fits", "kernel.fits",
+                                    "kernel.png",      "matched.png",     "difference.png",
+                                    "candidates.png"};
+enum { NKNOWN = sizeof known / sizeof known[0] };
+
+static int is_known(const char *name) {
+    for (int i = 0; i < NKNOWN; i++)
+        if (!strcmp(name, known[i]))
+            return 1;
+    return 0;
+}
+
+/* Remove a directory holding only plain files (ours). */
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[4400];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* 1 when @p dir holds nothing but a previous run's files (or nothing). */
+static int replaceable(const char *dir, char *bad, size_t nbad) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(bad, nbad, "cannot be read: %s", strerror(errno));
+        return 0;
+    }
+    struct dirent *e;
+    int ok = 1;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !is_known(e->d_name)) {
+            snprintf(bad, nbad, "holds '%s', which tide diff did not write", e->d_name);
+            ok = 0;
+            break;
+        }
+    closedir(d);
+    return ok;
+}
+
+/* kernel.fits: the centre kernel in the primary HDU, the 3 × 3 grid as one mosaic image in
+ * HDU "KGRID" (kernels side by side, one row of the mosaic per grid row, y upwards). */
+static int write_kernel(const char *path, const tide_diff_result *r) {
+    const int kw = r->kernel_w;
+    tide_image k = {0};
+    k.width = k.height = k.stride = kw;
+    k.pix = r->kernel;
+    k.location = TIDE_HOST;
+    tide_header h;
+    tide_header_init(&h);
+    int st = 0;
+    /* The kernel has no sky coordinates: only the run's summary goes with it. */
+    static const char *keys[] = {"KSUM", "KCHI2", "KNFIT", "KCOND", "KCONV", "KHALF", "KSPDEG",
+                                 "FWHMSCI", "FWHMTMPL", "DIFFSCI", "DIFFTMPL"};
+    for (size_t i = 0; !st && i < sizeof keys / sizeof keys[0]; i++) {
+        const int at = tide_header_find(&r->header, keys[i]);
+        if (at >= 0)
+            st = tide_header_append_card(&h, r->header.cards[at]);
+    }
+    if (!st)
+        st = tide_header_add_text(&h, "COMMENT",
+                                  "PSF-matching kernel at the frame centre (correlation "
+                                  "convention); HDU KGRID: 3x3 grid");
+    if (!st)
+        st = tide_fits_write_image(path, &k, &h);
+    tide_header_free(&h);
+    if (st || !r->kernel_grid)
+        return st;
+    fitsfile *f = NULL;
+    int cst = 0;
+    long naxes[2] = {3L * kw, 3L * kw};
+    float *mos = malloc((size_t)9 * kw * kw * sizeof(float));
+    if (!mos)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+    for (int gj = 0; gj < 3; gj++)
+        for (int gi = 0; gi < 3; gi++)
+            for (int v = 0; v < kw; v++)
+                memcpy(mos + ((size_t)(gj * kw + v) * 3 * kw + (size_t)gi * kw),
+                       r->kernel_grid + ((size_t)(gj * 3 + gi) * kw + v) * kw,
+                       (size_t)kw * sizeof(float));
+    fits_open_diskfile(&f, path, READWRITE, &cst);
+    fits_create_img(f, FLOAT_IMG, 2, naxes, &cst);
+    fits_write_key_str(f, "EXTNAME", "KGRID", "kernels at 10, 50, 90% of width and height",
+                       &cst);
+    fits_write_img_flt(f, 1, 1, (LONGLONG)9 * kw * kw, mos, &cst);
+    fits_close_file(f, &cst);
+    free(mos);
+    if (cst) {
+        char msg[FLEN_STATUS];
+        fits_get_errstatus(cst, msg);
+        fits_clear_errmsg();
+        return tide_error(TIDE_E_IO, "%s: cannot write the kernel grid: %s", path, msg);
+    }
+    return 0;
+}
+
+/* The pictures. */
+static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) {
+    char p[4400];
+    tide_png_stretch s;
+    tide_png_stretch_default(&s);
+    s.limits = TIDE_LIMITS_MINMAX;
+    s.scale = r->kernel_w > 0 ? (r->kernel_w < 64 ? 256 / r->kernel_w : 1) : 1;
+    snprintf(p, sizeof p, "%s/kernel.png", dir);
+    int st = tide_png_write_image(p, r->kernel, r->kernel_w, r->kernel_w, r->kernel_w, &s);
+    if (!st) {
+        tide_png_stretch_default(&s);
+        s.kind = TIDE_STRETCH_ASINH;
+        s.limits = TIDE_LIMITS_PERCENTILE;
+        s.lo_pct = 1.0;
+        s.hi_pct = 99.9;
+        s.softening = 0.02;
+        snprintf(p, sizeof p, "%s/matched.png", dir);
+        st = tide_png_write_image(p, r->matched.pix, r->matched.width, r->matched.height,
+                                  r->matched.stride, &s);
+    }
+    if (!st) {
+        tide_png_stretch_default(&s);
+        s.limits = TIDE_LIMITS_SYMMETRIC;
+        snprintf(p, sizeof p, "%s/difference.png", dir);
+        st = tide_png_write_image(p, r->diff.pix, r->diff.width, r->diff.height, r->diff.stride,
+                                  &s);
+    }
+    const int64_t n = ntop > 0 && ntop < r->nstamps ? ntop : r->nstamps;
+    if (st || n < 1)
+        return st;
+    const size_t s2 = (size_t)r->stamp * (size_t)r->stamp;
+    float *resid = malloc((size_t)n * s2 * sizeof(float));
+    const float **tiles = malloc((size_t)n * 3 * sizeof *tiles);
+    if (!resid || !tiles) {
+        free(resid);
+        free(tiles);
+        return tide_error(TIDE_E_NOMEM, "diff: out of memory for the candidate pictures");
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *a = r->stamps + (size_t)i * s2, *m = r->models + (size_t)i * s2;
+        for (size_t k = 0; k < s2; k++)
+            resid[(size_t)i * s2 + k] = a[k] - m[k];
+        tiles[3 * i] = a;
+        tiles[3 * i + 1] = m;
+        tiles[3 * i + 2] = resid + (size_t)i * s2;
+    }
+    /* Symmetric limits per row from the stamp: lobes of either sign on one scale. */
+    tide_png_stretch_default(&s);
+    s.scale = 6;
+    snprintf(p, sizeof p, "%s/candidates.png", dir);
+    s.limits = TIDE_LIMITS_SYMMETRIC;
+    s.contrast = 1.0;
+    st = tide_png_write_mosaic(p, n, 3, r->stamp, tiles, &s);
+    free(resid);
+    free(tiles);
+    return st;
+}
+
+int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop) {
+    if (!dir_in || !*dir_in || !r)
+        return tide_error(TIDE_E_INVAL, "diff: no output directory given");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", dir_in);
+    for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--)
+        dir[l - 1] = 0;
+    struct stat sb;
+    int exists = 0;
+    if (lstat(dir, &sb) == 0) {
+        char why[400];
+        if (!S_ISDIR(sb.st_mode))
+            return tide_error(TIDE_E_IO, "%s: exists and is not a directory", dir);
+        if (!replaceable(dir, why, sizeof why))
+            return tide_error(TIDE_E_IO, "%s: will not replace an existing directory that %s",
+                              dir, why);
+        exists = 1;
+    }
+    const char *slash = strrchr(dir, '/');
+    char tmp[4400], old[4400];
+    if (slash)
+        snprintf(tmp, sizeof tmp, "%.*s/.%s.tmp-XXXXXX", (int)(slash - dir), dir, slash + 1);
+    else
+        snprintf(tmp, sizeof tmp, ".%s.tmp-XXXXXX", dir);
+    if (!mkdtemp(tmp)) {
+        const int e = errno;
+        if (slash)
+            return tide_error(TIDE_E_IO, "%s: cannot create the output directory in %.*s: %s",
+                              dir, (int)(slash - dir), dir, strerror(e));
+        return tide_error(TIDE_E_IO, "%s: cannot create the output directory: %s", dir,
+                          strerror(e));
+    }
+    { /* mkdtemp makes 0700; let the umask decide, as mkdir would */
+        const mode_t um = umask(0);
+        umask(um);
+        chmod(tmp, 0777 & ~um);
+    }
+    char p[4400];
+    snprintf(p, sizeof p, "%s/difference.fits", tmp);
+    int st = tide_fits_write_image(p, &r->diff, &r->header);
+    if (!st) {
+        tide_header th;
+        tide_header_init(&th);
+        static const char *keys[] = {"DIFFSCI", "DIFFTMPL", "DIFFGRID", "FWHMSCI", "FWHMTMPL",
+                                     "KSUM", "NCAND", "NFIT"};
+        for (size_t i = 0; !st && i < sizeof keys / sizeof keys[0]; i++) {
+            const int at = tide_header_find(&r->header, keys[i]);
+            if (at >= 0)
+                st = tide_header_append_card(&th, r->header.cards[at]);
+        }
+        snprintf(p, sizeof p, "%s/candidates.fits", tmp);
+        if (!st)
+            st = tide_fits_write_table(p, &r->cands, &th, "CANDIDATES");
+        tide_header_free(&th);
+    }
+    if (!st) {
+        snprintf(p, sizeof p, "%s/kernel.fits", tmp);
+        st = write_kernel(p, r);
+    }
+    if (!st)
+        st = write_pngs(tmp, r, ntop);
+    if (st) {
+        remove_tree(tmp);
+        return st;
+    }
+    if (exists) { /* move the old run aside, put the new one in place, then drop the old */
+        snprintf(old, sizeof old, "%s.old-XXXXXX", tmp);
+        if (!mkdtemp(old) || rename(dir, old) != 0) {
+            st = tide_error(TIDE_E_IO, "%s: cannot move the previous output aside: %s", dir,
+                            strerror(errno));
+            rmdir(old);
+            remove_tree(tmp);
+            return st;
+        }
+    }
+    if (rename(tmp, dir) != 0) {
+        st = tide_error(TIDE_E_IO, "%s: cannot rename the finished output into place: %s", dir,
+                        strerror(errno));
+        if (exists)
+            rename(old, dir);
+        remove_tree(tmp);
+        return st;
+    }
+    if (exists)
+        remove_tree(old);
+    return 0;
+}
