@@ -8,7 +8,7 @@ build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-
             libjansson-dev libpng-dev)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep
-           python3-photutils python3-astroscrappy source-extractor)
+           python3-photutils python3-astroscrappy python3-reproject source-extractor)
 
 missing=()
 for p in "${build_pkgs[@]}" "${peer_pkgs[@]}"; do

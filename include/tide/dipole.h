@@ -7,8 +7,10 @@
  *
  * Fits. tide_dipole_fit_stamps fits n stamps (side × side pixels, row-major, x fastest) with
  * a weighted (w = 1/var) Levenberg–Marquardt least-squares fit (Press et al., Numerical
- * Recipes §15.5: solve (H + λ diag H) δ = J^T W r, λ /10 on an accepted step, ×10 on a
- * rejected one), one stamp per CUDA warp (converged fits drop out on their own), and on the
+ * Recipes §15.5: solve (H + λ diag H) δ = J^T W r with H = J^T W J; ×10 on a rejected step;
+ * on an accepted one λ /3 when the gain ratio ρ (actual over predicted χ² decrease) exceeds
+ * 3/4 and λ = max(4λ, 1e-3) when ρ < 1/4, Madsen, Nielsen & Tingleff 2004 §3.2, which stops
+ * the Gauss–Newton oscillation of a model that does not fit), one stamp per CUDA warp (converged fits drop out on their own), and on the
  * CPU with the same arithmetic in the same order (the 32 lanes are emulated: pixel t of the
  * stamp is summed in lane t mod 32 and the lanes are merged in the warp's shuffle tree).
  * Two models, each fitted together with its single-source counterpart for the

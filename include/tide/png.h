@@ -11,7 +11,8 @@
  *    range; or min/max; or percentiles;
  *  - mapping: linear between the limits, or asinh (Lupton et al. 1999, AJ 118, 1406):
  *    v = asinh((x − lo)/s) / asinh((hi − lo)/s) with s = softening × (hi − lo), which shows
- *    faint wings and bright cores in one picture.
+ *    faint wings and bright cores in one picture; with symmetric limits (lo = −hi) it is
+ *    centred on zero, v = 1/2 + asinh(x/s) / (2 asinh(hi/s)).
  *
  * NaN pixels are drawn black. Rows are written top to bottom with FITS row 1 at the bottom,
  * as DS9 shows a frame. Every file is written atomically (temporary name in the target
@@ -35,7 +36,9 @@ typedef enum {
     TIDE_LIMITS_ZSCALE = 0,    /**< IRAF zscale (see header comment) */
     TIDE_LIMITS_MINMAX = 1,    /**< smallest and largest finite value */
     TIDE_LIMITS_SYMMETRIC = 2, /**< ±max(|zscale limits|): zero is mid-grey (differences) */
-    TIDE_LIMITS_PERCENTILE = 3 /**< the lo_pct and hi_pct percentiles */
+    TIDE_LIMITS_PERCENTILE = 3, /**< the lo_pct and hi_pct percentiles */
+    TIDE_LIMITS_SYMMETRIC_PCT = 4 /**< ±(the hi_pct percentile of |value|): zero mid-grey,
+                                       bright lobes of either sign not clipped (stamps) */
 } tide_limits_kind;
 
 /** A stretch. tide_png_stretch_default gives the values in brackets. */

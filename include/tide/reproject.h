@@ -6,7 +6,7 @@
  * When both WCSs are TAN or TAN-SIP it is evaluated exactly per pixel (double precision) with
  * the device evaluator of wcs.h, on the GPU or the CPU. For any other pair (TPV, SIN, ZEA,
  * ZPN, ...) it is evaluated exactly by wcslib on a coarse grid of nodes and interpolated per
- * pixel with Catmull-Rom bicubics; the grid is refined (64, 32, 16 ... px) until the
+ * pixel with Catmull-Rom bicubics; the grid is refined (128, 64, 32 ... 4 px) until the
  * interpolation error, measured against wcslib at five points of every cell (its centre and
  * the points at fractions 0.211 and 0.789 of the step in both axes, where the errors of
  * quartic and cubic terms peak) whose input position lies on (or within 4 px of) the input
@@ -16,8 +16,9 @@
  * Flux. With conserve_flux the interpolated value (a surface brightness per input pixel) is
  * multiplied by J = |det d(in)/d(out)|, the input-pixel area per output pixel, and the
  * variance by J². J comes from central differences (±0.5 px) of the exact mapping at the grid
- * nodes, interpolated like the mapping; its relative interpolation error is measured and
- * reported too.
+ * nodes (with the TAN/SIP math itself in exact mode, wcslib otherwise), interpolated like the
+ * mapping; its relative interpolation error is measured at the cell centres, and the grid is
+ * refined until it is at most 1e-6 too.
  *
  * Kernels (weights w over the footprint, normalised over the valid input pixels):
  *   Lanczos-3: w(d) = sinc(d) sinc(d/3), |d| < 3, 6×6 footprint (Duchon 1979, J. Appl.
@@ -69,7 +70,7 @@ typedef struct tide_reproject_params {
     uint16_t mask_bits;        /**< input bits that poison outputs [all, 0xffff] */
     tide_reproject_map map;    /**< [TIDE_REPROJECT_MAP_AUTO] */
     double grid_tol;           /**< grid interpolation error bound, input pixels [0.001] */
-    double grid_step;          /**< first (coarsest) grid step, output pixels [64] */
+    double grid_step;          /**< first (coarsest) grid step, output pixels [128] */
 } tide_reproject_params;
 
 /** Fill @p p with the defaults above. */
@@ -83,15 +84,15 @@ const char *tide_resample_name(tide_resample_kind k);
 
 /** What a plan measured about its mapping. */
 typedef struct tide_reproject_info {
-    int exact;         /**< 1: per-pixel exact TAN/SIP mapping; 0: interpolated grid */
-    double grid_step;  /**< grid step in output pixels (the Jacobian grid in exact mode) */
+    int exact;                /**< 1: per-pixel exact TAN/SIP mapping; 0: interpolated grid */
+    double grid_step;         /**< grid step in output pixels (the Jacobian grid in exact mode) */
     int64_t grid_nx, grid_ny; /**< grid nodes, including one padding node on each side */
-    double map_err_px; /**< measured max |interpolated - exact| input position, px (grid mode;
-                            0 in exact mode) */
-    double jac_err_rel;  /**< measured max relative error of the interpolated Jacobian */
-    int64_t n_checked;   /**< check points that entered the two maxima */
+    double map_err_px;       /**< measured max |interpolated - exact| input position, px (grid mode;
+                                  0 in exact mode) */
+    double jac_err_rel;      /**< measured max relative error of the interpolated Jacobian */
+    int64_t n_checked;       /**< check points that entered the two maxima */
     double jac_min, jac_max; /**< range of J over the grid nodes that land on the input */
-    int converged;       /**< 1 when map_err_px <= grid_tol was reached */
+    int converged;           /**< 1 when map_err_px <= grid_tol was reached */
 } tide_reproject_info;
 
 /** A reusable mapping between two grids (per-context device copies included). */
@@ -103,10 +104,9 @@ typedef struct tide_reproject_plan tide_reproject_plan;
  *  needs: the WCSs may be freed afterwards. @p p may be NULL (defaults).
  *  Errors: TIDE_E_INVAL (sizes, NULLs, parameters), TIDE_E_UNSUPPORTED (MAP_EXACT with a
  *  non-TAN WCS), TIDE_E_NOMEM, TIDE_E_WCS. */
-int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w,
-                               int64_t in_h, const tide_wcs *out_wcs, int64_t out_w,
-                               int64_t out_h, const tide_reproject_params *p,
-                               tide_reproject_plan **plan);
+int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w, int64_t in_h,
+                               const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
+                               const tide_reproject_params *p, tide_reproject_plan **plan);
 
 /** The measurements of a plan. */
 void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_info *info);
@@ -144,9 +144,8 @@ int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wc
  *  conversion is done. A grid over 65536 px on a side is TIDE_E_RANGE.
  *  @param out   receives the new WCS (free with tide_wcs_free)
  *  @param out_w, out_h receive its size */
-int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width,
-                           const int64_t *height, int n, tide_wcs **out, int64_t *out_w,
-                           int64_t *out_h);
+int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width, const int64_t *height,
+                           int n, tide_wcs **out, int64_t *out_w, int64_t *out_h);
 
 #ifdef __cplusplus
 }

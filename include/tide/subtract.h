@@ -23,6 +23,12 @@
  * sigma-clipped on their chi^2 per pixel, refitting twice. The varying convolution is then
  * sum_p P_p(x, y) (R * K_p) with K_p = sum_b c_bp K_b: one correlation per polynomial term.
  *
+ * A noisy reference biases a pixel fit's kernel sum low (noise in a regressor; ~1% when both
+ * frames are equally deep). When at least bg terms + 3 stamps are kept, the kernel sum is
+ * instead taken from stamp sums, sum(I) = k sum(R * K_0) + N bg (a photometric ratio, whose
+ * regressor noise averages out over each stamp), provided it agrees with the pixel fit to 3%,
+ * and the rest is refitted with it fixed.
+ *
  * The difference is always "science minus template": S - (T * K) - B when the template is
  * convolved (in the science frame's flux scale), (S * K) + B - T when the science is (in the
  * template's flux scale). Its variance is var_I + var_R * K_c^2 (K_c the kernel at the frame
@@ -85,6 +91,7 @@ typedef struct tide_subtract_result {
     int nstamps;         /**< stamps kept in the final fit */
     int nstamps_total;   /**< stamps tried */
     int regularised;     /**< 1 when a ridge was added to solve an ill-conditioned system */
+    int flux_from_stamps; /**< 1 when the kernel sum came from stamp sums (see above) */
     int convolved;       /**< TIDE_SUB_CONVOLVE_TEMPLATE or _SCIENCE: which frame was */
     int kernel_half;     /**< the kernel is kernel_w x kernel_w, kernel_w = 2 kernel_half + 1 */
     int kernel_w;

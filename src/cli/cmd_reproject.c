@@ -42,7 +42,8 @@ static const char *help =
 static void spec_root(const char *spec, char *out, size_t len) {
     snprintf(out, len, "%s", spec);
     char *b = strchr(out, '[');
-    if (b) *b = 0;
+    if (b)
+        *b = 0;
 }
 
 static int is_dir(const char *p) {
@@ -61,7 +62,8 @@ static void dir_output(const char *dir, const char *in, char *out, size_t len) {
     static const char *const ext[] = {".gz", ".fz", ".fits", ".fit", ".fts"};
     for (int k = 0; k < 5; k++) {
         const size_t n = strlen(stem), e = strlen(ext[k]);
-        if (n > e && !strcmp(stem + n - e, ext[k])) stem[n - e] = 0;
+        if (n > e && !strcmp(stem + n - e, ext[k]))
+            stem[n - e] = 0;
     }
     snprintf(out, len, "%s/%s.fits", dir, stem);
 }
@@ -92,22 +94,29 @@ static int out_header(const frame *f, const tide_wcs *ow, const tide_reproject_p
                       const tide_reproject_info *inf, tide_header *h) {
     int st = tide_header_copy(h, &f->hdr);
     /* IRAF's physical-to-image keywords describe the input's pixels, not these */
-    static const char *const drop[] = {"LTV1", "LTV2", "LTM1_1", "LTM1_2", "LTM2_1", "LTM2_2",
-                                       "WAT0_001", "WAT1_001", "WAT2_001", "WCSDIM"};
-    for (int k = 0; !st && k < (int)(sizeof drop / sizeof *drop); k++) tide_header_remove(h, drop[k]);
-    if (!st) st = tide_wcs_to_header(ow, h);
-    if (!st) st = tide_header_set_str(h, "RPKERNEL", tide_resample_name(p->kernel),
-                                      "tide reproject: resampling kernel");
-    if (!st) st = tide_header_set_bool(h, "RPFLUX", p->conserve_flux != 0,
-                                       "flux conserved (x Jacobian)");
-    if (!st) st = tide_header_set_str(h, "RPMAP", inf->exact ? "exact" : "grid",
-                                      "mapping: exact TAN/SIP or node grid");
-    if (!st) st = tide_header_set_dbl(h, "RPSTEP", inf->grid_step, "[px] node grid step");
+    static const char *const drop[] = {"LTV1",   "LTV2",     "LTM1_1",   "LTM1_2",   "LTM2_1",
+                                       "LTM2_2", "WAT0_001", "WAT1_001", "WAT2_001", "WCSDIM"};
+    for (int k = 0; !st && k < (int)(sizeof drop / sizeof *drop); k++)
+        tide_header_remove(h, drop[k]);
+    if (!st)
+        st = tide_wcs_to_header(ow, h);
+    if (!st)
+        st = tide_header_set_str(h, "RPKERNEL", tide_resample_name(p->kernel),
+                                 "tide reproject: resampling kernel");
+    if (!st)
+        st =
+            tide_header_set_bool(h, "RPFLUX", p->conserve_flux != 0, "flux conserved (x Jacobian)");
+    if (!st)
+        st = tide_header_set_str(h, "RPMAP", inf->exact ? "exact" : "grid",
+                                 "mapping: exact TAN/SIP or node grid");
+    if (!st)
+        st = tide_header_set_dbl(h, "RPSTEP", inf->grid_step, "[px] node grid step");
     if (!st && !inf->exact)
-        st = tide_header_set_dbl(h, "RPMAPERR", inf->map_err_px,
-                                 "[px] measured grid mapping error");
-    if (!st) st = tide_header_set_dbl(h, "RPJACERR", inf->jac_err_rel,
-                                      "measured relative Jacobian error");
+        st =
+            tide_header_set_dbl(h, "RPMAPERR", inf->map_err_px, "[px] measured grid mapping error");
+    if (!st)
+        st = tide_header_set_dbl(h, "RPJACERR", inf->jac_err_rel,
+                                 "measured relative Jacobian error");
     return st;
 }
 
@@ -119,17 +128,18 @@ int tide_cmd_reproject(int argc, char **argv) {
     tide_reproject_params_default(&p);
     const char *onto = NULL, *grid = NULL;
     int write_cov = 1;
-    const char **ins = calloc((size_t)argc, sizeof *ins), **outs = calloc((size_t)argc, sizeof *outs);
+    const char **ins = calloc((size_t)argc, sizeof *ins),
+               **outs = calloc((size_t)argc, sizeof *outs);
     int nin = 0, nout = 0, in_o = 0, rc = 2;
     if (!ins || !outs) {
         free(ins);
         free(outs);
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
     }
-#define USAGE(...)                                                                            \
-    do {                                                                                      \
-        rc = tide_cli_usage_error(cmd, __VA_ARGS__);                                          \
-        goto out;                                                                             \
+#define USAGE(...)                                                                                 \
+    do {                                                                                           \
+        rc = tide_cli_usage_error(cmd, __VA_ARGS__);                                               \
+        goto out;                                                                                  \
     } while (0)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -147,8 +157,10 @@ int tide_cmd_reproject(int argc, char **argv) {
         }
         in_o = 0;
         const int c = tide_cli_common_option(&com, cmd, argc, argv, &i);
-        if (c < 0) goto out;
-        if (c > 0) continue;
+        if (c < 0)
+            goto out;
+        if (c > 0)
+            continue;
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             in_o = 1;
             continue;
@@ -164,16 +176,19 @@ int tide_cmd_reproject(int argc, char **argv) {
         if (strcmp(a, "--onto") && strcmp(a, "--grid") && strcmp(a, "--kernel") &&
             strcmp(a, "--mask-bits") && strcmp(a, "--map") && strcmp(a, "--grid-tol"))
             USAGE("unknown option %s", a);
-        if (i + 1 >= argc) USAGE("option %s needs a value", a);
+        if (i + 1 >= argc)
+            USAGE("option %s needs a value", a);
         const char *v = argv[++i];
         double d;
         if (!strcmp(a, "--onto")) {
             onto = v;
         } else if (!strcmp(a, "--grid")) {
-            if (strcmp(v, "north-up")) USAGE("--grid takes 'north-up' (got '%s')", v);
+            if (strcmp(v, "north-up"))
+                USAGE("--grid takes 'north-up' (got '%s')", v);
             grid = v;
         } else if (!strcmp(a, "--kernel")) {
-            if (tide_resample_parse(v, &p.kernel)) USAGE("%s", tide_error_detail());
+            if (tide_resample_parse(v, &p.kernel))
+                USAGE("%s", tide_error_detail());
         } else if (!strcmp(a, "--mask-bits")) {
             if (parse_num(v, &d) || d < 0 || d > 65535 || d != floor(d))
                 USAGE("--mask-bits takes an integer 0..65535 (got '%s')", v);
@@ -193,16 +208,20 @@ int tide_cmd_reproject(int argc, char **argv) {
             p.grid_tol = d;
         }
     }
-    if (nin == 0) USAGE("missing input frames");
-    if (!onto == !grid) USAGE("give exactly one of --onto REF and --grid north-up");
+    if (nin == 0)
+        USAGE("missing input frames");
+    if (!onto == !grid)
+        USAGE("give exactly one of --onto REF and --grid north-up");
     const int dir_mode = nout == 1 && nin >= 1 && is_dir(outs[0]);
-    if (nout == 0) USAGE("missing -o OUT");
+    if (nout == 0)
+        USAGE("missing -o OUT");
     if (!dir_mode && nout != nin)
         USAGE("%d inputs but %d outputs (give one per input, or one directory)", nin, nout);
 
     rc = 1;
     tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
-    if (!ctx) goto out;
+    if (!ctx)
+        goto out;
     frame *fr = calloc((size_t)nin, sizeof *fr);
     tide_wcs *ow = NULL;
     int64_t ow_w = 0, ow_h = 0;
@@ -210,29 +229,34 @@ int tide_cmd_reproject(int argc, char **argv) {
     for (int i = 0; i < nin && !st; i++) {
         tide_header_init(&fr[i].hdr);
         st = tide_fits_read_image(ctx, ins[i], &fr[i].im, &fr[i].hdr);
-        if (!st) st = tide_wcs_from_header(&fr[i].hdr, ins[i], &fr[i].wcs);
+        if (!st)
+            st = tide_wcs_from_header(&fr[i].hdr, ins[i], &fr[i].wcs);
     }
     if (!st && onto) {
         tide_header rh;
         tide_header_init(&rh);
         st = tide_fits_read_image_header(onto, &rh, NULL, &ow_w, &ow_h);
-        if (!st) st = tide_wcs_from_header(&rh, onto, &ow);
+        if (!st)
+            st = tide_wcs_from_header(&rh, onto, &ow);
         tide_header_free(&rh);
     } else if (!st) {
         const tide_wcs **ws = calloc((size_t)nin, sizeof *ws);
         int64_t *wd = calloc((size_t)nin * 2, sizeof *wd);
-        if (!ws || !wd) st = tide_error(TIDE_E_NOMEM, "out of memory");
+        if (!ws || !wd)
+            st = tide_error(TIDE_E_NOMEM, "out of memory");
         for (int i = 0; i < nin && !st; i++) {
             ws[i] = fr[i].wcs;
             wd[i] = fr[i].im.width;
             wd[nin + i] = fr[i].im.height;
         }
-        if (!st) st = tide_reproject_northup(ws, wd, wd + nin, nin, &ow, &ow_w, &ow_h);
+        if (!st)
+            st = tide_reproject_northup(ws, wd, wd + nin, nin, &ow, &ow_w, &ow_h);
         free(ws);
         free(wd);
     }
-    if (com.json && !st) printf("{\n  \"width\": %lld,\n  \"height\": %lld,\n  \"frames\": [\n",
-                                (long long)ow_w, (long long)ow_h);
+    if (com.json && !st)
+        printf("{\n  \"width\": %lld,\n  \"height\": %lld,\n  \"frames\": [\n", (long long)ow_w,
+               (long long)ow_h);
     for (int i = 0; i < nin && !st; i++) {
         char opath[4200], cpath[4300];
         if (dir_mode)
@@ -246,8 +270,8 @@ int tide_cmd_reproject(int argc, char **argv) {
         memset(&cov, 0, sizeof cov);
         tide_reproject_info inf;
         const double t0 = tide_now();
-        st = tide_reproject_plan_create(ctx, fr[i].wcs, fr[i].im.width, fr[i].im.height, ow,
-                                        ow_w, ow_h, &p, &pl);
+        st = tide_reproject_plan_create(ctx, fr[i].wcs, fr[i].im.width, fr[i].im.height, ow, ow_w,
+                                        ow_h, &p, &pl);
         const double t1 = tide_now();
         if (!st) {
             tide_reproject_plan_info(pl, &inf);
@@ -257,8 +281,10 @@ int tide_cmd_reproject(int argc, char **argv) {
         tide_reproject_plan_free(ctx, pl);
         tide_header h;
         tide_header_init(&h);
-        if (!st) st = out_header(&fr[i], ow, &p, &inf, &h);
-        if (!st) st = tide_fits_write_image(opath, &out, &h);
+        if (!st)
+            st = out_header(&fr[i], ow, &p, &inf, &h);
+        if (!st)
+            st = tide_fits_write_image(opath, &out, &h);
         if (!st && write_cov) {
             tide_header_set_str(&h, "BUNIT", "", "coverage: valid kernel weight fraction");
             st = tide_fits_write_image(cpath, &cov, &h);
@@ -271,8 +297,9 @@ int tide_cmd_reproject(int argc, char **argv) {
             break;
         }
         if (!inf.converged)
-            fprintf(stderr, "tide reproject: warning: %s: the mapping grid reached %.3g px "
-                            "error at its finest step (bound %.3g px)\n",
+            fprintf(stderr,
+                    "tide reproject: warning: %s: the mapping grid reached %.3g px "
+                    "error at its finest step (bound %.3g px)\n",
                     ins[i], inf.map_err_px, p.grid_tol);
         if (com.json) {
             printf("    {\"input\": ");
@@ -285,8 +312,8 @@ int tide_cmd_reproject(int argc, char **argv) {
             }
             printf(", \"map\": \"%s\", \"grid_step\": %g, \"map_err_px\": %.3e, "
                    "\"jac_err_rel\": %.3e, \"plan_ms\": %.3f, \"resample_ms\": %.3f}%s\n",
-                   inf.exact ? "exact" : "grid", inf.grid_step, inf.map_err_px,
-                   inf.jac_err_rel, (t1 - t0) * 1e3, (t2 - t1) * 1e3, i + 1 < nin ? "," : "");
+                   inf.exact ? "exact" : "grid", inf.grid_step, inf.map_err_px, inf.jac_err_rel,
+                   (t1 - t0) * 1e3, (t2 - t1) * 1e3, i + 1 < nin ? "," : "");
         } else {
             printf("%s -> %s: %lldx%lld, %s, %s mapping (grid step %g px, measured error "
                    "%.2g px, Jacobian %.2g), plan %.1f ms, resample %.1f ms\n",
@@ -295,7 +322,8 @@ int tide_cmd_reproject(int argc, char **argv) {
                    (t1 - t0) * 1e3, (t2 - t1) * 1e3);
         }
     }
-    if (com.json && !st) printf("  ]\n}\n");
+    if (com.json && !st)
+        printf("  ]\n}\n");
     rc = st ? tide_cli_fail(cmd, st) : 0;
     for (int i = 0; fr && i < nin; i++) {
         tide_image_free(ctx, &fr[i].im);

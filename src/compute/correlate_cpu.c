@@ -12,22 +12,24 @@
 #include "tide/status.h"
 
 /* Per spectrum row v: the Horner recurrence over the kernel rows j runs for all u at once
- * (j outer, u inner), so the compiler vectorises across u and the complex multiply-adds of
- * different u overlap instead of waiting on each other. Each element still sees exactly the
- * operations of the u-outer order (the same Horner steps from j = kh-1 down, then the same
- * phase product), so the spectrum is bitwise the same. */
-static void spectrum_row(const float *restrict rows, const float *restrict t, int64_t cw,
-                         int64_t kh, float *restrict acc, float *restrict s) {
-    for (int64_t u = 0; u < 2 * cw; u++)
-        acc[u] = 0.0f;
+ * (j outer, u inner) on split real and imaginary arrays (rre, rim: kh rows of cw; are, aim:
+ * the accumulators), so the compiler vectorises across u without shuffles and the complex
+ * multiply-adds of different u overlap instead of waiting on each other. Each element still
+ * sees exactly the operations of the u-outer order (the same Horner steps from j = kh-1 down,
+ * then the same phase product), so the spectrum is bitwise the same. */
+static void spectrum_row(const float *restrict rre, const float *restrict rim,
+                         const float *restrict t, int64_t cw, int64_t kh, float *restrict are,
+                         float *restrict aim, float *restrict s) {
+    for (int64_t u = 0; u < cw; u++)
+        are[u] = aim[u] = 0.0f;
     const float w_re = t[0], w_im = t[1];
     for (int64_t j = kh - 1; j >= 0; j--) {
-        const float *restrict r = rows + 2 * (j * cw);
+        const float *restrict pr = rre + j * cw, *restrict pi = rim + j * cw;
         for (int64_t u = 0; u < cw; u++)
-            tide_corr_horner(&acc[2 * u], &acc[2 * u + 1], w_re, w_im, r[2 * u], r[2 * u + 1]);
+            tide_corr_horner(&are[u], &aim[u], w_re, w_im, pr[u], pi[u]);
     }
     for (int64_t u = 0; u < cw; u++)
-        tide_corr_cmul(acc[2 * u], acc[2 * u + 1], t[2], t[3], &s[2 * u], &s[2 * u + 1]);
+        tide_corr_cmul(are[u], aim[u], t[2], t[3], &s[2 * u], &s[2 * u + 1]);
 }
 
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
@@ -36,6 +38,10 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
     if (st)
         return st;
     const int64_t cw = c->cw, kh = c->kh, py = c->py;
+    /* the kernel's row table split into real and imaginary planes (shared, read-only) */
+    float *split = malloc(sizeof(float) * 2 * (size_t)(kh * cw));
+    if (!split)
+        return tide_error(TIDE_E_NOMEM, "correlation: kernel spectrum scratch");
     int nomem = 0;
 #pragma omp parallel num_threads(ctx->threads)
     {
@@ -48,12 +54,19 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
             const float *rows = c->rows + 2 * (k * kh * cw);
             float *spec = c->spec + per * k;
 #pragma omp for schedule(static)
+            for (int64_t q = 0; q < kh * cw; q++) {
+                split[q] = rows[2 * q];
+                split[kh * cw + q] = rows[2 * q + 1];
+            }
+#pragma omp for schedule(static)
             for (int64_t v = 0; v < py; v++)
                 if (acc)
-                    spectrum_row(rows, c->cols + 4 * v, cw, kh, acc, spec + 2 * v * cw);
+                    spectrum_row(split, split + kh * cw, c->cols + 4 * v, cw, kh, acc, acc + cw,
+                                 spec + 2 * v * cw);
         }
         free(acc);
     }
+    free(split);
     if (nomem)
         return tide_error(TIDE_E_NOMEM, "correlation: kernel spectrum scratch");
     return TIDE_OK;

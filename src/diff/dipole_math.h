@@ -16,10 +16,6 @@
 #define DIP_NH (DIP_MAXP * (DIP_MAXP + 1) / 2) /* packed upper triangle of J^T W J */
 #define DIP_NSUM (DIP_NH + DIP_MAXP + 2)         /* + J^T W r, chi2, npix */
 #define DIP_LANES 32
-#ifndef DIP_DOWN
-#define DIP_DOWN 0.1
-#define DIP_UP 10.0
-#endif
 
 /* The four fitted functions. */
 enum { DIP_K_GDIP = 0, DIP_K_GPS = 1, DIP_K_PDIP = 2, DIP_K_PPS = 3 };
@@ -244,7 +240,7 @@ TIDE_HD static inline void dip_cholsolve(int np, const double *L, const int *fix
 /* Levenberg–Marquardt state of one fit. */
 typedef struct dip_lm {
     int kind, np, phase, status, done, niter, max_iter;
-    double lambda, tol, chi2, npix, hi;
+    double lambda, tol, chi2, npix, hi, pred;
     double p[DIP_MAXP], ptry[DIP_MAXP];
     double H[DIP_NH], g[DIP_MAXP];
 } dip_lm;
@@ -263,6 +259,7 @@ TIDE_HD static inline void dip_lm_init(dip_lm *st, int kind, const double *q0, i
     st->tol = tol;
     st->chi2 = INFINITY;
     st->npix = 0.0;
+    st->pred = 0.0;
     st->hi = (double)(side - 1);
     for (int k = 0; k < DIP_MAXP; k++) st->p[k] = st->ptry[k] = k < st->np ? q0[k] : 0.0;
     st->ptry[0] = 1.0;
@@ -294,6 +291,11 @@ TIDE_HD static inline int dip_lm_propose(dip_lm *st) {
     dip_chol(np, M, L, fix);
     if (fix[0]) return TIDE_DIPOLE_SINGULAR;
     dip_cholsolve(np, L, fix, st->g, dq);
+    /* Decrease of chi2 the linear model predicts: 2 dq.g - dq.H.dq = dq.g + lambda dq.D.dq. */
+    double pred = 0.0;
+    for (int k = 0; k < np; k++)
+        pred += dq[k] * (st->g[k] + st->lambda * st->H[dip_hidx(k, k)] * dq[k]);
+    st->pred = pred;
     for (int k = 0; k < np; k++) st->ptry[k] = st->p[k] + dq[k];
     dip_clamp(st, st->ptry);
     return 0;
@@ -327,15 +329,21 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
     } else {
         st->niter++;
         if (chi2 < st->chi2) {
+            /* Accepted. The gain ratio rho = actual / predicted decrease steers the damping
+             * (Fletcher 1971; Madsen, Nielsen & Tingleff 2004, §3.2): a good model (rho >
+             * 3/4) lowers it, a poor one (rho < 1/4: overshooting Gauss-Newton steps, as
+             * when the model does not fit the data) raises it to at least 1e-3. */
             const double dchi = st->chi2 - chi2;
+            const double rho = st->pred > 0.0 ? dchi / st->pred : 0.0;
             take = 1;
-            st->lambda *= DIP_DOWN;
+            if (rho > 0.75) st->lambda = fmax(st->lambda / 3.0, 1e-15);
+            else if (rho < 0.25) st->lambda = fmax(st->lambda * 4.0, 1e-3);
             if (dchi < st->tol * fmax(chi2, 1.0)) {
                 st->status = TIDE_DIPOLE_CONVERGED;
                 st->done = 1;
             }
         } else {
-            st->lambda *= DIP_UP;
+            st->lambda *= 10.0;
             if (st->lambda > 1e10) {
                 st->status = TIDE_DIPOLE_CONVERGED;
                 st->done = 1;

@@ -31,6 +31,7 @@ struct tide_reproject_plan {
     int64_t gnx, gny;
     double step;
     int on_device;
+    int threads; /* the context's CPU threads, for the host-side mapping */
     double *d_grid;
     tide_wcs_tansip *d_ts;
 };
@@ -42,11 +43,12 @@ void tide_reproject_params_default(tide_reproject_params *p) {
     p->mask_bits = 0xffff;
     p->map = TIDE_REPROJECT_MAP_AUTO;
     p->grid_tol = 1e-3;
-    p->grid_step = 64.0;
+    p->grid_step = 128.0;
 }
 
 int tide_resample_parse(const char *s, tide_resample_kind *out) {
-    if (!s) return tide_error(TIDE_E_INVAL, "resampling kernel: NULL");
+    if (!s)
+        return tide_error(TIDE_E_INVAL, "resampling kernel: NULL");
     if (!strcmp(s, "lanczos3") || !strcmp(s, "lanczos") || !strcmp(s, "lanczos-3"))
         *out = TIDE_RESAMPLE_LANCZOS3;
     else if (!strcmp(s, "bilinear") || !strcmp(s, "linear"))
@@ -67,25 +69,42 @@ const char *tide_resample_name(tide_resample_kind k) {
     }
 }
 
-/* Input positions of n output positions: out pix -> sky -> in pix with wcslib. */
-static int map_points(const tide_wcs *in, const tide_wcs *out, int64_t n, const double *x,
-                      const double *y, double *mx, double *my) {
-    if (n <= 0) return 0;
+/* Input positions of n output positions: out pix -> sky -> in pix. In exact mode with the
+ * TAN/SIP math the pixels use (so the Jacobian is that of the same mapping), else wcslib. */
+static int map_points(const tide_reproject_plan *pl, const tide_wcs *in, const tide_wcs *out,
+                      int64_t n, const double *x, const double *y, double *mx, double *my) {
+    if (n <= 0)
+        return 0;
+    if (pl->info.exact) {
+        const int nt = pl->threads > 0 ? pl->threads : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > 4096)
+        for (int64_t i = 0; i < n; i++) {
+            double ra, dec;
+            tide_tansip_pix2sky_one(&pl->ts[1], x[i], y[i], &ra, &dec);
+            tide_tansip_sky2pix_one(&pl->ts[0], ra, dec, &mx[i], &my[i]);
+        }
+        return 0;
+    }
     double *sky = malloc(sizeof(double) * 2 * (size_t)n);
-    if (!sky) return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the mapping");
+    if (!sky)
+        return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the mapping");
     int st = tide_wcs_pix2sky(out, n, x, y, sky, sky + n);
-    if (!st) st = tide_wcs_sky2pix(in, n, sky, sky + n, mx, my);
+    if (!st)
+        st = tide_wcs_sky2pix(in, n, sky, sky + n, mx, my);
     free(sky);
     return st;
 }
 
 /* Input position and J = |det d(in)/d(out)| at n output positions (central differences). */
-static int map_with_jac(const tide_wcs *in, const tide_wcs *out, int64_t n, const double *x,
-                        const double *y, double *mx, double *my, double *jac) {
-    if (n <= 0) return 0;
+static int map_with_jac(const tide_reproject_plan *pl, const tide_wcs *in, const tide_wcs *out,
+                        int64_t n, const double *x, const double *y, double *mx, double *my,
+                        double *jac) {
+    if (n <= 0)
+        return 0;
     const int64_t m = 5 * n;
-    double *b = malloc(sizeof(double) * 4 * (size_t)m);
-    if (!b) return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the mapping");
+    double *b = calloc(4 * (size_t)m, sizeof(double));
+    if (!b)
+        return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the mapping");
     double *px = b, *py = b + m, *qx = b + 2 * m, *qy = b + 3 * m;
     static const double dx[5] = {0, RP_JAC_H, -RP_JAC_H, 0, 0};
     static const double dy[5] = {0, 0, 0, RP_JAC_H, -RP_JAC_H};
@@ -94,7 +113,7 @@ static int map_with_jac(const tide_wcs *in, const tide_wcs *out, int64_t n, cons
             px[5 * i + k] = x[i] + dx[k];
             py[5 * i + k] = y[i] + dy[k];
         }
-    int st = map_points(in, out, m, px, py, qx, qy);
+    int st = map_points(pl, in, out, m, px, py, qx, qy);
     if (!st)
         for (int64_t i = 0; i < n; i++) {
             const double *X = qx + 5 * i, *Y = qy + 5 * i;
@@ -114,8 +133,7 @@ static int on_input(const tide_reproject_plan *pl, double mx, double my) {
 }
 
 /* Build the node grid of step s and measure its interpolation errors. */
-static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wcs *out,
-                      double s) {
+static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wcs *out, double s) {
     const int64_t ncx = pl->out_w > 1 ? (int64_t)ceil((double)(pl->out_w - 1) / s) : 1;
     const int64_t ncy = pl->out_h > 1 ? (int64_t)ceil((double)(pl->out_h - 1) / s) : 1;
     const int64_t gnx = ncx + 3, gny = ncy + 3, nn = gnx * gny;
@@ -137,7 +155,7 @@ static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wc
             x[j * gnx + i] = (double)(i - 1) * s;
             y[j * gnx + i] = (double)(j - 1) * s;
         }
-    int st = map_with_jac(in, out, nn, x, y, pl->grid, pl->grid + nn, pl->grid + 2 * nn);
+    int st = map_with_jac(pl, in, out, nn, x, y, pl->grid, pl->grid + nn, pl->grid + 2 * nn);
     if (st) {
         free(b);
         return st;
@@ -152,6 +170,11 @@ static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wc
         }
     /* check points */
     int64_t n = 0;
+    unsigned char *tag = malloc((size_t)(nc > 0 ? nc : 1));
+    if (!tag) {
+        free(b);
+        return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the grid check");
+    }
     x = b;
     y = b + nc;
     for (int64_t j = 0; j < ncy; j++)
@@ -165,26 +188,65 @@ static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wc
             const double px[5] = {x0 + 0.5 * s, x0 + a, x0 + c, x0 + a, x0 + c};
             const double py[5] = {y0 + 0.5 * s, y0 + a, y0 + a, y0 + c, y0 + c};
             for (int k = 0; k < 5; k++) {
-                if (px[k] > (double)pl->out_w - 0.5 || py[k] > (double)pl->out_h - 0.5) continue;
+                if (px[k] > (double)pl->out_w - 0.5 || py[k] > (double)pl->out_h - 0.5)
+                    continue;
                 x[n] = px[k];
                 y[n] = py[k];
+                tag[n] = (unsigned char)k;
                 n++;
             }
         }
+    /* The mapping is checked at all five points of a cell; the Jacobian, which is far
+     * smoother and costs four more evaluations a point, at the centre (tag 0) only. */
     double *mx = b + 2 * nc, *my = b + 3 * nc, *jc = b + 4 * nc;
-    st = map_with_jac(in, out, n, x, y, mx, my, jc);
+    int64_t nj = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (tag[k] == 0)
+            nj++;
+    double *cb = malloc(sizeof(double) * 5 * (size_t)(nj > 0 ? nj : 1));
+    if (!cb)
+        st = tide_error(TIDE_E_NOMEM, "reproject: cannot allocate the grid check");
+    if (!st)
+        st = pl->info.exact ? 0 : map_points(pl, in, out, n, x, y, mx, my);
+    if (!st) {
+        double *cx = cb, *cy = cb + nj, *cmx = cb + 2 * nj, *cmy = cb + 3 * nj, *cj = cb + 4 * nj;
+        for (int64_t k = 0, q = 0; k < n; k++)
+            if (tag[k] == 0)
+                cx[q] = x[k], cy[q++] = y[k];
+        st = map_with_jac(pl, in, out, nj, cx, cy, cmx, cmy, cj);
+        for (int64_t k = 0, q = 0; !st && k < n; k++) {
+            if (tag[k] == 0) {
+                jc[k] = cj[q];
+                if (pl->info.exact)
+                    mx[k] = cmx[q], my[k] = cmy[q];
+                q++;
+            } else {
+                jc[k] = NAN;
+                if (pl->info.exact)
+                    mx[k] = my[k] = NAN;
+            }
+        }
+    }
+    free(cb);
     if (!st) {
         double emap = 0.0, ejac = 0.0;
         int64_t used = 0;
         for (int64_t k = 0; k < n; k++) {
-            if (!on_input(pl, mx[k], my[k])) continue;
+            if (pl->info.exact && tag[k] != 0)
+                continue; /* exact: only the Jacobian */
+            if (!on_input(pl, mx[k], my[k]))
+                continue;
             double g[3];
             tide_rp_grid_eval(pl->grid, gnx, gny, s, x[k], y[k], g);
-            const double e = hypot(g[0] - mx[k], g[1] - my[k]);
-            const double ej = fabs(g[2] - jc[k]) / jc[k];
-            /* NaN (a node off the projection's domain) counts as an unbounded error */
-            emap = isfinite(e) ? fmax(emap, e) : INFINITY;
-            ejac = isfinite(ej) ? fmax(ejac, ej) : INFINITY;
+            if (!pl->info.exact) {
+                const double e = hypot(g[0] - mx[k], g[1] - my[k]);
+                /* NaN (a node off the projection's domain) counts as an unbounded error */
+                emap = isfinite(e) ? fmax(emap, e) : INFINITY;
+            }
+            if (tag[k] == 0) {
+                const double ej = fabs(g[2] - jc[k]) / jc[k];
+                ejac = isfinite(ej) ? fmax(ejac, ej) : INFINITY;
+            }
             used++;
         }
         inf->map_err_px = emap;
@@ -194,6 +256,7 @@ static int grid_build(tide_reproject_plan *pl, const tide_wcs *in, const tide_wc
         inf->grid_nx = gnx;
         inf->grid_ny = gny;
     }
+    free(tag);
     free(b);
     return st;
 }
@@ -209,10 +272,9 @@ static int check_params(const tide_reproject_params *p) {
     return 0;
 }
 
-int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w,
-                               int64_t in_h, const tide_wcs *out_wcs, int64_t out_w,
-                               int64_t out_h, const tide_reproject_params *p,
-                               tide_reproject_plan **plan) {
+int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w, int64_t in_h,
+                               const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
+                               const tide_reproject_params *p, tide_reproject_plan **plan) {
     if (!ctx || !in_wcs || !out_wcs || !plan)
         return tide_error(TIDE_E_INVAL, "tide_reproject_plan_create: NULL argument");
     *plan = NULL;
@@ -220,21 +282,25 @@ int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in
         return tide_error(TIDE_E_INVAL, "reproject: bad sizes %lldx%lld -> %lldx%lld",
                           (long long)in_w, (long long)in_h, (long long)out_w, (long long)out_h);
     tide_reproject_plan *pl = calloc(1, sizeof *pl);
-    if (!pl) return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate a plan");
+    if (!pl)
+        return tide_error(TIDE_E_NOMEM, "reproject: cannot allocate a plan");
     if (p)
         pl->p = *p;
     else
         tide_reproject_params_default(&pl->p);
     int st = check_params(&pl->p);
-    if (st) goto fail;
+    if (st)
+        goto fail;
     pl->in_w = in_w;
     pl->in_h = in_h;
+    pl->threads = ctx->threads;
     pl->out_w = out_w;
     pl->out_h = out_h;
     /* exact per-pixel mapping when both are TAN/TAN-SIP */
     if (pl->p.map != TIDE_REPROJECT_MAP_GRID) {
         st = tide_wcs_tansip_from_wcs(in_wcs, &pl->ts[0]);
-        if (!st) st = tide_wcs_tansip_from_wcs(out_wcs, &pl->ts[1]);
+        if (!st)
+            st = tide_wcs_tansip_from_wcs(out_wcs, &pl->ts[1]);
         if (!st)
             pl->info.exact = 1;
         else if (pl->p.map == TIDE_REPROJECT_MAP_EXACT)
@@ -244,10 +310,12 @@ int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in
     }
     double s = pl->p.grid_step;
     const double longest = (double)(out_w > out_h ? out_w : out_h);
-    while (s > RP_MIN_STEP && s > longest) s *= 0.5;
+    while (s > RP_MIN_STEP && s > longest)
+        s *= 0.5;
     for (;;) {
         st = grid_build(pl, in_wcs, out_wcs, s);
-        if (st) goto fail;
+        if (st)
+            goto fail;
         const int map_ok = pl->info.exact || pl->info.map_err_px <= pl->p.grid_tol;
         const int jac_ok = pl->info.jac_err_rel <= RP_JAC_TOL;
         if (map_ok && jac_ok) {
@@ -261,14 +329,19 @@ int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in
         }
         s *= 0.5;
     }
-    if (pl->info.exact) pl->info.map_err_px = 0.0;
+    if (pl->info.exact)
+        pl->info.map_err_px = 0.0;
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         const size_t gb = sizeof(double) * 3 * (size_t)(pl->gnx * pl->gny);
         st = tide_device_alloc(ctx, gb, (void **)&pl->d_grid);
-        if (!st) st = tide_device_alloc(ctx, sizeof pl->ts, (void **)&pl->d_ts);
-        if (!st) st = tide_memcpy(ctx, pl->d_grid, 1, pl->grid, 0, gb);
-        if (!st) st = tide_memcpy(ctx, pl->d_ts, 1, pl->ts, 0, sizeof pl->ts);
-        if (st) goto fail;
+        if (!st)
+            st = tide_device_alloc(ctx, sizeof pl->ts, (void **)&pl->d_ts);
+        if (!st)
+            st = tide_memcpy(ctx, pl->d_grid, 1, pl->grid, 0, gb);
+        if (!st)
+            st = tide_memcpy(ctx, pl->d_ts, 1, pl->ts, 0, sizeof pl->ts);
+        if (st)
+            goto fail;
         pl->on_device = 1;
     }
     *plan = pl;
@@ -279,20 +352,24 @@ fail:
 }
 
 void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_info *info) {
-    if (plan && info) *info = plan->info;
+    if (plan && info)
+        *info = plan->info;
 }
 
 void tide_reproject_plan_free(tide_ctx *ctx, tide_reproject_plan *plan) {
-    if (!plan) return;
-    if (plan->d_grid) tide_device_free(ctx, plan->d_grid);
-    if (plan->d_ts) tide_device_free(ctx, plan->d_ts);
+    if (!plan)
+        return;
+    if (plan->d_grid)
+        tide_device_free(ctx, plan->d_grid);
+    if (plan->d_ts)
+        tide_device_free(ctx, plan->d_ts);
     free(plan->grid);
     free(plan);
 }
 
 /* Fill the kernel arguments for images that live where the backend computes. */
-static void make_args(const tide_reproject_plan *pl, int dev, const tide_image *in,
-                      tide_image *out, tide_image *cov, tide_rp_args *a) {
+static void make_args(const tide_reproject_plan *pl, int dev, const tide_image *in, tide_image *out,
+                      tide_image *cov, tide_rp_args *a) {
     memset(a, 0, sizeof *a);
     a->pix = in->pix;
     a->mask = in->mask;
@@ -325,7 +402,8 @@ static int run_at(tide_ctx *ctx, const tide_reproject_plan *pl, const tide_image
                   tide_location where, tide_image *out, tide_image *cov) {
     const int planes = TIDE_IMAGE_MASK | (in->var ? TIDE_IMAGE_VAR : 0);
     int st = tide_image_alloc(ctx, out, pl->out_w, pl->out_h, where, planes);
-    if (!st && cov) st = tide_image_alloc(ctx, cov, pl->out_w, pl->out_h, where, 0);
+    if (!st && cov)
+        st = tide_image_alloc(ctx, cov, pl->out_w, pl->out_h, where, 0);
     if (st) {
         tide_image_free(ctx, out);
         return st;
@@ -335,7 +413,8 @@ static int run_at(tide_ctx *ctx, const tide_reproject_plan *pl, const tide_image
     st = TIDE_DISPATCH(ctx, tide_rp_resample, &a);
     if (st) {
         tide_image_free(ctx, out);
-        if (cov) tide_image_free(ctx, cov);
+        if (cov)
+            tide_image_free(ctx, cov);
     }
     return st;
 }
@@ -345,14 +424,18 @@ int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *pl, const t
     if (!ctx || !pl || !in || !out || !in->pix)
         return tide_error(TIDE_E_INVAL, "tide_reproject_execute: NULL argument");
     memset(out, 0, sizeof *out);
-    if (coverage) memset(coverage, 0, sizeof *coverage);
+    if (coverage)
+        memset(coverage, 0, sizeof *coverage);
     if (in->width != pl->in_w || in->height != pl->in_h)
-        return tide_error(TIDE_E_INVAL, "reproject: input is %lldx%lld, the plan expects "
-                                        "%lldx%lld", (long long)in->width, (long long)in->height,
-                          (long long)pl->in_w, (long long)pl->in_h);
+        return tide_error(TIDE_E_INVAL,
+                          "reproject: input is %lldx%lld, the plan expects "
+                          "%lldx%lld",
+                          (long long)in->width, (long long)in->height, (long long)pl->in_w,
+                          (long long)pl->in_h);
     tide_timer t;
     int st = tide_timer_start(ctx, &t, "reproject");
-    if (st) return st;
+    if (st)
+        return st;
     if (ctx->backend != TIDE_BACKEND_CUDA) {
         if (in->location != TIDE_HOST)
             st = tide_error(TIDE_E_INVAL, "reproject: a CPU context needs a host image");
@@ -372,13 +455,16 @@ int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *pl, const t
             tide_image_free(ctx, &din);
             if (!st) {
                 st = tide_image_clone(ctx, out, &dout, TIDE_HOST);
-                if (!st && coverage) st = tide_image_clone(ctx, coverage, &dcov, TIDE_HOST);
+                if (!st && coverage)
+                    st = tide_image_clone(ctx, coverage, &dcov, TIDE_HOST);
                 if (st) {
                     tide_image_free(ctx, out);
-                    if (coverage) tide_image_free(ctx, coverage);
+                    if (coverage)
+                        tide_image_free(ctx, coverage);
                 }
                 tide_image_free(ctx, &dout);
-                if (coverage) tide_image_free(ctx, &dcov);
+                if (coverage)
+                    tide_image_free(ctx, &dcov);
             }
         }
     }
@@ -391,12 +477,15 @@ int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wc
                       const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
                       const tide_reproject_params *p, tide_image *out, tide_image *coverage,
                       tide_reproject_info *info) {
-    if (!in) return tide_error(TIDE_E_INVAL, "tide_reproject: NULL image");
+    if (!in)
+        return tide_error(TIDE_E_INVAL, "tide_reproject: NULL image");
     tide_reproject_plan *pl;
-    int st = tide_reproject_plan_create(ctx, in_wcs, in->width, in->height, out_wcs, out_w,
-                                        out_h, p, &pl);
-    if (st) return st;
-    if (info) *info = pl->info;
+    int st = tide_reproject_plan_create(ctx, in_wcs, in->width, in->height, out_wcs, out_w, out_h,
+                                        p, &pl);
+    if (st)
+        return st;
+    if (info)
+        *info = pl->info;
     st = tide_reproject_execute(ctx, pl, in, out, coverage);
     tide_reproject_plan_free(ctx, pl);
     return st;

@@ -16,21 +16,21 @@
 
 /** Everything one output pixel needs; pointers live where the backend computes. */
 typedef struct tide_rp_args {
-    const float *pix;        /**< input pixels */
-    const uint16_t *mask;    /**< input mask or NULL */
-    const float *var;        /**< input variance or NULL */
+    const float *pix;     /**< input pixels */
+    const uint16_t *mask; /**< input mask or NULL */
+    const float *var;     /**< input variance or NULL */
     int64_t in_w, in_h, in_stride;
-    float *opix;             /**< output pixels */
-    uint16_t *omask;         /**< output mask */
-    float *ovar;             /**< output variance or NULL (when var is NULL) */
-    float *ocov;             /**< coverage or NULL */
+    float *opix;     /**< output pixels */
+    uint16_t *omask; /**< output mask */
+    float *ovar;     /**< output variance or NULL (when var is NULL) */
+    float *ocov;     /**< coverage or NULL */
     int64_t out_w, out_h, out_stride, cov_stride;
-    int kernel;              /**< tide_resample_kind */
-    int conserve;            /**< multiply by J */
+    int kernel;   /**< tide_resample_kind */
+    int conserve; /**< multiply by J */
     uint16_t mask_bits;
-    int exact;               /**< 1: tin/tout per pixel; 0: grid mx/my */
+    int exact; /**< 1: tin/tout per pixel; 0: grid mx/my */
     const tide_wcs_tansip *tin, *tout;
-    const double *grid;      /**< 3 planes of gnx × gny nodes: mx, my, J */
+    const double *grid; /**< 3 planes of gnx × gny nodes: mx, my, J */
     int64_t gnx, gny;
     double gstep;
 } tide_rp_args;
@@ -49,15 +49,19 @@ TIDE_HD static inline void tide_rp_cubic_weights(double t, double w[4]) {
  *  at output pixel ((i - 1) step, (j - 1) step); plane 0 is the input x, 1 the input y, 2 the
  *  Jacobian. NaN when a node in the 4×4 stencil is NaN. */
 TIDE_HD static inline void tide_rp_grid_eval_planes(const double *g, int64_t gnx, int64_t gny,
-                                                    double step, double x, double y, int c0,
-                                                    int c1, double out[3]) {
+                                                    double step, double x, double y, int c0, int c1,
+                                                    double out[3]) {
     const int64_t ncx = gnx - 3, ncy = gny - 3; /* cells between the inner nodes */
     const double gx = x / step, gy = y / step;
     int64_t kx = (int64_t)floor(gx), ky = (int64_t)floor(gy);
-    if (kx < 0) kx = 0;
-    if (kx > ncx - 1) kx = ncx - 1;
-    if (ky < 0) ky = 0;
-    if (ky > ncy - 1) ky = ncy - 1;
+    if (kx < 0)
+        kx = 0;
+    if (kx > ncx - 1)
+        kx = ncx - 1;
+    if (ky < 0)
+        ky = 0;
+    if (ky > ncy - 1)
+        ky = ncy - 1;
     double wx[4], wy[4];
     tide_rp_cubic_weights(gx - (double)kx, wx);
     tide_rp_cubic_weights(gy - (double)ky, wy);
@@ -75,8 +79,8 @@ TIDE_HD static inline void tide_rp_grid_eval_planes(const double *g, int64_t gnx
 }
 
 /** All three planes (mx, my, J) at (x, y). */
-TIDE_HD static inline void tide_rp_grid_eval(const double *g, int64_t gnx, int64_t gny,
-                                             double step, double x, double y, double out[3]) {
+TIDE_HD static inline void tide_rp_grid_eval(const double *g, int64_t gnx, int64_t gny, double step,
+                                             double x, double y, double out[3]) {
     tide_rp_grid_eval_planes(g, gnx, gny, step, x, y, 0, 3, out);
 }
 
@@ -131,8 +135,8 @@ TIDE_HD static inline void tide_rp_map(const tide_rp_args *a, int64_t x, int64_t
     double g[3] = {0.0, 0.0, 1.0};
     const int c0 = a->exact ? 2 : 0, c1 = a->conserve ? 3 : 2;
     if (c1 > c0)
-        tide_rp_grid_eval_planes(a->grid, a->gnx, a->gny, a->gstep, (double)x, (double)y, c0,
-                                 c1, g);
+        tide_rp_grid_eval_planes(a->grid, a->gnx, a->gny, a->gstep, (double)x, (double)y, c0, c1,
+                                 g);
     *jac = g[2];
     if (a->exact) {
         double ra, dec;
@@ -157,7 +161,8 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
         const int64_t k = ny * a->in_stride + nx;
         if (!isfinite(a->pix[k]) || (a->var && !isfinite(a->var[k]))) {
             empty = 1;
-            if (a->mask) m = (uint16_t)(a->mask[k] & a->mask_bits);
+            if (a->mask)
+                m = (uint16_t)(a->mask[k] & a->mask_bits);
         }
     }
     double sw = 0.0, swv = 0.0, swwv = 0.0, sabs = 0.0, sabs_ok = 0.0;
@@ -174,7 +179,8 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
                 for (int i = 0; i < n; i++) {
                     const double w = wx[i] * wy[j], v = row[i];
                     sabs += fabs(w);
-                    if (w == 0.0 || !isfinite(v)) continue;
+                    if (w == 0.0 || !isfinite(v))
+                        continue;
                     sw += w;
                     swv += w * v;
                     sabs_ok += fabs(w);
@@ -185,12 +191,15 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
                 const int64_t r = (y0 + j) * a->in_stride + x0;
                 for (int i = 0; i < n; i++) {
                     const double w = wx[i] * wy[j];
-                    if (w == 0.0) continue;
+                    if (w == 0.0)
+                        continue;
                     sabs += fabs(w);
-                    if (a->mask) m |= (uint16_t)(a->mask[r + i] & a->mask_bits);
+                    if (a->mask)
+                        m |= (uint16_t)(a->mask[r + i] & a->mask_bits);
                     const double v = a->pix[r + i];
                     const double vv = a->var ? (double)a->var[r + i] : 0.0;
-                    if (!isfinite(v) || !isfinite(vv)) continue;
+                    if (!isfinite(v) || !isfinite(vv))
+                        continue;
                     sw += w;
                     swv += w * v;
                     swwv += w * w * vv;
@@ -199,11 +208,13 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
             }
         } else {
             for (int j = 0; j < n; j++) {
-                if (wy[j] == 0.0) continue;
+                if (wy[j] == 0.0)
+                    continue;
                 const int64_t yy = y0 + j;
                 for (int i = 0; i < n; i++) {
                     const double w = wx[i] * wy[j];
-                    if (w == 0.0) continue;
+                    if (w == 0.0)
+                        continue;
                     const int64_t xx = x0 + i;
                     sabs += fabs(w);
                     if (xx < 0 || xx >= W || yy < 0 || yy >= H) {
@@ -211,10 +222,12 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
                         continue;
                     }
                     const int64_t k = yy * a->in_stride + xx;
-                    if (a->mask) m |= (uint16_t)(a->mask[k] & a->mask_bits);
+                    if (a->mask)
+                        m |= (uint16_t)(a->mask[k] & a->mask_bits);
                     const double v = a->pix[k];
                     const double vv = a->var ? (double)a->var[k] : 0.0;
-                    if (!isfinite(v) || !isfinite(vv)) continue;
+                    if (!isfinite(v) || !isfinite(vv))
+                        continue;
                     sw += w;
                     swv += w * v;
                     swwv += w * w * vv;
@@ -222,13 +235,16 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
                 }
             }
         }
-        if (!(sw > 0.0)) empty = 1;
+        if (!(sw > 0.0))
+            empty = 1;
     }
     if (empty || (a->conserve && !isfinite(jac))) {
         a->opix[o] = NAN;
         a->omask[o] = (uint16_t)(m | TIDE_MASK_NODATA);
-        if (a->ovar) a->ovar[o] = NAN;
-        if (a->ocov) a->ocov[y * a->cov_stride + x] = 0.0f;
+        if (a->ovar)
+            a->ovar[o] = NAN;
+        if (a->ocov)
+            a->ocov[y * a->cov_stride + x] = 0.0f;
         return;
     }
     double v = swv / sw, vv = swwv / (sw * sw);
@@ -238,8 +254,10 @@ TIDE_HD static inline void tide_rp_pixel(const tide_rp_args *a, int64_t x, int64
     }
     a->opix[o] = (float)v;
     a->omask[o] = m;
-    if (a->ovar) a->ovar[o] = (float)vv;
-    if (a->ocov) a->ocov[y * a->cov_stride + x] = (float)(sabs_ok / sabs);
+    if (a->ovar)
+        a->ovar[o] = (float)vv;
+    if (a->ocov)
+        a->ocov[y * a->cov_stride + x] = (float)(sabs_ok / sabs);
 }
 
 #endif

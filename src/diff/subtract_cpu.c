@@ -114,6 +114,58 @@ int tide_sub_gather_cpu(tide_ctx *ctx, const tide_image *im, const tide_sub_geom
     return TIDE_OK;
 }
 
+int tide_sub_basis_stamps_cpu(tide_ctx *ctx, const tide_image *ref, const tide_sub_geom *g,
+                              const float *kernels, int nb, const int64_t *centre, float *D) {
+    (void)ctx;
+    int kh = g->kh, kw = 2 * kh + 1;
+    int64_t sw = 2 * g->hs + 1, pw = sw + 2 * kh; /* stamp with its kernel halo */
+    int err = 0;
+#pragma omp parallel
+    {
+        float *patch = malloc((size_t)(pw * pw) * sizeof *patch);
+        if (!patch) {
+#pragma omp atomic write
+            err = 1;
+        }
+#pragma omp for schedule(dynamic)
+        for (int s = 0; s < g->ns; s++) {
+            if (!patch)
+                continue;
+            float *ds = D + (size_t)s * (size_t)g->nc * (size_t)g->npx;
+            if (centre[s] < 0) {
+                memset(ds, 0, (size_t)nb * (size_t)g->npx * sizeof *ds);
+                continue;
+            }
+            int64_t x0 = centre[s] % g->width - g->hs - kh, y0 = centre[s] / g->width - g->hs - kh;
+            for (int64_t j = 0; j < pw; j++)
+                for (int64_t i = 0; i < pw; i++) {
+                    int64_t idx = (y0 + j) * ref->stride + x0 + i;
+                    float v = ref->pix[idx];
+                    patch[j * pw + i] = tide_sub_usable(v, mask_of(ref, idx), g->bits) ? v : 0.0f;
+                }
+            for (int b = 0; b < nb; b++) {
+                const float *k = kernels + (size_t)b * (size_t)(kw * kw);
+                float *d = ds + (size_t)b * (size_t)g->npx;
+                for (int64_t py = 0; py < sw; py++)
+                    for (int64_t px = 0; px < sw; px++) {
+                        double acc = 0.0;
+                        for (int jy = 0; jy < kw; jy++) {
+                            const float *pr = patch + (py + jy) * pw + px;
+                            const float *kr = k + jy * kw;
+                            double a = 0.0;
+                            for (int jx = 0; jx < kw; jx++)
+                                a += (double)kr[jx] * (double)pr[jx];
+                            acc += a;
+                        }
+                        d[py * sw + px] = (float)acc;
+                    }
+            }
+        }
+        free(patch);
+    }
+    return err ? tide_error(TIDE_E_NOMEM, "subtract: stamp patch") : TIDE_OK;
+}
+
 int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,
                         double *Q) {
     (void)ctx;

@@ -61,7 +61,7 @@ static double condition(int n, const double *s, const double *l, double *v, doub
     for (int i = 0; i < n; i++)
         v[i] = 1.0 + 0.01 * (i % 7);
     normalise(n, v);
-    for (int it = 0; it < 60; it++) {
+    for (int it = 0; it < 30; it++) {
         for (int i = 0; i < n; i++) {
             double a = 0.0;
             for (int k = 0; k < n; k++)
@@ -74,7 +74,7 @@ static double condition(int n, const double *s, const double *l, double *v, doub
     for (int i = 0; i < n; i++)
         v[i] = 1.0 - 0.01 * (i % 5);
     normalise(n, v);
-    for (int it = 0; it < 60; it++) {
+    for (int it = 0; it < 30; it++) {
         chol_solve(n, l, v);
         inv = normalise(n, v);
     }

@@ -120,7 +120,9 @@ void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
     }
     *lo = 0;
     *hi = 1;
-    const int64_t maxn = s->limits == TIDE_LIMITS_MINMAX ? w * h : 1000;
+    const int64_t maxn =
+        (s->limits == TIDE_LIMITS_MINMAX || s->limits == TIDE_LIMITS_SYMMETRIC_PCT) ? w * h
+                                                                                   : 1000;
     float *buf = (w > 0 && h > 0) ? malloc((size_t)(maxn < w * h ? maxn : w * h) * sizeof *buf)
                                   : NULL;
     if (!buf)
@@ -136,6 +138,16 @@ void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
             const double a = fmin(fmax(s->lo_pct, 0), 100), b = fmin(fmax(s->hi_pct, 0), 100);
             *lo = buf[(int64_t)floor(a / 100.0 * (double)(n - 1) + 0.5)];
             *hi = buf[(int64_t)floor(b / 100.0 * (double)(n - 1) + 0.5)];
+            break;
+        }
+        case TIDE_LIMITS_SYMMETRIC_PCT: {
+            for (int64_t i = 0; i < n; i++)
+                buf[i] = fabsf(buf[i]);
+            qsort(buf, (size_t)n, sizeof *buf, cmp_float);
+            const double b = fmin(fmax(s->hi_pct, 0), 100);
+            const double m = buf[(int64_t)floor(b / 100.0 * (double)(n - 1) + 0.5)];
+            *lo = -m;
+            *hi = m;
             break;
         }
         case TIDE_LIMITS_SYMMETRIC: {
@@ -164,7 +176,10 @@ static unsigned char grey(float x, const tide_png_stretch *s, double lo, double 
     double t;
     if (s->kind == TIDE_STRETCH_ASINH) {
         const double soft = fmax(s->softening, 1e-6) * (hi - lo);
-        t = asinh(((double)x - lo) / soft) / asinh((hi - lo) / soft);
+        if (lo == -hi) /* symmetric limits: asinh about zero, zero mid-grey */
+            t = 0.5 + 0.5 * asinh((double)x / soft) / asinh(hi / soft);
+        else
+            t = asinh(((double)x - lo) / soft) / asinh((hi - lo) / soft);
     } else {
         t = ((double)x - lo) / (hi - lo);
     }

@@ -27,6 +27,9 @@ void tide_diff_params_default(tide_diff_params *p) {
     p->stamp = 21;
     p->max_fit = 100000;
     p->keep_stamps = 16;
+    p->calibrate_var = 1;
+    p->reject_bits = TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED | TIDE_MASK_EDGE |
+                     TIDE_MASK_BAD;
 }
 
 void tide_diff_result_free(tide_diff_result *r) {
@@ -132,6 +135,12 @@ static int make_header(const tide_header *grid_hdr, const tide_wcs *w, const dif
         st = tide_header_set_int(h, "NCAND", out->cands.nrows, "candidates");
     if (!st)
         st = tide_header_set_int(h, "NFIT", out->nfitted, "candidates fitted");
+    if (!st)
+        st = tide_header_set_dbl(h, "VARSCALE", out->var_scale,
+                                 "variance scaled to the noise at the PSF scale");
+    if (!st)
+        st = tide_header_set_int(h, "NREJECT", out->nrejected,
+                                 "candidates dropped on masked pixels");
     return st;
 }
 
@@ -311,12 +320,33 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
         st = kernels(&run.sr, out);
     }
 
+    if (!st)
+        STAGE(ctx, "diff.download", tide_image_clone(ctx, &out->diff, &run.sr.diff, TIDE_HOST));
+    if (!st)
+        STAGE(ctx, "diff.download",
+              tide_image_clone(ctx, &out->matched, &run.sr.matched, TIDE_HOST));
+    /* The noise of the difference is correlated (resampling, convolution), so the propagated
+     * per-pixel variance understates the noise of a PSF-sized sum and the matched-filter S/N
+     * would be too high: the variance is scaled to the measured noise at that scale. */
+    const double fwhm_d = fmax(out->fwhm_sci, out->fwhm_tmpl);
+    out->var_scale = 1.0;
+    if (!st && p.calibrate_var) {
+        out->var_scale = tide_diffp_noise_scale(&out->diff, fwhm_d);
+        st = tide_diffp_scale_var(ctx, &run.sr.diff, (float)out->var_scale);
+        if (!st)
+            st = tide_diffp_scale_var(NULL, &out->diff, (float)out->var_scale);
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
+                 "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
+    }
+
     /* 6: candidates, with the matched PSF (the broader of the two). */
     if (!st) {
-        p.cand.det.fwhm_guess = fmax(out->fwhm_sci, out->fwhm_tmpl);
+        p.cand.det.fwhm_guess = fwhm_d;
         STAGE(ctx, "diff.candidates", tide_diff_candidates(ctx, &run.sr.diff, &p.cand,
                                                             &run.cands));
     }
+    if (!st)
+        st = tide_diffp_screen(&out->diff, p.reject_bits, &run.cands, &out->nrejected);
     /* 7: stamps and fits; the output table. */
     if (!st)
         STAGE(ctx, "diff.fit",
@@ -324,11 +354,6 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
                              run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? out->fwhm_tmpl
                                                                           : out->fwhm_sci,
                              out));
-    if (!st)
-        STAGE(ctx, "diff.download", tide_image_clone(ctx, &out->diff, &run.sr.diff, TIDE_HOST));
-    if (!st)
-        STAGE(ctx, "diff.download",
-              tide_image_clone(ctx, &out->matched, &run.sr.matched, TIDE_HOST));
     if (!st)
         st = tide_sync(ctx);
     if (!st)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipeline/diff_internal.h"
+#include "pipeline/diff_ops.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 
@@ -105,6 +106,96 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
     free(hvar);
     free(hmask);
     return st;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double tide_diffp_noise_scale(const tide_image *d, double fwhm) {
+    int b = (int)floor(1.5 * fwhm + 0.5) | 1;
+    b = b < 3 ? 3 : (b > 31 ? 31 : b);
+    if (!d->var || d->width < 3 * b || d->height < 3 * b)
+        return 1.0;
+    const int64_t nx = d->width / b, ny = d->height / b;
+    double *z = malloc(sizeof(double) * (size_t)(nx * ny));
+    if (!z)
+        return 1.0;
+    int64_t n = 0;
+    for (int64_t by = 0; by < ny; by++)
+        for (int64_t bx = 0; bx < nx; bx++) {
+            double s = 0, v = 0;
+            int ok = 1;
+            for (int64_t y = by * b; ok && y < (by + 1) * b; y++)
+                for (int64_t x = bx * b; x < (bx + 1) * b; x++) {
+                    const int64_t i = y * d->stride + x;
+                    if ((d->mask && d->mask[i]) || !isfinite(d->pix[i]) || !(d->var[i] > 0)) {
+                        ok = 0;
+                        break;
+                    }
+                    s += d->pix[i];
+                    v += d->var[i];
+                }
+            if (ok)
+                z[n++] = s / sqrt(v);
+        }
+    double f = 1.0;
+    if (n >= 50) {
+        qsort(z, (size_t)n, sizeof *z, cmp_dbl);
+        const double med = n % 2 ? z[n / 2] : 0.5 * (z[n / 2 - 1] + z[n / 2]);
+        for (int64_t i = 0; i < n; i++)
+            z[i] = fabs(z[i] - med);
+        qsort(z, (size_t)n, sizeof *z, cmp_dbl);
+        const double mad = n % 2 ? z[n / 2] : 0.5 * (z[n / 2 - 1] + z[n / 2]);
+        const double sig = 1.482602218505602 * mad;
+        f = sig * sig;
+        f = f < 0.25 ? 0.25 : (f > 16 ? 16 : f);
+    }
+    free(z);
+    return f;
+}
+
+int tide_diffp_scale_var(tide_ctx *ctx, tide_image *im, float f) {
+    if (!im->var || f == 1.0f)
+        return 0;
+    if (!ctx || im->location == TIDE_HOST)
+        return tide_diffp_scale_cpu(ctx, im->width, im->height, im->stride, im->var, f);
+#ifdef TIDE_HAVE_CUDA
+    return tide_diffp_scale_cuda(ctx, im->width, im->height, im->stride, im->var, f);
+#else
+    return tide_error(TIDE_E_INVAL, "diff: a device image in a build without CUDA");
+#endif
+}
+
+int tide_diffp_screen(const tide_image *diff, uint16_t bits, tide_table *c, int64_t *nrej) {
+    *nrej = 0;
+    const double *x = tide_table_f64(c, "X"), *y = tide_table_f64(c, "Y");
+    if (c->nrows == 0 || !bits || !diff->mask)
+        return 0;
+    if (!x || !y)
+        return tide_error(TIDE_E_INTERNAL, "diff: the candidate table has no X, Y columns");
+    int64_t k = 0;
+    for (int64_t i = 0; i < c->nrows; i++) {
+        uint16_t m = 0;
+        const int64_t ix = (int64_t)floor(x[i] + 0.5), iy = (int64_t)floor(y[i] + 0.5);
+        for (int64_t v = iy - 1; v <= iy + 1; v++)
+            for (int64_t u = ix - 1; u <= ix + 1; u++)
+                m |= (u < 0 || v < 0 || u >= diff->width || v >= diff->height)
+                         ? (uint16_t)TIDE_MASK_NODATA
+                         : diff->mask[v * diff->stride + u];
+        if (m & bits)
+            continue;
+        if (k != i) /* keep row i as row k, every column */
+            for (int j = 0; j < c->ncols; j++) {
+                const tide_column *col = &c->cols[j];
+                const int64_t sz = tide_col_type_size(col->type) * col->repeat;
+                memmove((char *)col->data + k * sz, (char *)col->data + i * sz, (size_t)sz);
+            }
+        k++;
+    }
+    *nrej = c->nrows - k;
+    return tide_table_resize(c, k);
 }
 
 /* Column helpers: add a float64 / int32 column and return its data. */

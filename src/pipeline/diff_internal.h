@@ -47,6 +47,20 @@ int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cand
                    const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
                    tide_diff_result *r);
 
+/** The factor by which the variance of host image @p diff must be scaled so that sums over
+ *  disjoint boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by
+ *  the square root of their summed variance, have a robust variance (1.4826 MAD)^2 of 1.
+ *  1 when fewer than 50 boxes qualify; clamped to [0.25, 16]. */
+double tide_diffp_noise_scale(const tide_image *diff, double fwhm);
+
+/** Multiply the variance plane of @p im by @p f where the context computes (@p ctx NULL: a
+ *  host image on the calling thread). */
+int tide_diffp_scale_var(tide_ctx *ctx, tide_image *im, float f);
+
+/** Drop the rows of @p cands (columns X, Y) with any of @p bits in the 3 × 3 pixels of the
+ *  host image @p diff's mask at their centre; *nrej receives how many. */
+int tide_diffp_screen(const tide_image *diff, uint16_t bits, tide_table *cands, int64_t *nrej);
+
 /** The dipole model of fit @p f on a stamp of side @p stamp whose central pixel is at image
  *  position (cx, cy): dipole.h's TIDE_DIPOLE_GAUSS, or with @p psf_sigma > 0 the PSF dipole
  *  with a circular Gaussian PSF of that standard deviation. */

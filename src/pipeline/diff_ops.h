@@ -16,7 +16,11 @@ extern "C" {
 int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
                            uint16_t *mask, float *var, const float *bkg, const float *rms,
                            float gain, float saturate);
+/** a[y * stride + x] *= f over a w × h region. */
+int tide_diffp_scale_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a, float f);
 #ifdef TIDE_HAVE_CUDA
+int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a,
+                          float f);
 int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
                             uint16_t *mask, float *var, const float *bkg, const float *rms,
                             float gain, float saturate);

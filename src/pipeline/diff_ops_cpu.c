@@ -14,3 +14,12 @@ int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, 
         }
     return 0;
 }
+
+int tide_diffp_scale_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a, float f) {
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++)
+            a[y * stride + x] *= f;
+    return 0;
+}

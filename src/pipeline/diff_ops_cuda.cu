@@ -30,3 +30,25 @@ extern "C" int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int6
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
+
+__global__ void diffp_scale_kernel(int64_t w, int64_t h, int64_t stride, float *a, float f) {
+    const int64_t n = w * h;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t y = k / w, x = k - y * w;
+        a[y * stride + x] *= f;
+    }
+}
+
+extern "C" int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride,
+                                     float *a, float f) {
+    if (w <= 0 || h <= 0)
+        return 0;
+    const int block = 256;
+    int64_t g = (w * h + block - 1) / block;
+    if (g > 65535 * 16)
+        g = 65535 * 16;
+    diffp_scale_kernel<<<(unsigned)g, block, 0, (cudaStream_t)ctx->stream>>>(w, h, stride, a, f);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}

@@ -166,12 +166,15 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
         tiles[3 * i + 1] = m;
         tiles[3 * i + 2] = resid + (size_t)i * s2;
     }
-    /* Symmetric limits per row from the stamp: lobes of either sign on one scale. */
+    /* Symmetric limits per row from the stamp's brightest pixels, asinh: lobes of either sign
+     * and the faint residual around them on one scale. */
     tide_png_stretch_default(&s);
     s.scale = 6;
+    s.kind = TIDE_STRETCH_ASINH;
+    s.softening = 0.1;
+    s.limits = TIDE_LIMITS_SYMMETRIC_PCT;
+    s.hi_pct = 99.0;
     snprintf(p, sizeof p, "%s/candidates.png", dir);
-    s.limits = TIDE_LIMITS_SYMMETRIC;
-    s.contrast = 1.0;
     st = tide_png_write_mosaic(p, n, 3, r->stamp, tiles, &s);
     free(resid);
     free(tiles);

@@ -53,7 +53,8 @@ static tide_wcs *make_wcs(double scale, double rot, double crpix1, double crpix2
         tide_header_set_dbl(&h, "B_0_3", -sip * 2e-10, NULL);
     }
     tide_wcs *w = NULL;
-    if (tide_wcs_from_header(&h, "gpu test", &w)) fprintf(stderr, "%s\n", tide_error_detail());
+    if (tide_wcs_from_header(&h, "gpu test", &w))
+        fprintf(stderr, "%s\n", tide_error_detail());
     tide_header_free(&h);
     return w;
 }
@@ -89,14 +90,16 @@ static void compare(const char *what, const tide_image *c, const tide_image *g,
             nanmis++;
             continue;
         }
-        if (c->mask[i] != g->mask[i]) maskmis++;
-        if (isnan(a)) continue;
+        if (c->mask[i] != g->mask[i])
+            maskmis++;
+        if (isnan(a))
+            continue;
         emax = fmax(emax, fabs(a - b) / fmax(fabs(a), 1.0));
         evar = fmax(evar, fabs(c->var[i] - g->var[i]) / fmax(fabs(c->var[i]), 1e-3));
         ecov = fmax(ecov, fabs(cc->pix[i] - gc->pix[i]));
     }
-    printf("  %-34s pix %.2e var %.2e cov %.2e, NaN mismatches %lld, mask mismatches %lld\n",
-           what, emax, evar, ecov, (long long)nanmis, (long long)maskmis);
+    printf("  %-34s pix %.2e var %.2e cov %.2e, NaN mismatches %lld, mask mismatches %lld\n", what,
+           emax, evar, ecov, (long long)nanmis, (long long)maskmis);
     CHECK(emax <= 1e-5);
     CHECK(evar <= 1e-5);
     CHECK(ecov <= 1e-6);
@@ -108,13 +111,15 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, int64_t W, int64_t H, int64_t OW
     tide_wcs *win = make_wcs(0.26, 0.0, 0.5 * (double)W + 0.3, 0.5 * (double)H - 0.2, 1.0, tpv);
     tide_wcs *wout = make_wcs(0.3, 33.0, 0.5 * (double)OW - 1.7, 0.5 * (double)OH + 2.1, 0.0, 0);
     CHECK(win && wout);
-    if (!win || !wout) return;
+    if (!win || !wout)
+        return;
     tide_image in;
     CHECK_OK(tide_image_alloc(cpu, &in, W, H, TIDE_HOST, TIDE_IMAGE_MASK | TIDE_IMAGE_VAR));
     fill(&in, (unsigned long long)(W * 31 + H));
     for (int k = 0; k < 3; k++)
         for (int map = 1; map <= 2; map++) {
-            if (tpv && map == 2) continue;
+            if (tpv && map == 2)
+                continue;
             tide_reproject_params p;
             tide_reproject_params_default(&p);
             p.kernel = (tide_resample_kind)k;
@@ -124,10 +129,13 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, int64_t W, int64_t H, int64_t OW
             /* host input on the CUDA context */
             CHECK_OK(tide_reproject(gpu, &in, win, wout, OW, OH, &p, &og, &cg));
             char what[128];
-            snprintf(what, sizeof what, "%lldx%lld->%lldx%lld %s %s host",
-                     (long long)W, (long long)H, (long long)OW, (long long)OH,
-                     tide_resample_name(p.kernel), tpv ? "tpv" : map == 1 ? "grid" : "exact");
-            if (oc.pix && og.pix) compare(what, &oc, &og, &cc, &cg);
+            snprintf(what, sizeof what, "%lldx%lld->%lldx%lld %s %s host", (long long)W,
+                     (long long)H, (long long)OW, (long long)OH, tide_resample_name(p.kernel),
+                     tpv        ? "tpv"
+                     : map == 1 ? "grid"
+                                : "exact");
+            if (oc.pix && og.pix)
+                compare(what, &oc, &og, &cc, &cg);
             tide_image_free(gpu, &og);
             tide_image_free(gpu, &cg);
             /* device input: output stays on the device */
@@ -138,7 +146,8 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, int64_t W, int64_t H, int64_t OW
             CHECK_OK(tide_image_clone(gpu, &hout, &dout, TIDE_HOST));
             CHECK_OK(tide_image_clone(gpu, &hcov, &dcov, TIDE_HOST));
             memcpy(what + strlen(what) - 4, "dev", 4);
-            if (oc.pix && hout.pix) compare(what, &oc, &hout, &cc, &hcov);
+            if (oc.pix && hout.pix)
+                compare(what, &oc, &hout, &cc, &hcov);
             tide_image_free(gpu, &din);
             tide_image_free(gpu, &dout);
             tide_image_free(gpu, &dcov);
@@ -174,7 +183,8 @@ static void bench(tide_ctx *cpu, tide_ctx *gpu, int tpv) {
         double t0 = tide_now();
         CHECK_OK(tide_reproject_plan_create(gpu, win, N, N, wout, N, N, &p, &pl));
         const double tplan = tide_now() - t0;
-        if (!pl) break;
+        if (!pl)
+            break;
         tide_reproject_info inf;
         tide_reproject_plan_info(pl, &inf);
         double t[10];
@@ -183,7 +193,8 @@ static void bench(tide_ctx *cpu, tide_ctx *gpu, int tpv) {
             t0 = tide_now();
             CHECK_OK(tide_reproject_execute(gpu, pl, &din, &out, &cov));
             tide_sync(gpu);
-            if (r >= 0) t[r] = tide_now() - t0;
+            if (r >= 0)
+                t[r] = tide_now() - t0;
             tide_image_free(gpu, &out);
             tide_image_free(gpu, &cov);
         }
@@ -191,8 +202,7 @@ static void bench(tide_ctx *cpu, tide_ctx *gpu, int tpv) {
         printf("  bench 4096^2 %-8s %s: plan %.1f ms (grid step %g, err %.1e px), resample "
                "(pix+mask+var+coverage, device-resident) median %.3f ms, min %.3f ms\n",
                tide_resample_name(p.kernel), inf.exact ? "exact TAN-SIP" : "grid (TPV)",
-               tplan * 1e3, inf.grid_step, inf.map_err_px, 0.5 * (t[4] + t[5]) * 1e3,
-               t[0] * 1e3);
+               tplan * 1e3, inf.grid_step, inf.map_err_px, 0.5 * (t[4] + t[5]) * 1e3, t[0] * 1e3);
         tide_reproject_plan_free(gpu, pl);
     }
     tide_image_free(gpu, &din);
@@ -202,7 +212,8 @@ static void bench(tide_ctx *cpu, tide_ctx *gpu, int tpv) {
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no usable GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no usable GPU");
     tide_ctx *cpu = NULL, *gpu = NULL;
     tide_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -210,7 +221,8 @@ int main(void) {
     CHECK_OK(tide_ctx_create(&cpu, &o));
     o.backend = TIDE_BACKEND_CUDA;
     CHECK_OK(tide_ctx_create(&gpu, &o));
-    if (!cpu || !gpu) return 1;
+    if (!cpu || !gpu)
+        return 1;
     agree(cpu, gpu, 1, 1, 1, 1, 0);
     agree(cpu, gpu, 257, 131, 263, 127, 0);
     agree(cpu, gpu, 1000, 37, 37, 1000, 0);

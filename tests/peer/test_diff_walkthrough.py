@@ -83,7 +83,8 @@ def main():
         fails = []
         with fits.open(os.path.join(out, "difference.fits")) as h:
             d = h[0].data.astype(float)
-            var = h["VAR"].data.astype(float)
+            # the propagated variance (VAR is scaled by VARSCALE for PSF-sized sums)
+            var = h["VAR"].data.astype(float) / float(h[0].header.get("VARSCALE", 1.0))
             mask = h["MASK"].data
         for x, y, f in STARS:
             ix, iy = int(round(x)), int(round(y))

@@ -238,7 +238,7 @@ static double lag1(const tide_image *d, double *nstd) {
 
 static void decorrelation(tide_ctx *ctx) {
     tide_image sci, tmpl;
-    make_pair(&sci, &tmpl, 1.0, 0.0);
+    make_pair_depth(&sci, &tmpl, 1.0, 0.0, 1.0);
     /* an equally noisy template makes the correlation visible */
     double fs = 2.3548 * sqrt(SIG_T * SIG_T + 1.2 * 1.2), ft = 2.3548 * SIG_T;
     synth_free(&sci);
