@@ -31,8 +31,9 @@
  *                 those centred on masked pixels (reject_bits) are dropped.
  *   7. fits       stamps cut where the context computes, batched Levenberg–Marquardt dipole and
  *                 point-source fits (dipole.h) of the max_fit highest-S/N candidates. By
- *                 default the PSF dipole with the difference's PSF (the unconvolved frame's),
- *                 a circular Gaussian of its measured FWHM: with the shape fixed, the lobe
+ *                 default the PSF dipole with the difference's PSF: the reference PSF of
+ *                 tide_psf_build (psf.h) on the unconvolved frame on the output grid, or, with
+ *                 too few PSF stars, a circular Gaussian of its FWHM. With the shape fixed, the lobe
  *                 positions of an overlapping dipole are far better constrained than with the
  *                 free Gaussian dipole, whose widths trade against the lobe separation.
  *
@@ -94,8 +95,8 @@ typedef struct tide_diff_params {
                                     3n functions */
     int basis_fixed;           /**< 1: keep sub.degrees as given [0] */
     tide_candidate_params cand; /**< candidates (det.fwhm_guess is set by the run) */
-    tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: a Gaussian of the
-                                    difference's FWHM] */
+    tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: the unconvolved
+                                    frame's PSF model, else a Gaussian of its FWHM] */
     int calibrate_var;         /**< 1: scale the difference's variance plane so that sums over
                                     PSF-sized boxes of blank sky have unit normalised variance
                                     (robust: 1.4826 MAD), the resampled and convolved noise
@@ -130,7 +131,8 @@ typedef struct tide_diff_result {
     int stamp;            /**< side of the kept stamps */
     int64_t nstamps;      /**< kept stamps (the first candidates) */
     float *stamps;        /**< nstamps × stamp² difference stamps */
-    float *models;        /**< nstamps × stamp² fitted dipole models (NaN where not fitted) */
+    float *models;        /**< nstamps × stamp² fitted models: the dipole, or the point source
+                               when its χ² is not worse (NaN where not fitted) */
     double fwhm_sci, fwhm_tmpl; /**< on the output grid, pixels */
     double kernel_sum, chi2; /**< flux ratio and reduced χ² of the kernel fit */
     int64_t nfit_pix;     /**< pixels in the kernel fit */

@@ -163,6 +163,26 @@ enum { TIDE_CAND_NEGATIVE = -1, TIDE_CAND_POSITIVE = 1, TIDE_CAND_DIPOLE = 2 };
 int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candidate_params *p,
                          tide_table *cands);
 
+/** Add the fit columns to @p t (host table with 0 rows or @p n rows; resized to n) and fill
+ *  them from @p fit, positions FITS 1-based (value + 1) like X_IMAGE:
+ *   DIP_XPOS, DIP_YPOS, DIP_XNEG, DIP_YNEG [pixel], DIP_FLUX, their *_ERR,
+ *   DIP_SIGMA1, DIP_SIGMA2 [pixel], DIP_THETA [deg] (NaN unless @p gauss), DIP_CHI2,
+ *   PS_X, PS_Y [pixel], PS_FLUX, their *_ERR, PS_CHI2, DELTA_CHI2 (= PS_CHI2 - DIP_CHI2),
+ *   NPIX, NITER, FIT_STATUS, PS_STATUS (int32; TIDE_DIPOLE_* codes).
+ *  Existing columns of those names are overwritten (they must have the types above). */
+int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, tide_table *t);
+
+/** Fit every row of a candidate table (tide_diff_candidates; columns X, Y 0-based) on the
+ *  difference image: stamps of @p stamp pixels (odd) centred on the candidates are cut where
+ *  the context computes (on the GPU for a CUDA context, the image uploaded once if it is on
+ *  the host), fitted there (@p p NULL: defaults), and the fit columns of
+ *  tide_dipole_fits_to_table are added to @p cands. For TIDE_DIPOLE_PSF the PSF is, with
+ *  @p psf non-NULL, the model's local PSF at each candidate (tide_psf_eval, one stamp per
+ *  candidate), else p->psf (host memory). */
+int tide_diff_fit_candidates(tide_ctx *ctx, const tide_image *diff, int stamp,
+                             const tide_psf_model *psf, const tide_dipole_params *p,
+                             tide_table *cands);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,9 +15,11 @@
  * spatial_degree in x and y; B is a polynomial of degree bg_degree.
  *
  * The fit uses stamps (one per cell of a grid, centred on the brightest unmasked pixel of the
- * reference in the cell; pixels near masked reference pixels, masked target pixels and frame
- * edges get no weight). The normal equations are accumulated per stamp in double precision
- * from the basis-convolved images (one FFT correlation of R with every basis kernel), with
+ * reference in the cell, if it stands stamp_snr sky sigmas above the sky; pixels near masked
+ * reference pixels, masked target pixels and frame edges get no weight). The normal equations
+ * are accumulated per stamp in double precision from the basis-convolved reference (GPU: one
+ * batched FFT correlation of the frame with every basis kernel, gathered at the stamps; CPU:
+ * direct convolution at the stamp pixels only, much cheaper there), with
  * the spatial polynomials evaluated at the stamp centre (Alard 2000 §2), solved by Cholesky
  * with a condition check (ridge-regularised when ill-conditioned), and the worst stamps are
  * sigma-clipped on their chi^2 per pixel, refitting twice. The varying convolution is then
@@ -32,7 +34,8 @@
  * The difference is always "science minus template": S - (T * K) - B when the template is
  * convolved (in the science frame's flux scale), (S * K) + B - T when the science is (in the
  * template's flux scale). Its variance is var_I + var_R * K_c^2 (K_c the kernel at the frame
- * centre) and its mask is the target's mask OR the reference's mask grown by the kernel's
+ * centre; var_R K_c^2 is taken as var_R(x) sum K_c^2, exact where var_R is flat over the
+ * kernel) and its mask is the target's mask OR the reference's mask grown by the kernel's
  * half-width, with TIDE_MASK_EDGE within that half-width of the frame edge.
  *
  * Optional decorrelation (Reiss & Lupton 2016, the Rubin "afterburner"): the difference is
@@ -109,8 +112,9 @@ typedef struct tide_subtract_result {
  *  images on a CUDA context). @p fwhm_sci and @p fwhm_tmpl are the frames' PSF FWHMs in px
  *  (used to choose the frame to convolve and the basis widths; <= 0 means unknown: the
  *  template is then convolved and the basis sigmas default to HOTPANTS' 0.7, 1.5, 3.0 px).
- *  Variance planes are used as weights when present; otherwise each frame's variance is its
- *  robust (MAD) sky noise squared. @p p may be NULL for defaults. @p r is filled (free with
+ *  Variance planes are used as weights when present (they should include the sources'
+ *  Poisson noise, or bright stars' stamps look bad and are clipped); otherwise each frame's
+ *  variance is its sigma-clipped sky noise squared. @p p may be NULL for defaults. @p r is filled (free with
  *  tide_subtract_result_free). TIDE_E_EMPTY when too few usable stamps remain, TIDE_E_RANGE
  *  when the normal equations cannot be solved even regularised. */
 int tide_subtract(struct tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run.sh [tests] — there, on the GPU machine (repository root, carried .gpu/): run every
+# run.sh [tests|reduce] — there, on the GPU machine (repository root, carried .gpu/): run every
 # test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
-# With "tests", only the tests (a quick check that costs less device time).
+# With "tests", only the tests (a quick check that costs less device time); with "reduce",
+# only the reduction benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tide-gpu-out}
@@ -20,6 +21,12 @@ export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
 # Every C test program (unit + GPU agreement); Python peer tests need Debian's astropy, which
 # the GPU machine lacks, so they run in CI instead.
 fail=0
+if [ "${1:-all}" = reduce ]; then
+  timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
+    --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+  cat "$out/report.md"
+  exit $fail
+fi
 echo "## tests" >> "$out/report.md"
 for t in .gpu/bin/test_*; do
   [ -x "$t" ] || continue
@@ -42,6 +49,9 @@ echo "## benchmarks" >> "$out/report.md"
 .gpu/bin/tide bench --backend cuda --json "$out/bench-cuda.json" >> "$out/report.md" 2>&1 || fail=1
 .gpu/bin/tide bench --backend cpu --threads 16 --sizes 2048x2048,4787x3193 \
   --json "$out/bench-cpu.json" >> "$out/report.md" 2>&1 || fail=1
+echo "## reduction (tide bench --reduce)" >> "$out/report.md"
+timeout 400 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
+  --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \

@@ -121,54 +121,15 @@ static int read_centers(fitsfile *f, const char *path, int64_t n, double **x, do
     return 0;
 }
 
-/* Output columns, in order. */
-enum { C_XP, C_YP, C_XN, C_YN, C_FL, C_XPE, C_YPE, C_XNE, C_YNE, C_FLE, C_S1, C_S2, C_TH,
-       C_DCHI, C_PX, C_PY, C_PF, C_PXE, C_PYE, C_PFE, C_PCHI, C_DELTA, C_NF64 };
-static const char *f64_names[C_NF64] = {
-    "DIP_XPOS", "DIP_YPOS", "DIP_XNEG", "DIP_YNEG", "DIP_FLUX", "DIP_XPOS_ERR", "DIP_YPOS_ERR",
-    "DIP_XNEG_ERR", "DIP_YNEG_ERR", "DIP_FLUX_ERR", "DIP_SIGMA1", "DIP_SIGMA2", "DIP_THETA",
-    "DIP_CHI2", "PS_X", "PS_Y", "PS_FLUX", "PS_X_ERR", "PS_Y_ERR", "PS_FLUX_ERR", "PS_CHI2",
-    "DELTA_CHI2"};
-
+/* The output table: ID, then the columns of tide_dipole_fits_to_table. */
 static int write_fits(const char *out, const tide_dipole_fit *fit, int64_t n, int gauss) {
     tide_table t;
     tide_table_init(&t);
     int st = tide_table_add_column(&t, "ID", TIDE_COL_I64, 1, "", "1-based stamp index", NULL);
-    for (int k = 0; !st && k < C_NF64; k++) {
-        const char *unit = (k <= C_YNE || (k >= C_PX && k <= C_PYE && k != C_PF)) ? "pixel"
-                           : k == C_TH                                          ? "deg"
-                           : (k == C_S1 || k == C_S2)                           ? "pixel"
-                                                                                : "";
-        st = tide_table_add_column(&t, f64_names[k], TIDE_COL_F64, 1, unit, NULL, NULL);
-    }
-    if (!st) st = tide_table_add_column(&t, "NPIX", TIDE_COL_I32, 1, "", "pixels used", NULL);
-    if (!st) st = tide_table_add_column(&t, "NITER", TIDE_COL_I32, 1, "", "dipole iterations", NULL);
-    if (!st)
-        st = tide_table_add_column(&t, "FIT_STATUS", TIDE_COL_I32, 1, "",
-                                   "0 converged 1 max-iter 2 singular 3 bad input", NULL);
-    if (!st) st = tide_table_add_column(&t, "PS_STATUS", TIDE_COL_I32, 1, "", NULL, NULL);
-    if (!st) st = tide_table_resize(&t, n);
+    if (!st) st = tide_dipole_fits_to_table(fit, n, gauss, &t);
     if (!st) {
         int64_t *id = tide_table_i64(&t, "ID");
-        double *c[C_NF64];
-        for (int k = 0; k < C_NF64; k++) c[k] = tide_table_f64(&t, f64_names[k]);
-        int32_t *np = tide_table_i32(&t, "NPIX"), *ni = tide_table_i32(&t, "NITER");
-        int32_t *fs = tide_table_i32(&t, "FIT_STATUS"), *ps = tide_table_i32(&t, "PS_STATUS");
-        for (int64_t i = 0; i < n; i++) {
-            const tide_dipole_fit *f = &fit[i];
-            id[i] = i + 1;
-            const double v[C_NF64] = {
-                f->xpos + 1, f->ypos + 1, f->xneg + 1, f->yneg + 1, f->flux, f->xpos_err,
-                f->ypos_err, f->xneg_err, f->yneg_err, f->flux_err, gauss ? f->sigma1 : NAN,
-                gauss ? f->sigma2 : NAN, gauss ? f->theta * 57.29577951308232 : NAN,
-                f->chi2_dip, f->ps_x + 1, f->ps_y + 1, f->ps_flux, f->ps_x_err, f->ps_y_err,
-                f->ps_flux_err, f->chi2_ps, f->chi2_ps - f->chi2_dip};
-            for (int k = 0; k < C_NF64; k++) c[k][i] = v[k];
-            np[i] = (int32_t)f->npix;
-            ni[i] = f->niter;
-            fs[i] = f->status;
-            ps[i] = f->ps_status;
-        }
+        for (int64_t i = 0; i < n; i++) id[i] = i + 1;
         st = tide_fits_write_table(out, &t, NULL, "DIPOLES");
     }
     tide_table_free(&t);

@@ -74,33 +74,42 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
 
 int tide_corr_pad_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in) {
     const int64_t w = c->w, h = c->h, rx = c->rx, ry = c->ry, px = c->px, pitch = c->pitch;
+    const int64_t tx0 = c->tx0, ty0 = c->ty0;
     const int reflect = c->opt.pad == TIDE_PAD_REFLECT;
     const uint16_t bits = c->opt.mask_bits;
     const float *pix = in->pix;
     const uint16_t *mask = in->mask;
     const int64_t stride = in->stride;
     float *X = c->X;
+    /* padded columns [a0, a1) show frame columns [0, w) directly */
+    int64_t a0 = rx - tx0, a1 = w + rx - tx0;
+    a0 = a0 < 0 ? 0 : (a0 > px ? px : a0);
+    a1 = a1 < a0 ? a0 : (a1 > px ? px : a1);
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
     for (int64_t b = 0; b < c->py; b++) {
         float *row = X + b * pitch;
-        int64_t y = b - ry;
+        int64_t y = ty0 + b - ry;
         if (y >= 0 && y < h) {
             /* Interior row: the common case, a straight copy with cleaning. */
-            const float *src = pix + y * stride;
-            const uint16_t *msk = mask ? mask + y * stride : NULL;
-            for (int64_t x = 0; x < w; x++)
-                row[rx + x] = tide_corr_clean(src[x], msk ? msk[x] : 0, bits);
-            for (int64_t a = 0; a < rx; a++) {
-                int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, reflect);
+            const float *src = pix + y * stride + (tx0 + a0 - rx);
+            const uint16_t *msk = mask ? mask + y * stride + (tx0 + a0 - rx) : NULL;
+            for (int64_t a = a0; a < a1; a++)
+                row[a] = tide_corr_clean(src[a - a0], msk ? msk[a - a0] : 0, bits);
+            for (int64_t a = 0; a < a0; a++) {
+                int64_t s = tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride, reflect);
                 row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
             }
-            for (int64_t a = rx + w; a < pitch; a++) {
-                int64_t s = a < px ? tide_corr_source(a, b, w, h, rx, ry, stride, reflect) : -1;
+            for (int64_t a = a1; a < pitch; a++) {
+                int64_t s = a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride,
+                                                      reflect)
+                                   : -1;
                 row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
             }
         } else {
             for (int64_t a = 0; a < pitch; a++) {
-                int64_t s = a < px ? tide_corr_source(a, b, w, h, rx, ry, stride, reflect) : -1;
+                int64_t s = a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride,
+                                                      reflect)
+                                   : -1;
                 row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
             }
         }
@@ -125,10 +134,12 @@ int tide_corr_multiply_cpu(tide_ctx *ctx, const struct tide_correlator *c, int k
 }
 
 int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out) {
-    const int64_t w = c->w, pitch = c->pitch;
+    const int64_t pitch = c->pitch, tx0 = c->tx0, ty0 = c->ty0;
+    const int64_t nx = c->ox < c->w - tx0 ? c->ox : c->w - tx0;
+    const int64_t ny = c->oy < c->h - ty0 ? c->oy : c->h - ty0;
     const float *Y = c->Y + c->ry * pitch + c->rx;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
-    for (int64_t y = 0; y < c->h; y++)
-        memcpy(out->pix + y * out->stride, Y + y * pitch, (size_t)w * sizeof(float));
+    for (int64_t y = 0; y < ny; y++)
+        memcpy(out->pix + (ty0 + y) * out->stride + tx0, Y + y * pitch, (size_t)nx * sizeof(float));
     return TIDE_OK;
 }

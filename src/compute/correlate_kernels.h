@@ -25,7 +25,10 @@ struct tide_correlator {
     tide_backend backend;
     int64_t w, h;          /**< frame size */
     int64_t kw, kh, rx, ry; /**< kernel size and half-size */
-    int64_t px, py;        /**< padded transform size */
+    int64_t px, py;        /**< padded transform size (of one tile when tiled) */
+    int64_t ox, oy;        /**< output pixels per tile: px - kw + 1, py - kh + 1, or w, h */
+    int64_t ntx, nty;      /**< tiles per axis; 1 x 1 (untiled) on CUDA and small frames */
+    int64_t tx0, ty0;      /**< origin (frame pixels) of the tile being processed */
     int64_t cw, pitch;     /**< px/2+1 complex per row; 2*cw floats per padded row */
     int nk;
     tide_correlate_options opt;
@@ -40,11 +43,13 @@ struct tide_correlator {
 
 /** Whatever the backend precomputes from rows/cols (the CPU expands full spectra). */
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c);
-/** Fill c->X (all py * pitch floats) from @p in with padding and NaN/mask zeroing. */
+/** Fill c->X (all py * pitch floats) from @p in with padding and NaN/mask zeroing: the
+ *  padded cell (a, b) holds the frame at (tx0 + a - rx, ty0 + b - ry) (tide_corr_source). */
 int tide_corr_pad_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in);
 /** c->Y = c->X * H_k, over the half-spectrum. */
 int tide_corr_multiply_cpu(tide_ctx *ctx, const struct tide_correlator *c, int k);
-/** Copy the linear result from c->Y into @p out (w x h at offset rx, ry). */
+/** Copy the linear result of the tile from c->Y (offset rx, ry) into @p out at (tx0, ty0):
+ *  min(ox, w - tx0) x min(oy, h - ty0) pixels. */
 int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out);
 
 #ifdef TIDE_HAVE_CUDA

@@ -450,6 +450,10 @@ static int check_inputs(tide_ctx *ctx, const tide_image *sci, const tide_image *
         p->bg_degree > 4)
         return tide_error(TIDE_E_INVAL, "subtract: spatial degree %d / background degree %d "
                           "(0..4)", p->spatial_degree, p->bg_degree);
+    if (p->nstamps_x < 0 || p->nstamps_x > 200 || p->nstamps_y < 0 || p->nstamps_y > 200 ||
+        p->stamp_half < 0 || p->stamp_half > 200)
+        return tide_error(TIDE_E_INVAL, "subtract: stamp grid %d x %d (0..200), stamp half-width "
+                          "%d (0..200)", p->nstamps_x, p->nstamps_y, p->stamp_half);
     if (p->kernel_half < 0 || p->kernel_half > 64 || p->clip_iter < 0)
         return tide_error(TIDE_E_INVAL, "subtract: kernel half-width %d (0..64), clip_iter %d",
                           p->kernel_half, p->clip_iter);
@@ -463,7 +467,6 @@ typedef struct sub_work {
     tide_image *bimg; /* the basis-convolved frames (CUDA path) */
     int nbimg;
     tide_image conv[TIDE_SUB_MAXPOLY];
-    tide_image varconv;
     tide_image dsci, dtmpl; /* device copies of host inputs on a CUDA context */
 } sub_work;
 
@@ -476,7 +479,6 @@ static void work_free(tide_ctx *ctx, sub_work *w) {
         free_images(ctx, w->bimg, w->nbimg);
     free(w->bimg);
     free_images(ctx, w->conv, TIDE_SUB_MAXPOLY);
-    tide_image_free(ctx, &w->varconv);
     tide_image_free(ctx, &w->dsci);
     tide_image_free(ctx, &w->dtmpl);
 }
@@ -485,6 +487,8 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
                         double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
                         tide_subtract_result *r, sub_work *w) {
     int st;
+    tide_timer tm;
+    memset(&tm, 0, sizeof tm);
     int conv = p->convolve;
     if (conv == TIDE_SUB_AUTO)
         conv = fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl
@@ -520,7 +524,6 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     L.n = 1 + (L.nb - 1) * L.npk + L.nbg;
     float var_ref = 0.0f, var_tgt = 0.0f;
     double sky_ref = 0.0, sky_tgt = 0.0;
-    tide_timer tm;
     tide_timer_start(ctx, &tm, "subtract.noise");
     if ((st = sky_noise(ctx, ref, p->mask_bits, &sky_ref, &var_ref)) ||
         (st = sky_noise(ctx, tgt, p->mask_bits, &sky_tgt, &var_tgt)))
@@ -645,30 +648,16 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
         m.bg[q] = r->bg_coef[q];
     m.bgdeg = L.bgdeg;
     m.var_tgt_const = var_tgt;
-    m.varconv_const = (float)(var_ref * k2);
+    m.var_ref = ref->var;
+    m.var_ref_stride = ref->stride;
+    m.var_ref_const = var_ref;
+    m.k2 = (float)k2;
     m.sign = conv == TIDE_SUB_CONVOLVE_TEMPLATE ? 1.0f : -1.0f;
     /* after decorrelation the noise is white at var_t + k0^2 var_r instead of the smoothed
      * var_t + sum(K^2) var_r (Reiss & Lupton 2016 eq. 1); scale the variance plane so. */
     m.var_scale = 1.0f;
     if (p->decorrelate && var_tgt + k2 * var_ref > 0.0)
         m.var_scale = (float)((var_tgt + ksum * ksum * var_ref) / (var_tgt + k2 * var_ref));
-    if (ref->var) {
-        float *ksq = malloc(kn * sizeof *ksq);
-        if (!ksq) {
-            st = tide_error(TIDE_E_NOMEM, "subtract: squared kernel");
-            goto done;
-        }
-        for (size_t i = 0; i < kn; i++)
-            ksq[i] = r->kernel_center[i] * r->kernel_center[i];
-        tide_image rv = *ref;
-        rv.pix = ref->var;
-        rv.var = NULL;
-        st = correlate_into(ctx, &rv, 1, ksq, B.kw, p->mask_bits, &w->varconv);
-        free(ksq);
-        if (st)
-            goto done;
-        m.varconv = w->varconv.pix;
-    }
     tide_timer_stop(ctx, &tm, NULL);
     tide_timer_start(ctx, &tm, "subtract.combine");
     if ((st = tide_image_alloc(ctx, &r->diff, W, H, loc, TIDE_IMAGE_MASK | TIDE_IMAGE_VAR)) ||
@@ -690,6 +679,8 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
              r->nfit ? r->chi2 / (double)r->nfit : 0.0, r->kernel_sum, r->cond,
              r->regularised ? " (regularised)" : "");
 done:
+    if (tm.ev0) /* a stage left running by an error: release its CUDA events */
+        tide_timer_stop(ctx, &tm, NULL);
     tide_sub_basis_free(&B);
     return st;
 }

@@ -202,7 +202,7 @@ __global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const floa
     dp[y * ds + x] = (float)(m.sign * ((double)t - mod));
     if (dv) {
         float vt = tv ? tv[y * ts + x] : m.var_tgt_const;
-        float vc = m.varconv ? m.varconv[k] : m.varconv_const;
+        float vc = m.k2 * (m.var_ref ? m.var_ref[y * m.var_ref_stride + x] : m.var_ref_const);
         dv[y * ds + x] = (vt + vc) * m.var_scale;
     }
 }

@@ -35,8 +35,14 @@ typedef struct tide_sub_model {
     int npoly, sdeg;
     double bg[TIDE_SUB_MAXPOLY];
     int bgdeg;
-    const float *varconv;  /**< var_R correlated with K_c^2, or NULL: use varconv_const */
-    float varconv_const;
+    const float *var_ref;  /**< the reference's variance plane (stride var_ref_stride), or NULL:
+                                use var_ref_const */
+    int64_t var_ref_stride;
+    float var_ref_const;
+    float k2;              /**< sum of the squared kernel at the centre: the convolved
+                                reference's variance is var_R(x) k2 (exact where var_R is flat
+                                over the kernel, a slight overestimate next to star cores,
+                                and one full-frame correlation cheaper than var_R * K^2) */
     float var_tgt_const;   /**< used when the target has no variance plane */
     float sign;            /**< +1: diff = target - model; -1: diff = model - target */
     float var_scale;       /**< factor on the difference variance (decorrelation) [1] */
@@ -68,7 +74,7 @@ int tide_sub_basis_stamps_cpu(tide_ctx *ctx, const tide_image *ref, const tide_s
 int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,
                         double *Q);
 /** matched = sum_p P_p(x,y) conv_p + bg(x,y); diff = sign (target - matched) (pix and var;
- *  the mask is tide_sub_mask's). diff.var = (var_t + varconv) var_scale. Images of the frame's size. */
+ *  the mask is tide_sub_mask's). diff.var = (var_t + k2 var_r) var_scale. Images of the frame's size. */
 int tide_sub_combine_cpu(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
                          tide_image *diff, tide_image *matched);
 /** out = (tgt.mask) | (ref.mask & bits grown by a (2kh+1)^2 box) | EDGE within kh of the

@@ -53,6 +53,8 @@ typedef struct diff_run {
     tide_image moved; /* the reprojected frame on the output grid */
     tide_subtract_result sr;
     tide_table cands;
+    float *psf; /* PSF stamp of the fits (host), or NULL: a Gaussian */
+    int psf_side;
 } diff_run;
 
 static void run_release(diff_run *r) {
@@ -61,6 +63,7 @@ static void run_release(diff_run *r) {
     tide_image_free(r->ctx, &r->moved);
     tide_subtract_result_free(r->ctx, &r->sr);
     tide_table_free(&r->cands);
+    free(r->psf);
 }
 
 #define STAGE(ctx, name, call)                                                                     \
@@ -296,6 +299,17 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
         }
         tide_image_free(ctx, &f->work); /* the frame is no longer needed on its own grid */
         f->work = run.moved;
+        if (f->nstar > 0) { /* its stars onto the output grid, for the PSF model */
+            double *ra = malloc(sizeof(double) * (size_t)f->nstar);
+            double *de = malloc(sizeof(double) * (size_t)f->nstar);
+            if (!ra || !de || tide_wcs_pix2sky(f->wcs, f->nstar, f->star_x, f->star_y, ra, de) ||
+                tide_wcs_sky2pix(gw, f->nstar, ra, de, f->star_x, f->star_y)) {
+                f->nstar = 0; /* no PSF model then: Gaussian fits */
+                tide_error_clear();
+            }
+            free(ra);
+            free(de);
+        }
         memset(&run.moved, 0, sizeof run.moved);
         f->fwhm_out = f->fwhm * (gscale > 0 ? f->scale / gscale : 1.0);
     }
@@ -309,6 +323,12 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
                             &p.sub, &run.sr));
         if (st)
             tide_error_prefix(st, "subtracting %s from %s: ", p.tmpl_name, p.sci_name);
+    }
+    if (!st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf) {
+        /* The difference's PSF is the unconvolved frame's: its model for the fits. */
+        const tide_diffp_frame *u =
+            run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? &run.tmpl : &run.sci;
+        run.psf = tide_diffp_psf_stamp(ctx, u, u->fwhm_out, &run.psf_side);
     }
     if (!st) {
         tide_image_free(ctx, &run.sci.work);
@@ -353,7 +373,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
               tide_diffp_fit(ctx, &run.sr.diff, &run.cands, gw, &p,
                              run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? out->fwhm_tmpl
                                                                           : out->fwhm_sci,
-                             out));
+                             run.psf, run.psf_side, out));
     if (!st)
         st = tide_sync(ctx);
     if (!st)

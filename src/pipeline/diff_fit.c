@@ -15,24 +15,53 @@
  * number of candidates. */
 #define FIT_BATCH 8192
 
-void tide_diffp_model_stamp(const tide_dipole_fit *f, double psf_sigma, int stamp, double cx,
-                            double cy, float *out) {
+/* Bilinear value of a unit-sum PSF stamp at offset (dx, dy) from its centre; 0 outside. */
+static double psf_at(const float *psf, int side, double dx, double dy) {
+    const double c = (side - 1) / 2.0, x = c + dx, y = c + dy;
+    const double fx = floor(x), fy = floor(y), ax = x - fx, ay = y - fy;
+    const int64_t ix = (int64_t)fx, iy = (int64_t)fy;
+    double v = 0;
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 2; i++) {
+            const int64_t u = ix + i, w = iy + j;
+            if (u >= 0 && w >= 0 && u < side && w < side)
+                v += (i ? ax : 1 - ax) * (j ? ay : 1 - ay) * psf[w * side + u];
+        }
+    return v;
+}
+
+void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side,
+                            int stamp, double cx, double cy, float *out) {
     const int h = (stamp - 1) / 2;
-    const double s1 = psf_sigma > 0 ? psf_sigma : f->sigma1;
-    const double s2 = psf_sigma > 0 ? psf_sigma : f->sigma2;
-    const int ok = isfinite(f->flux) && isfinite(s1) && isfinite(s2) && s1 > 0 && s2 > 0 &&
-                   isfinite(f->xpos) && isfinite(f->xneg);
-    const double th = isfinite(f->theta) && !(psf_sigma > 0) ? f->theta : 0.0;
-    const double c = cos(th), s = sin(th);
-    const double i1 = ok ? 1.0 / (s1 * s1) : 0, i2 = ok ? 1.0 / (s2 * s2) : 0;
-    const double norm = ok ? 1.0 / (6.283185307179586 * s1 * s2) : 0;
+    const int dip_ok = isfinite(f->flux) && isfinite(f->xpos) && isfinite(f->xneg) &&
+                       isfinite(f->ypos) && isfinite(f->yneg);
+    const int ps_ok = isfinite(f->ps_flux) && isfinite(f->ps_x) && isfinite(f->ps_y);
+    /* The picture shows the better model: a single-sign change is a point source. */
+    const int use_ps = psf && ps_ok && isfinite(f->chi2_ps) && !(f->chi2_dip < f->chi2_ps);
+    const int gauss = !psf;
+    const double s1 = f->sigma1, s2 = f->sigma2;
+    const int ok = gauss ? dip_ok && isfinite(s1) && isfinite(s2) && s1 > 0 && s2 > 0
+                         : (use_ps || dip_ok);
+    const double th = isfinite(f->theta) ? f->theta : 0.0, c = cos(th), s = sin(th);
+    const double i1 = gauss && ok ? 1.0 / (s1 * s1) : 0, i2 = gauss && ok ? 1.0 / (s2 * s2) : 0;
+    const double norm = gauss && ok ? 1.0 / (6.283185307179586 * s1 * s2) : 0;
     for (int v = 0; v < stamp; v++)
         for (int u = 0; u < stamp; u++) {
+            float *o = out + v * stamp + u;
             if (!ok) {
-                out[v * stamp + u] = NAN;
+                *o = NAN;
                 continue;
             }
             const double x = cx - h + u, y = cy - h + v;
+            if (use_ps) {
+                *o = (float)(f->ps_flux * psf_at(psf, psf_side, x - f->ps_x, y - f->ps_y));
+                continue;
+            }
+            if (!gauss) {
+                *o = (float)(f->flux * (psf_at(psf, psf_side, x - f->xpos, y - f->ypos) -
+                                        psf_at(psf, psf_side, x - f->xneg, y - f->yneg)));
+                continue;
+            }
             double g[2];
             const double px[2] = {f->xpos, f->xneg}, py[2] = {f->ypos, f->yneg};
             for (int k = 0; k < 2; k++) {
@@ -40,7 +69,7 @@ void tide_diffp_model_stamp(const tide_dipole_fit *f, double psf_sigma, int stam
                 const double a = c * dx + s * dy, b = -s * dx + c * dy;
                 g[k] = norm * exp(-0.5 * (a * a * i1 + b * b * i2));
             }
-            out[v * stamp + u] = (float)(f->flux * (g[0] - g[1]));
+            *o = (float)(f->flux * (g[0] - g[1]));
         }
 }
 
@@ -59,7 +88,13 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         /* One device block: stamps, variance, mask, positions in and out, fits. */
         const size_t off_var = bpix, off_mask = 2 * bpix, off_x = (2 * bpix + bmask + 7) & ~(size_t)7;
-        const size_t total = off_x + 4 * bpos + bfit;
+        const size_t off_psf = (off_x + 4 * bpos + bfit + 7) & ~(size_t)7;
+        tide_dipole_params dp = p->dip; /* the PSF must be device memory too */
+        const size_t bpsf = dp.model == TIDE_DIPOLE_PSF && dp.psf
+                                ? (size_t)dp.psf_side * dp.psf_side * sizeof(float) *
+                                      (dp.psf_per_stamp ? (size_t)m : 1)
+                                : 0;
+        const size_t total = off_psf + bpsf;
         char *d = NULL;
         st = tide_device_alloc(ctx, total, (void **)&d);
         if (st)
@@ -68,13 +103,20 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
         uint16_t *dmask = (uint16_t *)(d + off_mask);
         double *dx = (double *)(d + off_x), *dy = dx + m, *dcx = dy + m, *dcy = dcx + m;
         tide_dipole_fit *dfit = (tide_dipole_fit *)(dcy + m);
-        st = tide_memcpy(ctx, dx, 1, x + i0, 0, bpos);
+        if (bpsf) {
+            const float *hp = dp.psf + (dp.psf_per_stamp ? (size_t)i0 * dp.psf_side * dp.psf_side
+                                                         : 0);
+            dp.psf = (const float *)(d + off_psf);
+            st = tide_memcpy(ctx, d + off_psf, 1, hp, 0, bpsf);
+        }
+        if (!st)
+            st = tide_memcpy(ctx, dx, 1, x + i0, 0, bpos);
         if (!st)
             st = tide_memcpy(ctx, dy, 1, y + i0, 0, bpos);
         if (!st)
             st = tide_diff_cut_stamps(ctx, diff, m, dx, dy, s, dpix, dvar, dmask, dcx, dcy);
         if (!st)
-            st = tide_dipole_fit_device(ctx, m, s, dpix, dvar, dmask, dcx, dcy, &p->dip, dfit);
+            st = tide_dipole_fit_device(ctx, m, s, dpix, dvar, dmask, dcx, dcy, &dp, dfit);
         if (!st)
             st = tide_memcpy(ctx, fits + i0, 0, dfit, 1, bfit);
         if (!st)
@@ -335,22 +377,29 @@ static void gauss_stamp(float *k, int side, double sig) {
 
 int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
                    const tide_wcs *wcs, const tide_diff_params *pin, double fwhm,
-                   tide_diff_result *r) {
+                   const float *psf_in, int psf_side, tide_diff_result *r) {
     tide_diff_params pp = *pin;
     const tide_diff_params *p = &pp;
     float *psf = NULL;
-    double psf_sigma = 0;
     if (pp.dip.model == TIDE_DIPOLE_PSF && !pp.dip.psf) {
-        /* No PSF given: a Gaussian of the difference's FWHM, as wide as the stamp. */
-        psf_sigma = fwhm / 2.3548200450309493;
-        pp.dip.psf_side = pp.stamp;
+        if (psf_in && psf_side >= 3 && (psf_side & 1)) {
+            pp.dip.psf = psf_in;
+            pp.dip.psf_side = psf_side;
+        } else {
+            /* No PSF model: a Gaussian of the difference's FWHM, as wide as the stamp. */
+            psf = malloc((size_t)pp.stamp * pp.stamp * sizeof *psf);
+            if (!psf)
+                return tide_error(TIDE_E_NOMEM, "diff: out of memory for the PSF stamp");
+            gauss_stamp(psf, pp.stamp, fwhm / 2.3548200450309493);
+            pp.dip.psf = psf;
+            pp.dip.psf_side = pp.stamp;
+        }
         pp.dip.psf_per_stamp = 0;
-        psf = malloc((size_t)pp.stamp * pp.stamp * sizeof *psf);
-        if (!psf)
-            return tide_error(TIDE_E_NOMEM, "diff: out of memory for the PSF stamp");
-        gauss_stamp(psf, pp.stamp, psf_sigma);
-        pp.dip.psf = psf;
     }
+    const float *draw_psf = pp.dip.model == TIDE_DIPOLE_PSF && !pp.dip.psf_per_stamp
+                                ? pp.dip.psf
+                                : NULL;
+    const int draw_side = pp.dip.psf_side;
     const int64_t n = cands->nrows;
     const int64_t nfit = n < p->max_fit ? n : p->max_fit;
     const int64_t nkeep = nfit < p->keep_stamps ? nfit : p->keep_stamps;
@@ -376,7 +425,8 @@ int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cand
         st = fit_batch(ctx, diff, i0, m, x, y, p, fits, cx, cy, r->stamps, nkeep);
     }
     for (int64_t i = 0; !st && i < nkeep; i++)
-        tide_diffp_model_stamp(fits + i, psf_sigma, s, cx[i], cy[i], r->models + (size_t)i * s2);
+        tide_diffp_model_stamp(fits + i, draw_psf, draw_side, s, cx[i], cy[i],
+                               r->models + (size_t)i * s2);
     r->nstamps = st ? 0 : nkeep;
     if (!st)
         st = build_table(cands, nfit, fits, wcs, &r->cands);

@@ -21,6 +21,9 @@ typedef struct tide_diffp_frame {
     double sky, sky_rms; /**< global background and RMS */
     int64_t nfwhm;       /**< sources behind the FWHM (0: the guess was used) */
     int64_t ncosmic;     /**< pixels the cosmetics stage flagged as cosmic rays */
+    int64_t nstar;       /**< clean sources of S/N >= 20 (PSF candidates) */
+    double *star_x, *star_y, *star_f; /**< their positions (0-based, this frame's own grid
+                                          until moved to the output grid) and fluxes */
 } tide_diffp_frame;
 
 /** Build the WCS of @p hdr and prepare @p im (diffpipe.h stages 2-3) into @p f. @p gain,
@@ -45,7 +48,7 @@ int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const ch
  *  and the fits; keep the first p->keep_stamps stamps and models in @p r. */
 int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
                    const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
-                   tide_diff_result *r);
+                   const float *psf, int psf_side, tide_diff_result *r);
 
 /** The factor by which the variance of host image @p diff must be scaled so that sums over
  *  disjoint boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by
@@ -61,10 +64,17 @@ int tide_diffp_scale_var(tide_ctx *ctx, tide_image *im, float f);
  *  host image @p diff's mask at their centre; *nrej receives how many. */
 int tide_diffp_screen(const tide_image *diff, uint16_t bits, tide_table *cands, int64_t *nrej);
 
+/** A PSF stamp for the dipole fits from the unconvolved frame @p f on the output grid (its
+ *  stars already there): the reference PSF of tide_psf_build (psf.h) normalised to unit sum,
+ *  or, when the model falls back to a Gaussian or cannot be built, NULL (the caller then
+ *  uses a Gaussian of the FWHM). *side receives the stamp side. */
+float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwhm, int *side);
+
 /** The dipole model of fit @p f on a stamp of side @p stamp whose central pixel is at image
- *  position (cx, cy): dipole.h's TIDE_DIPOLE_GAUSS, or with @p psf_sigma > 0 the PSF dipole
- *  with a circular Gaussian PSF of that standard deviation. */
-void tide_diffp_model_stamp(const tide_dipole_fit *f, double psf_sigma, int stamp, double cx,
-                            double cy, float *out);
+ *  position (cx, cy): dipole.h's TIDE_DIPOLE_GAUSS, or with @p psf (psf_side², unit sum) the
+ *  PSF dipole, the PSF shifted by bilinear interpolation (a picture, not the fit's Keys
+ *  cubic); then the point source instead when its χ² is not worse. */
+void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side,
+                            int stamp, double cx, double cy, float *out);
 
 #endif

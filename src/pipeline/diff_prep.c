@@ -10,6 +10,7 @@
 #include "tide/cosmetics.h"
 #include "tide/detect.h"
 #include "tide/memory.h"
+#include "tide/psf.h"
 #include "tide/status.h"
 
 void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
@@ -17,6 +18,9 @@ void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
         return;
     tide_wcs_free(f->wcs);
     tide_image_free(ctx, &f->work);
+    free(f->star_x);
+    free(f->star_y);
+    free(f->star_f);
     memset(f, 0, sizeof *f);
 }
 
@@ -178,6 +182,23 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         st = tide_detect(ctx, &f->work, &rms, NULL, &dp, &t);
         if (!st) {
             const double fw = stars_fwhm(&t, &f->nfwhm);
+            /* the unflagged bright sources, candidates for the PSF model of the fits */
+            const double *X = tide_table_f64(&t, "XWIN"), *Y = tide_table_f64(&t, "YWIN"),
+                         *F = tide_table_f64(&t, "FLUX_ISO"), *S = tide_table_f64(&t, "SNR");
+            const int32_t *G = tide_table_i32(&t, "FLAGS");
+            if (X && Y && F && S && G && t.nrows > 0) {
+                f->star_x = malloc(sizeof(double) * (size_t)t.nrows);
+                f->star_y = malloc(sizeof(double) * (size_t)t.nrows);
+                f->star_f = malloc(sizeof(double) * (size_t)t.nrows);
+                if (!f->star_x || !f->star_y || !f->star_f)
+                    st = tide_error(TIDE_E_NOMEM, "%s: out of memory", f->name);
+                for (int64_t i = 0; !st && i < t.nrows; i++)
+                    if (G[i] == 0 && S[i] >= 20) {
+                        f->star_x[f->nstar] = X[i];
+                        f->star_y[f->nstar] = Y[i];
+                        f->star_f[f->nstar++] = F[i];
+                    }
+            }
             f->fwhm = fw > 0 ? fw : dp.fwhm_guess;
             tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: FWHM %.3f px from %lld stars",
                      f->name, f->fwhm, (long long)f->nfwhm);
@@ -225,4 +246,47 @@ int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const ch
                       "%s (centre RA %.5f Dec %.5f) and %s (centre RA %.5f Dec %.5f) do not "
                       "overlap on the sky: nothing to subtract",
                       na, r1, d1, nb, r2, d2);
+}
+
+float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwhm, int *side) {
+    *side = 0;
+    if (f->nstar < 1 || !f->work.pix)
+        return NULL;
+    tide_psf_params pp;
+    tide_psf_params_default(&pp);
+    pp.fwhm_guess = fwhm > 0 ? fwhm : 3.0;
+    tide_psf_model m;
+    memset(&m, 0, sizeof m);
+    const int st = tide_psf_build(ctx, &f->work, NULL, f->nstar, f->star_x, f->star_y,
+                                  f->star_f, &pp, &m);
+    float *out = NULL;
+    if (st) {
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: no PSF model (%s): Gaussian fits",
+                 f->name, tide_error_detail());
+        tide_error_clear();
+        return NULL;
+    }
+    if (!m.gaussian_fallback && m.basis && m.stamp >= 3) {
+        const size_t n = (size_t)m.stamp * (size_t)m.stamp;
+        out = malloc(n * sizeof *out);
+        double sum = 0;
+        for (size_t i = 0; out && i < n; i++)
+            sum += m.basis[i];
+        for (size_t i = 0; out && i < n; i++)
+            out[i] = (float)(m.basis[i] / sum);
+        if (out && sum > 0)
+            *side = m.stamp;
+        else {
+            free(out);
+            out = NULL;
+        }
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: PSF model for the fits from %d stars",
+                 f->name, m.nstars);
+    } else {
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
+                 "%s: too few PSF stars (%d): Gaussian fits of FWHM %.3f", f->name, m.nstars,
+                 fwhm);
+    }
+    tide_psf_free(&m);
+    return out;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tide/dipole.h"
+#include "tide/psf.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 #include "unit/test_detect_synth.h"
@@ -141,6 +142,70 @@ int main(void) {
             CHECK(fit[s].chi2_ps - fit[s].chi2_dip > 100.0);
         }
     CHECK(nfit == 3);
+
+    /* The pipeline path: fit every candidate, columns added to the table (1-based). */
+    CHECK_OK(tide_diff_fit_candidates(ctx, &d, 21, NULL, NULL, &t));
+    const double *DX = tide_table_f64(&t, "DIP_XPOS"), *DY = tide_table_f64(&t, "DIP_YPOS");
+    const double *DC = tide_table_f64(&t, "DELTA_CHI2");
+    const int32_t *FS = tide_table_i32(&t, "FIT_STATUS");
+    CHECK(DX && DY && DC && FS);
+    for (int64_t i = 0; DX && DY && DC && FS && i < t.nrows; i++) {
+        if (K[i] == TIDE_CAND_DIPOLE) {
+            CHECK(FS[i] == TIDE_DIPOLE_CONVERGED);
+            CHECK(hypot(DX[i] - 1.0 - XP[i], DY[i] - 1.0 - YP[i]) < 0.3);
+            CHECK(DC[i] > 100.0);
+        } else {
+            CHECK(DC[i] < 25.0); /* single sources: the point source fits as well */
+        }
+    }
+
+    /* PSF dipoles with the local PSF of a model (a one-basis, constant model here: a
+     * pixel-integrated Gaussian of the sources' FWHM). */
+    tide_psf_model m;
+    memset(&m, 0, sizeof m);
+    float basis[25 * 25];
+    double coef[1] = {1.0};
+    tide_image g = {0};
+    tide_image_alloc(NULL, &g, 25, 25, TIDE_HOST, 0);
+    synth_star(&g, 12.0, 12.0, 1.0, FWHM);
+    memcpy(basis, g.pix, sizeof basis);
+    tide_image_free(NULL, &g);
+    m.width = W;
+    m.height = H;
+    m.stamp = 25;
+    m.nbasis = 1;
+    m.degree = 0;
+    m.ncoef = 1;
+    m.basis = basis;
+    m.coef = coef;
+    tide_dipole_params pp;
+    tide_dipole_params_default(&pp);
+    pp.model = TIDE_DIPOLE_PSF;
+    tide_table t3;
+    tide_table_init(&t3);
+    CHECK_OK(tide_diff_candidates(ctx, &d, &cp, &t3));
+    CHECK_OK(tide_diff_fit_candidates(ctx, &d, 21, &m, &pp, &t3));
+    const int32_t *K3 = tide_table_i32(&t3, "KIND"), *FS3 = tide_table_i32(&t3, "FIT_STATUS");
+    const double *PX = tide_table_f64(&t3, "DIP_XPOS"), *PY = tide_table_f64(&t3, "DIP_YPOS");
+    const double *NX = tide_table_f64(&t3, "DIP_XNEG"), *NY = tide_table_f64(&t3, "DIP_YNEG");
+    const double *PF = tide_table_f64(&t3, "DIP_FLUX");
+    int npsf = 0;
+    for (int64_t i = 0; K3 && FS3 && PX && PY && NX && NY && PF && i < t3.nrows; i++) {
+        if (K3[i] != TIDE_CAND_DIPOLE) continue;
+        for (int k = 0; k < NT; k++) {
+            if (isnan(truth[k].xn) || hypot(PX[i] - 1 - truth[k].x, PY[i] - 1 - truth[k].y) > 1)
+                continue;
+            npsf++;
+            printf("psf dipole: pos (%.3f, %.3f) neg (%.3f, %.3f) flux %.1f status %d\n",
+                   PX[i] - 1, PY[i] - 1, NX[i] - 1, NY[i] - 1, PF[i], FS3[i]);
+            CHECK(FS3[i] == TIDE_DIPOLE_CONVERGED);
+            CHECK(hypot(PX[i] - 1 - truth[k].x, PY[i] - 1 - truth[k].y) < 0.1);
+            CHECK(hypot(NX[i] - 1 - truth[k].xn, NY[i] - 1 - truth[k].yn) < 0.1);
+            CHECK(fabs(PF[i] - truth[k].flux) < 0.03 * truth[k].flux);
+        }
+    }
+    CHECK(npsf == 3);
+    tide_table_free(&t3);
 
     /* Stamps at the frame edge: outside pixels are NaN and NODATA. */
     double ex = 2.2, ey = 250.0;
