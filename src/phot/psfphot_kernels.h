@@ -14,7 +14,12 @@ typedef struct tide_psffit_job {
     int64_t n;
     const double *x, *y;
     int side;
-    const float *stamps; /* n * side * side */
+    const float *stamps; /* n * side * side, or NULL: evaluate the model below per source */
+    /* the PSF model (when stamps is NULL), where the kernels run: stamp side = side */
+    const float *basis;  /* nbasis * side * side */
+    const double *coef;  /* nbasis * ncoef */
+    int nbasis, degree, ncoef;
+    int64_t model_w, model_h; /* frame the model's polynomial fields cover */
     double gain_eff, fit_radius;
     int fit_bkg;
     double *flux, *fluxerr, *chi2; /* n */
