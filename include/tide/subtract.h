@@ -17,9 +17,9 @@
  * The fit uses stamps (one per cell of a grid, centred on the brightest unmasked pixel of the
  * reference in the cell, if it stands stamp_snr sky sigmas above the sky; pixels near masked
  * reference pixels, masked target pixels and frame edges get no weight). The normal equations
- * are accumulated per stamp in double precision from the basis-convolved reference (GPU: one
- * batched FFT correlation of the frame with every basis kernel, gathered at the stamps; CPU:
- * direct convolution at the stamp pixels only, much cheaper there), with
+ * are accumulated per stamp in double precision from the basis-convolved reference at the
+ * stamp pixels (direct convolution there, or with fft_basis one batched FFT correlation of
+ * the frame with every basis kernel, gathered at the stamps), with
  * the spatial polynomials evaluated at the stamp centre (Alard 2000 §2), solved by Cholesky
  * with a condition check (ridge-regularised when ill-conditioned), and the worst stamps are
  * sigma-clipped on their chi^2 per pixel, refitting twice. The varying convolution is then
@@ -78,6 +78,11 @@ typedef struct tide_subtract_params {
     double clip_sigma;  /**< stamps whose chi^2/pixel exceeds median + clip_sigma * 1.4826 MAD
                              are dropped and the fit redone [3.0] */
     int clip_iter;      /**< clipping rounds [2] */
+    int fft_basis;      /**< 1: the basis-convolved reference comes from one batched FFT
+                             correlation of the whole frame with every basis kernel, gathered
+                             at the stamps; 0: direct convolution at the stamp pixels only,
+                             the same values to float rounding and far fewer operations when
+                             stamps cover a few % of the frame [0] */
 } tide_subtract_params;
 
 /** Fill @p p with the defaults above. */

@@ -157,6 +157,64 @@ extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im,
     return TIDE_OK;
 }
 
+/* One block per (stamp, basis kernel): the stamp's patch (with its kernel halo, cleaned) and
+ * the kernel in shared memory, one thread per stamp pixel, float sums in the CPU twin's order
+ * (kernel rows, then taps). */
+__global__ void sub_basis_stamps_kernel(const float *rp, const uint16_t *rm, int64_t rs,
+                                        tide_sub_geom g, const float *kernels,
+                                        const int64_t *centre, float *D) {
+    extern __shared__ float sh[];
+    int s = blockIdx.x, b = blockIdx.y, kh = g.kh, kw = 2 * kh + 1;
+    int sw = 2 * g.hs + 1, pw = sw + 2 * kh;
+    float *patch = sh, *ker = sh + pw * pw;
+    float *d = D + ((size_t)s * g.nc + (size_t)b) * g.npx;
+    if (centre[s] < 0) {
+        for (int64_t i = threadIdx.x; i < g.npx; i += blockDim.x)
+            d[i] = 0.0f;
+        return;
+    }
+    int64_t x0 = centre[s] % g.width - g.hs - kh, y0 = centre[s] / g.width - g.hs - kh;
+    for (int i = threadIdx.x; i < pw * pw; i += blockDim.x) {
+        int64_t idx = (y0 + i / pw) * rs + x0 + i % pw;
+        float v = rp[idx];
+        patch[i] = tide_sub_usable(v, dmask(rm, idx), g.bits) ? v : 0.0f;
+    }
+    for (int i = threadIdx.x; i < kw * kw; i += blockDim.x)
+        ker[i] = kernels[(size_t)b * kw * kw + i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < sw * sw; i += blockDim.x) {
+        int py = i / sw, px = i % sw;
+        float acc = 0.0f;
+        for (int jy = 0; jy < kw; jy++) {
+            const float *pr = patch + (py + jy) * pw + px;
+            for (int jx = 0; jx < kw; jx++)
+                acc = __fadd_rn(acc, __fmul_rn(ker[jy * kw + jx], pr[jx]));
+        }
+        d[i] = acc;
+    }
+}
+
+extern "C" int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref,
+                                          const tide_sub_geom *g, const float *kernels, int nb,
+                                          const int64_t *centre, float *D) {
+    int kw = 2 * g->kh + 1, pw = 2 * g->hs + 1 + 2 * g->kh;
+    size_t shmem = (size_t)(pw * pw + kw * kw) * sizeof(float);
+    if (shmem > 200 * 1024)
+        return tide_error(TIDE_E_RANGE, "subtract: stamp of %d px with a %d px kernel needs %zu "
+                          "bytes of shared memory; use a smaller stamp_half or fft_basis",
+                          2 * g->hs + 1, kw, shmem);
+    if (shmem > 48 * 1024) {
+        TIDE_CUDA_TRY(cudaFuncSetAttribute(sub_basis_stamps_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)shmem));
+    }
+    dim3 grid((unsigned)g->ns, (unsigned)nb);
+    sub_basis_stamps_kernel<<<grid, SUB_THREADS, shmem, stream_of(ctx)>>>(
+        ref->pix, ref->mask, ref->stride, *g, kernels, centre, D);
+    TIDE_CUDA_LAUNCHED();
+    return TIDE_OK;
+}
+
 /* One block per stamp; one thread per (a, b) pair, summing over the stamp's pixels in order. */
 __global__ void sub_normal_kernel(tide_sub_geom g, const float *D, const float *W,
                                   double *Q) {

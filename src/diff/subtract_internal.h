@@ -33,6 +33,26 @@ int tide_sub_solve(int n, const double *A, const double *rhs, double *x, double 
 
 struct tide_ctx;
 struct tide_subtract_result;
+struct tide_subtract_params;
+struct tide_sub_geom;
+
+/** The unknowns of the fit: a_0 (the flux term, constant), a_bp for kernels b = 1..nb-1 and
+ *  spatial monomials p (u = 1 + (b-1) npk + p), then the background monomials. The design
+ *  matrix has nc = nb + 3 columns (subtract_kernels.h). */
+typedef struct fit_layout {
+    int nb, npk, nbg, nc, n; /* basis, spatial terms, background terms, D columns, unknowns */
+    int sdeg, bgdeg;
+} fit_layout;
+
+/** Fit with stamp clipping (subtract_fit.c): keep[s] in/out (stamps used), a[n] receives the
+ *  solution; fills r->chi2, nfit, nstamps, cond, regularised, flux_from_stamps. */
+int tide_sub_fit_clip(struct tide_ctx *ctx, const fit_layout *L, const struct tide_sub_geom *g,
+                      const int64_t *centre, const double *Q, const int64_t *npix,
+                      const struct tide_subtract_params *p, int *keep, double *a,
+                      struct tide_subtract_result *r);
+/** r->kernel_terms (npk kernels K_p = sum_b a_bp K_b) and r->bg_coef from the solution. */
+int tide_sub_kernel_terms(const fit_layout *L, const tide_sub_basis *B, const double *a,
+                          struct tide_subtract_result *r);
 /** The decorrelation afterburner (subtract_decorr.c): convolve r->diff.pix in place with the
  *  kernel whose spectrum is sqrt((vt + k0^2 vr) / (vt + |K(k)|^2 vr)), K = r->kernel_center,
  *  k0 its sum (Reiss & Lupton 2016, eq. 1). Pixels with @p bits or EDGE count as 0. */

@@ -65,9 +65,10 @@ int tide_sub_weights_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image 
 /** Copy the stamp pixels of @p im (a basis-convolved image) into column @p col of D. */
 int tide_sub_gather_cpu(tide_ctx *ctx, const tide_image *im, const tide_sub_geom *g, int col,
                         const int64_t *centre, float *D);
-/** CPU only: columns 0..nb-1 of D computed directly, D[s][b][i] = sum_j K_b(j) R(p_i + j)
- *  over the kernel's (2kh+1)^2 pixels (correlation; non-finite or masked reference pixels
- *  count 0, as in the FFT correlator). The CUDA path correlates whole frames instead. */
+/** Columns 0..nb-1 of D computed directly, D[s][b][i] = sum_j K_b(j) R(p_i + j) over the
+ *  kernel's (2kh+1)^2 pixels (correlation; non-finite or masked reference pixels count 0, as
+ *  in the FFT correlator), float sums taken kernel row by kernel row, tap by tap. @p kernels:
+ *  backend memory, nb * (2kh+1)^2. */
 int tide_sub_basis_stamps_cpu(tide_ctx *ctx, const tide_image *ref, const tide_sub_geom *g,
                               const float *kernels, int nb, const int64_t *centre, float *D);
 /** Q[s][a][b] = sum_i W[s][i] D[s][a][i] D[s][b][i] in double, fixed order; full matrix. */
@@ -89,6 +90,8 @@ int tide_sub_select_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image 
 int tide_sub_weights_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
                           const tide_sub_geom *g, float var_ref_const, float var_tgt_const,
                           const int64_t *centre, float *W, float *D);
+int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref, const tide_sub_geom *g,
+                               const float *kernels, int nb, const int64_t *centre, float *D);
 int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im, const tide_sub_geom *g, int col,
                          const int64_t *centre, float *D);
 int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,

@@ -117,6 +117,7 @@ void tide_cos_free(tide_ctx *ctx, int on_device, void *p) {
 static void work_free(tide_ctx *ctx, tide_cos_work *wk) {
     tide_cos_free(ctx, wk->on_device, wk->flag);
     tide_cos_free(ctx, wk->on_device, wk->flag2);
+    tide_cos_free(ctx, wk->on_device, wk->flag3);
     tide_cos_free(ctx, wk->on_device, wk->W);
     tide_cos_free(ctx, wk->on_device, wk->N);
     tide_cos_free(ctx, wk->on_device, wk->S);
@@ -130,7 +131,9 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
     if (!st)
         st = tide_cos_alloc(ctx, wk->on_device, nb, (void **)&wk->flag2);
     if (!st && cosmic) {
-        st = tide_cos_alloc(ctx, wk->on_device, nf, (void **)&wk->W);
+        st = tide_cos_alloc(ctx, wk->on_device, nb, (void **)&wk->flag3);
+        if (!st)
+            st = tide_cos_alloc(ctx, wk->on_device, nf, (void **)&wk->W);
         if (!st)
             st = tide_cos_alloc(ctx, wk->on_device, nf, (void **)&wk->N);
         if (!st)

@@ -12,6 +12,7 @@
 typedef struct tide_cos_work {
     int on_device;
     uint8_t *flag, *flag2;  /* w·h bytes each */
+    uint8_t *flag3;         /* w·h bytes: L.A.Cosmic candidates; only with the cosmic-ray pass */
     float *W, *N, *S, *SP;  /* w·h floats each; only with the cosmic-ray pass */
 } tide_cos_work;
 
@@ -26,5 +27,12 @@ void tide_cos_free(tide_ctx *ctx, int on_device, void *p);
 int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                       const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
                       tide_cosmetics_report *r);
+
+/** tide_cos_lacosmic with the CPU's tile updates of the later iterations on (@p incremental
+ *  1, what tide_cos_lacosmic does) or off (0: every iteration over the whole frame, for the
+ *  test that both give the same masks). */
+int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
+                         const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
+                         tide_cosmetics_report *r, int incremental);
 
 #endif

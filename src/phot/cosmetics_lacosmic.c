@@ -17,16 +17,28 @@
  *   grow 2:  3×3 neighbours of those with S' > sigfrac·σ_lim
  * The new hits are flagged, replaced in W by the median of their unflagged 5×5 neighbours,
  * and the next iteration looks again (faint pixels of a track hidden by bright ones show
- * up); it stops after `niter` iterations or when one finds nothing new. */
+ * up); it stops after `niter` iterations or when one finds nothing new.
+ *
+ * On the CPU an iteration after the first recomputes its planes only on the tiles near the
+ * previous iteration's new hits (cosmetics_region.h): elsewhere no plane can change, so the
+ * masks are those of full-frame iterations, which the CUDA twin runs (cheap there). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "phot/cosmetics_region.h"
 #include "tide/status.h"
 
 int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                       const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
                       tide_cosmetics_report *r) {
+    return tide_cos_lacosmic_ex(ctx, im, g, p, wk, fallback, r, 1);
+}
+
+int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
+                         const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
+                         tide_cosmetics_report *r, int incremental) {
     const int64_t w = g->w;
     const uint16_t defects = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC |
                              TIDE_MASK_NODATA;
@@ -39,6 +51,15 @@ int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     lp.protect = p->sat_protect;
     const float low = (float)(p->sigclip * p->sigfrac);
 
+    /* CPU tile updates: the tiles holding each iteration's new hits, and those near them */
+    const int64_t ntx = tide_cos_ntiles(g->w), nty = tide_cos_ntiles(g->h);
+    uint8_t *mark = NULL;
+    int64_t *list = NULL, nlist = -1; /* -1: no list yet */
+    if (incremental && ctx->backend != TIDE_BACKEND_CUDA && p->niter > 1) {
+        mark = malloc((size_t)(ntx * nty));
+        list = malloc(sizeof(int64_t) * (size_t)(ntx * nty));
+    }
+
     /* W: the frame with skipped, missing and already-flagged pixels replaced. */
     const uint16_t repl = (uint16_t)(p->skip_bits | defects);
     int st = TIDE_DISPATCH(ctx, tide_cos_fill, g, im->pix, im->stride, im->mask, wk->W, w, repl,
@@ -46,18 +67,27 @@ int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     r->cosmic_iterations = 0;
     for (int it = 0; !st && it < p->niter; it++) {
         int64_t nnew = 0;
-        st = TIDE_DISPATCH(ctx, tide_cos_noise, g, wk->W, &nm, wk->N);
-        if (!st)
-            st = TIDE_DISPATCH(ctx, tide_cos_laplace, g, wk->W, wk->N, wk->S, wk->SP, low);
-        if (!st)
-            st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask, &lp,
-                               wk->flag);
-        if (!st)
-            st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag, wk->SP, im->mask, &lp,
-                               lp.sigclip, wk->flag2);
-        if (!st)
-            st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag2, wk->SP, im->mask, &lp, low,
-                               wk->flag);
+        if (nlist >= 0 && 2 * nlist <= ntx * nty) {
+            st = tide_cos_update_cpu(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S,
+                                     wk->SP, wk->flag3, wk->flag2, wk->flag, list, nlist);
+        } else {
+            st = TIDE_DISPATCH(ctx, tide_cos_noise, g, wk->W, &nm, wk->N);
+            if (!st)
+                st = TIDE_DISPATCH(ctx, tide_cos_laplace, g, wk->W, wk->N, wk->S, wk->SP, low);
+            if (!st)
+                st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask,
+                                   &lp, wk->flag3);
+            if (!st)
+                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag3, wk->SP, im->mask, &lp,
+                                   lp.sigclip, wk->flag2);
+            if (!st)
+                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag2, wk->SP, im->mask, &lp, low,
+                                   wk->flag);
+        }
+        if (!st && mark && list) {
+            st = tide_cos_mark_new_cpu(ctx, g, wk->flag, im->mask, mark);
+            nlist = tide_cos_tile_list(mark, ntx, nty, list);
+        }
         if (!st)
             st = TIDE_DISPATCH(ctx, tide_cos_apply, g, wk->flag, im->mask,
                                (uint16_t)TIDE_MASK_COSMIC, (uint16_t)0, &nnew);
@@ -74,5 +104,7 @@ int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
             st = TIDE_DISPATCH(ctx, tide_cos_fill, g, wk->W, w, im->mask, wk->W, w,
                                (uint16_t)TIDE_MASK_COSMIC, ex, 0, 0, 0.0f, (uint8_t *)NULL);
     }
+    free(mark);
+    free(list);
     return st;
 }

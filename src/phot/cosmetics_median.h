@@ -30,6 +30,12 @@ void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_
  *  two middle values of cos_median over a full block of the bad-column pass. */
 void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float *lo, float *hi);
 
+/** tide_cos_med5_rows on the columns [x0, x1) only: out[(y - y0) * old + x - x0];
+ *  @p scratch: 5·(x1 − x0 + 4) floats. */
+void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
+                         int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
+                         float *scratch);
+
 /** The selection network of step 2 on one window: @p v holds five sorted columns (v[5c + r]
  *  ascending in r); returns their median (the 13th smallest of the 25). Exposed for the
  *  exhaustive 0-1 test. */

@@ -103,51 +103,55 @@ static void sort_columns(const float *restrict p0, const float *restrict p1,
     }
 }
 
-static int row_has_nan(const float *row, int64_t w) {
+static int row_has_nan(const float *row, int64_t n) {
     int any = 0;
-    for (int64_t x = 0; x < w; x++)
+    for (int64_t x = 0; x < n; x++)
         any |= row[x] != row[x];
     return any;
 }
 
-void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
-                        int64_t y1, float *out, int64_t old, float *scratch) {
+void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
+                         int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
+                         float *scratch) {
+    /* sorted columns of [c0, c1): every column a window of [x0, x1) reaches, clamped */
+    const int64_t c0 = x0 - 2 < 0 ? 0 : x0 - 2, c1 = x1 + 2 > w ? w : x1 + 2, nc = c1 - c0;
     float *restrict cs = scratch;
-    /* NaN rows: one flag per source row in reach, checked once. */
+    /* NaN rows: one flag per source row in reach, checked once over [c0, c1) */
     const int64_t r0 = y0 - 2 < 0 ? 0 : y0 - 2, r1 = y1 + 2 > h ? h : y1 + 2;
     unsigned char *nanrow = malloc((size_t)(r1 - r0));
     for (int64_t r = r0; r < r1; r++) {
-        const int f = row_has_nan(a + r * ld, w);
+        const int f = row_has_nan(a + r * ld + c0, nc);
         if (nanrow) {
             nanrow[r - r0] = (unsigned char)f;
         } else if (f) { /* no memory for the flags: be safe, every row scalar */
             for (int64_t y = y0; y < y1; y++)
-                for (int64_t x = 0; x < w; x++)
-                    out[(y - y0) * old + x] = cos_box_median(a, ld, w, h, x, y, 2);
+                for (int64_t x = x0; x < x1; x++)
+                    out[(y - y0) * old + x - x0] = cos_box_median(a, ld, w, h, x, y, 2);
             return;
         }
     }
+    /* interior windows (all five columns in the frame) run vectorised: [xi0, xi1) */
+    const int64_t xi0 = x0 < 2 ? 2 : x0, xi1 = x1 > w - 2 ? w - 2 : x1;
     for (int64_t y = y0; y < y1; y++) {
-        float *restrict o = out + (y - y0) * old;
+        float *restrict o = out + (y - y0) * old - x0;
         const float *rw[5];
         int nan = 0;
         for (int k = 0; k < 5; k++) {
             const int64_t yy = cos_clamp(y + k - 2, h);
-            rw[k] = a + yy * ld;
+            rw[k] = a + yy * ld + c0;
             nan |= nanrow ? nanrow[yy - r0] : 0;
         }
         if (nan || w < 5) {
-            for (int64_t x = 0; x < w; x++)
+            for (int64_t x = x0; x < x1; x++)
                 o[x] = cos_box_median(a, ld, w, h, x, y, 2);
             continue;
         }
-        sort_columns(rw[0], rw[1], rw[2], rw[3], rw[4], w, cs);
-        const float *restrict s0 = cs, *restrict s1 = cs + w, *restrict s2 = cs + 2 * w,
-                              *restrict s3 = cs + 3 * w, *restrict s4 = cs + 4 * w;
-        o[0] = med_cols(cs, w, 0, 0, 0, 1, 2);
-        o[1] = med_cols(cs, w, 0, 0, 1, 2, 3);
-        for (int64_t x = 2; x < w - 2; x++) {
-            /* interior: columns x-2..x+2 */
+        sort_columns(rw[0], rw[1], rw[2], rw[3], rw[4], nc, cs);
+        /* column x of the frame is cs[.. + x - c0] */
+        const float *restrict s0 = cs - c0, *restrict s1 = cs + nc - c0,
+                              *restrict s2 = cs + 2 * nc - c0, *restrict s3 = cs + 3 * nc - c0,
+                              *restrict s4 = cs + 4 * nc - c0;
+        for (int64_t x = xi0; x < xi1; x++) {
             float v0 = s0[x - 2], v1 = s1[x - 2], v2 = s2[x - 2], v3 = s3[x - 2], v4 = s4[x - 2];
             float v5 = s0[x - 1], v6 = s1[x - 1], v7 = s2[x - 1], v8 = s3[x - 1], v9 = s4[x - 1];
             float v10 = s0[x], v11 = s1[x], v12 = s2[x], v13 = s3[x], v14 = s4[x];
@@ -158,10 +162,21 @@ void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_
             MED25();
             o[x] = v12;
         }
-        o[w - 2] = med_cols(cs, w, w - 4, w - 3, w - 2, w - 1, w - 1);
-        o[w - 1] = med_cols(cs, w, w - 3, w - 2, w - 1, w - 1, w - 1);
+        /* windows touching the left or right edge: clamped columns */
+        const int64_t le = x1 < xi0 ? x1 : xi0, rb = x0 > xi1 ? x0 : xi1;
+        for (int64_t x = x0; x < le; x++)
+            o[x] = med_cols(cs, nc, cos_clamp(x - 2, w) - c0, cos_clamp(x - 1, w) - c0, x - c0,
+                            cos_clamp(x + 1, w) - c0, cos_clamp(x + 2, w) - c0);
+        for (int64_t x = rb; x < x1; x++)
+            o[x] = med_cols(cs, nc, cos_clamp(x - 2, w) - c0, cos_clamp(x - 1, w) - c0, x - c0,
+                            cos_clamp(x + 1, w) - c0, cos_clamp(x + 2, w) - c0);
     }
     free(nanrow);
+}
+
+void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
+                        int64_t y1, float *out, int64_t old, float *scratch) {
+    tide_cos_med5_block(a, ld, w, h, y0, y1, 0, w, out, old, scratch);
 }
 
 /* v0..v31: leaves the 16th and 17th smallest in v15 and v16. Knuth's merge exchange network

@@ -2,11 +2,13 @@
  *
  * The same quantities as tide_det_snr_pixel, F = sum c_b r_b, E = sum_ab c_a c_b G_ab,
  * SNR = F / (rms sqrt(E)), organised for a CPU: along a row v is fixed, so each coefficient
- * c_b(u, v) is a polynomial in u alone whose degree + 1 coefficients are formed once per row;
- * a chunk of pixels then gets c_b by Horner's rule and F, E in loops over the chunk that the
- * compiler vectorises (double precision throughout, as the pixel function). Only the order
- * of the double-precision sums differs from the pixel function, so the float S/N agrees with
- * the CUDA twin to a rounding of the double result (relative 1e-15 before the cast). */
+ * c_b(u, v) is a polynomial in u alone (degree + 1 coefficients) and so is the kernel energy
+ * E (2 degree + 1 coefficients), all formed once per row; a chunk of pixels then gets c_b and
+ * E by Horner's rule and F in loops over the chunk that the compiler vectorises (double
+ * precision throughout, as the pixel function). Only the order of the double-precision sums
+ * differs from the pixel function: E is dominated by the mean PSF's c_0^2 G_00 (the
+ * eigen-PSFs are small corrections), so the float S/N agrees with the CUDA twin to a
+ * rounding of the double result (relative ~1e-15 before the cast). */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -17,11 +19,12 @@
 
 #define SNR_CHUNK 256
 
-/* Coefficients in u of every basis' c_b along row y: P[b * (deg + 1) + p] multiplies u^p. */
-static void row_poly(const tide_det_filter *f, int64_t y, double *P) {
-    const int deg = f->degree, nb = f->nbasis;
+/* Along row y: P[b * (deg + 1) + p] multiplies u^p in c_b, and Q[q] multiplies u^q in
+ * E = sum_ab G_ab c_a c_b (degree 2 deg). */
+static void row_poly(const tide_det_filter *f, int64_t y, double *P, double *Q) {
+    const int deg = f->degree, nb = f->nbasis, d1 = deg + 1;
     const double v = tide_det_unorm((double)y, f->height);
-    for (int i = 0; i < nb * (deg + 1); i++)
+    for (int i = 0; i < nb * d1; i++)
         P[i] = 0.0;
     int k = 0;
     for (int g = 0; g <= deg; g++)
@@ -32,43 +35,44 @@ static void row_poly(const tide_det_filter *f, int64_t y, double *P) {
             for (int q = 0; q < j; q++)
                 vq *= v;
             for (int b = 0; b < nb; b++)
-                P[b * (deg + 1) + (g - j)] += f->coef[b * f->ncoef + k] * vq;
+                P[b * d1 + (g - j)] += f->coef[b * f->ncoef + k] * vq;
+        }
+    for (int q = 0; q <= 2 * deg; q++)
+        Q[q] = 0.0;
+    for (int a = 0; a < nb; a++)
+        for (int b = 0; b < nb; b++) {
+            const double g = f->gram[a * nb + b];
+            for (int p = 0; p <= deg; p++)
+                for (int r = 0; r <= deg; r++)
+                    Q[p + r] += g * P[a * d1 + p] * P[b * d1 + r];
         }
 }
 
 /* One chunk of n pixels from x0 of row y. */
 static void snr_chunk(const tide_image *sub, const tide_image *rms, const tide_image *R,
-                      const tide_det_filter *f, const double *P, const double *u, int64_t y,
-                      int64_t x0, int64_t n, double (*c)[SNR_CHUNK], float *out) {
+                      const tide_det_filter *f, const double *P, const double *Q,
+                      const double *u, int64_t y, int64_t x0, int64_t n, float *out) {
     const int nb = f->nbasis, deg = f->degree;
-    double F[SNR_CHUNK], E[SNR_CHUNK], ea[SNR_CHUNK];
+    double F[SNR_CHUNK], E[SNR_CHUNK], cb[SNR_CHUNK];
+    const double *restrict ux = u + x0;
+    /* E by Horner's rule on the row's polynomial */
+    for (int64_t i = 0; i < n; i++)
+        E[i] = Q[2 * deg];
+    for (int q = 2 * deg - 1; q >= 0; q--)
+        for (int64_t i = 0; i < n; i++)
+            E[i] = E[i] * ux[i] + Q[q];
+    for (int64_t i = 0; i < n; i++)
+        F[i] = 0.0;
     for (int b = 0; b < nb; b++) {
         const double *pb = P + b * (deg + 1);
-        double *restrict cb = c[b];
-        const double *restrict ux = u + x0;
         for (int64_t i = 0; i < n; i++)
             cb[i] = pb[deg];
         for (int p = deg - 1; p >= 0; p--)
             for (int64_t i = 0; i < n; i++)
                 cb[i] = cb[i] * ux[i] + pb[p];
-    }
-    for (int64_t i = 0; i < n; i++)
-        F[i] = E[i] = 0.0;
-    for (int a = 0; a < nb; a++) {
-        const float *restrict ra = R[a].pix + y * R[a].stride + x0;
-        const double *restrict ca = c[a];
-        for (int64_t i = 0; i < n; i++) {
-            ea[i] = 0.0;
-            F[i] += ca[i] * (double)ra[i];
-        }
-        for (int b = 0; b < nb; b++) {
-            const double g = f->gram[a * nb + b];
-            const double *restrict cb = c[b];
-            for (int64_t i = 0; i < n; i++)
-                ea[i] += cb[i] * g;
-        }
+        const float *restrict rb = R[b].pix + y * R[b].stride + x0;
         for (int64_t i = 0; i < n; i++)
-            E[i] += ca[i] * ea[i];
+            F[i] += cb[i] * (double)rb[i];
     }
     const float *val = sub->pix + y * sub->stride + x0;
     const float *sd = rms->pix + y * rms->stride + x0;
@@ -86,7 +90,7 @@ static void snr_chunk(const tide_image *sub, const tide_image *rms, const tide_i
 int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                      const tide_image *R, const tide_det_filter *f, tide_image *snr) {
     const int64_t W = sub->width, H = sub->height;
-    const int np = f->nbasis * (f->degree + 1);
+    const int np = f->nbasis * (f->degree + 1) + 2 * f->degree + 1;
     double *u = malloc(sizeof(double) * (size_t)W);
     if (!u)
         return tide_error(TIDE_E_NOMEM, "tide_detect: S/N scratch");
@@ -96,22 +100,21 @@ int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms
 #pragma omp parallel num_threads(ctx->threads > 0 ? ctx->threads : 1)
     {
         double *P = malloc(sizeof(double) * (size_t)np);
-        double(*c)[SNR_CHUNK] = malloc(sizeof(double) * SNR_CHUNK * (size_t)f->nbasis);
-        if (!P || !c) {
+        if (!P) {
 #pragma omp atomic write
             nomem = 1;
         }
+        double *Q = P ? P + f->nbasis * (f->degree + 1) : NULL;
 #pragma omp for schedule(static)
         for (int64_t y = 0; y < H; y++) {
-            if (!P || !c)
+            if (!P)
                 continue;
-            row_poly(f, y, P);
+            row_poly(f, y, P, Q);
             for (int64_t x0 = 0; x0 < W; x0 += SNR_CHUNK)
-                snr_chunk(sub, rms, R, f, P, u, y, x0, x0 + SNR_CHUNK < W ? SNR_CHUNK : W - x0,
-                          c, snr->pix + y * snr->stride + x0);
+                snr_chunk(sub, rms, R, f, P, Q, u, y, x0, x0 + SNR_CHUNK < W ? SNR_CHUNK : W - x0,
+                          snr->pix + y * snr->stride + x0);
         }
         free(P);
-        free(c);
     }
     free(u);
     if (nomem)

@@ -76,6 +76,31 @@ else
     bad "rerun over a previous output failed"
 fi
 
+# 3. the other grids: the science frame's, and a north-up grid covering both
+for g in science north-up; do
+    if "$TIDE" diff "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/g_$g" --grid $g --backend cpu \
+        --top 2 >/dev/null 2>"$tmp/g.err" &&
+        "$PY" - "$tmp/g_$g" "$g" "$tmp/b.fits" <<'PYEOF'
+import sys
+from astropy.io import fits
+from astropy.wcs import WCS
+out, g, sci = sys.argv[1:4]
+h = fits.getheader(out + "/difference.fits")
+assert h["DIFFGRID"] == {"science": "SCIENCE", "north-up": "NORTHUP"}[g]
+if g == "science":
+    assert (h["NAXIS1"], h["NAXIS2"]) == fits.getdata(sci).shape[::-1]
+else:
+    w = WCS(h)
+    a = w.all_pix2world([[100.0, 100.0], [100.0, 150.0]], 0)
+    assert a[1][1] > a[0][1] and abs(a[1][0] - a[0][0]) < 1e-6, "not north-up"
+PYEOF
+    then
+        ok "--grid $g"
+    else
+        cat "$tmp/g.err"; bad "--grid $g"
+    fi
+done
+
 # expect_fail NAME EXITCODE PATTERN ARGS...: the run fails with that code, says PATTERN,
 # leaves no $tmp/bad* directory and no hidden temporary directory.
 expect_fail() {

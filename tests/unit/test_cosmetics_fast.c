@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
 #include "phot/cosmetics_median.h"
 #include "tide/tide.h"
@@ -90,10 +91,20 @@ static void test_med5_rows(void) {
                     if (h > 2)
                         img[(h - 1) * ld + w - 1] = -INFINITY;
                 }
-                /* two calls on row ranges, as the blocked kernels make them */
+                /* two calls on row ranges, as the blocked kernels make them; or column
+                 * blocks [0, xa), [xa, xb), [xb, w) as the tile updates make them */
                 const int64_t ym = h / 2;
-                tide_cos_med5_rows(img, ld, w, h, 0, ym, got, w, cs);
-                tide_cos_med5_rows(img, ld, w, h, ym, h, got + ym * w, w, cs);
+                if (kind & 1) {
+                    tide_cos_med5_rows(img, ld, w, h, 0, ym, got, w, cs);
+                    tide_cos_med5_rows(img, ld, w, h, ym, h, got + ym * w, w, cs);
+                } else {
+                    const int64_t xa = w / 3, xb = (2 * w) / 3 + 1 > w ? w : (2 * w) / 3 + 1;
+                    const int64_t xs[4] = {0, xa, xb, w};
+                    for (int q = 0; q < 3; q++)
+                        if (xs[q + 1] > xs[q])
+                            tide_cos_med5_block(img, ld, w, h, 0, h, xs[q], xs[q + 1],
+                                                got + xs[q], w, cs);
+                }
                 for (int64_t y = 0; y < h; y++)
                     for (int64_t x = 0; x < w; x++) {
                         const float want = cos_box_median(img, ld, w, h, x, y, 2);
@@ -151,12 +162,73 @@ static void test_lacosmic_kernels(tide_ctx *ctx) {
     }
 }
 
+/* L.A.Cosmic with the CPU's tile updates of later iterations against full-frame iterations:
+ * the same masks and per-iteration counts, on a frame with many cosmic rays (several
+ * iterations find new pixels) after the other passes set saturation, bleed and hot bits. */
+static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate, uint64_t seed) {
+    tide_sim_params sp;
+    tide_sim_params_default(&sp);
+    sp.width = w;
+    sp.height = h;
+    sp.nstars = (int64_t)(w * h / 2000);
+    sp.cr_rate = cr_rate;
+    sp.seed = seed;
+    tide_sim_frame f;
+    CHECK_OK(tide_sim_run(ctx, &sp, &f, NULL));
+    tide_image a, b;
+    CHECK_OK(tide_image_alloc(ctx, &a, w, h, TIDE_HOST, TIDE_IMAGE_MASK));
+    const size_t n = (size_t)(w * h);
+    memcpy(a.pix, f.image.pix, n * sizeof(float));
+    tide_cosmetics_params p;
+    tide_cosmetics_params_default(&p);
+    CHECK_OK(tide_cosmetics_params_from_header(&p, &f.header));
+    p.bias = sp.bias;
+    p.cosmic = 0;
+    CHECK_OK(tide_cosmetics_apply(ctx, &a, &p, NULL)); /* the bits L.A.Cosmic respects */
+    CHECK_OK(tide_image_clone(ctx, &b, &a, TIDE_HOST));
+    p.cosmic = 1;
+    p.niter = 4;
+    p.sigclip = 4.0;
+    tide_cos_work wk;
+    memset(&wk, 0, sizeof wk);
+    wk.flag = malloc(n), wk.flag2 = malloc(n), wk.flag3 = malloc(n);
+    wk.W = malloc(n * sizeof(float)), wk.N = malloc(n * sizeof(float));
+    wk.S = malloc(n * sizeof(float)), wk.SP = malloc(n * sizeof(float));
+    const tide_cos_geom g = {w, h, a.stride};
+    tide_cosmetics_report ra, rb;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    CHECK_OK(tide_cos_lacosmic_ex(ctx, &a, &g, &p, &wk, 1000.0f, &ra, 1));
+    CHECK_OK(tide_cos_lacosmic_ex(ctx, &b, &g, &p, &wk, 1000.0f, &rb, 0));
+    CHECK(ra.cosmic_iterations == rb.cosmic_iterations);
+    CHECK(ra.cosmic_iterations >= 2 && ra.cosmic_per_iter[0] > 20 && ra.cosmic_per_iter[1] > 0);
+    for (int i = 0; i < ra.cosmic_iterations; i++)
+        CHECK(ra.cosmic_per_iter[i] == rb.cosmic_per_iter[i]);
+    int64_t diff = 0;
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++)
+            diff += a.mask[y * a.stride + x] != b.mask[y * b.stride + x];
+    if (diff || ra.cosmic_iterations < 2)
+        fprintf(stderr, "incremental %lld x %lld: %d iterations (%lld, %lld, ...), %lld mask "
+                "differences\n", (long long)w, (long long)h, ra.cosmic_iterations,
+                (long long)ra.cosmic_per_iter[0], (long long)ra.cosmic_per_iter[1],
+                (long long)diff);
+    CHECK(diff == 0);
+    free(wk.flag), free(wk.flag2), free(wk.flag3), free(wk.W), free(wk.N), free(wk.S);
+    free(wk.SP);
+    tide_image_free(ctx, &a);
+    tide_image_free(ctx, &b);
+    tide_sim_frame_free(ctx, &f);
+}
+
 int main(void) {
     test_networks_exhaustive();
     test_med5_rows();
     tide_ctx *c1 = make_ctx(1), *c2 = make_ctx(2);
     test_lacosmic_kernels(c1);
     test_lacosmic_kernels(c2);
+    test_incremental(c2, 700, 517, 4000, 5);
+    test_incremental(c1, 131, 1000, 20000, 6);
     tide_ctx_destroy(c1);
     tide_ctx_destroy(c2);
     return TIDE_TEST_RESULT();
