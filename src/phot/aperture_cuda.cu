@@ -1,6 +1,6 @@
 /* aperture_cuda.cu — CUDA twins of the aperture kernels.
  *
- * Sums: one warp per source. Lane l visits pixels l, l + 32, ... of the aperture's bounding
+ * Sums: one warp per (source, radius). Lane l visits pixels l, l + 32, ... of the aperture's bounding
  * box in row-major order and the 32 partial sums are combined by a fixed shuffle tree, so the
  * result is bitwise the same on every run (no atomics). Annulus: one 256-thread block per
  * source gathers the annulus values into shared memory, sorts them (bitonic), and clips on
@@ -32,15 +32,19 @@ __device__ static inline double warp_sum(double v) {
     return v;
 }
 
+/* One warp per (source, radius) pair o = s * nr + k: a growth curve of ~80 radii is ~80
+ * warps working side by side, not one warp walking them in turn (each pair's sums are
+ * independent, so the results are the same bits either way). */
 __global__ void ap_sum_kernel(const tide_ap_job job) {
     const int lane = threadIdx.x & 31;
-    const int64_t s = (int64_t)blockIdx.x * AP_WARPS_PER_BLOCK + (threadIdx.x >> 5);
-    if (s >= job.n) return; /* whole warps leave together */
+    const int64_t o = (int64_t)blockIdx.x * AP_WARPS_PER_BLOCK + (threadIdx.x >> 5);
+    if (o >= job.n * job.nr) return; /* whole warps leave together */
+    const int64_t s = o / job.nr;
+    const int k = (int)(o - s * job.nr);
     const double cx = job.x[s], cy = job.y[s];
     const double bkg = job.bkg ? job.bkg[s] : 0.0, bkg_err = job.bkg_err ? job.bkg_err[s] : 0.0;
-    for (int k = 0; k < job.nr; k++) {
+    {
         const double r = job.per_source ? job.radii[s * job.nr + k] : job.radii[k];
-        const int64_t o = s * job.nr + k;
         const int ok = isfinite(cx) && isfinite(cy) && r > 0.0;
         double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
         if (ok) {
@@ -80,8 +84,8 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
 }
 
 extern "C" int tide_ap_sum_cuda(tide_ctx *ctx, const tide_ap_job *job) {
-    if (job->n <= 0) return 0;
-    const int64_t blocks = (job->n + AP_WARPS_PER_BLOCK - 1) / AP_WARPS_PER_BLOCK;
+    if (job->n <= 0 || job->nr <= 0) return 0;
+    const int64_t blocks = (job->n * job->nr + AP_WARPS_PER_BLOCK - 1) / AP_WARPS_PER_BLOCK;
     if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "aperture: too many sources");
     ap_sum_kernel<<<(unsigned)blocks, 32 * AP_WARPS_PER_BLOCK, 0, (cudaStream_t)ctx->stream>>>(
         *job);
