@@ -30,8 +30,12 @@
  *
  * Results are linear, not circular: each padded axis is at least W + kw - 1 long, so the output
  * equals direct correlation of the padded image (zero or reflected beyond the edges) to float
- * rounding, relative to the image's scale (max |pixel| × sum |kernel|). Deterministic: the same
- * input on the same device gives bitwise the same output. */
+ * rounding, relative to the image's scale (max |pixel| × sum |kernel|). On a CPU context a frame
+ * whose padded side would exceed 1024 is correlated in overlapping tiles of at most 1024 a side
+ * (overlap-save, each tile padded by kw - 1 from the frame or its padding; the tiles run on
+ * the context's threads): transforms that fit in cache run several times faster, and the result
+ * is the same linear correlation. Deterministic: the same input on the same device gives
+ * bitwise the same output. */
 #ifndef TIDE_FFT_H
 #define TIDE_FFT_H
 #include <stdint.h>
@@ -140,7 +144,8 @@ int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, 
 int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in,
                         tide_image *out);
 
-/** Padded transform shape chosen by the correlator (for benchmarks and logs). */
+/** Padded transform shape chosen by the correlator (for benchmarks and logs): of one tile
+ *  when a CPU correlator works in tiles. */
 void tide_correlator_shape(const tide_correlator *c, int64_t *px, int64_t *py);
 
 /** Release a correlator. NULL is a no-op. */

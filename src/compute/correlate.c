@@ -194,12 +194,27 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
         (st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, c->px, c->py, 1, &c->inv)))
         goto fail;
     int64_t nbuf = c->py * c->pitch;
-    if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->X)))
-        goto fail;
-    if (nk == 1)
-        c->Y = c->X; /* the product can overwrite the frame's spectrum: nobody else needs it */
-    else if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->Y)))
-        goto fail;
+    if (c->ntx * c->nty > 1) {
+        /* CPU tiles: a pair of tile buffers per thread (correlate_kernels.h) */
+        c->nbuf = ctx->threads > 0 ? ctx->threads : 1;
+        if ((int64_t)c->nbuf > c->ntx * c->nty)
+            c->nbuf = (int)(c->ntx * c->nty);
+        c->tbuf = calloc(2 * (size_t)c->nbuf, sizeof(float *));
+        if (!c->tbuf) {
+            st = tide_error(TIDE_E_NOMEM, "correlator tile buffers");
+            goto fail;
+        }
+        for (int t = 0; t < 2 * c->nbuf; t++)
+            if ((t % 2 == 0 || nk > 1) && (st = tide_fft_buffer_alloc(ctx, nbuf, &c->tbuf[t])))
+                goto fail;
+    } else {
+        if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->X)))
+            goto fail;
+        if (nk == 1)
+            c->Y = c->X; /* the product can overwrite the frame's spectrum: nobody else needs it */
+        else if ((st = tide_fft_buffer_alloc(ctx, nbuf, &c->Y)))
+            goto fail;
+    }
     if ((st = TIDE_DISPATCH(ctx, tide_corr_prepare, c)))
         goto fail;
     free(rows_h);
@@ -223,6 +238,10 @@ void tide_correlator_free(tide_ctx *ctx, tide_correlator *c) {
     if (c->Y != c->X)
         tide_fft_buffer_free(ctx, c->Y);
     tide_fft_buffer_free(ctx, c->X);
+    if (c->tbuf)
+        for (int t = 0; t < 2 * c->nbuf; t++)
+            tide_fft_buffer_free(ctx, c->tbuf[t]);
+    free(c->tbuf);
     tide_fft_buffer_free(ctx, c->rows);
     tide_fft_buffer_free(ctx, c->cols);
     tide_fft_buffer_free(ctx, c->spec);
@@ -261,6 +280,8 @@ static int prepare_outputs(tide_ctx *ctx, const struct tide_correlator *c, tide_
 
 static int run_device_input(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
                             tide_image *out) {
+    if (c->tbuf) /* CPU tiles, in parallel */
+        return tide_corr_run_tiles_cpu(ctx, c, in, out);
     int st = 0;
     for (int64_t ty = 0; ty < c->nty && !st; ty++)
         for (int64_t tx = 0; tx < c->ntx && !st; tx++) {

@@ -1,9 +1,11 @@
-/* correlate_cpu.c — the CPU kernels of FFT correlation: OpenMP loops over rows.
+/* correlate_cpu.c — the CPU kernels of FFT correlation: OpenMP loops over rows, or for a tiled
+ * correlator (correlate.c, choose_tiles) one tile per thread at a time.
  *
  * Unlike the GPU, which rebuilds each kernel's spectrum on the fly from the compact tables
  * (arithmetic is cheap there, memory traffic is not), the CPU expands the full spectra once per
  * correlator: kh complex multiply-adds per element per call would cost more than streaming
  * the stored spectrum. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,74 +74,113 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
     return TIDE_OK;
 }
 
-int tide_corr_pad_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in) {
+/* Row b of the padded buffer X for the tile at (tx0, ty0). */
+static void pad_row(const struct tide_correlator *c, const tide_image *in, int64_t tx0,
+                    int64_t ty0, int64_t b, float *X) {
     const int64_t w = c->w, h = c->h, rx = c->rx, ry = c->ry, px = c->px, pitch = c->pitch;
-    const int64_t tx0 = c->tx0, ty0 = c->ty0;
     const int reflect = c->opt.pad == TIDE_PAD_REFLECT;
     const uint16_t bits = c->opt.mask_bits;
     const float *pix = in->pix;
     const uint16_t *mask = in->mask;
     const int64_t stride = in->stride;
-    float *X = c->X;
     /* padded columns [a0, a1) show frame columns [0, w) directly */
     int64_t a0 = rx - tx0, a1 = w + rx - tx0;
     a0 = a0 < 0 ? 0 : (a0 > px ? px : a0);
     a1 = a1 < a0 ? a0 : (a1 > px ? px : a1);
-#pragma omp parallel for num_threads(ctx->threads) schedule(static)
-    for (int64_t b = 0; b < c->py; b++) {
-        float *row = X + b * pitch;
-        int64_t y = ty0 + b - ry;
-        if (y >= 0 && y < h) {
-            /* Interior row: the common case, a straight copy with cleaning. */
-            const float *src = pix + y * stride + (tx0 + a0 - rx);
-            const uint16_t *msk = mask ? mask + y * stride + (tx0 + a0 - rx) : NULL;
-            for (int64_t a = a0; a < a1; a++)
-                row[a] = tide_corr_clean(src[a - a0], msk ? msk[a - a0] : 0, bits);
-            for (int64_t a = 0; a < a0; a++) {
-                int64_t s = tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride, reflect);
-                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
-            }
-            for (int64_t a = a1; a < pitch; a++) {
-                int64_t s = a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride,
-                                                      reflect)
-                                   : -1;
-                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
-            }
-        } else {
-            for (int64_t a = 0; a < pitch; a++) {
-                int64_t s = a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride,
-                                                      reflect)
-                                   : -1;
-                row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
-            }
+    float *row = X + b * pitch;
+    int64_t y = ty0 + b - ry;
+    if (y >= 0 && y < h) {
+        /* Interior row: the common case, a straight copy with cleaning. */
+        const float *src = pix + y * stride + (tx0 + a0 - rx);
+        const uint16_t *msk = mask ? mask + y * stride + (tx0 + a0 - rx) : NULL;
+        for (int64_t a = a0; a < a1; a++)
+            row[a] = tide_corr_clean(src[a - a0], msk ? msk[a - a0] : 0, bits);
+        for (int64_t a = 0; a < a0; a++) {
+            int64_t s = tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride, reflect);
+            row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
+        }
+        for (int64_t a = a1; a < pitch; a++) {
+            int64_t s =
+                a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride, reflect) : -1;
+            row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
+        }
+    } else {
+        for (int64_t a = 0; a < pitch; a++) {
+            int64_t s =
+                a < px ? tide_corr_source(tx0 + a, ty0 + b, w, h, rx, ry, stride, reflect) : -1;
+            row[a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : 0, bits);
         }
     }
+}
+
+/* Row v of Y = X * H_k. */
+static void mul_row(const struct tide_correlator *c, int k, const float *X, float *Y,
+                    int64_t v) {
+    const int64_t cw = c->cw, pitch = c->pitch;
+    const float *spec = c->spec + (int64_t)k * c->py * cw * 2;
+    const float *b = X + v * pitch, *s = spec + 2 * v * cw;
+    float *o = Y + v * pitch;
+    for (int64_t u = 0; u < cw; u++)
+        tide_corr_cmul(b[2 * u], b[2 * u + 1], s[2 * u], s[2 * u + 1], &o[2 * u], &o[2 * u + 1]);
+}
+
+/* Output rows of the tile at (tx0, ty0) from Y. */
+static void crop_row(const struct tide_correlator *c, const float *Y, int64_t tx0, int64_t ty0,
+                     int64_t y, tide_image *out) {
+    const int64_t nx = c->ox < c->w - tx0 ? c->ox : c->w - tx0;
+    memcpy(out->pix + (ty0 + y) * out->stride + tx0, Y + (c->ry + y) * c->pitch + c->rx,
+           (size_t)nx * sizeof(float));
+}
+
+int tide_corr_pad_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in) {
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+    for (int64_t b = 0; b < c->py; b++)
+        pad_row(c, in, c->tx0, c->ty0, b, c->X);
     return TIDE_OK;
 }
 
 int tide_corr_multiply_cpu(tide_ctx *ctx, const struct tide_correlator *c, int k) {
-    const int64_t cw = c->cw, pitch = c->pitch;
-    const float *spec = c->spec + (int64_t)k * c->py * cw * 2;
-    const float *B = c->X;
-    float *C = c->Y;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
-    for (int64_t v = 0; v < c->py; v++) {
-        const float *b = B + v * pitch, *s = spec + 2 * v * cw;
-        float *o = C + v * pitch;
-        for (int64_t u = 0; u < cw; u++)
-            tide_corr_cmul(b[2 * u], b[2 * u + 1], s[2 * u], s[2 * u + 1], &o[2 * u],
-                           &o[2 * u + 1]);
-    }
+    for (int64_t v = 0; v < c->py; v++)
+        mul_row(c, k, c->X, c->Y, v);
     return TIDE_OK;
 }
 
 int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out) {
-    const int64_t pitch = c->pitch, tx0 = c->tx0, ty0 = c->ty0;
-    const int64_t nx = c->ox < c->w - tx0 ? c->ox : c->w - tx0;
-    const int64_t ny = c->oy < c->h - ty0 ? c->oy : c->h - ty0;
-    const float *Y = c->Y + c->ry * pitch + c->rx;
+    const int64_t ny = c->oy < c->h - c->ty0 ? c->oy : c->h - c->ty0;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
     for (int64_t y = 0; y < ny; y++)
-        memcpy(out->pix + (ty0 + y) * out->stride + tx0, Y + y * pitch, (size_t)nx * sizeof(float));
+        crop_row(c, c->Y, c->tx0, c->ty0, y, out);
     return TIDE_OK;
+}
+
+int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
+                            const tide_image *in, tide_image *out) {
+    const int64_t nt = c->ntx * c->nty;
+    int st = TIDE_OK;
+#pragma omp parallel num_threads(c->nbuf)
+    {
+        const int t = omp_get_thread_num();
+        float *X = c->tbuf[2 * t], *Y = c->nk == 1 ? X : c->tbuf[2 * t + 1];
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t q = 0; q < nt; q++) {
+            const int64_t tx0 = (q % c->ntx) * c->ox, ty0 = (q / c->ntx) * c->oy;
+            const int64_t ny = c->oy < c->h - ty0 ? c->oy : c->h - ty0;
+            for (int64_t b = 0; b < c->py; b++)
+                pad_row(c, in, tx0, ty0, b, X);
+            int e = tide_fft_execute(ctx, c->fwd, X);
+            for (int k = 0; k < c->nk && !e; k++) {
+                for (int64_t v = 0; v < c->py; v++)
+                    mul_row(c, k, X, Y, v);
+                e = tide_fft_execute(ctx, c->inv, Y);
+                for (int64_t y = 0; y < ny && !e; y++)
+                    crop_row(c, Y, tx0, ty0, y, &out[k]);
+            }
+            if (e) {
+#pragma omp atomic write
+                st = e;
+            }
+        }
+    }
+    return st;
 }

@@ -29,6 +29,8 @@ struct tide_correlator {
     int64_t ox, oy;        /**< output pixels per tile: px - kw + 1, py - kh + 1, or w, h */
     int64_t ntx, nty;      /**< tiles per axis; 1 x 1 (untiled) on CUDA and small frames */
     int64_t tx0, ty0;      /**< origin (frame pixels) of the tile being processed */
+    int nbuf;              /**< CPU tiles: threads working on tiles at once */
+    float **tbuf;          /**< CPU tiles: 2 padded buffers (X, Y) per thread, else NULL */
     int64_t cw, pitch;     /**< px/2+1 complex per row; 2*cw floats per padded row */
     int nk;
     tide_correlate_options opt;
@@ -51,6 +53,12 @@ int tide_corr_multiply_cpu(tide_ctx *ctx, const struct tide_correlator *c, int k
 /** Copy the linear result of the tile from c->Y (offset rx, ry) into @p out at (tx0, ty0):
  *  min(ox, w - tx0) x min(oy, h - ty0) pixels. */
 int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_image *out);
+
+/** CPU, tiled correlators only: every tile on its own thread (buffers c->tbuf, the cached
+ *  plans executed concurrently, which FFTW allows), pad, forward, per kernel product, inverse
+ *  and crop; the tiles' outputs are disjoint, so the result does not depend on the order. */
+int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
+                            const tide_image *in, tide_image *out);
 
 #ifdef TIDE_HAVE_CUDA
 int tide_corr_prepare_cuda(tide_ctx *ctx, struct tide_correlator *c);

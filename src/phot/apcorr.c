@@ -12,6 +12,7 @@
 #include "phot/aperture_internal.h"
 #include "tide/photometry.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 void tide_apcorr_params_default(tide_apcorr_params *p) {
     memset(p, 0, sizeof *p);
@@ -66,16 +67,6 @@ double tide_apcorr_radius(const tide_apcorr_model *m, double snr) {
 }
 
 typedef struct {
-    double x;
-    int64_t i;
-} xkey;
-
-static int cmp_xkey(const void *a, const void *b) {
-    const xkey *p = a, *q = b;
-    return (p->x > q->x) - (p->x < q->x);
-}
-
-typedef struct {
     double snr;
     int64_t i;
 } skey;
@@ -91,50 +82,95 @@ static int cmp_double(const void *a, const void *b) {
     return (p > q) - (p < q);
 }
 
+/* Put the k first keys of the cmp_skey_desc order (total: indices are distinct) into
+ * c[0..k), in any order (quickselect), so that sorting only those gives the full sort's head. */
+static void select_first(skey *a, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi && k > lo && k <= hi) {
+        const skey piv = a[lo + (hi - lo) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (cmp_skey_desc(&a[i], &piv) < 0) i++;
+            while (cmp_skey_desc(&a[j], &piv) > 0) j--;
+            if (i <= j) {
+                const skey t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j + 1) hi = j;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+/* Grid cell of coordinate c for cells of side @p cell, clamped to [0, ncell). */
+static int64_t cell_of(double c, double cell, int64_t ncell) {
+    const double q = c / cell;
+    if (!(q >= 0.0)) return 0;
+    if (q >= (double)(ncell - 1)) return ncell - 1;
+    return (int64_t)q;
+}
+
 /* Candidates: finite, unflagged, S/N >= snr_min, r_ref aperture inside the frame, no other
- * source within iso. Sorted by S/N, highest first, at most max_stars. */
+ * (finite) source within iso. Sorted by S/N, highest first, at most max_stars. The neighbour
+ * search is a grid of cells no smaller than iso (linked lists in index order, the 3×3 cells
+ * around a candidate hold every source within iso; sources off the frame sit in the border
+ * cells), so the work is linear in n; only the max_stars best are sorted. */
 static int select_stars(int64_t n, const double *x, const double *y, const double *snr,
                         const int32_t *flags, int64_t w, int64_t h, double r_ref, double iso,
                         double snr_min, int max_stars, int64_t **out, int *nout) {
-    xkey *k = malloc(sizeof(xkey) * (size_t)(n > 0 ? n : 1));
+    /* cells no smaller than iso, and not more than ~4M of them */
+    const double cell = fmax(iso, sqrt((double)w * (double)h / 4.0e6));
+    const int64_t gw = (int64_t)((double)w / cell) + 1, gh = (int64_t)((double)h / cell) + 1;
+    int64_t *head = malloc(sizeof(int64_t) * (size_t)(gw * gh));
+    int64_t *next = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     skey *c = malloc(sizeof(skey) * (size_t)(n > 0 ? n : 1));
-    if (!k || !c) {
-        free(k);
-        free(c);
+    if (!head || !next || !c) {
+        free(head), free(next), free(c);
         return tide_error(TIDE_E_NOMEM, "tide_apcorr_build: out of host memory");
     }
-    int64_t nk = 0, nc = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (isfinite(x[i]) && isfinite(y[i])) k[nk++] = (xkey){x[i], i};
-    qsort(k, (size_t)nk, sizeof *k, cmp_xkey);
-    for (int64_t a = 0; a < nk; a++) {
-        const int64_t i = k[a].i;
+    for (int64_t q = 0; q < gw * gh; q++) head[q] = -1;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        next[i] = -1;
+        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
+        const int64_t q = cell_of(y[i], cell, gh) * gw + cell_of(x[i], cell, gw);
+        next[i] = head[q];
+        head[q] = i;
+    }
+    int64_t nc = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
         if (!(snr[i] >= snr_min) || (flags && flags[i])) continue;
         if (x[i] - r_ref < 0.5 || y[i] - r_ref < 0.5 || x[i] + r_ref > w - 1.5 ||
             y[i] + r_ref > h - 1.5)
             continue;
+        const int64_t cx = cell_of(x[i], cell, gw), cy = cell_of(y[i], cell, gh);
         int alone = 1;
-        for (int64_t b = a - 1; b >= 0 && x[i] - k[b].x < iso && alone; b--) {
-            const double dy = y[k[b].i] - y[i], dx = k[b].x - x[i];
-            alone = dx * dx + dy * dy >= iso * iso;
-        }
-        for (int64_t b = a + 1; b < nk && k[b].x - x[i] < iso && alone; b++) {
-            const double dy = y[k[b].i] - y[i], dx = k[b].x - x[i];
-            alone = dx * dx + dy * dy >= iso * iso;
-        }
+        for (int64_t gy = cy - 1; gy <= cy + 1 && alone; gy++)
+            for (int64_t gx = cx - 1; gx <= cx + 1 && alone; gx++) {
+                if (gx < 0 || gy < 0 || gx >= gw || gy >= gh) continue;
+                for (int64_t j = head[gy * gw + gx]; j >= 0 && alone; j = next[j]) {
+                    if (j == i) continue;
+                    const double dy = y[j] - y[i], dx = x[j] - x[i];
+                    alone = dx * dx + dy * dy >= iso * iso;
+                }
+            }
         if (alone) c[nc++] = (skey){snr[i], i};
     }
-    qsort(c, (size_t)nc, sizeof *c, cmp_skey_desc);
-    if (nc > max_stars) nc = max_stars;
+    const int64_t nsel = nc > max_stars ? max_stars : nc;
+    if (nsel < nc) select_first(c, nc, nsel);
+    qsort(c, (size_t)nsel, sizeof *c, cmp_skey_desc);
+    nc = nsel;
     int64_t *sel = malloc(sizeof(int64_t) * (size_t)(nc > 0 ? nc : 1));
     if (!sel) {
-        free(k);
-        free(c);
+        free(head), free(next), free(c);
         return tide_error(TIDE_E_NOMEM, "tide_apcorr_build: out of host memory");
     }
     for (int64_t a = 0; a < nc; a++) sel[a] = c[a].i;
-    free(k);
-    free(c);
+    free(head), free(next), free(c);
     *out = sel;
     *nout = (int)nc;
     return 0;
@@ -206,9 +242,12 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
 
     int64_t *sel = NULL;
     int ns = 0;
+    tide_timer tm;
+    tide_timer_start(ctx, &tm, "apcorr.select");
     st = select_stars(n, x, y, snr, flags, sub->width, sub->height, p.r_ref, p.isolation,
                       p.snr_min_law < p.snr_min_corr ? p.snr_min_law : p.snr_min_corr,
                       p.max_stars, &sel, &ns);
+    tide_timer_stop(ctx, &tm, NULL);
     if (st) return st;
     const int nr = nrad + 1; /* the grid, then r_ref */
     double *radii = malloc(sizeof(double) * nr);
@@ -236,7 +275,9 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
     }
     tide_aper_params ap = p.aper;
     ap.bkgann_out = 0.0; /* growth curves of background-subtracted stars */
+    tide_timer_start(ctx, &tm, "apcorr.curves");
     st = tide_aperture_photometry(ctx, sub, var, ns, sx, sy, nr, radii, &ap, f, e, fl);
+    tide_timer_stop(ctx, &tm, NULL);
     if (st) goto done;
 
     /* aperture corrections: C_k = F(r_k) / F(r_ref) of the bright stars, fitted over the field */
@@ -264,23 +305,52 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
         u[a] = tide_apcorr_scaled(sx[corr[a]], sub->width);
         v[a] = tide_apcorr_scaled(sy[corr[a]], sub->height);
     }
-    int nkept_min = nc;
-    for (int k = 0; k < nrad; k++) {
-        for (int a = 0; a < nc; a++) {
-            const int s = corr[a];
-            val[a] = f[(size_t)s * nr + k] / f[(size_t)s * nr + nrad];
-            keep[a] = isfinite(val[a]);
+    /* one independent clipped fit per grid radius: split over threads, each with its own
+     * value and mask arrays; the first failing radius (lowest k) is the one reported */
+    int nkept_min = nc, kfail = nrad;
+#pragma omp parallel if (nrad * nc > 4096)
+    {
+        double *tval = malloc(sizeof(double) * (size_t)(nc + 1));
+        unsigned char *tkeep = malloc((size_t)(nc + 1));
+        int tmin = nc, tfail = nrad;
+#pragma omp for schedule(static)
+        for (int k = 0; k < nrad; k++) {
+            if (!tval || !tkeep) {
+                if (k < tfail) tfail = -1 - k; /* out of memory, marked negative */
+                continue;
+            }
+            for (int a = 0; a < nc; a++) {
+                const int s = corr[a];
+                tval[a] = f[(size_t)s * nr + k] / f[(size_t)s * nr + nrad];
+                tkeep[a] = isfinite(tval[a]);
+            }
+            double rms;
+            int nk;
+            if (tide_apcorr_fit_poly(nc, u, v, tval, deg, 3.0, 5, tkeep,
+                                     out->coef + k * out->ncoef, &rms, &nk)) {
+                if (k < tfail) tfail = k;
+                continue;
+            }
+            out->err[k] = nk > 0 ? rms / sqrt((double)nk) : 0.0;
+            if (nk < tmin) tmin = nk;
         }
-        double rms;
-        int nk;
-        if (tide_apcorr_fit_poly(nc, u, v, val, deg, 3.0, 5, keep, out->coef + k * out->ncoef,
-                                 &rms, &nk)) {
-            st = tide_error(TIDE_E_EMPTY, "%s: aperture-correction fit at r = %g failed", who,
-                            radii[k]);
-            goto done;
+#pragma omp critical(tide_apcorr_fits)
+        {
+            if (tmin < nkept_min) nkept_min = tmin;
+            if (tfail < 0) kfail = tfail; /* memory beats a fit failure */
+            else if (kfail >= 0 && tfail < kfail) kfail = tfail;
         }
-        out->err[k] = nk > 0 ? rms / sqrt((double)nk) : 0.0;
-        if (nk < nkept_min) nkept_min = nk;
+        free(tval);
+        free(tkeep);
+    }
+    if (kfail < 0) {
+        st = tide_error(TIDE_E_NOMEM, "%s: out of host memory", who);
+        goto done;
+    }
+    if (kfail < nrad) {
+        st = tide_error(TIDE_E_EMPTY, "%s: aperture-correction fit at r = %g failed", who,
+                        radii[kfail]);
+        goto done;
     }
     out->nstars_corr = nkept_min;
 

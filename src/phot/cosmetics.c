@@ -172,11 +172,23 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
     wk.on_device = im->location == TIDE_DEVICE;
     int st = TIDE_DISPATCH(ctx, tide_cos_count, &g, im->mask, c0);
 
-    /* Typical level for pixels with no usable neighbour: the median of the valid pixels. */
+    /* Typical level for pixels with no usable neighbour: the median of the valid pixels (of
+     * the mask as given). The CPU takes it only when the cosmic-ray pass will need it, from
+     * a copy of the input mask, and first just asks whether any pixel is valid. */
+    const uint16_t vbits = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA);
     double med = 0.0;
     int any_valid = 1;
-    if (!st) {
-        int s2 = tide_reduce_median(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA), &med);
+    uint16_t *mask0 = NULL;
+    const int lazy = ctx->backend != TIDE_BACKEND_CUDA;
+    if (!st && lazy) {
+        any_valid = tide_cos_any_valid_cpu(ctx, &g, im->pix, im->mask, vbits);
+        const size_t mb = sizeof(uint16_t) * (size_t)(im->stride * im->height);
+        if (any_valid && p->cosmic && (mask0 = malloc(mb)) != NULL)
+            memcpy(mask0, im->mask, mb);
+        else if (any_valid && p->cosmic)
+            st = tide_error(TIDE_E_NOMEM, "cosmetics: cannot allocate %zu bytes", mb);
+    } else if (!st) {
+        int s2 = tide_reduce_median(ctx, im, vbits, &med);
         if (s2 == TIDE_E_EMPTY) {
             any_valid = 0;
             med = 0.0;
@@ -225,6 +237,18 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
               TIDE_DISPATCH(ctx, tide_cos_apply, &g, wk.flag, im->mask, (uint16_t)TIDE_MASK_HOT,
                             (uint16_t)TIDE_MASK_COLD, (int64_t *)NULL));
     }
+    if (cosmic && lazy && !st) {
+        /* the lacosmic working copy's fill (cosmetics_lacosmic.c): repl = excl */
+        const uint16_t repl = (uint16_t)(p->skip_bits | TIDE_MASK_HOT | TIDE_MASK_COLD |
+                                         TIDE_MASK_COSMIC | TIDE_MASK_NODATA);
+        if (tide_cos_fill_needs_fallback_cpu(ctx, &g, im->pix, im->mask, repl, repl)) {
+            tide_image orig = *im;
+            orig.mask = mask0;
+            orig.var = NULL;
+            st = tide_reduce_median(ctx, &orig, vbits, &med);
+        }
+    }
+    free(mask0);
     if (cosmic)
         TIMED("cosmetics.cosmic", r->ms_cosmic,
               tide_cos_lacosmic(ctx, im, &g, p, &wk, (float)med, r));

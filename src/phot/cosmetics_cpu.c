@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
 #include "phot/cosmetics_median.h"
 #include "tide/status.h"
@@ -41,8 +42,24 @@ int tide_cos_bleed_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix, 
     const int64_t ps_l = axis == 0 ? 1 : g->stride, ps_i = axis == 0 ? g->stride : 1;
     const int64_t ss_l = axis == 0 ? 1 : g->w, ss_i = axis == 0 ? g->w : 1;
     const int64_t nblk = (nlines + BLK - 1) / BLK;
+    /* A line without a SATURATED pixel gets no BLEED (sweep 1 marks nothing, so neither do
+     * the others): only blocks of lines holding one are swept. */
+    uint8_t *sat = calloc((size_t)nblk, 1);
+    if (sat) {
+#pragma omp parallel for schedule(static) num_threads(NT(ctx))
+        for (int64_t b = 0; b < nblk; b++) {
+            const int64_t l1 = (b + 1) * BLK < nlines ? (b + 1) * BLK : nlines;
+            int any = 0;
+            for (int64_t i = 0; i < len && !any; i++)
+                for (int64_t l = b * BLK; l < l1; l++)
+                    any |= (mask[l * ps_l + i * ps_i] & TIDE_MASK_SATURATED) != 0;
+            sat[b] = (uint8_t)any;
+        }
+    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(NT(ctx))
     for (int64_t b = 0; b < nblk; b++) {
+        if (sat && !sat[b])
+            continue;
         const int64_t l0 = b * BLK;
         const int nl = (int)(l0 + BLK <= nlines ? BLK : nlines - l0);
         int prev[BLK], dist[BLK];
@@ -72,6 +89,7 @@ int tide_cos_bleed_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix, 
                     mask[p] |= TIDE_MASK_BLEED;
             }
     }
+    free(sat);
     return 0;
 }
 
@@ -398,4 +416,32 @@ int tide_cos_count_cpu(tide_ctx *ctx, const tide_cos_geom *g, const uint16_t *ma
         }
     memcpy(counts, c, sizeof c);
     return 0;
+}
+
+int tide_cos_any_valid_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
+                           const uint16_t *mask, uint16_t bits) {
+    int any = 0;
+#pragma omp parallel for schedule(static) reduction(| : any) num_threads(NT(ctx))
+    for (int64_t y = 0; y < g->h; y++) {
+        int a = 0;
+        for (int64_t x = 0; x < g->w; x++)
+            a |= usable(pix[y * g->stride + x], mask[y * g->stride + x], bits);
+        any |= a;
+    }
+    return any;
+}
+
+int tide_cos_fill_needs_fallback_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
+                                     const uint16_t *mask, uint16_t repl, uint16_t excl) {
+    int need = 0;
+#pragma omp parallel for schedule(static) reduction(| : need) num_threads(NT(ctx))
+    for (int64_t y = 0; y < g->h; y++)
+        for (int64_t x = 0; x < g->w; x++) {
+            const int64_t i = y * g->stride + x;
+            float m;
+            if (((mask[i] & repl) || !isfinite(pix[i])) &&
+                !cos_fill_value(pix, g->stride, mask, g->stride, g->w, g->h, x, y, excl, &m))
+                need = 1;
+        }
+    return need;
 }

@@ -35,4 +35,16 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                          const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
                          tide_cosmetics_report *r, int incremental);
 
+/* CPU-only helpers (cosmetics_cpu.c): the CPU skips the frame median behind the fill value
+ * of pixels with no usable neighbour unless some pixel needs it (see run_passes). */
+
+/** 1 when some pixel is finite and has none of @p bits (tide_reduce_median's valid pixels). */
+int tide_cos_any_valid_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
+                           const uint16_t *mask, uint16_t bits);
+
+/** 1 when tide_cos_fill(repl, excl, nonfinite = 1) would use its fallback somewhere: a pixel
+ *  with a @p repl bit or a non-finite value and no usable pixel in its 5×5 box. */
+int tide_cos_fill_needs_fallback_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
+                                     const uint16_t *mask, uint16_t repl, uint16_t excl);
+
 #endif

@@ -21,6 +21,15 @@
 
 #include "phot/cosmetics_math.h"
 
+/* On x86-64 with GCC the vectorised loops are also built for AVX2 and AVX-512 and the best
+ * one is picked when the library loads (function multiversioning): the same comparisons on
+ * wider vectors, so the same numbers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define COS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define COS_CLONES
+#endif
+
 /* full comparator, min-only (wire i), max-only (wire j) */
 #define CX(i, j)                                                                              \
     do {                                                                                      \
@@ -89,7 +98,7 @@ static inline float med_cols(const float *restrict cs, int64_t w, int64_t c0, in
 }
 
 /* cs[r·w + x] = the r-th smallest of p0[x]..p4[x]. */
-static void sort_columns(const float *restrict p0, const float *restrict p1,
+COS_CLONES static void sort_columns(const float *restrict p0, const float *restrict p1,
                          const float *restrict p2, const float *restrict p3,
                          const float *restrict p4, int64_t w, float *restrict cs) {
     for (int64_t x = 0; x < w; x++) {
@@ -110,7 +119,7 @@ static int row_has_nan(const float *row, int64_t n) {
     return any;
 }
 
-void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
+COS_CLONES void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
                          int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
                          float *scratch) {
     /* sorted columns of [c0, c1): every column a window of [x0, x1) reaches, clamped */
@@ -212,7 +221,7 @@ void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_
         CN(15, 22); CM(13, 16); CN(15, 18); CX(15, 16);                               \
     } while (0)
 
-void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float *lo, float *hi) {
+COS_CLONES void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float *lo, float *hi) {
     const float *restrict zz = z;
     float *restrict l = lo, *restrict hh = hi;
     /* no dependence between iterations (GCC otherwise gives up on the many alias checks) */

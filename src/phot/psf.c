@@ -11,6 +11,7 @@
 #include "tide/log.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 void tide_psf_params_default(tide_psf_params *p) {
     memset(p, 0, sizeof *p);
@@ -235,25 +236,32 @@ static void stars_free(psf_stars *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Moffat fits at the centre and the corners. */
+/* Moffat fits at the centre and the corners. The corners hold beta at the centre's value, so
+ * the centre goes first; the four corners are independent and fitted side by side. */
 static void summarise(const psf_plan *pl, tide_psf_model *m) {
     const int npix = m->stamp * m->stamp;
-    float *st = malloc(sizeof(float) * (size_t)npix);
+    float *st = malloc(sizeof(float) * (size_t)npix * 5);
     if (!st) return;
     const double cu[5] = {0.0, -1.0, 1.0, -1.0, 1.0}, cv[5] = {0.0, -1.0, -1.0, 1.0, 1.0};
-    for (int c = 0; c < 5; c++) {
-        psf_moffat f;
-        psf_eval_uv(m, cu[c], cv[c], st);
-        psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, c == 0 ? 0.0 : m->beta, &f);
-        if (c == 0) {
-            m->fwhm = f.ok ? f.fwhm : 0.0;
-            m->beta = f.ok ? f.beta : 0.0;
-            m->ellipticity = f.ok ? f.ellip : 0.0;
-            m->theta = f.ok ? f.theta_deg : 0.0;
-        } else {
-            m->fwhm_corner[c - 1] = f.ok ? f.fwhm : 0.0;
-            m->ellip_corner[c - 1] = f.ok ? f.ellip : 0.0;
-        }
+    psf_moffat f0;
+    psf_eval_uv(m, cu[0], cv[0], st);
+    psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, 0.0, &f0);
+    m->fwhm = f0.ok ? f0.fwhm : 0.0;
+    m->beta = f0.ok ? f0.beta : 0.0;
+    m->ellipticity = f0.ok ? f0.ellip : 0.0;
+    m->theta = f0.ok ? f0.theta_deg : 0.0;
+    const double beta = m->beta;
+    psf_moffat fc[4];
+#pragma omp parallel for num_threads(pl->threads > 1 ? (pl->threads < 4 ? pl->threads : 4) : 1) \
+    schedule(static)
+    for (int c = 1; c < 5; c++) {
+        float *sc = st + (size_t)c * npix;
+        psf_eval_uv(m, cu[c], cv[c], sc);
+        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &fc[c - 1]);
+    }
+    for (int c = 0; c < 4; c++) {
+        m->fwhm_corner[c] = fc[c].ok ? fc[c].fwhm : 0.0;
+        m->ellip_corner[c] = fc[c].ok ? fc[c].ellip : 0.0;
     }
     free(st);
 }
@@ -333,23 +341,34 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
         return tide_error(TIDE_E_NOMEM, "tide_psf_build: %lld candidates", (long long)n);
     }
     double *cy = cx + n + 1;
+    tide_timer tm;
+    tide_timer_start(ctx, &tm, "psf.select");
     int64_t nc = psf_select_candidates(&pl, sub->width, sub->height, n, x, y, flux, cap, idx,
                                        out);
+    tide_timer_stop(ctx, &tm, NULL);
     if (nc < 0) st = (int)nc;
     for (int64_t k = 0; k < nc; k++) {
         cx[k] = x[idx[k]];
         cy[k] = y[idx[k]];
     }
     if (!st) st = images_prepare(ctx, sub, rms, &im);
-    if (!st && nc > 0) st = measure_and_extract(ctx, &pl, &im, nc, cx, cy, &s, out);
+    if (!st && nc > 0) {
+        tide_timer_start(ctx, &tm, "psf.measure");
+        st = measure_and_extract(ctx, &pl, &im, nc, cx, cy, &s, out);
+        tide_timer_stop(ctx, &tm, NULL);
+    }
     images_release(ctx, &im);
     free(idx), free(cx);
     if (!st) {
         if (s.n < pl.p.min_stars) {
             st = fallback(ctx, &pl, &s, out);
         } else {
+            tide_timer_start(ctx, &tm, "psf.model");
             st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
+            tide_timer_stop(ctx, &tm, NULL);
+            tide_timer_start(ctx, &tm, "psf.summary");
             if (!st) summarise(&pl, out);
+            tide_timer_stop(ctx, &tm, NULL);
             if (!st)
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
                          "%d PSF stars (%d in the reference) of %d candidates; %d eigen-PSFs, "

@@ -10,9 +10,40 @@
 #include "phot/psf_internal.h"
 #include "tide/status.h"
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+/* The k-th smallest of a[0..n) (0-based; a is reordered): Hoare's quickselect with a
+ * middle pivot. Values are compared, never combined, so the median taken from it is the
+ * sorted array's, bit for bit; the stamps are finite, so the order is total. */
+static double select_kth(double *a, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const double piv = a[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < piv) i++;
+            while (a[j] > piv) j--;
+            if (i <= j) {
+                const double t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return a[k];
+    }
+    return a[k];
+}
+
+/* Median of a[0..n), n >= 1 (a is reordered): the middle value, or the mean of the two. */
+static double median_inplace(double *a, int n) {
+    const double hi = select_kth(a, n, n / 2);
+    if (n % 2) return hi;
+    double lo = a[0]; /* after the selection a[0..n/2) holds the n/2 smallest */
+    for (int i = 1; i < n / 2; i++)
+        if (a[i] > lo) lo = a[i];
+    return 0.5 * (lo + hi);
 }
 
 static double clipped_mean(const double *v, int m, double *tmp, unsigned char *keep,
@@ -23,13 +54,11 @@ static double clipped_mean(const double *v, int m, double *tmp, unsigned char *k
         return m ? s / m : 0.0;
     }
     memcpy(tmp, v, sizeof(double) * (size_t)m);
-    qsort(tmp, (size_t)m, sizeof(double), cmp_double);
-    double centre = m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]);
+    double centre = median_inplace(tmp, m);
     /* first scale: the MAD (a single outlier among few stamps inflates the standard
      * deviation past any k-sigma cut: for n values the largest z-score is (n-1)/sqrt(n)) */
     for (int i = 0; i < m; i++) tmp[i] = fabs(v[i] - centre);
-    qsort(tmp, (size_t)m, sizeof(double), cmp_double);
-    double sd = 1.4826 * (m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]));
+    double sd = 1.4826 * median_inplace(tmp, m);
     double mean = 0.0;
     int nk = m;
     for (int i = 0; i < m; i++) mean += v[i];

@@ -9,8 +9,10 @@
 #include "tide/photometry.h"
 #include "tide/status.h"
 
-/* The source's local PSF from the model into out (side²), cen is scratch of the same size. */
-static void eval_stamp(const tide_psffit_job *job, double x, double y, float *cen, float *out) {
+/* The source's local PSF from the model into out (side²); cen (side² floats) and R (side²
+ * doubles) are scratch. */
+static void eval_stamp(const tide_psffit_job *job, double x, double y, float *cen, double *R,
+                       float *out) {
     const int side = job->side, npix = side * side;
     const double u = psfphot_scaled(x, job->model_w), v = psfphot_scaled(y, job->model_h);
     double c[1 + TIDE_PSF_MAX_K];
@@ -31,10 +33,12 @@ static void eval_stamp(const tide_psffit_job *job, double x, double y, float *ce
     psfphot_shift_setup(x, y, &ix, &iy, &frx, &fry);
     psf_lanczos_weights(frx, wx);
     psf_lanczos_weights(fry, wy);
+    for (int py = 0; py < side; py++)
+        for (int i = 0; i < side; i++) R[py * side + i] = psfphot_shift_row(cen, side, i, py, ix, wx);
     sum = 0.0;
     for (int j = 0; j < side; j++)
         for (int i = 0; i < side; i++) {
-            const double acc = psfphot_shift_pixel(cen, side, i, j, ix, iy, wx, wy);
+            const double acc = psfphot_shift_col(R, side, i, j, iy, wy);
             out[j * side + i] = (float)acc;
             sum += acc;
         }
@@ -90,8 +94,9 @@ int tide_psffit_cpu(tide_ctx *ctx, const tide_psffit_job *job) {
     int nomem = 0;
 #pragma omp parallel
     {
-        /* two stamps of scratch per thread, reused across its sources */
-        float *buf = malloc(sizeof(float) * 2 * npix);
+        /* scratch per thread, reused across its sources: R (doubles), then two stamps */
+        double *R = malloc((sizeof(double) + 2 * sizeof(float)) * npix);
+        float *buf = R ? (float *)(R + npix) : NULL;
         if (!buf) {
 #pragma omp atomic write
             nomem = 1;
@@ -100,10 +105,10 @@ int tide_psffit_cpu(tide_ctx *ctx, const tide_psffit_job *job) {
         for (int64_t s = 0; s < job->n; s++) {
             const double x = job->x[s], y = job->y[s];
             const int fin = buf && isfinite(x) && isfinite(y);
-            if (fin) eval_stamp(job, x, y, buf, buf + npix);
+            if (fin) eval_stamp(job, x, y, buf, R, buf + npix);
             fit_one(job, s, fin ? buf + npix : NULL);
         }
-        free(buf);
+        free(R);
     }
     if (nomem) return tide_error(TIDE_E_NOMEM, "tide_psf_photometry: out of host memory for stamps");
     return 0;

@@ -1,8 +1,8 @@
 /* psfphot_cuda.cu — CUDA twins of the PSF-fit kernel. Given stamps: one warp per source;
  * lanes stride the stamp in row-major order, the sums are combined by a fixed shuffle tree and
  * broadcast, so every lane solves the same system. From the model: one block per source
- * evaluates the local stamp into shared memory (basis combination, normalisation, Lanczos-3
- * sub-pixel shift; psfphot_math.h, the CPU twin's steps) and fits it; block sums use a fixed
+ * evaluates the local stamp into shared memory (basis combination, normalisation, separable
+ * Lanczos-3 sub-pixel shift; psfphot_math.h, the CPU twin's steps) and fits it; block sums use a fixed
  * warp-shuffle tree then the warps in order (deterministic, no float atomics). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -100,7 +100,7 @@ __device__ static void pm_blocksum(double *v, int k, double (*red)[PM_WARPS]) {
 }
 
 __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psffit_job job) {
-    extern __shared__ float pm_sh[];
+    extern __shared__ double pm_sh[]; /* R: npix doubles, then the stamp: npix floats */
     __shared__ double c[1 + TIDE_PSF_MAX_K];
     __shared__ double wx[2 * PSF_LANCZOS_A], wy[2 * PSF_LANCZOS_A];
     __shared__ double red[PM_NSUM][PM_WARPS];
@@ -117,7 +117,8 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
         return;
     }
     const int side = job.side, npix = side * side;
-    float *cen = pm_sh, *P = pm_sh + npix;
+    double *R = pm_sh;
+    float *cen = (float *)(pm_sh + npix), *P = cen; /* P overwrites cen after the row pass */
     int ix, iy;
     double frx, fry;
     psfphot_shift_setup(cx, cy, &ix, &iy, &frx, &fry);
@@ -141,10 +142,13 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
         for (int p = tid; p < npix; p += PM_THREADS) cen[p] = (float)((double)cen[p] * inv);
     }
     __syncthreads();
-    /* shifted to the source's sub-pixel offset, normalised again */
+    /* shifted to the source's sub-pixel offset (row pass, column pass), normalised again */
+    for (int p = tid; p < npix; p += PM_THREADS)
+        R[p] = psfphot_shift_row(cen, side, p % side, p / side, ix, wx);
+    __syncthreads();
     part[0] = 0.0;
     for (int p = tid; p < npix; p += PM_THREADS) {
-        const double acc = psfphot_shift_pixel(cen, side, p % side, p / side, ix, iy, wx, wy);
+        const double acc = psfphot_shift_col(R, side, p % side, p / side, iy, wy);
         P[p] = (float)acc;
         part[0] += acc;
     }
@@ -204,7 +208,9 @@ extern "C" int tide_psffit_cuda(tide_ctx *ctx, const tide_psffit_job *job) {
     if (job->n <= 0) return 0;
     if (!job->stamps) {
         if (job->n > 2147483647LL) return tide_error(TIDE_E_RANGE, "psf photometry: too many sources");
-        const size_t shm = sizeof(float) * 2 * (size_t)job->side * job->side; /* <= 31.8 kB */
+        /* R (double) + stamp (float) per pixel: <= 47.6 kB at the largest stamp (63²), with
+         * the static arrays still inside the default 48 kB */
+        const size_t shm = (sizeof(double) + sizeof(float)) * (size_t)job->side * job->side;
         psffit_model_kernel<<<(unsigned)job->n, PM_THREADS, shm, (cudaStream_t)ctx->stream>>>(*job);
         TIDE_CUDA_LAUNCHED();
         return 0;
