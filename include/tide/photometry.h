@@ -171,9 +171,11 @@ int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_
                                const float *stamps, const tide_psffit_params *p, double *flux,
                                double *fluxerr, double *chi2, int32_t *flags);
 
-/** PSF-fit flux at fixed positions with the local PSF of @p psf: builds every source's stamp
- *  on the host in one batch with tide_psf_eval (psf.h), then fits them as
- *  tide_psf_photometry_stamps with default parameters (on the device on CUDA). */
+/** PSF-fit flux at fixed positions with the local PSF of @p psf: every source's stamp is the
+ *  one tide_psf_eval_pixel (psf.h) gives, evaluated where the context computes from the model
+ *  itself (basis images and coefficients, copied once) and fitted there as
+ *  tide_psf_photometry_stamps does, with default parameters; on CUDA one block per source
+ *  does both, nothing per source runs on the host. An invalid model is TIDE_E_INVAL. */
 int tide_psf_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                         const struct tide_psf_model *psf, int64_t n, const double *x,
                         const double *y, double *flux, double *fluxerr, double *chi2);

@@ -122,8 +122,8 @@ static int64_t cell_of(double c, double cell, int64_t ncell) {
 static int select_stars(int64_t n, const double *x, const double *y, const double *snr,
                         const int32_t *flags, int64_t w, int64_t h, double r_ref, double iso,
                         double snr_min, int max_stars, int64_t **out, int *nout) {
-    /* cells no smaller than iso, and not more than ~4M of them */
-    const double cell = fmax(iso, sqrt((double)w * (double)h / 4.0e6));
+    /* cells no smaller than iso, about one source a cell on crowded frames */
+    const double cell = fmax(iso, sqrt((double)w * (double)h / (double)(n > 0 ? n : 1)));
     const int64_t gw = (int64_t)((double)w / cell) + 1, gh = (int64_t)((double)h / cell) + 1;
     int64_t *head = malloc(sizeof(int64_t) * (size_t)(gw * gh));
     int64_t *next = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
@@ -231,7 +231,7 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
     if (p.r_max <= 0.0) p.r_max = 3.0 * p.fwhm;
     if (p.r_max > p.r_ref) p.r_max = p.r_ref;
     if (p.dr <= 0.0) p.dr = 0.1;
-    if (p.isolation <= 0.0) p.isolation = p.r_ref + 2.0 * p.fwhm;
+    if (!(p.isolation > 0.0)) p.isolation = p.r_ref + 2.0 * p.fwhm;
     if (p.max_stars <= 0) p.max_stars = 500;
     if (p.degree < 0) p.degree = 0;
     if (p.degree > TIDE_APCORR_MAX_DEGREE) p.degree = TIDE_APCORR_MAX_DEGREE;
@@ -308,7 +308,7 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
     /* one independent clipped fit per grid radius: split over threads, each with its own
      * value and mask arrays; the first failing radius (lowest k) is the one reported */
     int nkept_min = nc, kfail = nrad;
-#pragma omp parallel if (nrad * nc > 4096)
+#pragma omp parallel if (nrad * nc > 4096) num_threads(ctx->threads > 0 ? ctx->threads : 1)
     {
         double *tval = malloc(sizeof(double) * (size_t)(nc + 1));
         unsigned char *tkeep = malloc((size_t)(nc + 1));
