@@ -84,6 +84,9 @@ TIDE_HD static inline void tide_rp_grid_eval(const double *g, int64_t gnx, int64
     tide_rp_grid_eval_planes(g, gnx, gny, step, x, y, 0, 3, out);
 }
 
+/** Positions closer than this to a pixel centre (pixels) are resampled as on it. */
+#define TIDE_RP_SNAP 1e-9
+
 /** Kernel weights along one axis for position f: taps first..first+n-1, weights w[0..n-1]. */
 TIDE_HD static inline int tide_rp_axis_weights(int kernel, double f, int64_t *first, double w[6]) {
     if (kernel == TIDE_RESAMPLE_NEAREST) {
@@ -91,7 +94,17 @@ TIDE_HD static inline int tide_rp_axis_weights(int kernel, double f, int64_t *fi
         w[0] = 1.0;
         return 1;
     }
-    const double fl = floor(f), t = f - fl;
+    double fl = floor(f), t = f - fl;
+    /* Snap positions within TIDE_RP_SNAP of a pixel centre onto it. Otherwise the last bits of
+     * a mapping (which differ between the host and the device compilers) decide whether the
+     * neighbours get a weight of 0 or of 1e-13 — and with it whether their mask bits (EDGE,
+     * BAD...) reach the output. The shift this makes is below any astrometric meaning. */
+    if (t < TIDE_RP_SNAP) {
+        t = 0.0;
+    } else if (t > 1.0 - TIDE_RP_SNAP) {
+        fl += 1.0;
+        t = 0.0;
+    }
     if (kernel == TIDE_RESAMPLE_BILINEAR) {
         *first = (int64_t)fl;
         w[0] = 1.0 - t;

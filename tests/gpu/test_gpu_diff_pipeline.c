@@ -226,5 +226,5 @@ int main(void) {
     tide_header_free(&ht);
     tide_ctx_destroy(cpu);
     tide_ctx_destroy(gpu);
-    TIDE_TEST_RESULT();
+    return TIDE_TEST_RESULT();
 }

@@ -125,5 +125,5 @@ int main(void) {
     CHECK(system(cmd) == 0);
     free(im);
     free(noise);
-    TIDE_TEST_RESULT();
+    return TIDE_TEST_RESULT();
 }
