@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "compute/select_first.h"
 #include "phot/apcorr_internal.h"
 #include "phot/apcorr_kernels.h"
 #include "phot/aperture_internal.h"
@@ -82,30 +83,6 @@ static int cmp_double(const void *a, const void *b) {
     return (p > q) - (p < q);
 }
 
-/* Put the k first keys of the cmp_skey_desc order (total: indices are distinct) into
- * c[0..k), in any order (quickselect), so that sorting only those gives the full sort's head. */
-static void select_first(skey *a, int64_t n, int64_t k) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi && k > lo && k <= hi) {
-        const skey piv = a[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (cmp_skey_desc(&a[i], &piv) < 0) i++;
-            while (cmp_skey_desc(&a[j], &piv) > 0) j--;
-            if (i <= j) {
-                const skey t = a[i];
-                a[i] = a[j];
-                a[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (k <= j + 1) hi = j;
-        else if (k >= i) lo = i;
-        else return;
-    }
-}
-
 /* Grid cell of coordinate c for cells of side @p cell, clamped to [0, ncell). */
 static int64_t cell_of(double c, double cell, int64_t ncell) {
     const double q = c / cell;
@@ -161,7 +138,7 @@ static int select_stars(int64_t n, const double *x, const double *y, const doubl
         if (alone) c[nc++] = (skey){snr[i], i};
     }
     const int64_t nsel = nc > max_stars ? max_stars : nc;
-    if (nsel < nc) select_first(c, nc, nsel);
+    if (nsel < nc) tide_select_first(c, nc, nsel, sizeof *c, cmp_skey_desc);
     qsort(c, (size_t)nsel, sizeof *c, cmp_skey_desc);
     nc = nsel;
     int64_t *sel = malloc(sizeof(int64_t) * (size_t)(nc > 0 ? nc : 1));

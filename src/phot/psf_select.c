@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "compute/select_first.h"
 #include "phot/psf_internal.h"
 #include "phot/psf_kernels.h"
 #include "tide/status.h"
@@ -28,32 +29,6 @@ static int cmp_key(const void *a, const void *b) {
     if (p->f > q->f) return -1;
     if (p->f < q->f) return 1;
     return p->i < q->i ? -1 : (p->i > q->i);
-}
-
-/* Put the k first keys of the cmp_key order (a total order: indices are distinct) into
- * keys[0..k), in any order, by quickselect; the rest follow. Sorting just those k then gives
- * the same list as sorting all n, in O(n + k log k) instead of O(n log n). */
-static void select_first(cand_key *a, int64_t n, int64_t k) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi && k > lo && k <= hi) {
-        const cand_key piv = a[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (cmp_key(&a[i], &piv) < 0) i++;
-            while (cmp_key(&a[j], &piv) > 0) j--;
-            if (i <= j) {
-                const cand_key t = a[i];
-                a[i] = a[j];
-                a[j] = t;
-                i++;
-                j--;
-            }
-        }
-        /* now a[lo..j] <= piv <= a[i..hi], and a[j+1..i-1] == piv */
-        if (k <= j + 1) hi = j;
-        else if (k >= i) lo = i;
-        else return;
-    }
 }
 
 int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height, int64_t n,
@@ -128,7 +103,7 @@ int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height,
     }
     const int64_t nout = nk < cap ? nk : cap;
     if (flux) {
-        if (nout < nk) select_first(keys, nk, nout);
+        if (nout < nk) tide_select_first(keys, nk, nout, sizeof *keys, cmp_key);
         qsort(keys, (size_t)nout, sizeof *keys, cmp_key);
     }
     for (int64_t k = 0; k < nout; k++) idx[k] = keys[k].i;
