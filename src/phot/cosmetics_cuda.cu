@@ -1,7 +1,7 @@
 /* cosmetics_cuda.cu — CUDA twins of the cosmetics kernels (cosmetics_kernels.h).
  *
- * One thread per pixel (grid-stride), the per-pixel math from cosmetics_math.h, so results
- * equal the CPU twins bit for bit. Bleed trails run one thread per line: along columns the
+ * One thread per pixel (grid-stride; the L.A.Cosmic planes one block per tile, see below),
+ * the per-pixel math from cosmetics_math.h, so results equal the CPU twins bit for bit. Bleed trails run one thread per line: along columns the
  * threads of a warp read consecutive pixels of a row, so the walk is coalesced. Counts use
  * integer atomics only (a per-block shared sum, then one global add per block): integer sums
  * do not depend on their order. Small parameter structs are passed by value (kernel
@@ -10,6 +10,8 @@
 #include <math.h>
 
 #include "phot/cosmetics_kernels.h"
+#include "phot/cosmetics_network.h"
+#include "phot/cosmetics_region.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "core/cuda_check.h"
@@ -205,69 +207,229 @@ extern "C" int tide_cos_fill_cuda(tide_ctx *ctx, const tide_cos_geom *g, const f
     return 0;
 }
 
-static __global__ void k_noise(tide_cos_geom g, const float *W, tide_cos_noise nm, float *N) {
-    FOR_PIXELS(g, x, y) {
-        N[y * g.w + x] = cos_sigma(&nm, cos_box_median(W, g.w, g.w, g.h, x, y, 2));
+/* ---- L.A.Cosmic planes: one block per tile --------------------------------------------------
+ * The per-iteration planes run on blocks of COS_TILE × COS_TILE threads, one block per tile
+ * of cosmetics_region.h and one output pixel per thread. With a `dirty` tile array (device,
+ * ntx·nty bytes) a block whose tile is clean returns at once: the later iterations then
+ * recompute only the tiles near the previous iteration's new hits, exactly as the CPU's
+ * tide_cos_update_cpu (cosmetics_region.h says why the planes stay current everywhere); with
+ * dirty == NULL every tile runs (the full-frame kernels). Tile rows beyond the 65535 blocks a
+ * grid's y extent allows are covered by a block-uniform loop.
+ *
+ * 5×5 medians: the (COS_TILE + 4)² neighbourhood of the tile is staged in shared memory
+ * (edges clamped as cos_box_median clamps them), each thread sorts its five columns and takes
+ * the 13th smallest with the selection network of cosmetics_network.h: the same comparators
+ * on the same wires as the CPU twin (cosmetics_median_cpu.c), compares only, so the same
+ * float. A window holding a NaN takes cos_box_median, as the CPU's NaN rows do. */
+#define TS COS_TILE
+#define SW (COS_TILE + 4)
+
+static dim3 tile_grid(const tide_cos_geom *g) {
+    const int64_t ntx = tide_cos_ntiles(g->w), nty = tide_cos_ntiles(g->h);
+    return dim3((unsigned)(ntx < 1 ? 1 : ntx),
+                (unsigned)(nty < 1 ? 1 : (nty > 65535 ? 65535 : nty)));
+}
+#define TILE_BLOCK dim3(TS, TS)
+
+/* Loop over the tile rows ty_ of this block's tile column (block-uniform, so __syncthreads
+ * inside is safe), skipping clean tiles. */
+#define FOR_TILES(g, dirty, ty_)                                                              \
+    for (int64_t ty_ = blockIdx.y; ty_ < ((g).h + TS - 1) / TS; ty_ += gridDim.y)             \
+        if (!(dirty) || (dirty)[ty_ * (int64_t)gridDim.x + blockIdx.x])
+
+/* Stage the clamped (TS+4)² neighbourhood of tile (blockIdx.x, ty) of a (stride ld). */
+static __device__ void stage5(const float *a, int64_t ld, int64_t w, int64_t h, int64_t ty,
+                              float *sh) {
+    const int64_t x0 = (int64_t)blockIdx.x * TS - 2, y0 = ty * TS - 2;
+    for (int k = threadIdx.y * TS + threadIdx.x; k < SW * SW; k += TS * TS) {
+        const int r = k / SW, c = k - r * SW;
+        sh[k] = a[cos_clamp(y0 + r, h) * ld + cos_clamp(x0 + c, w)];
+    }
+}
+
+/* 5×5 median of the staged window around this thread's pixel; NaN windows from global. */
+static __device__ float med5_staged(const float *sh, const float *a, int64_t ld, int64_t w,
+                                    int64_t h, int64_t x, int64_t y) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    /* wire 5c + r = window row r, column c (as the CPU's sorted columns) */
+#define SRC_SH(k) sh[(ty + (k) % 5) * SW + tx + (k) / 5]
+    DECL25(SRC_SH);
+#undef SRC_SH
+    const bool nan = v0 != v0 || v1 != v1 || v2 != v2 || v3 != v3 || v4 != v4 || v5 != v5 ||
+                     v6 != v6 || v7 != v7 || v8 != v8 || v9 != v9 || v10 != v10 ||
+                     v11 != v11 || v12 != v12 || v13 != v13 || v14 != v14 || v15 != v15 ||
+                     v16 != v16 || v17 != v17 || v18 != v18 || v19 != v19 || v20 != v20 ||
+                     v21 != v21 || v22 != v22 || v23 != v23 || v24 != v24;
+    if (nan)
+        return cos_box_median(a, ld, w, h, x, y, 2);
+    SORT5_AT(0, 1, 2, 3, 4);
+    SORT5_AT(5, 6, 7, 8, 9);
+    SORT5_AT(10, 11, 12, 13, 14);
+    SORT5_AT(15, 16, 17, 18, 19);
+    SORT5_AT(20, 21, 22, 23, 24);
+    MED25();
+    return v12;
+}
+
+static __global__ void k_noise(tide_cos_geom g, const float *W, tide_cos_noise nm, float *N,
+                               const uint8_t *dirty) {
+    __shared__ float sh[SW * SW];
+    FOR_TILES(g, dirty, ty) {
+        __syncthreads(); /* the previous tile's reads are done */
+        stage5(W, g.w, g.w, g.h, ty, sh);
+        __syncthreads();
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h)
+            N[y * g.w + x] = cos_sigma(&nm, med5_staged(sh, W, g.w, g.w, g.h, x, y));
     }
 }
 
 extern "C" int tide_cos_noise_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                                    const tide_cos_noise *nm, float *N) {
-    k_noise<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, W, *nm, N);
+    k_noise<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, *nm, N, NULL);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
 
-static __global__ void k_lapl(tide_cos_geom g, const float *W, const float *N, float *S) {
-    FOR_PIXELS(g, x, y) {
-        S[y * g.w + x] =
-            COS_DIV(cos_lplus(W, g.w, g.w, g.h, x, y), COS_MUL(2.0f, N[y * g.w + x]));
+static __global__ void k_lapl(tide_cos_geom g, const float *W, const float *N, float *S,
+                              const uint8_t *dirty) {
+    FOR_TILES(g, dirty, ty) {
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h)
+            S[y * g.w + x] =
+                COS_DIV(cos_lplus(W, g.w, g.w, g.h, x, y), COS_MUL(2.0f, N[y * g.w + x]));
     }
 }
 
-static __global__ void k_sprime(tide_cos_geom g, const float *S, float *SP, float low) {
-    FOR_PIXELS(g, x, y) {
-        const float s = S[y * g.w + x];
-        SP[y * g.w + x] = s > low ? COS_SUB(s, cos_box_median(S, g.w, g.w, g.h, x, y, 2)) : s;
+static __global__ void k_sprime(tide_cos_geom g, const float *S, float *SP, float low,
+                                const uint8_t *dirty) {
+    __shared__ float sh[SW * SW];
+    FOR_TILES(g, dirty, ty) {
+        __syncthreads();
+        stage5(S, g.w, g.w, g.h, ty, sh);
+        __syncthreads();
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h) {
+            const float s = sh[(threadIdx.y + 2) * SW + threadIdx.x + 2];
+            SP[y * g.w + x] =
+                s > low ? COS_SUB(s, med5_staged(sh, S, g.w, g.w, g.h, x, y)) : s;
+        }
     }
+}
+
+static int launch_laplace(tide_ctx *ctx, const tide_cos_geom *g, const float *W, const float *N,
+                          float *S, float *SP, float low, const uint8_t *dirty) {
+    k_lapl<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, N, S, dirty);
+    TIDE_CUDA_LAUNCHED();
+    k_sprime<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, S, SP, low, dirty);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
 }
 
 extern "C" int tide_cos_laplace_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                                      const float *N, float *S, float *SP, float low) {
-    k_lapl<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, W, N, S);
-    TIDE_CUDA_LAUNCHED();
-    k_sprime<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, S, SP, low);
-    TIDE_CUDA_LAUNCHED();
-    return 0;
+    return launch_laplace(ctx, g, W, N, S, SP, low, NULL);
 }
 
 static __global__ void k_cand(tide_cos_geom g, const float *W, const float *N, const float *SP,
-                              const uint16_t *mask, tide_cos_lacos lp, uint8_t *cand) {
-    FOR_PIXELS(g, x, y) {
-        cand[y * g.w + x] = (uint8_t)cos_candidate(W, N, SP, mask, &g, &lp, x, y);
+                              const uint16_t *mask, tide_cos_lacos lp, uint8_t *cand,
+                              const uint8_t *dirty) {
+    FOR_TILES(g, dirty, ty) {
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h)
+            cand[y * g.w + x] = (uint8_t)cos_candidate(W, N, SP, mask, &g, &lp, x, y);
     }
 }
 
 extern "C" int tide_cos_candidates_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                                         const float *N, const float *SP, const uint16_t *mask,
                                         const tide_cos_lacos *lp, uint8_t *cand) {
-    k_cand<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, W, N, SP, mask, *lp, cand);
+    k_cand<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, N, SP, mask, *lp, cand, NULL);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
 
 static __global__ void k_grow(tide_cos_geom g, const uint8_t *in, const float *SP,
                               const uint16_t *mask, tide_cos_lacos lp, float thr,
-                              uint8_t *out) {
-    FOR_PIXELS(g, x, y) {
-        out[y * g.w + x] = (uint8_t)cos_grow_one(in, SP, mask, &g, &lp, thr, x, y);
+                              uint8_t *out, const uint8_t *dirty) {
+    FOR_TILES(g, dirty, ty) {
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h)
+            out[y * g.w + x] = (uint8_t)cos_grow_one(in, SP, mask, &g, &lp, thr, x, y);
     }
 }
 
 extern "C" int tide_cos_grow_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *in,
                                   const float *SP, const uint16_t *mask,
                                   const tide_cos_lacos *lp, float thr, uint8_t *out) {
-    k_grow<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, in, SP, mask, *lp, thr, out);
+    k_grow<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, in, SP, mask, *lp, thr, out, NULL);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}
+
+/* mark[t] = some pixel of tile t is newly flagged (flag set, COSMIC not yet set). */
+static __global__ void k_mark(tide_cos_geom g, const uint8_t *flag, const uint16_t *mask,
+                              uint8_t *mark) {
+    __shared__ int any;
+    for (int64_t ty = blockIdx.y; ty < (g.h + TS - 1) / TS; ty += gridDim.y) {
+        __syncthreads();
+        if (threadIdx.x == 0 && threadIdx.y == 0)
+            any = 0;
+        __syncthreads();
+        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        if (x < g.w && y < g.h && flag[y * g.w + x] &&
+            !(mask[y * g.stride + x] & TIDE_MASK_COSMIC))
+            any = 1; /* every writer stores the same value */
+        __syncthreads();
+        if (threadIdx.x == 0 && threadIdx.y == 0)
+            mark[ty * (int64_t)gridDim.x + blockIdx.x] = (uint8_t)(any != 0);
+    }
+}
+
+/* dirty[t] = some tile of the 3×3 tiles around t is marked (tide_cos_tile_list). */
+static __global__ void k_dilate(int64_t ntx, int64_t nty, const uint8_t *mark, uint8_t *dirty) {
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < ntx * nty;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ty = t / ntx, tx = t - ty * ntx;
+        int near = 0;
+        for (int64_t j = ty - 1; j <= ty + 1; j++)
+            for (int64_t i = tx - 1; i <= tx + 1; i++)
+                if (j >= 0 && j < nty && i >= 0 && i < ntx && mark[j * ntx + i])
+                    near = 1;
+        dirty[t] = (uint8_t)near;
+    }
+}
+
+extern "C" int tide_cos_mark_new_cuda(tide_ctx *ctx, const tide_cos_geom *g,
+                                      const uint8_t *flag, const uint16_t *mask, uint8_t *mark,
+                                      uint8_t *dirty) {
+    const int64_t ntx = tide_cos_ntiles(g->w), nty = tide_cos_ntiles(g->h);
+    if (ntx * nty == 0)
+        return 0;
+    k_mark<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, flag, mask, mark);
+    TIDE_CUDA_LAUNCHED();
+    k_dilate<<<grid_for(ntx * nty), BLOCK, 0, STREAM(ctx)>>>(ntx, nty, mark, dirty);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}
+
+extern "C" int tide_cos_update_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
+                                    const tide_cos_noise *nm, const uint16_t *mask,
+                                    const tide_cos_lacos *lp, float low, float *N, float *S,
+                                    float *SP, uint8_t *cand, uint8_t *flag2, uint8_t *flag,
+                                    const uint8_t *dirty) {
+    const dim3 gr = tile_grid(g);
+    cudaStream_t s = STREAM(ctx);
+    k_noise<<<gr, TILE_BLOCK, 0, s>>>(*g, W, *nm, N, dirty);
+    TIDE_CUDA_LAUNCHED();
+    int st = launch_laplace(ctx, g, W, N, S, SP, low, dirty);
+    if (st)
+        return st;
+    k_cand<<<gr, TILE_BLOCK, 0, s>>>(*g, W, N, SP, mask, *lp, cand, dirty);
+    TIDE_CUDA_LAUNCHED();
+    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, cand, SP, mask, *lp, lp->sigclip, flag2, dirty);
+    TIDE_CUDA_LAUNCHED();
+    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, flag2, SP, mask, *lp, low, flag, dirty);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

@@ -19,15 +19,17 @@
  * and the next iteration looks again (faint pixels of a track hidden by bright ones show
  * up); it stops after `niter` iterations or when one finds nothing new.
  *
- * On the CPU an iteration after the first recomputes its planes only on the tiles near the
- * previous iteration's new hits (cosmetics_region.h): elsewhere no plane can change, so the
- * masks are those of full-frame iterations, which the CUDA twin runs (cheap there). */
+ * An iteration after the first recomputes its planes only on the tiles near the previous
+ * iteration's new hits (cosmetics_region.h): elsewhere no plane can change, so the masks are
+ * those of full-frame iterations. The CPU lists those tiles on the host; the CUDA twin keeps
+ * a per-tile dirty flag on the device and its kernels skip clean tiles. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
 #include "phot/cosmetics_region.h"
+#include "tide/memory.h"
 #include "tide/status.h"
 
 int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
@@ -59,6 +61,16 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
         mark = malloc((size_t)(ntx * nty));
         list = malloc(sizeof(int64_t) * (size_t)(ntx * nty));
     }
+#ifdef TIDE_HAVE_CUDA
+    /* CUDA: device mark and dirty tile flags (ntx·nty bytes each) */
+    uint8_t *dmark = NULL;
+    int have_dirty = 0;
+    if (incremental && ctx->backend == TIDE_BACKEND_CUDA && p->niter > 1 && ntx * nty > 0 &&
+        tide_device_alloc(ctx, (size_t)(2 * ntx * nty), (void **)&dmark) != 0) {
+        tide_error_clear(); /* no room: full-frame iterations give the same masks */
+        dmark = NULL;
+    }
+#endif
 
     /* W: the frame with skipped, missing and already-flagged pixels replaced. */
     const uint16_t repl = (uint16_t)(p->skip_bits | defects);
@@ -70,6 +82,12 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
         if (nlist >= 0 && 2 * nlist <= ntx * nty) {
             st = tide_cos_update_cpu(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S,
                                      wk->SP, wk->flag3, wk->flag2, wk->flag, list, nlist);
+#ifdef TIDE_HAVE_CUDA
+        } else if (have_dirty) {
+            st = tide_cos_update_cuda(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S,
+                                      wk->SP, wk->flag3, wk->flag2, wk->flag,
+                                      dmark + ntx * nty);
+#endif
         } else {
             st = TIDE_DISPATCH(ctx, tide_cos_noise, g, wk->W, &nm, wk->N);
             if (!st)
@@ -88,6 +106,12 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
             st = tide_cos_mark_new_cpu(ctx, g, wk->flag, im->mask, mark);
             nlist = tide_cos_tile_list(mark, ntx, nty, list);
         }
+#ifdef TIDE_HAVE_CUDA
+        if (!st && dmark) {
+            st = tide_cos_mark_new_cuda(ctx, g, wk->flag, im->mask, dmark, dmark + ntx * nty);
+            have_dirty = 1;
+        }
+#endif
         if (!st)
             st = TIDE_DISPATCH(ctx, tide_cos_apply, g, wk->flag, im->mask,
                                (uint16_t)TIDE_MASK_COSMIC, (uint16_t)0, &nnew);
@@ -106,5 +130,8 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     }
     free(mark);
     free(list);
+#ifdef TIDE_HAVE_CUDA
+    tide_device_free(ctx, dmark);
+#endif
     return st;
 }

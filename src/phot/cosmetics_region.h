@@ -42,4 +42,25 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                         uint8_t *cand, uint8_t *flag2, uint8_t *flag, const int64_t *list,
                         int64_t n);
 
+#ifdef TIDE_HAVE_CUDA
+#ifdef __cplusplus
+extern "C" {
+#endif
+/** CUDA twin of tide_cos_mark_new_cpu plus tide_cos_tile_list, all on the device: mark[t]
+ *  as tide_cos_mark_new_cpu, then dirty[t] = 1 for each tile within one tile of a marked one
+ *  (the tiles tide_cos_tile_list would list); mark and dirty: device, ntx·nty bytes each. */
+int tide_cos_mark_new_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag,
+                           const uint16_t *mask, uint8_t *mark, uint8_t *dirty);
+
+/** CUDA twin of tide_cos_update_cpu: the planes of one iteration recomputed on the tiles
+ *  with dirty[t] != 0 (device, ntx·nty bytes); the other tiles keep their values. */
+int tide_cos_update_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
+                         const tide_cos_noise *nm, const uint16_t *mask,
+                         const tide_cos_lacos *lp, float low, float *N, float *S, float *SP,
+                         uint8_t *cand, uint8_t *flag2, uint8_t *flag, const uint8_t *dirty);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
 #endif
