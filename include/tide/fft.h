@@ -144,6 +144,31 @@ int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, 
 int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in,
                         tide_image *out);
 
+/** Kernel by kernel, for callers that cannot hold nk outputs at once: pad and forward-
+ *  transform @p in (as tide_correlator_run) and keep its spectrum in the correlator, for
+ *  tide_correlator_run_one. Only for correlators where tide_correlator_streams is 1
+ *  (untiled, 2 or more kernels), else TIDE_E_UNSUPPORTED. The spectrum stays valid until the
+ *  next tide_correlator_forward or tide_correlator_run on @p c. */
+int tide_correlator_forward(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in);
+
+/** Correlate the frame given to the last tide_correlator_forward with kernel @p k only
+ *  (0 <= k < nk), writing @p out (allocated where the context computes when its pix is NULL;
+ *  else the frame's size, host or device). Bitwise the output tide_correlator_run gives for
+ *  kernel k; the call returns when @p out is complete. */
+int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, int k, tide_image *out);
+
+/** tide_correlator_run_one without the copy: @p view becomes a non-owning image (the frame's
+ *  size, stride the padded row pitch, where the context computes) over the correlator's own
+ *  result buffer, bitwise what tide_correlator_run_one would write. Valid until the next
+ *  call on @p c (forward, run, run_one, run_one_view) or its release; do not free it. Saves
+ *  one frame-sized image per kernel when the caller only reads the result. */
+int tide_correlator_run_one_view(struct tide_ctx *ctx, tide_correlator *c, int k,
+                                 tide_image *view);
+
+/** 1 when @p c supports tide_correlator_forward / _run_one / _run_one_view (untiled, nk >= 2),
+ *  else 0. */
+int tide_correlator_streams(const tide_correlator *c);
+
 /** Padded transform shape chosen by the correlator (for benchmarks and logs): of one tile
  *  when a CPU correlator works in tiles. */
 void tide_correlator_shape(const tide_correlator *c, int64_t *px, int64_t *py);

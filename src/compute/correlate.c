@@ -330,6 +330,102 @@ int tide_correlator_run(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
     return run_device_input(ctx, c, in, out);
 }
 
+int tide_correlator_forward(tide_ctx *ctx, tide_correlator *c, const tide_image *in) {
+    if (!c || !in || !in->pix)
+        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator or input");
+    if (c->backend != ctx->backend)
+        return tide_error(TIDE_E_INVAL, "correlate: correlator made for another backend");
+    if (c->tbuf || c->nk < 2)
+        return tide_error(TIDE_E_UNSUPPORTED, "correlate: a tiled or single-kernel correlator "
+                          "cannot keep a frame's spectrum (use tide_correlator_run)");
+    if (in->width != c->w || in->height != c->h || in->stride < in->width)
+        return tide_error(TIDE_E_INVAL, "correlate: input is %lld x %lld, correlator expects "
+                          "%lld x %lld", (long long)in->width, (long long)in->height,
+                          (long long)c->w, (long long)c->h);
+    if (in->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_error(TIDE_E_INVAL, "correlate: device input on a CPU context");
+    c->tx0 = 0;
+    c->ty0 = 0;
+    int st;
+    if (ctx->backend == TIDE_BACKEND_CUDA && in->location == TIDE_HOST) {
+        tide_image dev;
+        if ((st = tide_image_clone(ctx, &dev, in, TIDE_DEVICE)))
+            return st;
+        st = TIDE_DISPATCH(ctx, tide_corr_pad, c, &dev);
+        if (!st)
+            st = tide_sync(ctx); /* the pad kernel reads dev */
+        tide_image_free(ctx, &dev);
+    } else {
+        st = TIDE_DISPATCH(ctx, tide_corr_pad, c, in);
+    }
+    if (!st)
+        st = tide_fft_execute(ctx, c->fwd, c->X);
+    return st;
+}
+
+int tide_correlator_run_one(tide_ctx *ctx, tide_correlator *c, int k, tide_image *out) {
+    if (!c || !out || k < 0 || k >= c->nk)
+        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator/output or kernel index %d "
+                          "outside 0..%d", k, c ? c->nk - 1 : -1);
+    if (c->tbuf || c->nk < 2)
+        return tide_error(TIDE_E_UNSUPPORTED, "correlate: tide_correlator_run_one needs an "
+                          "untiled correlator of 2 or more kernels");
+    tide_location where = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
+    if (!out->pix) {
+        int st = tide_image_alloc(ctx, out, c->w, c->h, where, 0);
+        if (st)
+            return st;
+    } else if (out->width != c->w || out->height != c->h || out->stride < out->width) {
+        return tide_error(TIDE_E_INVAL, "correlate: output is %lld x %lld, frame is %lld x %lld",
+                          (long long)out->width, (long long)out->height, (long long)c->w,
+                          (long long)c->h);
+    } else if (out->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA) {
+        return tide_error(TIDE_E_INVAL, "correlate: output is on the device but the context is "
+                          "a CPU one");
+    }
+    c->tx0 = 0;
+    c->ty0 = 0;
+    int st = TIDE_DISPATCH(ctx, tide_corr_multiply, c, k);
+    if (!st)
+        st = tide_fft_execute(ctx, c->inv, c->Y);
+    if (!st)
+        st = TIDE_DISPATCH(ctx, tide_corr_crop, c, out);
+    if (!st)
+        st = tide_sync(ctx);
+    return st;
+}
+
+int tide_correlator_run_one_view(tide_ctx *ctx, tide_correlator *c, int k, tide_image *view) {
+    if (!c || !view || k < 0 || k >= c->nk)
+        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator/view or kernel index %d "
+                          "outside 0..%d", k, c ? c->nk - 1 : -1);
+    if (c->tbuf || c->nk < 2)
+        return tide_error(TIDE_E_UNSUPPORTED, "correlate: tide_correlator_run_one_view needs an "
+                          "untiled correlator of 2 or more kernels");
+    c->tx0 = 0;
+    c->ty0 = 0;
+    int st = TIDE_DISPATCH(ctx, tide_corr_multiply, c, k);
+    if (!st)
+        st = tide_fft_execute(ctx, c->inv, c->Y);
+    if (!st)
+        st = tide_sync(ctx);
+    if (st)
+        return st;
+    /* the crop's source: out(x, y) = Y[(y + ry) * pitch + x + rx] (tide_corr_crop) */
+    memset(view, 0, sizeof *view);
+    view->width = c->w;
+    view->height = c->h;
+    view->stride = c->pitch;
+    view->pix = c->Y + c->ry * c->pitch + c->rx;
+    view->location = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
+    view->owns = 0;
+    return TIDE_OK;
+}
+
+int tide_correlator_streams(const tide_correlator *c) {
+    return c && !c->tbuf && c->nk >= 2;
+}
+
 /* Does @p c serve this request unchanged? */
 static int correlator_matches(const struct tide_correlator *c, const tide_ctx *ctx,
                               int64_t w, int64_t h, int nk, const float *const *kernels,

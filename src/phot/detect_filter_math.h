@@ -61,6 +61,37 @@ TIDE_HD static inline float tide_det_snr_pixel(const tide_det_filter *f, int64_t
     return (float)(F / ((double)rms * sqrt(E)));
 }
 
+/** Streamed form (detect_kernels.h, tide_det_snr_accum): the numerator after basis @p b,
+ *  @p acc the sum over bases 0..b-1 (ignored when b == 0), with the same operations in the
+ *  same order as tide_det_snr_pixel's F, so the two agree bitwise. */
+TIDE_HD static inline double tide_det_snr_accum_pixel(const tide_det_filter *f, int64_t x,
+                                                      int64_t y, int b, double acc, float r) {
+    double c[TIDE_DET_MAX_BASIS];
+    tide_det_coefs(f, x, y, c);
+    double F = b == 0 ? 0.0 : acc;
+    F += c[b] * (double)r;
+    return F;
+}
+
+/** S/N at one pixel from the numerator F of tide_det_snr_accum_pixel: E and the result as in
+ *  tide_det_snr_pixel. */
+TIDE_HD static inline float tide_det_snr_from_sum(const tide_det_filter *f, int64_t x, int64_t y,
+                                                  double F, float value, float rms,
+                                                  uint16_t mask) {
+    if (!(isfinite(value) && isfinite(rms) && rms > 0.0f) || (mask & f->nodata_bits))
+        return NAN;
+    double c[TIDE_DET_MAX_BASIS];
+    tide_det_coefs(f, x, y, c);
+    double E = 0.0;
+    for (int a = 0; a < f->nbasis; a++) {
+        double ea = 0.0;
+        for (int b = 0; b < f->nbasis; b++) ea += c[b] * f->gram[a * f->nbasis + b];
+        E += c[a] * ea;
+    }
+    if (!(E > 0.0)) return NAN;
+    return (float)(F / ((double)rms * sqrt(E)));
+}
+
 /** On-pixel test of the segmentation (NaN is off). */
 TIDE_HD static inline int tide_det_on(float snr, float thresh) { return snr >= thresh; }
 

@@ -82,6 +82,15 @@ typedef struct tide_det_work {
 /** snr = combination of the nbasis correlations R[b] (see detect.h) with @p rms. */
 int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                      const tide_image *R, const tide_det_filter *f, tide_image *snr);
+/** Streamed form of tide_det_snr, one basis at a time (so one correlation image exists at a
+ *  time): F (W*H doubles, row-major, width W, where the context computes) = sum over the bases
+ *  given so far of c_b * R_b, in the order b = 0, 1, ... (b == 0 starts the sum from 0.0);
+ *  the same double sum tide_det_snr forms, so the results are bitwise equal. */
+int tide_det_snr_accum_cpu(tide_ctx *ctx, const tide_image *Rb, int b, const tide_det_filter *f,
+                           double *F);
+/** snr = F / (rms sqrt(E)) (or NaN) from the numerator of tide_det_snr_accum. */
+int tide_det_snr_finish_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                            const double *F, const tide_det_filter *f, tide_image *snr);
 /** Label pixels with snr >= thresh (8-connected), drop parents < minarea, fill parent
  *  arrays and pixel lists of @p w. */
 int tide_det_label_cpu(tide_ctx *ctx, const tide_image *snr, double thresh, int64_t minarea,
@@ -98,6 +107,10 @@ void tide_det_work_free_cpu(tide_ctx *ctx, tide_det_work *w);
 #ifdef TIDE_HAVE_CUDA
 int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                       const tide_image *R, const tide_det_filter *f, tide_image *snr);
+int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int b,
+                            const tide_det_filter *f, double *F);
+int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                             const double *F, const tide_det_filter *f, tide_image *snr);
 int tide_det_label_cuda(tide_ctx *ctx, const tide_image *snr, double thresh, int64_t minarea,
                         tide_det_work *w);
 int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thresh, int nthresh,

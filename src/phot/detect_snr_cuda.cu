@@ -51,3 +51,74 @@ extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tid
     tide_device_free(ctx, df);
     return st;
 }
+
+/* ---- streamed form, one basis at a time (detect_kernels.h) ------------------------------ */
+
+static __global__ void k_snr_accum(const tide_det_filter *f, int b, const float *R,
+                                   int64_t rstride, double *F, int64_t W, int64_t H) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= W * H) return;
+    int64_t x = i % W, y = i / W;
+    double acc = b == 0 ? 0.0 : F[i];
+    F[i] = tide_det_snr_accum_pixel(f, x, y, b, acc, R[y * rstride + x]);
+}
+
+static __global__ void k_snr_finish(const tide_det_filter *f, const double *F, const float *sub,
+                                    const uint16_t *mask, int64_t sstride, const float *rms,
+                                    int64_t rstride, float *snr, int64_t ostride, int64_t W,
+                                    int64_t H) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= W * H) return;
+    int64_t x = i % W, y = i / W;
+    uint16_t m = mask ? mask[y * sstride + x] : 0;
+    snr[y * ostride + x] =
+        tide_det_snr_from_sum(f, x, y, F[i], sub[y * sstride + x], rms[y * rstride + x], m);
+}
+
+static int upload_filter(tide_ctx *ctx, const tide_det_filter *f, tide_det_filter **df) {
+    *df = NULL;
+    int st = tide_det_dalloc(ctx, sizeof *f, (void **)df);
+    if (!st) st = tide_memcpy(ctx, *df, 1, f, 0, sizeof *f);
+    return st;
+}
+
+static int launched(tide_ctx *ctx, const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return tide_error(TIDE_E_CUDA, "tide_detect: %s kernel: %s", what, cudaGetErrorString(e));
+    return tide_sync(ctx);
+}
+
+extern "C" int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int b,
+                                       const tide_det_filter *f, double *F) {
+    if (b < 0 || b >= f->nbasis)
+        return tide_error(TIDE_E_INVAL, "tide_detect: basis %d outside 0..%d", b, f->nbasis - 1);
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    tide_det_filter *df = NULL;
+    int st = upload_filter(ctx, f, &df);
+    const int64_t n = Rb->width * Rb->height;
+    if (!st) {
+        k_snr_accum<<<tide_det_blocks(n, 256), 256, 0, s>>>(df, b, Rb->pix, Rb->stride, F,
+                                                            Rb->width, Rb->height);
+        st = launched(ctx, "S/N accumulation");
+    }
+    tide_device_free(ctx, df);
+    return st;
+}
+
+extern "C" int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub,
+                                        const tide_image *rms, const double *F,
+                                        const tide_det_filter *f, tide_image *snr) {
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    tide_det_filter *df = NULL;
+    int st = upload_filter(ctx, f, &df);
+    const int64_t n = sub->width * sub->height;
+    if (!st) {
+        k_snr_finish<<<tide_det_blocks(n, 256), 256, 0, s>>>(
+            df, F, sub->pix, sub->mask, sub->stride, rms->pix, rms->stride, snr->pix,
+            snr->stride, sub->width, sub->height);
+        st = launched(ctx, "S/N");
+    }
+    tide_device_free(ctx, df);
+    return st;
+}
