@@ -48,84 +48,11 @@ static void row_poly(const tide_det_filter *f, int64_t y, double *P, double *Q) 
         }
 }
 
-/* One chunk of n pixels from x0 of row y. */
-static void snr_chunk(const tide_image *sub, const tide_image *rms, const tide_image *R,
-                      const tide_det_filter *f, const double *P, const double *Q,
-                      const double *u, int64_t y, int64_t x0, int64_t n, float *out) {
-    const int nb = f->nbasis, deg = f->degree;
-    double F[SNR_CHUNK], E[SNR_CHUNK], cb[SNR_CHUNK];
-    const double *restrict ux = u + x0;
-    /* E by Horner's rule on the row's polynomial */
-    for (int64_t i = 0; i < n; i++)
-        E[i] = Q[2 * deg];
-    for (int q = 2 * deg - 1; q >= 0; q--)
-        for (int64_t i = 0; i < n; i++)
-            E[i] = E[i] * ux[i] + Q[q];
-    for (int64_t i = 0; i < n; i++)
-        F[i] = 0.0;
-    for (int b = 0; b < nb; b++) {
-        const double *pb = P + b * (deg + 1);
-        for (int64_t i = 0; i < n; i++)
-            cb[i] = pb[deg];
-        for (int p = deg - 1; p >= 0; p--)
-            for (int64_t i = 0; i < n; i++)
-                cb[i] = cb[i] * ux[i] + pb[p];
-        const float *restrict rb = R[b].pix + y * R[b].stride + x0;
-        for (int64_t i = 0; i < n; i++)
-            F[i] += cb[i] * (double)rb[i];
-    }
-    const float *val = sub->pix + y * sub->stride + x0;
-    const float *sd = rms->pix + y * rms->stride + x0;
-    const uint16_t *m = sub->mask ? sub->mask + y * sub->stride + x0 : NULL;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = val[i], r = sd[i];
-        if (!(isfinite(v) && isfinite(r) && r > 0.0f) || (m && (m[i] & f->nodata_bits)) ||
-            !(E[i] > 0.0))
-            out[i] = NAN;
-        else
-            out[i] = (float)(F[i] / ((double)r * sqrt(E[i])));
-    }
-}
+/* ---- chunks of a row ------------------------------------------------------------------- */
 
-int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                     const tide_image *R, const tide_det_filter *f, tide_image *snr) {
-    const int64_t W = sub->width, H = sub->height;
-    const int np = f->nbasis * (f->degree + 1) + 2 * f->degree + 1;
-    double *u = malloc(sizeof(double) * (size_t)W);
-    if (!u)
-        return tide_error(TIDE_E_NOMEM, "tide_detect: S/N scratch");
-    for (int64_t x = 0; x < W; x++)
-        u[x] = tide_det_unorm((double)x, f->width);
-    int nomem = 0;
-#pragma omp parallel num_threads(ctx->threads > 0 ? ctx->threads : 1)
-    {
-        double *P = malloc(sizeof(double) * (size_t)np);
-        if (!P) {
-#pragma omp atomic write
-            nomem = 1;
-        }
-        double *Q = P ? P + f->nbasis * (f->degree + 1) : NULL;
-#pragma omp for schedule(static)
-        for (int64_t y = 0; y < H; y++) {
-            if (!P)
-                continue;
-            row_poly(f, y, P, Q);
-            for (int64_t x0 = 0; x0 < W; x0 += SNR_CHUNK)
-                snr_chunk(sub, rms, R, f, P, Q, u, y, x0, x0 + SNR_CHUNK < W ? SNR_CHUNK : W - x0,
-                          snr->pix + y * snr->stride + x0);
-        }
-        free(P);
-    }
-    free(u);
-    if (nomem)
-        return tide_error(TIDE_E_NOMEM, "tide_detect: S/N scratch");
-    return 0;
-}
-
-/* ---- streamed form: one basis at a time (detect_kernels.h) ----------------------------- */
-
-/* F over one chunk for basis b: the same Horner's rule for c_b and the same F += c_b r_b as
- * snr_chunk, so the double sums are bitwise those of the one-pass form. */
+/* F over one chunk for basis b (b == 0 starts the sum): c_b by Horner's rule on the row's
+ * polynomial, then F += c_b r_b. The one-pass and the streamed forms both add the bases in
+ * order through this function, so their double sums are bitwise the same. */
 static void accum_chunk(const tide_image *Rb, int b, const tide_det_filter *f, const double *P,
                         const double *u, int64_t y, int64_t x0, int64_t n, double *Fp) {
     const int deg = f->degree;
@@ -169,8 +96,12 @@ static void finish_chunk(const tide_image *sub, const tide_image *rms, const dou
     }
 }
 
-/* Rows of the frame in parallel, with the row polynomials; @p b < 0: finish, else accumulate
- * basis b. */
+/* What stream_rows does with each chunk. */
+enum { SNR_FINISH = -1, /* S/N from the accumulated F (Fr) */
+       SNR_ONE_PASS = -2 /* all bases from the array Rb, then S/N, with F per chunk */ };
+
+/* Rows of the frame in parallel, with the row polynomials; @p b >= 0: accumulate basis b of
+ * Rb into Fw; SNR_FINISH or SNR_ONE_PASS as above. */
 static int stream_rows(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                        const tide_image *Rb, int b, const tide_det_filter *f, double *Fw,
                        const double *Fr, tide_image *snr, int64_t W, int64_t H) {
@@ -196,11 +127,17 @@ static int stream_rows(tide_ctx *ctx, const tide_image *sub, const tide_image *r
             row_poly(f, y, P, Q);
             for (int64_t x0 = 0; x0 < W; x0 += SNR_CHUNK) {
                 const int64_t n = x0 + SNR_CHUNK < W ? SNR_CHUNK : W - x0;
-                if (b >= 0)
+                float *out = snr ? snr->pix + y * snr->stride + x0 : NULL;
+                if (b >= 0) {
                     accum_chunk(Rb, b, f, P, u, y, x0, n, Fw + y * W + x0);
-                else
-                    finish_chunk(sub, rms, Fr + y * W + x0, f, Q, u, y, x0, n,
-                                 snr->pix + y * snr->stride + x0);
+                } else if (b == SNR_FINISH) {
+                    finish_chunk(sub, rms, Fr + y * W + x0, f, Q, u, y, x0, n, out);
+                } else {
+                    double F[SNR_CHUNK];
+                    for (int k = 0; k < f->nbasis; k++)
+                        accum_chunk(&Rb[k], k, f, P, u, y, x0, n, F);
+                    finish_chunk(sub, rms, F, f, Q, u, y, x0, n, out);
+                }
             }
         }
         free(P);
@@ -220,5 +157,12 @@ int tide_det_snr_accum_cpu(tide_ctx *ctx, const tide_image *Rb, int b, const tid
 
 int tide_det_snr_finish_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                             const double *F, const tide_det_filter *f, tide_image *snr) {
-    return stream_rows(ctx, sub, rms, NULL, -1, f, NULL, F, snr, sub->width, sub->height);
+    return stream_rows(ctx, sub, rms, NULL, SNR_FINISH, f, NULL, F, snr, sub->width,
+                       sub->height);
+}
+
+int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                     const tide_image *R, const tide_det_filter *f, tide_image *snr) {
+    return stream_rows(ctx, sub, rms, R, SNR_ONE_PASS, f, NULL, NULL, snr, sub->width,
+                       sub->height);
 }
