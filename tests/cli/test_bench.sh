@@ -92,7 +92,9 @@ for r in runs:
     assert abs(ssum - r["stage_sum_ms"]) < 1e-3 * ssum + 1e-3, (ssum, r["stage_sum_ms"])
     assert 0 < ssum <= r["e2e_ms"] * 1.001 + 0.05, (ssum, r["e2e_ms"])
     assert r["e2e_min_ms"] <= r["e2e_ms"] <= r["e2e_max_ms"]
-    assert 0 < r["e2e_floor_ms"] < r["e2e_ms"], r["e2e_floor_ms"]
+    # no timing relation here: on the CPU the tiled correlator can beat the full-frame FFT
+    # "floor", and a loaded CI machine times the floor's FFTs as slowly as anything else
+    assert r["e2e_floor_ms"] > 0, r["e2e_floor_ms"]
     fl = sum(s["floor_ms"] for s in tops if s["floor_ms"] is not None)
     assert abs(fl - r["e2e_floor_ms"]) < 1e-3 * fl, (fl, r["e2e_floor_ms"])
     mf = r["matched_filter_fft"]
