@@ -5,10 +5,13 @@ set -euo pipefail
 
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
-            libjansson-dev libpng-dev)
+            libjansson-dev libpng-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep
-           python3-photutils python3-astroscrappy python3-reproject source-extractor)
+           python3-photutils python3-astroscrappy python3-reproject source-extractor
+           astrometry.net astrometry-data-tycho2-08-littleendian
+           astrometry-data-tycho2-09-littleendian astrometry-data-tycho2-10-19-littleendian
+           sqlite3 postgresql postgresql-15-q3c)
 
 missing=()
 for p in "${build_pkgs[@]}" "${peer_pkgs[@]}"; do

@@ -51,7 +51,14 @@ typedef struct tide_ctx {
 } tide_ctx;
 
 /** Slots of tide_ctx.ext; each owner takes one. */
-enum { TIDE_EXT_FFT = 0, TIDE_EXT_REDUCE = 1, TIDE_EXT_WCS = 2, TIDE_EXT_COUNT = 8 };
+enum {
+    TIDE_EXT_FFT = 0,
+    TIDE_EXT_REDUCE = 1,
+    TIDE_EXT_WCS = 2,
+    TIDE_EXT_XMATCH = 3, /**< crossmatch scratch (crossmatch.h) */
+    TIDE_EXT_SOLVER = 4, /**< loaded astrometry.net index files (solve.h) */
+    TIDE_EXT_COUNT = 8
+};
 
 /** Create a context. With TIDE_BACKEND_CUDA and no usable GPU (or a build without CUDA) this
  *  fails with TIDE_E_NODEVICE; with AUTO it falls back to the CPU and logs that at INFO. */

@@ -27,7 +27,10 @@ enum {
     TIDE_E_FFT = -11,        /**< an FFT plan could not be made or executed */
     TIDE_E_RANGE = -12,      /**< a value or size out of its valid range */
     TIDE_E_EMPTY = -13,      /**< no valid data (all pixels NaN or masked, empty HDU) */
-    TIDE_E_INTERNAL = -14    /**< a bug in tide */
+    TIDE_E_INTERNAL = -14,   /**< a bug in tide */
+    TIDE_E_NOSOLVE = -15,    /**< a field could not be plate-solved (no match, or time ran out) */
+    TIDE_E_DB = -16,         /**< a catalog store failed: unreachable, refused, or a query error */
+    TIDE_E_TIMEOUT = -17     /**< an operation ran past its wall-clock limit */
 };
 
 /** Short name of a status code ("invalid argument", "no GPU"...); never NULL. */

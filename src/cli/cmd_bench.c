@@ -52,6 +52,8 @@ static const char *help =
     "  --kernel K            odd kernel size K x K [15]\n"
     "  --fft-measure         plan FFTW with FFTW_MEASURE instead of FFTW_ESTIMATE\n"
     "  --no-reduce           skip the reductions\n"
+    "  --xmatch              instead, benchmark the crossmatch (tide bench --xmatch --help)\n"
+    "  --store               instead, benchmark catalog-store inserts (tide bench --store --help)\n"
     "  --reduce              instead, time the whole reduction (tide reduce) per stage and end\n"
     "                        to end on simulated frames, beside its floors and targets\n"
     "  --stars-sparse N      --reduce: stars on each sparse frame; 0 = none [300]\n"
@@ -446,6 +448,13 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 int tide_cmd_bench(int argc, char **argv) {
     const char *cmd = "bench";
+    /* Other benchmark families have their own options and files. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--xmatch"))
+            return tide_bench_xmatch(argc, argv);
+        if (!strcmp(argv[i], "--store"))
+            return tide_bench_store(argc, argv);
+    }
     tide_cli_common c;
     tide_cli_common_init(&c);
     bench_opts o;

@@ -16,10 +16,13 @@ static const tide_command commands[] = {
     {"config", tide_cmd_config, "show the resolved instrument configuration"},
     {"diff", tide_cmd_diff, "difference imaging: reproject, PSF-match, subtract, fit candidates"},
     {"fit-dipoles", tide_cmd_fit_dipoles, "fit dipoles and point sources to difference stamps"},
+    {"index", tide_cmd_index, "build astrometry.net index files from a reference catalog"},
     {"info", tide_cmd_info, "describe a FITS file: HDUs, shape, compression, WCS, key values"},
+    {"query", tide_cmd_query, "cone search and image lookup in a catalog store"},
     {"reduce", tide_cmd_reduce, "reduce a frame to a source catalog (detection, PSF, photometry)"},
     {"reproject", tide_cmd_reproject, "resample frames onto one pixel grid (Lanczos-3)"},
     {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
+    {"solve", tide_cmd_solve, "plate-solve a frame or a source list (astrometry.net)"},
     {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
@@ -28,7 +31,7 @@ static void print_help(FILE *f) {
     fprintf(f, "tide %s — GPU-native astronomical imaging pipeline\n\n", TIDE_VERSION_STRING);
     fprintf(f, "usage: tide COMMAND [OPTIONS] [ARGS]\n       tide COMMAND --help\n\ncommands:\n");
     for (int i = 0; i < ncommands; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nA frame is FILE, FILE[N] (HDU number, 0 = primary) or FILE[EXTNAME]; without a\n"
                "selector the first HDU that holds an image is used.\n");
 }

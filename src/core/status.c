@@ -27,6 +27,9 @@ const char *tide_strerror(int status) {
     case TIDE_E_RANGE: return "value out of range";
     case TIDE_E_EMPTY: return "no valid data";
     case TIDE_E_INTERNAL: return "internal error";
+    case TIDE_E_NOSOLVE: return "field not solved";
+    case TIDE_E_DB: return "catalog store error";
+    case TIDE_E_TIMEOUT: return "time limit reached";
     default: return "unknown error";
     }
 }
