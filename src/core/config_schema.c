@@ -86,9 +86,78 @@ static const tide_config_key schema[] = {
      "cosmic ray detection threshold (Laplacian S/N, van Dokkum 2001)"},
     {"processing", "match_radius_arcsec", TIDE_CFG_NUMBER, "2.0", 0.0, NONE_HI, 1, "arcsec",
      "crossmatch radius against the reference catalog"},
+
+    /* ---- site: where the telescope is (airmass, altitude, Sun and Moon) -------------------- */
+    {"site", "longitude_deg", TIDE_CFG_NUMBER, NULL, -180.0, 360.0, 0, "deg",
+     "geodetic longitude, east positive (unset: no altitude, Sun or Moon keywords)"},
+    {"site", "latitude_deg", TIDE_CFG_NUMBER, NULL, -90.0, 90.0, 0, "deg", "geodetic latitude"},
+    {"site", "height_m", TIDE_CFG_NUMBER, "0.0", -500.0, 10000.0, 0, "m",
+     "height above the WGS84 ellipsoid"},
+
+    /* ---- astrometry: plate solving and the WCS fit ---------------------------------------- */
+    {"astrometry", "enabled", TIDE_CFG_BOOL, "true", NONE_LO, NONE_HI, 0, "",
+     "solve or refine the WCS when a reference catalog is given"},
+    {"astrometry", "index_dir", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "astrometry.net index files (unset: $TIDE_INDEX_DIR, else /usr/share/astrometry)"},
+    {"astrometry", "timeout_s", TIDE_CFG_NUMBER, "60.0", 0.0, 86400.0, 1, "s",
+     "wall-clock limit of one solve attempt ($TIDE_SOLVE_TIMEOUT overrides)"},
+    {"astrometry", "nbright", TIDE_CFG_INTEGER, "500", 10.0, 100000.0, 0, "",
+     "brightest detections given to the solver"},
+    {"astrometry", "scale_tolerance", TIDE_CFG_NUMBER, "0.1", 0.0, 0.9, 1, "",
+     "fractional range around the expected pixel scale for a hinted solve"},
+    {"astrometry", "hint_radius_deg", TIDE_CFG_NUMBER, "2.0", 0.0, 180.0, 1, "deg",
+     "search radius around the header pointing for a hinted solve"},
+    {"astrometry", "blind", TIDE_CFG_BOOL, "true", NONE_LO, NONE_HI, 0, "",
+     "try a blind solve when the hinted one fails"},
+    {"astrometry", "sip_order", TIDE_CFG_INTEGER, "3", 0.0, 5.0, 0, "",
+     "order of the SIP distortion polynomial of the refined WCS (0: pure TAN)"},
+
+    /* ---- refcat: the reference catalog ------------------------------------------------------ */
+    {"refcat", "path", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "reference catalog: FITS or CSV file, or pg:/postgresql:// URI of a Q3C table"},
+    {"refcat", "table", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "table name when the reference catalog is in PostgreSQL"},
+    {"refcat", "command", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "command writing a CSV/FITS reference catalog for {ra} {dec} {radius} (degrees)"},
+    {"refcat", "ra_column", TIDE_CFG_STRING, "RA", NONE_LO, NONE_HI, 0, "", "right ascension column (deg)"},
+    {"refcat", "dec_column", TIDE_CFG_STRING, "DEC", NONE_LO, NONE_HI, 0, "", "declination column (deg)"},
+    {"refcat", "mag_column", TIDE_CFG_STRING, "MAG", NONE_LO, NONE_HI, 0, "",
+     "magnitude column in the calibration band"},
+    {"refcat", "magerr_column", TIDE_CFG_STRING, "MAGERR", NONE_LO, NONE_HI, 0, "",
+     "magnitude error column (optional)"},
+    {"refcat", "color_column", TIDE_CFG_STRING, "COLOR", NONE_LO, NONE_HI, 0, "",
+     "colour index column (optional)"},
+    {"refcat", "band", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "name of the reference band, written as ZPBAND"},
+    {"refcat", "cache_dir", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "cache of per-field reference catalogs (unset: $TIDE_REFCAT_CACHE, else no cache)"},
+
+    /* ---- photcal: zero point ---------------------------------------------------------------- */
+    {"photcal", "snr_min", TIDE_CFG_NUMBER, "20.0", 0.0, NONE_HI, 0, "",
+     "faintest calibration star, detection S/N"},
+    {"photcal", "snr_max", TIDE_CFG_NUMBER, "2000.0", 0.0, NONE_HI, 1, "",
+     "brightest calibration star, detection S/N (saturated stars are always cut)"},
+    {"photcal", "color_min", TIDE_CFG_NUMBER, NULL, NONE_LO, NONE_HI, 0, "",
+     "bluest calibration star (unset: no cut)"},
+    {"photcal", "color_max", TIDE_CFG_NUMBER, NULL, NONE_LO, NONE_HI, 0, "",
+     "reddest calibration star (unset: no cut)"},
+    {"photcal", "edge_pixels", TIDE_CFG_NUMBER, "20.0", 0.0, NONE_HI, 0, "pixel",
+     "calibration stars keep this far from the frame edges"},
+    {"photcal", "clip_sigma", TIDE_CFG_NUMBER, "3.0", 0.0, NONE_HI, 1, "sigma",
+     "sigma clipping of the zero-point residuals"},
+    {"photcal", "color_term", TIDE_CFG_NUMBER, NULL, NONE_LO, NONE_HI, 0, "",
+     "fixed colour term c of MAG = REF_MAG + c*COLOR (unset: none, or fitted when fit_color)"},
+    {"photcal", "fit_color", TIDE_CFG_BOOL, "false", NONE_LO, NONE_HI, 0, "",
+     "fit the colour term together with the zero point"},
+
+    /* ---- store: where calibrated catalogs go ------------------------------------------------ */
+    {"store", "uri", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
+     "catalog store: sqlite:PATH or PATH.db, postgresql://... or pg:CONNINFO (unset: $TIDE_STORE)"},
 };
 
-static const char *const sections[] = {"instrument", "keywords", "camera", "processing"};
+static const char *const sections[] = {"instrument", "keywords", "camera",     "processing",
+                                       "site",       "astrometry", "refcat", "photcal",
+                                       "store"};
 
 const tide_config_key *tide_config_schema(int *n) {
     if (n)
