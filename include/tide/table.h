@@ -55,6 +55,10 @@ void tide_table_free(tide_table *t);
 int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
                           const char *unit, const char *comment, int *index);
 
+/** Remove the column called @p name, keeping the order of the others. TIDE_E_NOTFOUND when
+ *  there is none. */
+int tide_table_remove_column(tide_table *t, const char *name);
+
 /** Set the number of rows, growing storage as needed (new rows are zeroed). */
 int tide_table_resize(tide_table *t, int64_t nrows);
 

@@ -30,5 +30,13 @@
 #include "tide/subtract.h"
 #include "tide/reproject.h"
 #include "tide/dipole.h"
+#include "tide/crossmatch.h"
+#include "tide/solve.h"
+#include "tide/wcsfit.h"
+#include "tide/refcat.h"
+#include "tide/photcal.h"
+#include "tide/obsinfo.h"
+#include "tide/store.h"
+#include "tide/calibrate.h"
 
 #endif

@@ -56,5 +56,7 @@ int tide_cmd_query(int argc, char **argv);
  *  tide_cmd_bench received it. */
 int tide_bench_xmatch(int argc, char **argv);
 int tide_bench_store(int argc, char **argv);
+/** `tide bench --calib` (bench_calib.c): the complete reduce of issue 4. */
+int tide_bench_calib(int argc, char **argv);
 
 #endif

@@ -54,6 +54,8 @@ static const char *help =
     "  --no-reduce           skip the reductions\n"
     "  --xmatch              instead, benchmark the crossmatch (tide bench --xmatch --help)\n"
     "  --store               instead, benchmark catalog-store inserts (tide bench --store --help)\n"
+    "  --calib               instead, time the complete reduce with calibration and store\n"
+    "                        (tide bench --calib --help)\n"
     "  --reduce              instead, time the whole reduction (tide reduce) per stage and end\n"
     "                        to end on simulated frames, beside its floors and targets\n"
     "  --stars-sparse N      --reduce: stars on each sparse frame; 0 = none [300]\n"
@@ -454,6 +456,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_xmatch(argc, argv);
         if (!strcmp(argv[i], "--store"))
             return tide_bench_store(argc, argv);
+        if (!strcmp(argv[i], "--calib"))
+            return tide_bench_calib(argc, argv);
     }
     tide_cli_common c;
     tide_cli_common_init(&c);

@@ -1,14 +1,18 @@
 /* cmd_reduce.c — `tide reduce FRAME -o CATALOG.fits`: one calibrated frame to a source
- * catalog (cosmetics, background, PSF model, detection, photometry; pipeline.h), written as a
- * FITS table, FITS-LDAC or CSV. Parameters come from the instrument configuration with
- * command-line overrides. */
+ * catalog (cosmetics, background, PSF model, detection, photometry; pipeline.h), then, with a
+ * reference catalog, astrometry and photometric calibration (calibrate.h), written as a FITS
+ * table, FITS-LDAC or CSV and into a catalog store (store.h). Parameters come from the
+ * instrument configuration with command-line overrides. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "reduce_calib.h"
 #include "tide/catalog.h"
 #include "tide/pipeline.h"
 
@@ -20,6 +24,11 @@ static const char *help =
     "with a Gaussian of the FWHM guess, a PSF model from isolated bright stars (Gaussian\n"
     "fallback when there are too few), detection with the local PSF, and photometry:\n"
     "apertures, Kron (AUTO), PSF fit, aperture corrections and S/N-optimal radius.\n"
+    "With a reference catalog (--refcat or refcat.* in the configuration), then calibrate:\n"
+    "verify the header's WCS or plate-solve the field (astrometry.net, hinted, then blind),\n"
+    "refine a TAN-SIP WCS on the reference stars, add ALPHA_J2000/DELTA_J2000, match every\n"
+    "source (REF_* columns; FLAGS_TIDE bit 65536 = no counterpart), fit the zero point and\n"
+    "write MAG_*/MAGERR_* for every flux, limiting magnitudes, airmass, Sun and Moon.\n"
     "Columns use Source Extractor's names and FITS 1-based pixel coordinates (README,\n"
     "\"Catalog columns\"). A frame without sources gives an empty catalog (exit 0).\n"
     "\n"
@@ -31,6 +40,20 @@ static const char *help =
     "  --csv FILE               also write the catalog as CSV (- = standard output) [none]\n"
     "  --back FILE              also write the background map (FITS image) [none]\n"
     "  --rms FILE               also write the background RMS map (FITS image) [none]\n"
+    "  --store URI              also put the catalog into a store, one transaction that\n"
+    "                           replaces an earlier run of the same file: sqlite:PATH or\n"
+    "                           PATH.db, postgresql://... or pg:CONNINFO [store.uri, else\n"
+    "                           $TIDE_STORE, else none]\n"
+    "\n"
+    "calibration:\n"
+    "  --refcat FILE|URI        reference catalog: FITS or CSV (RA, DEC, MAG, optional\n"
+    "                           MAGERR, COLOR; refcat.*_column rename them) or a PostgreSQL\n"
+    "                           URI with --refcat-table [refcat.path]\n"
+    "  --refcat-table NAME      the Q3C-indexed table of a PostgreSQL reference catalog\n"
+    "  --index-dir DIR          astrometry.net index files [astrometry.index_dir, else\n"
+    "                           $TIDE_INDEX_DIR, else /usr/share/astrometry]\n"
+    "  --solve                  plate-solve even without a reference catalog [off]\n"
+    "  --no-astrometry          keep the header's WCS as it is [off]\n"
     "\n"
     "parameters (from the configuration unless given here):\n"
     "  --config FILE            instrument configuration (JSON) [none]\n"
@@ -48,7 +71,10 @@ static const char *help =
     "\n"
     "Gain, read noise, saturation and NCOMBINE come from the frame's header through the\n"
     "configuration's keyword map (camera.* defaults when a keyword is missing).\n"
-    "Exit codes: 0 success, 1 the frame could not be reduced or written, 2 usage error.\n";
+    "Exit codes: 0 success, 1 the frame could not be reduced or written (nothing is\n"
+    "written), 2 usage error, 3 the catalog was written but the calibration asked for could\n"
+    "not be made: the field did not solve (no sky columns; ASTRSTAT = 'FAILED' and ASTRMSG\n"
+    "in the header say why) or no zero point could be measured (PHOTSTAT = 'FAILED').\n";
 
 static int parse_radii(const char *s, double *r, int *n) {
     int k = 0;
@@ -87,7 +113,7 @@ static void json_num(FILE *f, const char *key, double v, const char *tail) {
 /* Print the summary: text for people, JSON for scripts. */
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
                           const char *outp, const tide_image *im, const tide_pipeline_result *r,
-                          int timings, FILE *f) {
+                          const tide_calib_result *cal, int timings, FILE *f) {
     const tide_psf_model *m = &r->psf;
     int nt = tide_timer_count(ctx);
     if (com->json) {
@@ -131,7 +157,10 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
             tide_cli_json_string(f, name);
             fprintf(f, ": %.3f", ms);
         }
-        fprintf(f, "\n  }\n}\n");
+        fprintf(f, "\n  }");
+        if (cal)
+            tide_reduce_calib_print(f, cal, 1);
+        fprintf(f, "\n}\n");
         return;
     }
     fprintf(f, "%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
@@ -156,6 +185,8 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
     if (ctx->backend == TIDE_BACKEND_CUDA)
         fprintf(f, ", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
     fprintf(f, "\n");
+    if (cal)
+        tide_reduce_calib_print(f, cal, 0);
     if (timings) {
         for (int i = 0; i < nt; i++) {
             const char *name;
@@ -174,6 +205,8 @@ int tide_cmd_reduce(int argc, char **argv) {
     tide_cli_common_init(&com);
     const char *spec = NULL, *outp = NULL, *csv = NULL, *instrument = NULL, *def = NULL;
     const char *backp = NULL, *rmsp = NULL;
+    tide_reduce_calib_opts co;
+    memset(&co, 0, sizeof co);
     int ldac = 0, timings = 0, nocos = 0, nopsf = 0, psfbkg = 0, naper = 0, noise = -1,
         have_bias = 0;
     double radii[TIDE_PIPELINE_MAX_APER], bias = 0;
@@ -197,7 +230,9 @@ int tide_cmd_reduce(int argc, char **argv) {
                           !strcmp(a, "--config") || !strcmp(a, "--default") ||
                           !strcmp(a, "--set") || !strcmp(a, "--aper-radii") ||
                           !strcmp(a, "--bias") || !strcmp(a, "--noise") || !strcmp(a, "--back") ||
-                          !strcmp(a, "--rms");
+                          !strcmp(a, "--rms") || !strcmp(a, "--refcat") ||
+                          !strcmp(a, "--refcat-table") || !strcmp(a, "--index-dir") ||
+                          !strcmp(a, "--store");
         if (needs && i + 1 >= argc) {
             rc = tide_cli_usage_error(cmd, "option %s needs a value", a);
             goto out;
@@ -210,6 +245,18 @@ int tide_cmd_reduce(int argc, char **argv) {
             backp = argv[++i];
         } else if (!strcmp(a, "--rms")) {
             rmsp = argv[++i];
+        } else if (!strcmp(a, "--refcat")) {
+            co.refcat = argv[++i];
+        } else if (!strcmp(a, "--refcat-table")) {
+            co.refcat_table = argv[++i];
+        } else if (!strcmp(a, "--index-dir")) {
+            co.index_dir = argv[++i];
+        } else if (!strcmp(a, "--store")) {
+            co.store = argv[++i];
+        } else if (!strcmp(a, "--solve")) {
+            co.solve = 1;
+        } else if (!strcmp(a, "--no-astrometry")) {
+            co.no_astrometry = 1;
         } else if (!strcmp(a, "--config")) {
             instrument = argv[++i];
         } else if (!strcmp(a, "--default")) {
@@ -362,7 +409,29 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = tide_cli_fail(cmd, tide_error_prefix(st, "%s: ", spec));
         goto done;
     }
+    /* Calibration and store settings are checked before the frame is reduced, so a missing
+     * reference catalog fails in milliseconds, not after the reduction. */
+    tide_calib_params cp;
+    st = tide_reduce_calib_params(&co, cfg, &inst, spec, &cp);
+    const int calibrate = !st && tide_reduce_calib_wanted(&co, &cp);
+    if (!st && cp.refcat[0] && strncmp(cp.refcat, "pg:", 3) && !strstr(cp.refcat, "://") &&
+        access(cp.refcat, R_OK))
+        st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp.refcat, strerror(errno));
+    const char *store = tide_reduce_store_uri(&co, cfg);
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+        goto done;
+    }
     st = tide_pipeline_run(ctx, &im, &hdr, &p, &res);
+    tide_calib_result cal;
+    memset(&cal, 0, sizeof cal);
+    if (!st && calibrate)
+        st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
+    /* The store first: when it fails, no file is written either. */
+    int64_t image_id = -1;
+    double ms_store = 0;
+    if (!st && store[0])
+        st = tide_reduce_store_put(store, spec, &hdr, &res, &image_id, &ms_store);
     if (!st && outp)
         st = ldac ? tide_catalog_write_ldac(outp, &res.catalog, &hdr, &res.header)
                   : tide_catalog_write_fits(outp, &res.catalog, &res.header);
@@ -377,8 +446,19 @@ int tide_cmd_reduce(int argc, char **argv) {
         goto done;
     }
     /* With the CSV on standard output, the summary goes to standard error. */
-    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, timings,
-                  csv && !strcmp(csv, "-") ? stderr : stdout);
+    FILE *sumf = csv && !strcmp(csv, "-") ? stderr : stdout;
+    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, calibrate ? &cal : NULL,
+                  timings, sumf);
+    if (store[0] && !com.json)
+        fprintf(sumf, "  stored as image %lld in %s (%.1f ms)\n", (long long)image_id, store,
+                ms_store);
+    if (calibrate && (!cal.wcs_ok || (cal.nref > 0 && !cal.zp_ok))) {
+        fprintf(stderr, "tide reduce: warning: %s: catalog written without %s: %s\n", spec,
+                !cal.wcs_ok ? "sky positions" : "a zero point",
+                !cal.wcs_ok ? cal.astrmsg : cal.zpmsg);
+        rc = 3;
+        goto done;
+    }
     rc = 0;
 done:
     tide_pipeline_result_free(&res);

@@ -69,6 +69,18 @@ int tide_table_resize(tide_table *t, int64_t nrows) {
     return TIDE_OK;
 }
 
+int tide_table_remove_column(tide_table *t, const char *name) {
+    for (int i = 0; i < t->ncols; i++) {
+        if (strcmp(t->cols[i].name, name))
+            continue;
+        free(t->cols[i].data);
+        memmove(&t->cols[i], &t->cols[i + 1], (size_t)(t->ncols - i - 1) * sizeof *t->cols);
+        t->ncols--;
+        return 0;
+    }
+    return tide_error(TIDE_E_NOTFOUND, "table: no column %s", name ? name : "(null)");
+}
+
 int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
                           const char *unit, const char *comment, int *index) {
     if (!name || !name[0] || strlen(name) >= sizeof t->cols[0].name)

@@ -104,6 +104,23 @@ int tide_det_measure_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image 
 /** Release the work arrays. */
 void tide_det_work_free_cpu(tide_ctx *ctx, tide_det_work *w);
 
+/** Parents of at least this many pixels are deblended on the host by the CUDA backend: one
+ *  GPU thread walks a parent's pixels nthresh times in double precision, so a single bright
+ *  star or galaxy of thousands of pixels kept the whole deblending kernel waiting for tens of
+ *  milliseconds, while a host core does it in well under one, at the same time as the GPU
+ *  does the small parents. Same function, same results (detect_deblend_math.h). */
+#define TIDE_DET_HOST_DEBLEND_AREA 400
+
+/** Deblend @p nbig parents on the host, in parallel over ctx->threads: parent b has
+ *  @p area[b] pixels at offset @p off[b] of the packed arrays @p pidx / @p pval, peak S/N
+ *  @p peak[b]; its child index per pixel goes to @p local (same packing), its child count to
+ *  @p nchild[b] and its flags to @p flags[b]. */
+int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area,
+                                const int64_t *off, const int32_t *pidx, const float *pval,
+                                const float *peak, int64_t width, double thresh, int nthresh,
+                                double mincont, int64_t minarea, int limit, int32_t *local,
+                                int32_t *nchild, int32_t *flags);
+
 #ifdef TIDE_HAVE_CUDA
 int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                       const tide_image *R, const tide_det_filter *f, tide_image *snr);

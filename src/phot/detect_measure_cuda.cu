@@ -2,6 +2,9 @@
  * detect_deblend_math.h, the CPU's very code) and of the per-source measurements (one warp per
  * source; lanes and the merge tree as in detect_measure_math.h, so the order of every sum is
  * the CPU's). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/cuda_check.h"
 #include "phot/detect_cuda_util.h"
 #include "phot/detect_deblend_math.h"
@@ -21,13 +24,17 @@
 static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t minarea,
                                        int limit, int64_t *bytes) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < np) bytes[k] = tide_det_deblend_scratch_bytes(area[k], minarea, limit);
+    if (k < np)
+        bytes[k] = area[k] >= TIDE_DET_HOST_DEBLEND_AREA
+                       ? 0 /* deblended on the host */
+                       : tide_det_deblend_scratch_bytes(area[k], minarea, limit);
 }
 
 static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, double mincont,
                                  int64_t minarea, int limit) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= w.nparent) return;
+    if (w.par_area[k] >= TIDE_DET_HOST_DEBLEND_AREA) return; /* the host does it */
     int64_t o = w.par_off[k];
     int32_t fl = 0;
     w.par_nchild[k] = tide_det_deblend_one(w.par_area[k], w.pix_idx + o, w.pix_val + o, w.width,
@@ -36,6 +43,133 @@ static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, do
                                            w.pix_local + o, &fl);
     w.par_flags[k] = fl;
     w.child_off[k] = w.par_nchild[k]; /* widened for the scan */
+}
+
+/* Pack (gather = 1) or unpack the pixel segments of the host-deblended parents: block b copies
+ * parent big[b]'s segment between the frame's lists and the packed buffers. */
+static __global__ void k_big_pack(tide_det_work w, const int64_t *big, const int64_t *poff,
+                                  int32_t *pidx, float *pval, int32_t *plocal, int gather) {
+    const int64_t b = blockIdx.x, k = big[b];
+    const int64_t o = w.par_off[k], n = w.par_area[k], d = poff[b];
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        if (gather) {
+            pidx[d + i] = w.pix_idx[o + i];
+            pval[d + i] = w.pix_val[o + i];
+        } else {
+            w.pix_local[o + i] = plocal[d + i];
+        }
+    }
+}
+
+static __global__ void k_big_results(tide_det_work w, const int64_t *big, int64_t nbig,
+                                     const int32_t *nchild, const int32_t *flags) {
+    const int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nbig) return;
+    const int64_t k = big[b];
+    w.par_nchild[k] = nchild[b];
+    w.par_flags[k] = flags[b];
+    w.child_off[k] = nchild[b];
+}
+
+/* Host and device buffers of the large parents. */
+typedef struct big_parents {
+    int64_t n, npix;
+    int64_t *h_big, *h_area, *h_off; /* parent index, area, packed offset (n + 1) */
+    float *h_peak;
+    int32_t *h_idx, *h_local, *h_nchild, *h_flags;
+    float *h_val;
+    int64_t *d_big, *d_off;
+    int32_t *d_idx, *d_local, *d_nchild, *d_flags;
+    float *d_val;
+} big_parents;
+
+static void big_free(tide_ctx *ctx, big_parents *b) {
+    free(b->h_big), free(b->h_area), free(b->h_off), free(b->h_peak);
+    free(b->h_idx), free(b->h_local), free(b->h_nchild), free(b->h_flags), free(b->h_val);
+    void *d[] = {b->d_big, b->d_off, b->d_idx, b->d_local, b->d_nchild, b->d_flags, b->d_val};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+        if (d[i]) tide_device_free(ctx, d[i]);
+    memset(b, 0, sizeof *b);
+}
+
+/* Find the large parents and bring their pixels to the host (one gather, one copy each way). */
+static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
+    const int64_t np = w->nparent;
+    memset(b, 0, sizeof *b);
+    int64_t *area = (int64_t *)malloc(sizeof(int64_t) * (size_t)(np + 1));
+    float *peak = (float *)malloc(sizeof(float) * (size_t)(np + 1));
+    if (!area || !peak) {
+        free(area), free(peak);
+        return tide_error(TIDE_E_NOMEM, "tide_detect: parent areas");
+    }
+    int st = tide_memcpy(ctx, area, 0, w->par_area, 1, sizeof(int64_t) * (size_t)np);
+    if (!st) st = tide_memcpy(ctx, peak, 0, w->par_peak, 1, sizeof(float) * (size_t)np);
+    int64_t n = 0;
+    for (int64_t k = 0; !st && k < np; k++) n += area[k] >= TIDE_DET_HOST_DEBLEND_AREA;
+    if (st || n == 0) {
+        free(area), free(peak);
+        return st;
+    }
+    b->n = n;
+    b->h_big = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+    b->h_area = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+    b->h_off = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    b->h_peak = (float *)malloc(sizeof(float) * (size_t)n);
+    b->h_nchild = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    b->h_flags = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    if (!b->h_big || !b->h_area || !b->h_off || !b->h_peak || !b->h_nchild || !b->h_flags)
+        st = tide_error(TIDE_E_NOMEM, "tide_detect: %lld large parents", (long long)n);
+    int64_t j = 0, tot = 0;
+    for (int64_t k = 0; !st && k < np; k++)
+        if (area[k] >= TIDE_DET_HOST_DEBLEND_AREA) {
+            b->h_big[j] = k, b->h_area[j] = area[k], b->h_peak[j] = peak[k];
+            b->h_off[j++] = tot;
+            tot += area[k];
+        }
+    free(area), free(peak);
+    if (st) return st;
+    b->h_off[n] = tot;
+    b->npix = tot;
+    b->h_idx = (int32_t *)malloc(sizeof(int32_t) * (size_t)tot);
+    b->h_val = (float *)malloc(sizeof(float) * (size_t)tot);
+    b->h_local = (int32_t *)malloc(sizeof(int32_t) * (size_t)tot);
+    if (!b->h_idx || !b->h_val || !b->h_local)
+        return tide_error(TIDE_E_NOMEM, "tide_detect: %lld pixels of large parents", (long long)tot);
+    st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)n, (void **)&b->d_big);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&b->d_off);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_idx);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(float) * (size_t)tot, (void **)&b->d_val);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_local);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_nchild);
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_flags);
+    if (!st) st = tide_memcpy(ctx, b->d_big, 1, b->h_big, 0, sizeof(int64_t) * (size_t)n);
+    if (!st) st = tide_memcpy(ctx, b->d_off, 1, b->h_off, 0, sizeof(int64_t) * (size_t)(n + 1));
+    if (st) return st;
+    k_big_pack<<<(unsigned)n, 256, 0, (cudaStream_t)ctx->stream>>>(*w, b->d_big, b->d_off,
+                                                                    b->d_idx, b->d_val, NULL, 1);
+    LAUNCH_OK("deblend gather");
+    st = tide_memcpy(ctx, b->h_idx, 0, b->d_idx, 1, sizeof(int32_t) * (size_t)tot);
+    if (!st) st = tide_memcpy(ctx, b->h_val, 0, b->d_val, 1, sizeof(float) * (size_t)tot);
+    return st;
+}
+
+/* Send the host's results back into the frame's arrays (stream-ordered after k_deblend). */
+static int big_store(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    const int64_t n = b->n;
+    TIDE_CUDA_TRY(cudaMemcpyAsync(b->d_local, b->h_local, sizeof(int32_t) * (size_t)b->npix,
+                                  cudaMemcpyHostToDevice, s));
+    TIDE_CUDA_TRY(cudaMemcpyAsync(b->d_nchild, b->h_nchild, sizeof(int32_t) * (size_t)n,
+                                  cudaMemcpyHostToDevice, s));
+    TIDE_CUDA_TRY(cudaMemcpyAsync(b->d_flags, b->h_flags, sizeof(int32_t) * (size_t)n,
+                                  cudaMemcpyHostToDevice, s));
+    k_big_pack<<<(unsigned)n, 256, 0, s>>>(*w, b->d_big, b->d_off, NULL, NULL, b->d_local, 0);
+    k_big_results<<<tide_det_blocks(n, 128), 128, 0, s>>>(*w, b->d_big, n, b->d_nchild,
+                                                          b->d_flags);
+    LAUNCH_OK("deblend results");
+    /* The host buffers are pageable: the copies above have been staged by the time
+     * cudaMemcpyAsync returns, but wait anyway before they are freed. */
+    return tide_sync(ctx);
 }
 
 static __global__ void k_src_init(tide_det_work w) {
@@ -88,8 +222,23 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
     if (!st) st = tide_memcpy(ctx, w->scr_off + np, 1, &total, 0, sizeof(int64_t));
     if (!st) st = tide_det_dalloc(ctx, (size_t)total + 8, (void **)&w->scratch);
     if (st) return st;
+    big_parents big;
+    st = big_fetch(ctx, w, &big);
+    if (st) {
+        big_free(ctx, &big);
+        return st;
+    }
     k_deblend<<<nbp, 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea, limit);
     LAUNCH_OK("deblend");
+    /* The large parents, on the host while the GPU does the others. */
+    if (big.n > 0) {
+        st = tide_det_deblend_host_batch(ctx, big.n, big.h_area, big.h_off, big.h_idx, big.h_val,
+                                         big.h_peak, w->width, thresh, nthresh, mincont, minarea,
+                                         limit, big.h_local, big.h_nchild, big.h_flags);
+        if (!st) st = big_store(ctx, w, &big);
+    }
+    big_free(ctx, &big);
+    if (st) return st;
     int64_t ns = 0;
     st = tide_det_scan_i64(ctx, w->child_off, w->child_off, np, &ns);
     if (!st) st = tide_memcpy(ctx, w->child_off + np, 1, &ns, 0, sizeof(int64_t));

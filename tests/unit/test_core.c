@@ -91,6 +91,11 @@ static void test_table(void) {
     CHECK_OK(tide_table_resize(&t, 2));
     CHECK_OK(tide_table_resize(&t, 3));
     CHECK(tide_table_f32(&t, "FLUX_APER")[8] == 0.0f); /* dropped rows come back zeroed */
+    CHECK_OK(tide_table_add_column(&t, "SNR", TIDE_COL_F32, 1, NULL, NULL, NULL));
+    CHECK_OK(tide_table_remove_column(&t, "FLUX_APER"));
+    CHECK(t.ncols == 2 && !tide_table_column(&t, "FLUX_APER"));
+    CHECK(!strcmp(t.cols[0].name, "NUMBER") && !strcmp(t.cols[1].name, "SNR"));
+    CHECK(tide_table_remove_column(&t, "FLUX_APER") == TIDE_E_NOTFOUND);
     tide_table_free(&t);
 }
 

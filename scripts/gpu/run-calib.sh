@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run-calib.sh — there, on the GPU machine (carried .gpu-calib/): start a PostgreSQL 15 server
+# with Q3C (durable settings: fsync and synchronous commit on), then measure issue 4's figures:
+# the crossmatch (tide bench --xmatch), store inserts on SQLite and PostgreSQL
+# (tide bench --store) and the complete reduce into each store (tide bench --calib).
+# Results and a report go to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/tide-gpu-out}
+mkdir -p "$out"
+root=$PWD
+pgroot=/tmp/tide-pg-root
+rm -rf "$pgroot" && mkdir -p "$pgroot" && tar xJf .gpu-calib/pg.tar.xz -C "$pgroot"
+export LD_LIBRARY_PATH=$root/.gpu-calib/lib:$pgroot/libs:${LD_LIBRARY_PATH:-}
+tide=$root/.gpu-calib/bin/tide
+owner=nobody
+id postgres >/dev/null 2>&1 && owner=postgres
+data=/tmp/tide-pg-data
+rm -rf "$data" && mkdir -p "$data" && chown "$owner" "$data" && chmod 0755 "$pgroot" /tmp
+as_owner() { if [ "$(id -u)" = 0 ]; then runuser -u "$owner" -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$@"; else "$@"; fi; }
+report=$out/report-calib.md
+{ echo "# tide GPU run: issue 4 (calibration, crossmatch, stores)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(cat .gpu-calib/commit 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; echo; } > "$report"
+pgbin=$pgroot/usr/lib/postgresql/15/bin
+if as_owner "$pgbin/initdb" -D "$data/db" -U tide --auth=trust -E UTF8 > "$out/initdb.log" 2>&1 &&
+   as_owner "$pgbin/pg_ctl" -D "$data/db" -l "$data/server.log" -w -t 60 \
+     -o "-c listen_addresses='' -c unix_socket_directories='$data' -c jit=off" start >> "$out/initdb.log" 2>&1; then
+  pg="postgresql:///postgres?host=$data&user=tide"
+  echo "PostgreSQL 15 started (fsync on, synchronous_commit on)" >> "$report"
+else
+  pg=""
+  echo "PostgreSQL did not start:" >> "$report"; tail -20 "$out/initdb.log" >> "$report"
+  tail -20 "$data/server.log" >> "$report" 2>/dev/null
+fi
+fail=0
+echo "## crossmatch" >> "$report"
+timeout 300 "$tide" bench --xmatch --backend cuda --json "$out/bench-xmatch.json" >> "$report" 2>&1 || fail=1
+echo "## store inserts" >> "$report"
+timeout 300 "$tide" bench --store --rows 130000 ${pg:+--store-uri "$pg"} \
+  --json "$out/bench-store.json" >> "$report" 2>&1 || fail=1
+echo "## complete reduce into SQLite" >> "$report"
+timeout 500 "$tide" bench --calib --backend cuda --repeats 5 \
+  --json "$out/bench-calib-sqlite.json" >> "$report" 2>&1 || fail=1
+if [ -n "$pg" ]; then
+  echo "## complete reduce into PostgreSQL" >> "$report"
+  timeout 500 "$tide" bench --calib --backend cuda --repeats 5 --store "$pg" \
+    --json "$out/bench-calib-pg.json" >> "$report" 2>&1 || fail=1
+  as_owner "$pgbin/pg_ctl" -D "$data/db" -m fast -w stop > /dev/null 2>&1
+fi
+cat "$report"
+exit $fail

@@ -1,0 +1,371 @@
+/* bench_calib.c — `tide bench --calib`: the complete `tide reduce` of issue 4 in a warm process,
+ * from a FITS frame on local disk to a committed store transaction and a written catalog,
+ * timed per part: read, reduction (pipeline.h), reference stars, plate solve (hinted, header
+ * WCS removed), SIP refinement, crossmatch, zero point, store insert, catalog write. The
+ * frames are simulated with their reference catalog; index files for the solver are built
+ * from that catalog first (untimed), as `tide index build` does for a narrow field. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "reduce_calib.h"
+#include "tide/calibrate.h"
+#include "tide/catalog.h"
+#include "tide/sim.h"
+#include "tide/solve.h"
+
+#define BC_MAX_SIZES 8
+#define BC_MAX_REPEATS 32
+
+static const char *help =
+    "usage: tide bench --calib [OPTIONS]\n"
+    "\n"
+    "Time the complete reduction of issue 4 in one warm process: read a simulated frame from\n"
+    "local disk (its WCS removed, pointing and pixel size kept as hints), reduce it, fetch its\n"
+    "reference stars, plate-solve (hinted), refine a TAN-SIP WCS, crossmatch, fit the zero\n"
+    "point, insert the catalog into a store (one transaction) and write the FITS catalog.\n"
+    "Index files are built from the frame's reference catalog first (not timed).\n"
+    "\n"
+    "options:\n"
+    "  --sizes WxH,...     frame sizes [2048x2048,14200x10650]\n"
+    "  --stars N           stars on a 14200x10650 frame, scaled with the area (at least\n"
+    "                      2000) [130000]\n"
+    "  --repeats N         timed runs; the median is reported [5]\n"
+    "  --warmup N          untimed runs first [1]\n"
+    "  --store URI         store to insert into [a fresh SQLite file in the work directory]\n"
+    "  --workdir DIR       where frames, index files and stores go [a new /tmp directory]\n"
+    "  --keep-wcs          keep the header WCS (verify + refine instead of solving) [off]\n"
+    "  --json FILE         also write the results as JSON (- = standard output)\n"
+    "Targets (issue 4, one H200): hinted solve + SIP refinement <= 100 ms at 14200x10650;\n"
+    "complete reduce <= 1 s there and <= 60 ms at 2048x2048; store insert of 130,000 rows\n"
+    "<= 200 ms.\n";
+
+typedef struct bc_opts {
+    int64_t sizes[BC_MAX_SIZES][2];
+    int nsizes, repeats, warmup, keep_wcs;
+    int64_t stars;
+    const char *store, *workdir, *json;
+} bc_opts;
+
+/* The parts of one run, in milliseconds. */
+enum { P_READ, P_REDUCE, P_REFCAT, P_SOLVE, P_REFINE, P_MATCH, P_PHOTCAL, P_CALIB, P_STORE,
+       P_WRITE, P_TOTAL, P_COUNT };
+static const char *const part_names[P_COUNT] = {
+    "read FITS", "reduce", "reference stars", "plate solve", "SIP refine", "crossmatch",
+    "zero point", "calibrate (all)", "store insert", "write catalog", "total"};
+
+typedef struct bc_result {
+    int64_t w, h, nstars, nsources, nref;
+    double ms[P_COUNT];
+    char astrstat[16];
+    int solved_hinted;
+    double rms_px, zp, index_ms;
+} bc_result;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Remove the celestial WCS from a header, keeping the pointing (RA, DEC, OBJCTRA...) and the
+ * optics (XPIXSZ, FOCALLEN) that the solver's hints come from. */
+static void strip_wcs(tide_header *h) {
+    static const char *const prefixes[] = {"CTYPE", "CRPIX", "CRVAL", "CD1_", "CD2_", "CUNIT",
+                                           "CDELT", "PC1_", "PC2_", "A_", "B_", "AP_", "BP_",
+                                           "WCSAXES", "RADESYS", "EQUINOX", "SIPINVRS", "LONPOLE",
+                                           "LATPOLE"};
+    for (int i = h->ncards - 1; i >= 0; i--) {
+        char key[9];
+        snprintf(key, sizeof key, "%.8s", h->cards[i]);
+        for (int k = 7; k >= 0 && key[k] == ' '; k--)
+            key[k] = '\0';
+        for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++)
+            if (!strncmp(key, prefixes[p], strlen(prefixes[p]))) {
+                tide_header_remove(h, key);
+                break;
+            }
+    }
+}
+
+/* Simulate the frame, write it and its reference catalog, and build the index files. */
+static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const char *dir,
+                   bc_result *r, tide_pipeline_params *pp) {
+    tide_sim_params sp;
+    tide_sim_params_default(&sp);
+    sp.width = w, sp.height = h;
+    const double area = (double)w * (double)h / (14200.0 * 10650.0);
+    sp.nstars = (int64_t)fmax(2000.0, (double)o->stars * area);
+    r->w = w, r->h = h, r->nstars = sp.nstars;
+    tide_sim_frame f;
+    tide_table ref;
+    tide_table_init(&ref);
+    int st = tide_sim_run(ctx, &sp, &f, &ref);
+    if (st)
+        return st;
+    char path[1200];
+    if (!o->keep_wcs)
+        strip_wcs(&f.header);
+    snprintf(path, sizeof path, "%s/frame_%lldx%lld.fits", dir, (long long)w, (long long)h);
+    st = tide_fits_write_image(path, &f.image, &f.header);
+    snprintf(path, sizeof path, "%s/refcat_%lldx%lld.fits", dir, (long long)w, (long long)h);
+    if (!st)
+        st = tide_catalog_write_fits(path, &ref, NULL);
+    /* Index files for this field's scale, from the reference catalog. */
+    const double fov_arcmin = fmin((double)w, (double)h) * 206.265 * sp.pixsize_um / sp.focal_mm
+                              / 60.0;
+    tide_index_build_params ip;
+    tide_index_build_params_init(&ip);
+    ip.fov_arcmin = fov_arcmin;
+    snprintf(path, sizeof path, "%s/index_%lldx%lld", dir, (long long)w, (long long)h);
+    const double t0 = now_ms();
+    if (!st)
+        st = tide_index_build(&ref, path, &ip, NULL, 0, NULL);
+    r->index_ms = now_ms() - t0;
+    tide_pipeline_params_default(pp);
+    pp->gain = sp.gain, pp->rdnoise = sp.rdnoise, pp->bias = sp.bias;
+    pp->saturate = sp.bias + sp.fullwell / sp.gain;
+    tide_table_free(&ref);
+    tide_sim_frame_free(ctx, &f);
+    return st;
+}
+
+/* One complete reduction; parts in ms[]. */
+static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char *store,
+                    const tide_pipeline_params *pp, bc_result *r, double *ms) {
+    char frame[1200], refcat[1200], index[1200], catp[1200];
+    snprintf(frame, sizeof frame, "%s/frame_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
+    snprintf(refcat, sizeof refcat, "%s/refcat_%lldx%lld.fits", dir, (long long)r->w,
+             (long long)r->h);
+    snprintf(index, sizeof index, "%s/index_%lldx%lld", dir, (long long)r->w, (long long)r->h);
+    snprintf(catp, sizeof catp, "%s/catalog_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
+    tide_calib_params cp;
+    tide_calib_params_default(&cp);
+    snprintf(cp.refcat, sizeof cp.refcat, "%s", refcat);
+    snprintf(cp.index_dir, sizeof cp.index_dir, "%s", index);
+    cp.photcal.color_term = 0.05; /* the simulator's (tide sim --help) */
+    tide_image im;
+    tide_header hdr;
+    memset(&im, 0, sizeof im);
+    tide_header_init(&hdr);
+    tide_pipeline_result res;
+    memset(&res, 0, sizeof res);
+    tide_calib_result cal;
+    const double t0 = now_ms();
+    int st = tide_fits_read_image(ctx, frame, &im, &hdr);
+    const double t1 = now_ms();
+    if (!st)
+        st = tide_pipeline_run(ctx, &im, &hdr, pp, &res);
+    const double t2 = now_ms();
+    if (!st)
+        st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
+    const double t3 = now_ms();
+    double store_ms = 0;
+    if (!st)
+        st = tide_reduce_store_put(store, frame, &hdr, &res, NULL, &store_ms);
+    const double t4 = now_ms();
+    if (!st)
+        st = tide_catalog_write_fits(catp, &res.catalog, &res.header);
+    const double t5 = now_ms();
+    if (!st) {
+        ms[P_READ] = t1 - t0, ms[P_REDUCE] = t2 - t1, ms[P_CALIB] = t3 - t2;
+        ms[P_REFCAT] = cal.ms_refcat, ms[P_SOLVE] = cal.ms_solve, ms[P_REFINE] = cal.ms_refine;
+        ms[P_MATCH] = cal.ms_match, ms[P_PHOTCAL] = cal.ms_photcal;
+        ms[P_STORE] = t4 - t3, ms[P_WRITE] = t5 - t4, ms[P_TOTAL] = t5 - t0;
+        r->nsources = res.n_sources;
+        r->nref = cal.nref;
+        snprintf(r->astrstat, sizeof r->astrstat, "%s", cal.astrstat);
+        r->solved_hinted = cal.solved && !cal.solve.blind;
+        r->rms_px = cal.refined ? cal.refine.rms_px : NAN;
+        r->zp = cal.zp_ok ? cal.zp.zp : NAN;
+    }
+    tide_pipeline_result_free(&res);
+    tide_image_free(ctx, &im);
+    tide_header_free(&hdr);
+    return st;
+}
+
+static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t w, int64_t h,
+                      bc_result *r) {
+    tide_pipeline_params pp;
+    memset(r, 0, sizeof *r);
+    int st = prepare(ctx, o, w, h, dir, r, &pp);
+    char store[1300];
+    if (o->store)
+        snprintf(store, sizeof store, "%s", o->store);
+    else
+        snprintf(store, sizeof store, "sqlite:%s/bench-store.db", dir);
+    double scratch[P_COUNT];
+    for (int i = 0; i < o->warmup && !st; i++)
+        st = run_once(ctx, o, dir, store, &pp, r, scratch);
+    double per[P_COUNT][BC_MAX_REPEATS];
+    for (int k = 0; k < o->repeats && !st; k++) {
+        st = run_once(ctx, o, dir, store, &pp, r, scratch);
+        for (int p = 0; p < P_COUNT && !st; p++)
+            per[p][k] = scratch[p];
+    }
+    for (int p = 0; p < P_COUNT && !st; p++)
+        r->ms[p] = median_of(per[p], o->repeats);
+    return st;
+}
+
+static void print_text(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) {
+    fprintf(f, "tide bench --calib on %s (%s backend), medians in ms\n", ctx->device_name,
+            tide_backend_name(ctx->backend));
+    for (int i = 0; i < n; i++) {
+        const bc_result *x = &r[i];
+        const int big = x->w * x->h >= 100000000;
+        fprintf(f, "\n%lldx%lld, %lld stars: %lld sources, %lld reference stars, astrometry %s%s, "
+                   "RMS %.3f px, ZP %.4f (index build %.0f ms, untimed)\n",
+                (long long)x->w, (long long)x->h, (long long)x->nstars, (long long)x->nsources,
+                (long long)x->nref, x->astrstat, x->solved_hinted ? " (hinted solve)" : "",
+                x->rms_px, x->zp, x->index_ms);
+        for (int p = 0; p < P_COUNT; p++)
+            fprintf(f, "  %-18s %10.2f\n", part_names[p], x->ms[p]);
+        fprintf(f, "  solve + refine     %10.2f   target %s\n", x->ms[P_SOLVE] + x->ms[P_REFINE],
+                big ? "<= 100 ms" : "-");
+        fprintf(f, "  total              %10.2f   target %s\n", x->ms[P_TOTAL],
+                big ? "<= 1000 ms" : (x->w * x->h <= 4300000 ? "<= 60 ms" : "-"));
+    }
+}
+
+static void print_json(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) {
+    fprintf(f, "{\n  \"device\": ");
+    tide_cli_json_string(f, ctx->device_name);
+    fprintf(f, ",\n  \"backend\": \"%s\",\n  \"runs\": [", tide_backend_name(ctx->backend));
+    for (int i = 0; i < n; i++) {
+        const bc_result *x = &r[i];
+        fprintf(f, "%s\n    {\"width\": %lld, \"height\": %lld, \"stars\": %lld, \"sources\": %lld, "
+                   "\"reference_stars\": %lld, \"astrometry\": \"%s\", \"hinted_solve\": %s",
+                i ? "," : "", (long long)x->w, (long long)x->h, (long long)x->nstars,
+                (long long)x->nsources, (long long)x->nref, x->astrstat,
+                x->solved_hinted ? "true" : "false");
+        for (int p = 0; p < P_COUNT; p++)
+            fprintf(f, ", \"%s_ms\": %.3f", part_names[p], x->ms[p]);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+}
+
+static int parse_sizes(const char *s, bc_opts *o) {
+    o->nsizes = 0;
+    while (*s) {
+        char *end;
+        const long long w = strtoll(s, &end, 10);
+        if (end == s || (*end != 'x' && *end != 'X'))
+            return -1;
+        s = end + 1;
+        const long long h = strtoll(s, &end, 10);
+        if (end == s || w < 64 || h < 64 || o->nsizes == BC_MAX_SIZES)
+            return -1;
+        o->sizes[o->nsizes][0] = w, o->sizes[o->nsizes][1] = h;
+        o->nsizes++;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return o->nsizes ? 0 : -1;
+}
+
+int tide_bench_calib(int argc, char **argv) {
+    const char *cmd = "bench";
+    tide_cli_common c;
+    tide_cli_common_init(&c);
+    bc_opts o;
+    memset(&o, 0, sizeof o);
+    parse_sizes("2048x2048,14200x10650", &o);
+    o.repeats = 5, o.warmup = 1, o.stars = 130000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--calib"))
+            continue;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("%s\n%s", help, tide_cli_common_help);
+            return 0;
+        }
+        const int cm = tide_cli_common_option(&c, cmd, argc, argv, &i);
+        if (cm < 0)
+            return 2;
+        if (cm > 0)
+            continue;
+        const int takes = !strcmp(a, "--sizes") || !strcmp(a, "--stars") ||
+                          !strcmp(a, "--repeats") || !strcmp(a, "--warmup") ||
+                          !strcmp(a, "--store") || !strcmp(a, "--workdir") || !strcmp(a, "--json");
+        if (takes && i + 1 >= argc)
+            return tide_cli_usage_error(cmd, "option %s needs a value", a);
+        if (!strcmp(a, "--sizes")) {
+            if (parse_sizes(argv[++i], &o))
+                return tide_cli_usage_error(cmd, "bad --sizes '%s' (WxH,... at least 64x64)",
+                                            argv[i]);
+        } else if (!strcmp(a, "--stars")) {
+            o.stars = strtoll(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--repeats")) {
+            o.repeats = atoi(argv[++i]);
+        } else if (!strcmp(a, "--warmup")) {
+            o.warmup = atoi(argv[++i]);
+        } else if (!strcmp(a, "--store")) {
+            o.store = argv[++i];
+        } else if (!strcmp(a, "--workdir")) {
+            o.workdir = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            o.json = argv[++i];
+        } else if (!strcmp(a, "--keep-wcs")) {
+            o.keep_wcs = 1;
+        } else {
+            return tide_cli_usage_error(cmd, "unknown option %s for --calib", a);
+        }
+    }
+    if (o.repeats < 1 || o.repeats > BC_MAX_REPEATS || o.warmup < 0 || o.stars < 0)
+        return tide_cli_usage_error(cmd, "--repeats 1..%d, --warmup >= 0, --stars >= 0",
+                                    BC_MAX_REPEATS);
+    char dir[1024];
+    if (o.workdir) {
+        snprintf(dir, sizeof dir, "%s", o.workdir);
+    } else {
+        snprintf(dir, sizeof dir, "/tmp/tide-bench-calib.XXXXXX");
+        if (!mkdtemp(dir))
+            return tide_cli_fail(cmd, tide_error(TIDE_E_IO, "cannot make a directory in /tmp"));
+    }
+    tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
+    if (!ctx)
+        return 1;
+    bc_result r[BC_MAX_SIZES];
+    int st = 0, n = 0;
+    for (; n < o.nsizes && !st; n++)
+        st = bench_size(ctx, &o, dir, o.sizes[n][0], o.sizes[n][1], &r[n]);
+    if (st) {
+        tide_ctx_destroy(ctx);
+        return tide_cli_fail(cmd, st);
+    }
+    const int json_stdout = o.json && !strcmp(o.json, "-");
+    if (!json_stdout)
+        print_text(stdout, ctx, r, n);
+    if (o.json) {
+        FILE *f = json_stdout ? stdout : fopen(o.json, "w");
+        if (f) {
+            print_json(f, ctx, r, n);
+            if (!json_stdout)
+                fclose(f);
+        } else {
+            st = tide_error(TIDE_E_IO, "%s: cannot write", o.json);
+        }
+    }
+    tide_ctx_destroy(ctx);
+    return st ? tide_cli_fail(cmd, st) : 0;
+}

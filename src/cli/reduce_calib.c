@@ -1,0 +1,177 @@
+/* reduce_calib.c — `tide reduce`: calibration parameters from the options, storing the
+ * catalog, and the calibration's summary. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "reduce_calib.h"
+#include "tide/store.h"
+
+int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_params *p) {
+    return tide_calib_has_refcat(p) || o->solve;
+}
+
+static int copy_opt(char *dst, size_t n, const char *v, const char *what) {
+    if (strlen(v) >= n)
+        return tide_error(TIDE_E_INVAL, "%s is longer than %zu characters", what, n - 1);
+    snprintf(dst, n, "%s", v);
+    return 0;
+}
+
+int tide_reduce_calib_params(const tide_reduce_calib_opts *o, const tide_config *cfg,
+                             const tide_instrument *inst, const char *spec,
+                             tide_calib_params *p) {
+    tide_calib_params_default(p);
+    int st = tide_calib_params_from_config(p, cfg, inst);
+    if (!st && o->refcat) {
+        st = copy_opt(p->refcat, sizeof p->refcat, o->refcat, "--refcat");
+        p->refcat_command[0] = '\0'; /* the command line wins over a configured command */
+    }
+    if (!st && o->refcat_table)
+        st = copy_opt(p->refcat_table, sizeof p->refcat_table, o->refcat_table, "--refcat-table");
+    if (!st && o->index_dir)
+        st = copy_opt(p->index_dir, sizeof p->index_dir, o->index_dir, "--index-dir");
+    if (o->no_astrometry)
+        p->astrometry = 0;
+    snprintf(p->source, sizeof p->source, "%s", spec);
+    return st;
+}
+
+const char *tide_reduce_store_uri(const tide_reduce_calib_opts *o, const tide_config *cfg) {
+    if (o->store)
+        return o->store;
+    const char *v = NULL;
+    if (tide_config_is_set(cfg, "store.uri") && !tide_config_get_str(cfg, "store.uri", &v) && v)
+        return v;
+    v = getenv("TIDE_STORE");
+    return v ? v : "";
+}
+
+/* FILE of FILE[ext] (the checksum is of the file). */
+static void spec_file(const char *spec, char *out, size_t n) {
+    snprintf(out, n, "%s", spec);
+    char *b = strchr(out, '[');
+    if (b)
+        *b = '\0';
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *frame_hdr,
+                          tide_pipeline_result *res, int64_t *image_id, double *ms) {
+    const double t0 = now_ms();
+    tide_store_frame f;
+    tide_store_frame_init(&f);
+    char path[1024];
+    spec_file(spec, path, sizeof path);
+    snprintf(f.file, sizeof f.file, "%s", spec);
+    int st = tide_store_file_checksum(path, f.checksum);
+    /* The frame's own header gives DATE-OBS, EXPTIME, FILTER...; the catalog's (read second,
+     * so it wins) the WCS summary, zero point and quality figures. */
+    if (!st && frame_hdr)
+        st = tide_store_frame_from_header(&f, frame_hdr);
+    if (!st) {
+        free(f.header), f.header = NULL;
+        st = tide_store_frame_from_header(&f, &res->header);
+    }
+    int added = 0;
+    tide_table *cat = &res->catalog;
+    if (!st && !tide_table_column(cat, "ALPHA_J2000")) {
+        st = tide_table_add_column(cat, "ALPHA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL);
+        if (!st)
+            st = tide_table_add_column(cat, "DELTA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL);
+        added = 1;
+        double *a = tide_table_f64(cat, "ALPHA_J2000"), *d = tide_table_f64(cat, "DELTA_J2000");
+        for (int64_t i = 0; !st && i < cat->nrows; i++)
+            a[i] = d[i] = NAN;
+    }
+    tide_store *s = NULL;
+    if (!st)
+        st = tide_store_open(uri, NULL, &s);
+    if (!st)
+        st = tide_store_put_frame(s, &f, cat, image_id);
+    tide_store_close(s);
+    if (added) {
+        tide_table_remove_column(cat, "ALPHA_J2000");
+        tide_table_remove_column(cat, "DELTA_J2000");
+    }
+    tide_store_frame_free(&f);
+    if (ms)
+        *ms = now_ms() - t0;
+    return st;
+}
+
+static void jnum(FILE *f, const char *key, double v) {
+    if (isfinite(v))
+        fprintf(f, ",\n  \"%s\": %.10g", key, v);
+    else
+        fprintf(f, ",\n  \"%s\": null", key);
+}
+
+void tide_reduce_calib_print(FILE *f, const tide_calib_result *c, int json) {
+    const tide_refine_info *r = &c->refine;
+    if (json) {
+        fprintf(f, ",\n  \"astrometry\": ");
+        tide_cli_json_string(f, c->astrstat);
+        fprintf(f, ",\n  \"astrometry_message\": ");
+        tide_cli_json_string(f, c->astrmsg);
+        fprintf(f, ",\n  \"solved\": %s,\n  \"solve_blind\": %s", c->solved ? "true" : "false",
+                c->solved && c->solve.blind ? "true" : "false");
+        fprintf(f, ",\n  \"solve_index\": ");
+        tide_cli_json_string(f, c->solved ? c->solve.index_name : "");
+        jnum(f, "astrometric_rms_ra_arcsec", c->refined ? r->rms_ra_arcsec : NAN);
+        jnum(f, "astrometric_rms_dec_arcsec", c->refined ? r->rms_dec_arcsec : NAN);
+        jnum(f, "astrometric_rms_px", c->refined ? r->rms_px : NAN);
+        fprintf(f, ",\n  \"astrometric_nstars\": %lld", (long long)(c->refined ? r->nstars : 0));
+        fprintf(f, ",\n  \"reference_stars\": %lld,\n  \"reference_matched\": %lld",
+                (long long)c->nref, (long long)c->nref_matched);
+        jnum(f, "zp", c->zp_ok ? c->zp.zp : NAN);
+        jnum(f, "ezp", c->zp_ok ? c->zp.ezp : NAN);
+        fprintf(f, ",\n  \"zp_nstars\": %lld", (long long)(c->zp_ok ? c->zp.nstars : 0));
+        jnum(f, "maglim5", c->lim.nused ? c->lim.mag5 : NAN);
+        jnum(f, "maglim3", c->lim.nused ? c->lim.mag3 : NAN);
+        jnum(f, "ms_refcat", c->ms_refcat);
+        jnum(f, "ms_solve", c->ms_solve);
+        jnum(f, "ms_refine", c->ms_refine);
+        jnum(f, "ms_match", c->ms_match);
+        jnum(f, "ms_photcal", c->ms_photcal);
+        jnum(f, "ms_calibrate", c->ms_total);
+        return;
+    }
+    fprintf(f, "  astrometry %s", c->astrstat);
+    if (c->solved)
+        fprintf(f, " (%s solve with %s, %.1f ms)", c->solve.blind ? "blind" : "hinted",
+                c->solve.index_name, c->ms_solve);
+    else if (c->verify.good)
+        fprintf(f, " (header WCS verified: %lld matches)", (long long)c->verify.nmatched);
+    if (c->refined)
+        fprintf(f, "; TAN-SIP order %d from %lld stars, RMS %.3f\" RA %.3f\" Dec (%.3f px)",
+                r->sip_order_used, (long long)r->nstars, r->rms_ra_arcsec, r->rms_dec_arcsec,
+                r->rms_px);
+    if (c->astrmsg[0])
+        fprintf(f, "; %s", c->astrmsg);
+    fprintf(f, "\n");
+    if (c->nref)
+        fprintf(f, "  reference stars %lld around the field, %lld sources matched\n",
+                (long long)c->nref, (long long)c->nref_matched);
+    if (c->zp_ok) {
+        fprintf(f, "  zero point %.4f +- %.4f mag from %lld stars (scatter %.3f, slope %.3f)",
+                c->zp.zp, c->zp.ezp, (long long)c->zp.nstars, c->zp.scatter, c->zp.slope);
+        if (c->lim.nused)
+            fprintf(f, "; limiting magnitude %.2f (5 sigma), %.2f (3 sigma)", c->lim.mag5,
+                    c->lim.mag3);
+        fprintf(f, "\n");
+    } else if (c->zpmsg[0]) {
+        fprintf(f, "  no zero point: %s\n", c->zpmsg);
+    }
+    fprintf(f, "  calibration %.1f ms (reference stars %.1f, solve %.1f, refine %.1f, match %.1f, "
+               "zero point %.1f)\n",
+            c->ms_total, c->ms_refcat, c->ms_solve, c->ms_refine, c->ms_match, c->ms_photcal);
+}

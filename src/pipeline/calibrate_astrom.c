@@ -1,0 +1,279 @@
+/* calibrate_astrom.c — steps 1–3 of calibrate.h: find the field, fetch its reference stars,
+ * verify or solve, refine, and give every source its sky position. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/calibrate_internal.h"
+#include "tide/crossmatch.h"
+#include "tide/status.h"
+
+/* Where the field is believed to be before any solve. */
+typedef struct field_guess {
+    int known;           /* centre and radius known */
+    double ra, dec;      /* degrees */
+    double radius_deg;   /* half the diagonal, degrees */
+} field_guess;
+
+static void set_msg(char *dst, size_t n, const char *what) {
+    snprintf(dst, n, "%s: %s", what, tide_error_detail());
+}
+
+static field_guess guess_from_wcs(const tide_wcs *w, int64_t width, int64_t height) {
+    field_guess g = {0, NAN, NAN, NAN};
+    tide_wcs_summary s;
+    if (w && !tide_wcs_summarize(w, width, height, &s)) {
+        g.known = 1;
+        g.ra = s.ra_center, g.dec = s.dec_center;
+        g.radius_deg = 0.5 * hypot(s.fov_x_deg, s.fov_y_deg);
+    } else {
+        tide_error_clear();
+    }
+    return g;
+}
+
+static field_guess guess_from_hints(const tide_solve_params *sp, int64_t width, int64_t height,
+                                    double hint_radius) {
+    field_guess g = {0, NAN, NAN, NAN};
+    if (!sp->has_position || !(sp->scale_hi > 0))
+        return g;
+    g.known = 1;
+    g.ra = sp->ra, g.dec = sp->dec;
+    /* The pointing may be off by up to the hint radius: the cone covers the field from any
+     * position the solve may find, but not more than a few fields, which would fetch a
+     * needlessly large catalog for a wide hint. */
+    const double half_diag = 0.5 * hypot((double)width, (double)height) * sp->scale_hi / 3600.0;
+    g.radius_deg = half_diag + fmin(hint_radius, 2.0 * half_diag);
+    return g;
+}
+
+/* Fetch the stars around @p g into cs->ref. */
+static int fetch_ref(const tide_calib_params *p, const field_guess *g, tide_cal_state *cs,
+                     tide_calib_result *out) {
+    const double t0 = tide_cal_now_ms();
+    tide_table_free(&cs->ref);
+    tide_table_init(&cs->ref);
+    cs->have_ref = 0;
+    int st = tide_cal_refcat_fetch(p, g->ra, g->dec, g->radius_deg, &cs->ref);
+    out->ms_refcat += tide_cal_now_ms() - t0;
+    if (st)
+        return st;
+    cs->have_ref = 1;
+    out->nref = cs->ref.nrows;
+    return 0;
+}
+
+/* Plate-solve the sources; *wcs receives the solution. Not solving is reported in out. */
+static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal_sources *src,
+                       tide_solve_params *sp, tide_wcs **wcs, tide_calib_result *out) {
+    char dir[1024];
+    int st = tide_solve_index_dir(p->index_dir, NULL, dir, sizeof dir);
+    tide_solver *solver = NULL;
+    if (!st)
+        st = tide_solver_get(ctx, dir, &solver);
+    if (st) {
+        set_msg(out->astrmsg, sizeof out->astrmsg, "no index files");
+        return st == TIDE_E_NOMEM ? st : 0;
+    }
+    const double t0 = tide_cal_now_ms();
+    st = tide_solve(solver, src->x, src->y, src->flux, src->n, sp, wcs, &out->solve);
+    out->ms_solve = tide_cal_now_ms() - t0;
+    if (st) {
+        set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");
+        return st == TIDE_E_NOMEM ? st : 0;
+    }
+    out->solved = 1;
+    return 0;
+}
+
+/* Write the WCS, its summary and the astrometric quality into the catalog header. */
+static int wcs_header(const tide_wcs *w, int64_t width, int64_t height,
+                      const tide_calib_result *out, tide_header *h) {
+    int st = tide_wcs_to_header(w, h);
+    tide_wcs_summary s;
+    if (!st)
+        st = tide_wcs_summarize(w, width, height, &s);
+#define T(call)                                                                                    \
+    do {                                                                                           \
+        if (!st)                                                                                   \
+            st = (call);                                                                           \
+    } while (0)
+    T(tide_header_set_dbl(h, "CENTRA", s.ra_center, "field centre RA, deg"));
+    T(tide_header_set_dbl(h, "CENTDEC", s.dec_center, "field centre Dec, deg"));
+    T(tide_header_set_dbl(h, "PIXSCALE", s.scale_arcsec, "pixel scale at the centre, arcsec"));
+    T(tide_header_set_dbl(h, "ROTANGLE", s.rotation_deg, "PA of +y, deg E of N"));
+    T(tide_header_set_dbl(h, "FOVX", s.fov_x_deg, "field of view along x, deg"));
+    T(tide_header_set_dbl(h, "FOVY", s.fov_y_deg, "field of view along y, deg"));
+    if (out->refined) {
+        const tide_refine_info *r = &out->refine;
+        T(tide_header_set_dbl(h, "ASTRRMSA", r->rms_ra_arcsec, "astrometric RMS in RA*cos(Dec), arcsec"));
+        T(tide_header_set_dbl(h, "ASTRRMSD", r->rms_dec_arcsec, "astrometric RMS in Dec, arcsec"));
+        T(tide_header_set_dbl(h, "ASTRRMSP", r->rms_px, "astrometric RMS, pixels"));
+        T(tide_header_set_int(h, "ASTNSTAR", r->nstars, "stars in the WCS fit"));
+        T(tide_header_set_int(h, "ASTSIPOR", r->sip_order_used, "SIP order of the fit"));
+    }
+    if (out->solved) {
+        T(tide_header_set_str(h, "ASTSOLVE", out->solve.blind ? "BLIND" : "HINTED",
+                              "how the field was solved"));
+        char idx[69];
+        snprintf(idx, sizeof idx, "%s", out->solve.index_name);
+        T(tide_header_set_str(h, "ASTINDEX", idx, "astrometry.net index that solved"));
+    } else if (out->verify.good) {
+        T(tide_header_set_str(h, "ASTSOLVE", "VERIFIED", "header WCS verified, not solved"));
+    }
+#undef T
+    return st;
+}
+
+/* ALPHA_J2000 / DELTA_J2000 of every source through @p w (added when missing). */
+static int sky_columns(const tide_wcs *w, const tide_cal_sources *src, tide_table *cat) {
+    int st = 0;
+    if (!tide_table_column(cat, "ALPHA_J2000"))
+        st = tide_table_add_column(cat, "ALPHA_J2000", TIDE_COL_F64, 1, "deg",
+                                   "right ascension (calibrated WCS)", NULL);
+    if (!st && !tide_table_column(cat, "DELTA_J2000"))
+        st = tide_table_add_column(cat, "DELTA_J2000", TIDE_COL_F64, 1, "deg",
+                                   "declination (calibrated WCS)", NULL);
+    if (st)
+        return st;
+    tide_column *ca = tide_table_column(cat, "ALPHA_J2000");
+    tide_column *cd = tide_table_column(cat, "DELTA_J2000");
+    snprintf(ca->comment, sizeof ca->comment, "right ascension (calibrated WCS)");
+    snprintf(cd->comment, sizeof cd->comment, "declination (calibrated WCS)");
+    return tide_wcs_pix2sky(w, src->n, src->x, src->y, (double *)ca->data, (double *)cd->data);
+}
+
+/* The frame could not be placed on the sky: drop sky columns a wrong header WCS gave. */
+static int no_sky(tide_table *cat) {
+    if (tide_table_column(cat, "ALPHA_J2000"))
+        tide_table_remove_column(cat, "ALPHA_J2000");
+    if (tide_table_column(cat, "DELTA_J2000"))
+        tide_table_remove_column(cat, "DELTA_J2000");
+    return 0;
+}
+
+int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width,
+                        int64_t height, const tide_calib_params *p, tide_pipeline_result *res,
+                        tide_cal_state *cs, tide_calib_result *out) {
+    tide_cal_sources src;
+    int st = tide_cal_sources_get(&res->catalog, &src);
+    if (st)
+        return st;
+    tide_wcs *hdr_wcs = NULL, *initial = NULL;
+    if (frame_hdr && tide_wcs_from_header(frame_hdr, p->source, &hdr_wcs)) {
+        tide_error_clear(); /* no usable WCS in the header: it will be solved */
+        hdr_wcs = NULL;
+    }
+    tide_solve_params sp;
+    tide_solve_params_init(&sp);
+    sp.width = width, sp.height = height;
+    sp.nbright = p->nbright;
+    sp.timeout_s = p->solve_timeout_s;
+    sp.blind_fallback = p->blind;
+    sp.radius_deg = p->hint_radius_deg;
+    tide_header none;
+    tide_header_init(&none);
+    st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
+                                      p->pixsize_um, p->focal_mm, p->scale_tolerance, &sp);
+    tide_header_free(&none);
+    field_guess g = hdr_wcs ? guess_from_wcs(hdr_wcs, width, height)
+                            : guess_from_hints(&sp, width, height, p->hint_radius_deg);
+    const int want_ref = tide_calib_has_refcat(p);
+    if (!st && want_ref && g.known)
+        st = fetch_ref(p, &g, cs, out);
+    if (st)
+        goto done;
+
+    snprintf(out->astrstat, sizeof out->astrstat, "NONE");
+    if (!p->astrometry) {
+        initial = hdr_wcs, hdr_wcs = NULL;
+        snprintf(out->astrstat, sizeof out->astrstat, initial ? "HEADER" : "NONE");
+    } else if (hdr_wcs && !cs->have_ref) {
+        /* Nothing to check a header WCS against: it is taken as it is. */
+        initial = hdr_wcs, hdr_wcs = NULL;
+        snprintf(out->astrstat, sizeof out->astrstat, "HEADER");
+    } else {
+        if (hdr_wcs) {
+            tide_verify_params vp;
+            tide_verify_defaults(&vp);
+            st = tide_astrom_verify(ctx, hdr_wcs, width, height, src.x, src.y, src.n,
+                                    tide_table_f64(&cs->ref, "RA"), tide_table_f64(&cs->ref, "DEC"),
+                                    cs->ref.nrows, &vp, &out->verify);
+            if (st)
+                goto done;
+            if (out->verify.good)
+                initial = hdr_wcs, hdr_wcs = NULL;
+        }
+        if (!initial) {
+            st = solve_field(ctx, p, &src, &sp, &initial, out);
+            if (st)
+                goto done;
+            /* The reference stars follow the solution when it lies outside the cone
+             * fetched for the guess (or none was fetched: a blind solve). */
+            if (initial && want_ref) {
+                const field_guess s = guess_from_wcs(initial, width, height);
+                const double off = g.known ? tide_sky_separation_arcsec(g.ra, g.dec, s.ra, s.dec)
+                                                     / 3600.0 : INFINITY;
+                if (s.known && (!cs->have_ref || off + s.radius_deg > g.radius_deg)) {
+                    st = fetch_ref(p, &s, cs, out);
+                    if (st)
+                        goto done;
+                }
+            }
+        }
+        if (initial)
+            snprintf(out->astrstat, sizeof out->astrstat, out->solved ? "SOLVED" : "HEADER");
+        if (initial && cs->have_ref) {
+            tide_refine_params rp;
+            tide_refine_defaults(&rp);
+            rp.sip_order = p->sip_order;
+            tide_wcs *refined = NULL;
+            const double t0 = tide_cal_now_ms();
+            const int rs = tide_astrom_refine(ctx, initial, width, height, src.cx, src.cy,
+                                              src.csigma, src.nclean,
+                                              tide_table_f64(&cs->ref, "RA"),
+                                              tide_table_f64(&cs->ref, "DEC"), cs->ref.nrows, &rp,
+                                              &refined, &out->refine);
+            out->ms_refine = tide_cal_now_ms() - t0;
+            if (rs == TIDE_E_NOMEM) {
+                st = rs;
+                goto done;
+            }
+            if (!rs) {
+                tide_wcs_free(initial);
+                initial = refined;
+                out->refined = 1;
+                snprintf(out->astrstat, sizeof out->astrstat, "REFINED");
+            } else {
+                /* The solution stands; the header says the refinement failed. */
+                set_msg(out->astrmsg, sizeof out->astrmsg, "refinement failed");
+            }
+        }
+    }
+    if (initial) {
+        cs->wcs = initial, initial = NULL;
+        out->wcs_ok = 1;
+        st = sky_columns(cs->wcs, &src, &res->catalog);
+        if (!st)
+            st = wcs_header(cs->wcs, width, height, out, &res->header);
+    } else if (p->astrometry) {
+        snprintf(out->astrstat, sizeof out->astrstat, "FAILED");
+        if (!out->astrmsg[0])
+            snprintf(out->astrmsg, sizeof out->astrmsg, "no WCS: the header has none that "
+                                                        "matches the reference stars");
+        st = no_sky(&res->catalog);
+    }
+    if (!st)
+        st = tide_header_set_str(&res->header, "ASTRSTAT", out->astrstat, "astrometric calibration");
+    if (!st && out->astrmsg[0]) {
+        char msg[69];
+        snprintf(msg, sizeof msg, "%s", out->astrmsg);
+        st = tide_header_set_str(&res->header, "ASTRMSG", msg, "why the astrometry failed");
+    }
+done:
+    tide_wcs_free(hdr_wcs);
+    tide_wcs_free(initial);
+    tide_cal_sources_free(&src);
+    return st;
+}

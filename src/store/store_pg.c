@@ -1,0 +1,618 @@
+/* store_pg.c — the PostgreSQL + Q3C store (see store.h for the layout) and reference-catalog
+ * cone queries.
+ *
+ * Frames go in with one transaction each: delete the rows of the same checksum, insert the
+ * image row (RETURNING id), stream the sources with COPY in PostgreSQL's binary format (no
+ * text formatting or parsing of ~50 numbers per row), commit. sources is indexed by
+ * q3c_ang2ipix(ALPHA_J2000, DELTA_J2000) (Koposov & Bartunov 2006, ASP Conf. 351, 735) and by a
+ * BRIN index on IMAGE_ID (ids grow with insertion, so a few block ranges per frame: cheap to
+ * maintain, enough to find a frame's rows when it is replaced). Connections are retried with
+ * growing waits; errors name the target without its password. Reference-catalog cones are in
+ * refcat_pg.c. */
+#include <libpq-fe.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "store_internal.h"
+#include "store_pg.h"
+#include "tide/status.h"
+
+typedef struct pg {
+    PGconn *conn;
+    char *conninfo;
+} pg;
+
+static PGconn *CONN(tide_store *s) {
+    return ((pg *)s->impl)->conn;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* "host=... port=... dbname=... user=..." of a connection, never the password. */
+static void describe(PGconn *c, char *out, size_t n) {
+    const char *host = "", *hostaddr = "", *port = "", *db = "", *user = "";
+    PQconninfoOption *o = c ? PQconninfo(c) : NULL;
+    for (PQconninfoOption *p = o; p && p->keyword; p++) {
+        if (!p->val)
+            continue;
+        if (!strcmp(p->keyword, "host"))
+            host = p->val;
+        else if (!strcmp(p->keyword, "hostaddr"))
+            hostaddr = p->val;
+        else if (!strcmp(p->keyword, "port"))
+            port = p->val;
+        else if (!strcmp(p->keyword, "dbname"))
+            db = p->val;
+        else if (!strcmp(p->keyword, "user"))
+            user = p->val;
+    }
+    snprintf(out, n, "postgresql host=%s%s%s port=%s dbname=%s user=%s",
+             host[0] ? host : "(default)", hostaddr[0] ? " hostaddr=" : "", hostaddr,
+             port[0] ? port : "(default)", db, user);
+    if (o)
+        PQconninfoFree(o);
+}
+
+/* @p src as one line: libpq's continuation lines ("\n\tIs the server running...",
+ * "\nCONTEXT: ...") joined with spaces, no trailing newline. */
+const char *tide_store_pg_oneline(const char *src, char *buf, size_t n) {
+    snprintf(buf, n, "%s", src ? src : "");
+    char *w = buf;
+    for (const char *r = buf; *r; r++) {
+        if (*r == '\n' || *r == '\t') {
+            if (w > buf && w[-1] != ' ')
+                *w++ = ' ';
+        } else {
+            *w++ = *r;
+        }
+    }
+    while (w > buf && w[-1] == ' ')
+        w--;
+    *w = 0;
+    return buf;
+}
+
+static const char *pgmsg(PGconn *c, char *buf, size_t n) {
+    return tide_store_pg_oneline(c ? PQerrorMessage(c) : "out of memory", buf, n);
+}
+
+/* Connect with the options' bounded retries; *conn on success, TIDE_E_DB after the last. */
+int tide_store_pg_connect(const tide_store_options *opt, const char *conninfo, PGconn **conn,
+                          char *target, size_t ntarget) {
+    char tmo[16];
+    snprintf(tmo, sizeof tmo, "%d", opt->connect_timeout_s);
+    /* connect_timeout first: a value in the conninfo / URI (expanded from dbname) wins */
+    const char *kw[] = {"connect_timeout", "dbname", "fallback_application_name", NULL};
+    const char *val[] = {opt->connect_timeout_s > 0 ? tmo : NULL, conninfo, "tide", NULL};
+    int attempts = opt->connect_attempts > 0 ? opt->connect_attempts : 1;
+    double delay = opt->retry_delay_ms > 0 ? opt->retry_delay_ms : 0;
+    char msg[1024] = "";
+    *conn = NULL;
+    for (int a = 0; a < attempts; a++) {
+        if (a) {
+            sleep_ms((int)delay);
+            delay *= opt->retry_backoff > 1 ? opt->retry_backoff : 1;
+        }
+        PGconn *c = PQconnectdbParams(kw, val, 1);
+        describe(c, target, ntarget);
+        if (c && PQstatus(c) == CONNECTION_OK) {
+            /* short statements: JIT compilation (on by default for costly plans, which a
+             * DELETE on a large sources table is) would cost more than it saves */
+            PQclear(PQexec(c, "SET jit = off"));
+            *conn = c;
+            return TIDE_OK;
+        }
+        pgmsg(c, msg, sizeof msg);
+        PQfinish(c);
+        if (!c)
+            break;
+    }
+    return tide_error(TIDE_E_DB, "%s: cannot connect after %d attempt%s: %s", target, attempts,
+                      attempts > 1 ? "s" : "", msg);
+}
+
+void tide_store_pg_quiet(void *arg, const char *m) {
+    (void)arg;
+    (void)m;
+}
+
+static int pg_fail(tide_store *s, const char *what, PGresult *r) {
+    char m[1024];
+    const char *e = r ? PQresultErrorMessage(r) : NULL;
+    if (e && *e)
+        tide_store_pg_oneline(e, m, sizeof m);
+    else
+        pgmsg(CONN(s), m, sizeof m);
+    return tide_error(TIDE_E_DB, "%s: %.200s: %s", s->target, what, m);
+}
+
+/* Run SQL that returns no rows (or rows we ignore). */
+static int pg_run(tide_store *s, const char *sql) {
+    PGresult *r = PQexec(CONN(s), sql);
+    ExecStatusType t = PQresultStatus(r);
+    int st = t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? TIDE_OK : pg_fail(s, sql, r);
+    PQclear(r);
+    return st;
+}
+
+/* Reconnect when the server dropped us (restart, killed backend). */
+static int ensure_conn(tide_store *s) {
+    pg *p = s->impl;
+    if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
+        return TIDE_OK;
+    PQfinish(p->conn);
+    p->conn = NULL;
+    int st = tide_store_pg_connect(&s->opt, p->conninfo, &p->conn, s->target, sizeof s->target);
+    if (!st)
+        PQsetNoticeProcessor(p->conn, tide_store_pg_quiet, NULL); /* the library never prints */
+    return st;
+}
+
+/* A statement that may open a session's work (BEGIN, a read): when it fails because the
+ * connection died since the last call (server restart, killed backend: libpq only notices on
+ * the next use), reconnect with the bounded retries and run it once more. */
+static PGresult *pg_query(tide_store *s, const char *sql, int nparams, const char *const *vals) {
+    PGresult *r = PQexecParams(CONN(s), sql, nparams, NULL, vals, NULL, NULL, 0);
+    ExecStatusType t = PQresultStatus(r);
+    if ((t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK) || PQstatus(CONN(s)) == CONNECTION_OK)
+        return r;
+    PQclear(r);
+    if (ensure_conn(s) != TIDE_OK)
+        return NULL; /* the detail names the target and libpq's message */
+    return PQexecParams(CONN(s), sql, nparams, NULL, vals, NULL, NULL, 0);
+}
+
+static int create_schema(tide_store *s) {
+    char sql[4096];
+    int k =
+        snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS images (id bigserial PRIMARY KEY");
+    for (int i = 0; i < TIDE_STORE_NIMG; i++) {
+        char kd = tide_store_img_kinds[i];
+        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s %s%s", tide_store_img_cols[i],
+                      kd == 'T'   ? "text"
+                      : kd == 'R' ? "double precision"
+                                  : "bigint",
+                      i == 1 ? " NOT NULL UNIQUE" : "");
+    }
+    snprintf(sql + k, sizeof sql - (size_t)k, ")");
+    /* an advisory lock serialises two processes creating the schema at once */
+    int st = pg_run(s, "BEGIN; SELECT pg_advisory_xact_lock(7346915013)");
+    if (!st)
+        st = pg_run(s, "CREATE EXTENSION IF NOT EXISTS q3c");
+    if (!st)
+        st = pg_run(s, sql);
+    if (!st)
+        st = pg_run(s, "CREATE INDEX IF NOT EXISTS images_file ON images (file);"
+                       "CREATE TABLE IF NOT EXISTS sources (\"IMAGE_ID\" bigint NOT NULL, "
+                       "\"SEQ\" bigint NOT NULL, \"ALPHA_J2000\" double precision, "
+                       "\"DELTA_J2000\" double precision);"
+                       "CREATE INDEX IF NOT EXISTS sources_q3c ON sources "
+                       "(q3c_ang2ipix(\"ALPHA_J2000\", \"DELTA_J2000\"));"
+                       "CREATE INDEX IF NOT EXISTS sources_image ON sources USING brin "
+                       "(\"IMAGE_ID\");");
+    if (!st)
+        return pg_run(s, "COMMIT");
+    PGresult *r = PQexec(CONN(s), "ROLLBACK");
+    PQclear(r);
+    return st;
+}
+
+/* ---- put ------------------------------------------------------------------------------ */
+
+/* Kinds of the sources table's existing columns: 1 integer, 0 real, -1 missing. */
+static int column_kinds(tide_store *s, const store_schema *sc, int *kind) {
+    PGresult *r =
+        PQexec(CONN(s), "SELECT column_name, data_type FROM information_schema.columns "
+                        "WHERE table_schema = current_schema() AND table_name = 'sources'");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int st = pg_fail(s, "reading the sources columns", r);
+        PQclear(r);
+        return st;
+    }
+    for (int i = 0; i < sc->n; i++)
+        kind[i] = -1;
+    int st = TIDE_OK;
+    for (int k = 0; k < PQntuples(r) && !st; k++) {
+        const char *nm = PQgetvalue(r, k, 0), *ty = PQgetvalue(r, k, 1);
+        for (int i = 0; i < sc->n; i++) {
+            if (strcmp(nm, sc->cols[i].name))
+                continue;
+            if (!strcmp(ty, "bigint"))
+                kind[i] = 1;
+            else if (!strcmp(ty, "double precision"))
+                kind[i] = 0;
+            else
+                st = tide_error(TIDE_E_DB,
+                                "%s: sources.\"%s\" has type %s (bigint or double "
+                                "precision expected)",
+                                s->target, nm, ty);
+        }
+    }
+    PQclear(r);
+    for (int i = 0; i < sc->n && !st; i++) {
+        if (kind[i] >= 0)
+            continue;
+        char sql[256];
+        snprintf(sql, sizeof sql, "ALTER TABLE sources ADD COLUMN IF NOT EXISTS \"%s\" %s",
+                 sc->cols[i].name, sc->cols[i].is_int ? "bigint" : "double precision");
+        st = pg_run(s, sql);
+        kind[i] = sc->cols[i].is_int;
+    }
+    return st;
+}
+
+static void put_be16(unsigned char *p, int v) {
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+static void put_be32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (24 - 8 * i));
+}
+static void put_be64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+/* COPY sources FROM STDIN in binary: each field is a 4-byte length and 8 big-endian bytes
+ * (int8 or float8), or length -1 for NULL. */
+static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, const tide_table *t,
+                        int64_t id) {
+    size_t cap = 256 + (size_t)sc->n * 104;
+    char *sql = malloc(cap);
+    if (!sql)
+        return tide_error(TIDE_E_NOMEM, "store: COPY statement");
+    size_t k = (size_t)snprintf(sql, cap, "COPY sources (\"IMAGE_ID\", \"SEQ\"");
+    for (int i = 0; i < sc->n; i++)
+        k += (size_t)snprintf(sql + k, cap - k, ", \"%s\"", sc->cols[i].name);
+    snprintf(sql + k, cap - k, ") FROM STDIN (FORMAT binary)");
+    PGresult *r = PQexec(CONN(s), sql);
+    free(sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        int st = pg_fail(s, "starting COPY", r);
+        PQclear(r);
+        return st;
+    }
+    PQclear(r);
+    const size_t row_bytes = 2 + (size_t)(sc->n + 2) * 12;
+    const size_t bufcap = (1 << 20) + row_bytes + 32;
+    unsigned char *buf = malloc(bufcap);
+    if (!buf) {
+        PQputCopyEnd(CONN(s), "out of memory");
+        PQclear(PQgetResult(CONN(s)));
+        return tide_error(TIDE_E_NOMEM, "store: COPY buffer");
+    }
+    static const unsigned char sig[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+    memcpy(buf, sig, 11);
+    put_be32(buf + 11, 0); /* flags */
+    put_be32(buf + 15, 0); /* header extension length */
+    size_t n = 19;
+    int st = TIDE_OK;
+    for (int64_t row = 0; row <= t->nrows && !st; row++) {
+        if (row < t->nrows) {
+            unsigned char *p = buf + n;
+            put_be16(p, sc->n + 2);
+            p += 2;
+            put_be32(p, 8);
+            put_be64(p + 4, (uint64_t)id);
+            put_be32(p + 12, 8);
+            put_be64(p + 16, (uint64_t)(row + 1));
+            p += 24;
+            for (int i = 0; i < sc->n; i++, p += 12) {
+                const store_col *c = &sc->cols[i];
+                put_be32(p, 8);
+                if (kind[i]) {
+                    put_be64(p + 4, (uint64_t)tide_store_value_i(t, c, row));
+                } else {
+                    double v = tide_store_value_f(t, c, row);
+                    uint64_t bits;
+                    memcpy(&bits, &v, 8);
+                    put_be64(p + 4, bits);
+                }
+            }
+            n = (size_t)(p - buf);
+        } else {
+            put_be16(buf + n, 0xffff); /* trailer: field count -1 */
+            n += 2;
+        }
+        if (n + row_bytes > bufcap - 8 || row == t->nrows) {
+            if (PQputCopyData(CONN(s), (const char *)buf, (int)n) != 1)
+                st = pg_fail(s, "sending sources (COPY)", NULL);
+            n = 0;
+        }
+    }
+    free(buf);
+    if (PQputCopyEnd(CONN(s), st ? "tide: aborted" : NULL) != 1 && !st)
+        st = pg_fail(s, "ending COPY", NULL);
+    while ((r = PQgetResult(CONN(s))) != NULL) {
+        if (!st && PQresultStatus(r) != PGRES_COMMAND_OK)
+            st = pg_fail(s, "COPY into sources", r);
+        PQclear(r);
+    }
+    return st;
+}
+
+static int insert_image(tide_store *s, const tide_store_frame *f, int64_t *id) {
+    const char *txt[TIDE_STORE_NIMG];
+    double num[TIDE_STORE_NIMG];
+    tide_store_frame_values(f, txt, num);
+    char nbuf[TIDE_STORE_NIMG][32];
+    const char *vals[TIDE_STORE_NIMG];
+    char sql[2048];
+    int k = snprintf(sql, sizeof sql, "INSERT INTO images (");
+    for (int i = 0; i < TIDE_STORE_NIMG; i++)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, "%s%s", i ? ", " : "",
+                      tide_store_img_cols[i]);
+    k += snprintf(sql + k, sizeof sql - (size_t)k, ") VALUES (");
+    for (int i = 0; i < TIDE_STORE_NIMG; i++) {
+        k += snprintf(sql + k, sizeof sql - (size_t)k, "%s$%d", i ? ", " : "", i + 1);
+        char kd = tide_store_img_kinds[i];
+        if (kd == 'T') {
+            vals[i] = txt[i];
+        } else if (!isfinite(num[i])) {
+            vals[i] = NULL;
+        } else {
+            if (kd == 'I')
+                snprintf(nbuf[i], sizeof nbuf[i], "%lld", (long long)num[i]);
+            else
+                snprintf(nbuf[i], sizeof nbuf[i], "%.17g", num[i]);
+            vals[i] = nbuf[i];
+        }
+    }
+    snprintf(sql + k, sizeof sql - (size_t)k, ") RETURNING id");
+    PGresult *r = PQexecParams(CONN(s), sql, TIDE_STORE_NIMG, NULL, vals, NULL, NULL, 0);
+    int st = TIDE_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        st = pg_fail(s, "inserting the image row", r);
+    else
+        *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return st;
+}
+
+static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *sc,
+                  const tide_table *t, int64_t *id_out) {
+    int st = ensure_conn(s);
+    if (st)
+        return st;
+    int *kind = calloc((size_t)sc->n + 1, sizeof *kind);
+    if (!kind)
+        return tide_error(TIDE_E_NOMEM, "store: column kinds");
+    PGresult *rb = pg_query(s, "BEGIN", 0, NULL);
+    if (!rb)
+        st = TIDE_E_DB;
+    else if (PQresultStatus(rb) != PGRES_COMMAND_OK)
+        st = pg_fail(s, "BEGIN", rb);
+    PQclear(rb);
+    if (!st)
+        st = column_kinds(s, sc, kind);
+    if (!st) {
+        /* the frame's old rows: the id first, so the sources are deleted by a constant that
+         * the BRIN index on IMAGE_ID narrows to a few block ranges */
+        const char *v[1] = {f->checksum};
+        PGresult *r = PQexecParams(CONN(s), "SELECT id FROM images WHERE checksum = $1 FOR UPDATE",
+                                   1, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            st = pg_fail(s, "looking up the checksum", r);
+        else if (PQntuples(r) == 1) {
+            char sql[256];
+            long long old = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+            snprintf(sql, sizeof sql,
+                     "DELETE FROM sources WHERE \"IMAGE_ID\" = %lld; "
+                     "DELETE FROM images WHERE id = %lld",
+                     old, old);
+            st = pg_run(s, sql);
+        }
+        PQclear(r);
+    }
+    int64_t id = -1;
+    if (!st)
+        st = insert_image(s, f, &id);
+    if (!st)
+        st = copy_sources(s, sc, kind, t, id);
+    if (!st)
+        st = pg_run(s, "COMMIT");
+    free(kind);
+    if (st) {
+        char keep[1200];
+        snprintf(keep, sizeof keep, "%s", tide_error_detail());
+        if (PQstatus(CONN(s)) == CONNECTION_OK && PQtransactionStatus(CONN(s)) != PQTRANS_IDLE)
+            PQclear(PQexec(CONN(s), "ROLLBACK"));
+        return tide_error(st, "%s (frame %s rolled back)", keep, f->file);
+    }
+    *id_out = id;
+    return TIDE_OK;
+}
+
+/* ---- reading -------------------------------------------------------------------------- */
+
+static int is_int_oid(Oid t) {
+    return t == 20 || t == 21 || t == 23;
+} /* int8, int2, int4 */
+
+static int file_of(void *ctx, int64_t id, char *file, int n) {
+    tide_store *s = ctx;
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *v[1] = {ids};
+    PGresult *r =
+        PQexecParams(CONN(s), "SELECT file FROM images WHERE id = $1", 1, NULL, v, NULL, NULL, 0);
+    int st = TIDE_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        st = pg_fail(s, "reading image files", r);
+    else if (PQntuples(r) == 1)
+        snprintf(file, (size_t)n, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return st;
+}
+
+static int pg_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,
+                   tide_table *out) {
+    int st = ensure_conn(s);
+    if (st)
+        return st;
+    char a[3][40];
+    /* q3c selects with a hair of margin; the exact test below decides (same as SQLite) */
+    snprintf(a[0], sizeof a[0], "%.17g", ra);
+    snprintf(a[1], sizeof a[1], "%.17g", dec);
+    snprintf(a[2], sizeof a[2], "%.17g", radius * (1 + 1e-9) + 1e-9);
+    const char *v[3] = {a[0], a[1], a[2]};
+    PGresult *r;
+    if (radius < 0 || radius > 60) /* wide cones: a scan is as fast as the index */
+        r = pg_query(s, "SELECT * FROM sources", 0, NULL);
+    else
+        r = pg_query(s,
+                     "SELECT * FROM sources WHERE q3c_radial_query(\"ALPHA_J2000\", "
+                     "\"DELTA_J2000\", $1::float8, $2::float8, $3::float8)",
+                     3, v);
+    if (!r)
+        return TIDE_E_DB;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        st = pg_fail(s, "cone search", r);
+        PQclear(r);
+        return st;
+    }
+    int nc = PQnfields(r);
+    const char **names = calloc((size_t)nc + 1, sizeof *names);
+    int *is_int = calloc((size_t)nc + 1, sizeof *is_int);
+    int jra = -1, jdec = -1;
+    if (!names || !is_int)
+        st = tide_error(TIDE_E_NOMEM, "store: cone columns");
+    for (int j = 0; j < nc && !st; j++) {
+        names[j] = PQfname(r, j);
+        is_int[j] = is_int_oid(PQftype(r, j));
+        if (!strcmp(names[j], "ALPHA_J2000"))
+            jra = j;
+        if (!strcmp(names[j], "DELTA_J2000"))
+            jdec = j;
+    }
+    if (!st && (jra < 0 || jdec < 0))
+        st = tide_error(TIDE_E_DB, "%s: sources has no ALPHA_J2000 / DELTA_J2000", s->target);
+    store_result res;
+    memset(&res, 0, sizeof res);
+    if (!st)
+        st = tide_store_result_begin(&res, out, nc, names, is_int, NULL, 0);
+    int64_t nt = PQntuples(r);
+    for (int64_t i = 0; i < nt && !st; i++) {
+        if (radius >= 0) {
+            if (PQgetisnull(r, (int)i, jra) || PQgetisnull(r, (int)i, jdec))
+                continue;
+            double sra = strtod(PQgetvalue(r, (int)i, jra), NULL);
+            double sdec = strtod(PQgetvalue(r, (int)i, jdec), NULL);
+            if (!(tide_store_separation(ra, dec, sra, sdec) <= radius))
+                continue;
+        }
+        int64_t row = tide_store_result_row(&res);
+        if (row < 0) {
+            st = (int)row;
+            break;
+        }
+        for (int j = 0; j < nc; j++) {
+            const char *txt = PQgetvalue(r, (int)i, j);
+            if (PQgetisnull(r, (int)i, j))
+                tide_store_result_set_f(&res, row, j, NAN);
+            else if (is_int[j])
+                tide_store_result_set_i(&res, row, j, strtoll(txt, NULL, 10));
+            else
+                tide_store_result_set_f(&res, row, j, strtod(txt, NULL));
+        }
+    }
+    PQclear(r);
+    if (!st)
+        st = tide_store_result_finish(&res, limit, file_of, s);
+    tide_store_result_free(&res);
+    free(names);
+    free(is_int);
+    return st;
+}
+
+static int pg_image(tide_store *s, const char *key, const char *checksum, tide_store_frame *out) {
+    int st = ensure_conn(s);
+    if (st)
+        return st;
+    char sql[1024];
+    int k = snprintf(sql, sizeof sql, "SELECT id");
+    for (int i = 0; i < TIDE_STORE_NIMG; i++)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s", tide_store_img_cols[i]);
+    snprintf(sql + k, sizeof sql - (size_t)k,
+             " FROM images WHERE checksum = $1 OR checksum = $2 OR file = $2 "
+             "ORDER BY checksum = $1 DESC, checksum = $2 DESC, id DESC LIMIT 1");
+    const char *v[2] = {checksum ? checksum : "", key};
+    PGresult *r = pg_query(s, sql, 2, v);
+    if (!r)
+        return TIDE_E_DB;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        st = pg_fail(s, "image look-up", r);
+    else if (PQntuples(r) == 0)
+        st = tide_error(TIDE_E_NOTFOUND, "%s: no image with file or checksum %s", s->target, key);
+    else {
+        out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        for (int i = 0; i < TIDE_STORE_NIMG && !st; i++)
+            st = tide_store_frame_set(out, i,
+                                      PQgetisnull(r, 0, i + 1) ? NULL : PQgetvalue(r, 0, i + 1));
+    }
+    PQclear(r);
+    return st;
+}
+
+static int pg_count(tide_store *s, int64_t *nimg, int64_t *nsrc) {
+    int st = ensure_conn(s);
+    if (st)
+        return st;
+    PGresult *r = pg_query(s,
+                           "SELECT (SELECT count(*) FROM images), "
+                           "(SELECT count(*) FROM sources)",
+                           0, NULL);
+    if (!r)
+        return TIDE_E_DB;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        st = pg_fail(s, "counting rows", r);
+    else {
+        *nimg = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        *nsrc = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    }
+    PQclear(r);
+    return st;
+}
+
+static int pg_exec(tide_store *s, const char *sql) {
+    int st = ensure_conn(s);
+    return st ? st : pg_run(s, sql);
+}
+
+static void pg_close(tide_store *s) {
+    pg *p = s->impl;
+    if (p) {
+        PQfinish(p->conn);
+        free(p->conninfo);
+        free(p);
+    }
+    s->impl = NULL;
+}
+
+static const store_ops pg_ops = {pg_put, pg_cone, pg_image, pg_count, pg_exec, pg_close};
+
+int tide_store_pg_open(tide_store *s, const char *conninfo) {
+    pg *p = calloc(1, sizeof *p);
+    if (!p || !(p->conninfo = strdup(conninfo))) {
+        free(p);
+        return tide_error(TIDE_E_NOMEM, "store: postgresql");
+    }
+    s->impl = p;
+    s->ops = &pg_ops;
+    int st = tide_store_pg_connect(&s->opt, conninfo, &p->conn, s->target, sizeof s->target);
+    if (!st) {
+        PQsetNoticeProcessor(p->conn, tide_store_pg_quiet, NULL);
+        st = create_schema(s);
+    }
+    if (st)
+        pg_close(s);
+    return st;
+}
