@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "reduce_calib.h"
 #include "tide/calibrate.h"
@@ -66,22 +67,6 @@ typedef struct bc_result {
     double rms_px, zp, index_ms;
 } bc_result;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Remove the celestial WCS from a header, keeping the pointing (RA, DEC, OBJCTRA...) and the
  * optics (XPIXSZ, FOCALLEN) that the solver's hints come from. */
 static void strip_wcs(tide_header *h) {
@@ -132,10 +117,10 @@ static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const 
     tide_index_build_params_init(&ip);
     ip.fov_arcmin = fov_arcmin;
     snprintf(path, sizeof path, "%s/index_%lldx%lld", dir, (long long)w, (long long)h);
-    const double t0 = now_ms();
+    const double t0 = tide_bench_now_ms();
     if (!st)
         st = tide_index_build(&ref, path, &ip, NULL, 0, NULL);
-    r->index_ms = now_ms() - t0;
+    r->index_ms = tide_bench_now_ms() - t0;
     tide_pipeline_params_default(pp);
     pp->gain = sp.gain, pp->rdnoise = sp.rdnoise, pp->bias = sp.bias;
     pp->saturate = sp.bias + sp.fullwell / sp.gain;
@@ -165,22 +150,22 @@ static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char
     tide_pipeline_result res;
     memset(&res, 0, sizeof res);
     tide_calib_result cal;
-    const double t0 = now_ms();
+    const double t0 = tide_bench_now_ms();
     int st = tide_fits_read_image(ctx, frame, &im, &hdr);
-    const double t1 = now_ms();
+    const double t1 = tide_bench_now_ms();
     if (!st)
         st = tide_pipeline_run(ctx, &im, &hdr, pp, &res);
-    const double t2 = now_ms();
+    const double t2 = tide_bench_now_ms();
     if (!st)
         st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
-    const double t3 = now_ms();
+    const double t3 = tide_bench_now_ms();
     double store_ms = 0;
     if (!st)
         st = tide_reduce_store_put(store, frame, &hdr, &res, NULL, &store_ms);
-    const double t4 = now_ms();
+    const double t4 = tide_bench_now_ms();
     if (!st)
         st = tide_catalog_write_fits(catp, &res.catalog, &res.header);
-    const double t5 = now_ms();
+    const double t5 = tide_bench_now_ms();
     if (!st) {
         ms[P_READ] = t1 - t0, ms[P_REDUCE] = t2 - t1, ms[P_CALIB] = t3 - t2;
         ms[P_REFCAT] = cal.ms_refcat, ms[P_SOLVE] = cal.ms_solve, ms[P_REFINE] = cal.ms_refine;
@@ -219,7 +204,7 @@ static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t 
             per[p][k] = scratch[p];
     }
     for (int p = 0; p < P_COUNT && !st; p++)
-        r->ms[p] = median_of(per[p], o->repeats);
+        r->ms[p] = tide_bench_median(per[p], o->repeats);
     return st;
 }
 
@@ -261,35 +246,13 @@ static void print_json(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) 
     fprintf(f, "\n  ]\n}\n");
 }
 
-static int parse_sizes(const char *s, bc_opts *o) {
-    o->nsizes = 0;
-    while (*s) {
-        char *end;
-        const long long w = strtoll(s, &end, 10);
-        if (end == s || (*end != 'x' && *end != 'X'))
-            return -1;
-        s = end + 1;
-        const long long h = strtoll(s, &end, 10);
-        if (end == s || w < 64 || h < 64 || o->nsizes == BC_MAX_SIZES)
-            return -1;
-        o->sizes[o->nsizes][0] = w, o->sizes[o->nsizes][1] = h;
-        o->nsizes++;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return o->nsizes ? 0 : -1;
-}
-
 int tide_bench_calib(int argc, char **argv) {
     const char *cmd = "bench";
     tide_cli_common c;
     tide_cli_common_init(&c);
     bc_opts o;
     memset(&o, 0, sizeof o);
-    parse_sizes("2048x2048,14200x10650", &o);
+    tide_bench_parse_sizes("2048x2048,14200x10650", o.sizes, BC_MAX_SIZES, 64, &o.nsizes);
     o.repeats = 5, o.warmup = 1, o.stars = 130000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -310,7 +273,7 @@ int tide_bench_calib(int argc, char **argv) {
         if (takes && i + 1 >= argc)
             return tide_cli_usage_error(cmd, "option %s needs a value", a);
         if (!strcmp(a, "--sizes")) {
-            if (parse_sizes(argv[++i], &o))
+            if (tide_bench_parse_sizes(argv[++i], o.sizes, BC_MAX_SIZES, 64, &o.nsizes))
                 return tide_cli_usage_error(cmd, "bad --sizes '%s' (WxH,... at least 64x64)",
                                             argv[i]);
         } else if (!strcmp(a, "--stars")) {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "bench_reduce.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #ifndef M_PI
@@ -35,18 +36,6 @@
 /* Bytes per pixel of one mask-carrying image pixel as the per-source stages read it: the
  * background-subtracted value, its variance and its mask. */
 #define SRC_PIX_BYTES (4.0 + 4.0 + 2.0)
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n) {
-    if (n <= 0)
-        return 0.0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 void tide_br_targets(const tide_br_run *r, double *e2e_ms, double *peak_gib) {
     *e2e_ms = -1.0;
@@ -86,7 +75,7 @@ static int time_fft(tide_ctx *ctx, const tide_br_opts *o, tide_fft_plan *plan, f
             st = tide_timer_stop(ctx, &tm, &t[i]);
     }
     if (!st)
-        *ms = median_of(t, n);
+        *ms = tide_bench_median(t, n);
     return st;
 }
 
@@ -316,7 +305,7 @@ static int timed_runs(tide_ctx *ctx, const tide_br_opts *o, const tide_image *in
         r->e2e_min_ms = e2e[k] < r->e2e_min_ms ? e2e[k] : r->e2e_min_ms;
         r->e2e_max_ms = e2e[k] > r->e2e_max_ms ? e2e[k] : r->e2e_max_ms;
     }
-    r->e2e_ms = median_of(e2e, nrep);
+    r->e2e_ms = tide_bench_median(e2e, nrep);
     r->n_sources = last->n_sources;
     r->n_first = last->n_first;
     r->psf_fallback = last->psf_fallback;
@@ -364,7 +353,7 @@ static int summarise(tide_ctx *ctx, const tide_br_opts *o, double bpms, const st
         double v[BR_MAX_REPEATS];
         memcpy(v, acc->ms[k], sizeof(double) * (size_t)nrep);
         snprintf(s->name, sizeof s->name, "%s", acc->name[k]);
-        s->ms = median_of(v, nrep);
+        s->ms = tide_bench_median(v, nrep);
         s->calls = acc->calls[k];
         s->bytes = stage_bytes(s->name, res, p, r->w * r->h);
         s->bytes_floor_ms = s->bytes >= 0 ? s->bytes / bpms : -1.0;

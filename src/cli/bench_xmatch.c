@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "tide/crossmatch.h"
 
@@ -100,16 +101,6 @@ static double *make_field(int64_t n, double cap) {
     return b;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* What one timed call does. */
 typedef struct xb_call {
     int kind; /* 0 crossmatch (ctx side), 1 crossmatch_host, 2 upload */
@@ -161,7 +152,7 @@ static int time_call(tide_ctx *ctx, const xb_opts *o, const xb_call *c, double s
             n = i + 1;
     }
     if (!st) {
-        *ms = median_of(t, n);
+        *ms = tide_bench_median(t, n);
         if (runs)
             *runs = n;
     }
@@ -191,7 +182,7 @@ static int bandwidth(tide_ctx *ctx, double *bpms) {
             st = tide_timer_stop(ctx, &tm, i ? &t[i - 1] : NULL);
     }
     if (!st)
-        *bpms = 2.0 * (double)bytes / fmax(median_of(t, 5), 1e-6);
+        *bpms = 2.0 * (double)bytes / fmax(tide_bench_median(t, 5), 1e-6);
     if (dev) {
         tide_device_free(ctx, a);
         tide_device_free(ctx, b);

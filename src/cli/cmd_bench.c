@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "bench_reduce.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #define MAX_SIZES 16
@@ -63,39 +64,6 @@ static const char *help =
     "                        area (at least 2000) on smaller ones; 0 = none [130000]\n"
     "  --json FILE           also write the results as JSON to FILE ('-' = stdout)\n";
 
-static int parse_sizes(const char *s, bench_opts *o) {
-    o->nsizes = 0;
-    while (*s) {
-        char *end;
-        long long w = strtoll(s, &end, 10);
-        if (end == s || (*end != 'x' && *end != 'X'))
-            return -1;
-        s = end + 1;
-        long long h = strtoll(s, &end, 10);
-        if (end == s || w < 1 || h < 1 || o->nsizes == MAX_SIZES)
-            return -1;
-        o->sizes[o->nsizes][0] = w;
-        o->sizes[o->nsizes][1] = h;
-        o->nsizes++;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return o->nsizes ? 0 : -1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The thing being timed, called with an opaque argument; returns a status. */
 typedef int (*bench_fn)(tide_ctx *ctx, void *arg);
 
@@ -118,7 +86,7 @@ static int time_median(tide_ctx *ctx, const bench_opts *o, const char *stage, be
             st = tide_timer_stop(ctx, &tm, &t[i]);
     }
     if (!st)
-        *ms = median_of(t, n);
+        *ms = tide_bench_median(t, n);
     return st;
 }
 
@@ -463,7 +431,8 @@ int tide_cmd_bench(int argc, char **argv) {
     tide_cli_common_init(&c);
     bench_opts o;
     memset(&o, 0, sizeof o);
-    parse_sizes("2048x2048,3191x2129,4787x3193,7100x5325,14200x10650", &o);
+    tide_bench_parse_sizes("2048x2048,3191x2129,4787x3193,7100x5325,14200x10650", o.sizes,
+                           MAX_SIZES, 1, &o.nsizes);
     o.repeats = 5;
     o.warmup = 1;
     o.kernel = 15;
@@ -495,7 +464,7 @@ int tide_cmd_bench(int argc, char **argv) {
         if (takes && i + 1 >= argc)
             return tide_cli_usage_error(cmd, "option %s needs a value", a);
         if (!strcmp(a, "--sizes")) {
-            if (parse_sizes(argv[++i], &o))
+            if (tide_bench_parse_sizes(argv[++i], o.sizes, MAX_SIZES, 1, &o.nsizes))
                 return tide_cli_usage_error(cmd, "bad --sizes '%s' (WxH[,WxH...], at most %d)",
                                             argv[i], MAX_SIZES);
         } else if (!strcmp(a, "--repeats")) {

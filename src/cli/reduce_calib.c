@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "reduce_calib.h"
 #include "tide/store.h"
@@ -58,15 +59,9 @@ static void spec_file(const char *spec, char *out, size_t n) {
         *b = '\0';
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
 int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *frame_hdr,
                           tide_pipeline_result *res, int64_t *image_id, double *ms) {
-    const double t0 = now_ms();
+    const double t0 = tide_bench_now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);
     char path[1024];
@@ -104,7 +99,7 @@ int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *
     }
     tide_store_frame_free(&f);
     if (ms)
-        *ms = now_ms() - t0;
+        *ms = tide_bench_now_ms() - t0;
     return st;
 }
 

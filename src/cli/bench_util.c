@@ -1,0 +1,43 @@
+/* bench_util.c — helpers shared by the `tide bench` families (bench_util.h). */
+#include <stdlib.h>
+#include <time.h>
+
+#include "bench_util.h"
+
+int tide_bench_cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double tide_bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, tide_bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double tide_bench_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+int tide_bench_parse_sizes(const char *s, int64_t (*sizes)[2], int max, int64_t min_side, int *n) {
+    *n = 0;
+    while (*s) {
+        char *end;
+        const long long w = strtoll(s, &end, 10);
+        if (end == s || (*end != 'x' && *end != 'X'))
+            return -1;
+        s = end + 1;
+        const long long h = strtoll(s, &end, 10);
+        if (end == s || w < min_side || h < min_side || *n == max)
+            return -1;
+        sizes[*n][0] = w, sizes[*n][1] = h;
+        (*n)++;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return *n ? 0 : -1;
+}
