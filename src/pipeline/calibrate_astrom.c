@@ -172,6 +172,9 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     sp.timeout_s = p->solve_timeout_s;
     sp.blind_fallback = p->blind;
     sp.radius_deg = p->hint_radius_deg;
+    /* The refinement fits the SIP terms on every reference star, so astrometry.net's own
+     * tweak only needs to give a TAN: order 1 is ~2.4x faster than its default of 2. */
+    sp.tweak_order = 1;
     tide_header none;
     tide_header_init(&none);
     st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
