@@ -35,11 +35,14 @@ else
   tail -20 "$data/server.log" >> "$report" 2>/dev/null
 fi
 fail=0
-echo "## crossmatch" >> "$report"
-timeout 300 "$tide" bench --xmatch --backend cuda --json "$out/bench-xmatch.json" >> "$report" 2>&1 || fail=1
-echo "## store inserts" >> "$report"
-timeout 300 "$tide" bench --store --rows 130000 ${pg:+--store-uri "$pg"} \
-  --json "$out/bench-store.json" >> "$report" 2>&1 || fail=1
+# "calib" as the first argument: only the complete reduce (the quicker re-run).
+if [ "${1:-all}" != calib ]; then
+  echo "## crossmatch" >> "$report"
+  timeout 300 "$tide" bench --xmatch --backend cuda --json "$out/bench-xmatch.json" >> "$report" 2>&1 || fail=1
+  echo "## store inserts" >> "$report"
+  timeout 300 "$tide" bench --store --rows 130000 ${pg:+--store-uri "$pg"} \
+    --json "$out/bench-store.json" >> "$report" 2>&1 || fail=1
+fi
 echo "## complete reduce into SQLite" >> "$report"
 timeout 500 "$tide" bench --calib --backend cuda --repeats 5 \
   --json "$out/bench-calib-sqlite.json" >> "$report" 2>&1 || fail=1

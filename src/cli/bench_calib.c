@@ -58,6 +58,9 @@ enum { P_READ, P_REDUCE, P_REFCAT, P_SOLVE, P_REFINE, P_MATCH, P_PHOTCAL, P_CALI
 static const char *const part_names[P_COUNT] = {
     "read FITS", "reduce", "reference stars", "plate solve", "SIP refine", "crossmatch",
     "zero point", "calibrate (all)", "store insert", "write catalog", "total"};
+static const char *const part_keys[P_COUNT] = {
+    "read_fits", "reduce", "refcat", "solve", "refine", "crossmatch",
+    "zeropoint", "calibrate", "store_insert", "write_catalog", "total"};
 
 typedef struct bc_result {
     int64_t w, h, nstars, nsources, nref;
@@ -240,7 +243,7 @@ static void print_json(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) 
                 (long long)x->nsources, (long long)x->nref, x->astrstat,
                 x->solved_hinted ? "true" : "false");
         for (int p = 0; p < P_COUNT; p++)
-            fprintf(f, ", \"%s_ms\": %.3f", part_names[p], x->ms[p]);
+            fprintf(f, ", \"%s_ms\": %.3f", part_keys[p], x->ms[p]);
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
@@ -262,6 +265,11 @@ int tide_bench_calib(int argc, char **argv) {
             printf("%s\n%s", help, tide_cli_common_help);
             return 0;
         }
+        /* --json FILE here, before the common --json flag takes it */
+        if (!strcmp(a, "--json") && i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) {
+            o.json = argv[++i];
+            continue;
+        }
         const int cm = tide_cli_common_option(&c, cmd, argc, argv, &i);
         if (cm < 0)
             return 2;
@@ -269,7 +277,7 @@ int tide_bench_calib(int argc, char **argv) {
             continue;
         const int takes = !strcmp(a, "--sizes") || !strcmp(a, "--stars") ||
                           !strcmp(a, "--repeats") || !strcmp(a, "--warmup") ||
-                          !strcmp(a, "--store") || !strcmp(a, "--workdir") || !strcmp(a, "--json");
+                          !strcmp(a, "--store") || !strcmp(a, "--workdir");
         if (takes && i + 1 >= argc)
             return tide_cli_usage_error(cmd, "option %s needs a value", a);
         if (!strcmp(a, "--sizes")) {
@@ -286,8 +294,6 @@ int tide_bench_calib(int argc, char **argv) {
             o.store = argv[++i];
         } else if (!strcmp(a, "--workdir")) {
             o.workdir = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            o.json = argv[++i];
         } else if (!strcmp(a, "--keep-wcs")) {
             o.keep_wcs = 1;
         } else {
