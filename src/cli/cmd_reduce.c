@@ -422,19 +422,28 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = tide_cli_fail(cmd, st);
         goto done;
     }
+    /* The store's key (the file's checksum) is computed while the frame is reduced. */
+    tide_reduce_checksum sum;
+    memset(&sum, 0, sizeof sum);
+    if (store[0])
+        tide_reduce_checksum_start(&sum, spec);
     st = tide_pipeline_run(ctx, &im, &hdr, &p, &res);
     tide_calib_result cal;
     memset(&cal, 0, sizeof cal);
     if (!st && calibrate)
         st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
-    /* The store first: when it fails, no file is written either. */
+    const int sum_st = store[0] ? tide_reduce_checksum_wait(&sum) : 0;
+    if (!st)
+        st = sum_st;
+    /* The store and the catalog file together; the file appears only when the store has
+     * committed (reduce_calib.h). */
     int64_t image_id = -1;
     double ms_store = 0;
-    if (!st && store[0])
-        st = tide_reduce_store_put(store, spec, &hdr, &res, &image_id, &ms_store);
     if (!st && outp)
-        st = ldac ? tide_catalog_write_ldac(outp, &res.catalog, &hdr, &res.header)
-                  : tide_catalog_write_fits(outp, &res.catalog, &res.header);
+        st = tide_reduce_write_outputs(outp, ldac, store, spec, sum.hex, &hdr, &res, &image_id,
+                                       &ms_store, NULL);
+    else if (!st && store[0])
+        st = tide_reduce_store_put(store, spec, sum.hex, &hdr, &res, &image_id, &ms_store);
     if (!st && csv)
         st = tide_catalog_write_csv(csv, &res.catalog);
     if (!st && backp)

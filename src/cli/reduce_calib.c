@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "cli.h"
 #include "reduce_calib.h"
+#include "tide/catalog.h"
 #include "tide/store.h"
 
 int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_params *p) {
@@ -59,15 +61,48 @@ static void spec_file(const char *spec, char *out, size_t n) {
         *b = '\0';
 }
 
-int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *frame_hdr,
-                          tide_pipeline_result *res, int64_t *image_id, double *ms) {
+static void *checksum_thread(void *arg) {
+    tide_reduce_checksum *c = arg;
+    c->status = tide_store_file_checksum(c->path, c->hex);
+    if (c->status)
+        snprintf(c->err, sizeof c->err, "%s", tide_error_detail());
+    return NULL;
+}
+
+int tide_reduce_checksum_start(tide_reduce_checksum *c, const char *spec) {
+    memset(c, 0, sizeof c[0]);
+    spec_file(spec, c->path, sizeof c->path);
+    if (pthread_create(&c->thread, NULL, checksum_thread, c)) {
+        /* no thread: hash now, on this one */
+        checksum_thread(c);
+        return 0;
+    }
+    c->started = 1;
+    return 0;
+}
+
+int tide_reduce_checksum_wait(tide_reduce_checksum *c) {
+    if (c->started) {
+        pthread_join(c->thread, NULL);
+        c->started = 0;
+    }
+    return c->status ? tide_error(c->status, "%s", c->err) : 0;
+}
+
+int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
+                          const tide_header *frame_hdr, tide_pipeline_result *res,
+                          int64_t *image_id, double *ms) {
     const double t0 = tide_bench_now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);
     char path[1024];
     spec_file(spec, path, sizeof path);
     snprintf(f.file, sizeof f.file, "%s", spec);
-    int st = tide_store_file_checksum(path, f.checksum);
+    int st = 0;
+    if (checksum)
+        snprintf(f.checksum, sizeof f.checksum, "%s", checksum);
+    else
+        st = tide_store_file_checksum(path, f.checksum);
     /* The frame's own header gives DATE-OBS, EXPTIME, FILTER...; the catalog's (read second,
      * so it wins) the WCS summary, zero point and quality figures. */
     if (!st && frame_hdr)
@@ -100,6 +135,72 @@ int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *
     tide_store_frame_free(&f);
     if (ms)
         *ms = tide_bench_now_ms() - t0;
+    return st;
+}
+
+/* The catalog file, written on its own thread while the store inserts. */
+typedef struct write_job {
+    const char *path;
+    int ldac;
+    const tide_header *frame_hdr;
+    const tide_pipeline_result *res;
+    int status;
+    double ms;
+    char err[256];
+} write_job;
+
+static void *write_thread(void *arg) {
+    write_job *j = arg;
+    const double t0 = tide_bench_now_ms();
+    j->status = j->ldac ? tide_catalog_write_ldac(j->path, &j->res->catalog, j->frame_hdr,
+                                                  &j->res->header)
+                        : tide_catalog_write_fits(j->path, &j->res->catalog, &j->res->header);
+    if (j->status)
+        snprintf(j->err, sizeof j->err, "%s", tide_error_detail());
+    j->ms = tide_bench_now_ms() - t0;
+    return NULL;
+}
+
+int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
+                              const char *checksum, const tide_header *frame_hdr,
+                              tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                              double *ms_write) {
+    if (!uri || !uri[0]) { /* no store: just the file */
+        write_job j = {path, ldac, frame_hdr, res, 0, 0, ""};
+        write_thread(&j);
+        if (ms_write)
+            *ms_write = j.ms;
+        return j.status ? tide_error(j.status, "%s", j.err) : 0;
+    }
+    /* The file is written under a side name and renamed once the store has committed. The
+     * store step may add and remove columns of the catalog (a frame without sky positions),
+     * so the writer works on a copy of the table. */
+    char partial[1100];
+    snprintf(partial, sizeof partial, "%s.tide-partial", path);
+    tide_pipeline_result view = *res;
+    tide_table copy;
+    tide_table_init(&copy);
+    int st = tide_table_copy(&copy, &res->catalog);
+    if (st)
+        return st;
+    view.catalog = copy;
+    write_job j = {partial, ldac, frame_hdr, &view, 0, 0, ""};
+    pthread_t th;
+    const int threaded = !pthread_create(&th, NULL, write_thread, &j);
+    if (!threaded)
+        write_thread(&j);
+    st = tide_reduce_store_put(uri, spec, checksum, frame_hdr, res, image_id, ms_store);
+    if (threaded)
+        pthread_join(th, NULL);
+    tide_table_free(&copy);
+    if (ms_write)
+        *ms_write = j.ms;
+    if (!st && j.status)
+        st = tide_error(j.status, "%s", j.err);
+    if (!st && rename(partial, path))
+        st = tide_error(TIDE_E_IO, "%s: cannot rename %s into place", path, partial);
+    if (st)
+        unlink(partial);
     return st;
 }
 

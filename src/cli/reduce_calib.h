@@ -2,6 +2,7 @@
  * store (store.h), and what the command prints about them. */
 #ifndef TIDE_CLI_REDUCE_CALIB_H
 #define TIDE_CLI_REDUCE_CALIB_H
+#include <pthread.h>
 #include <stdio.h>
 
 #include "tide/calibrate.h"
@@ -28,11 +29,40 @@ int tide_reduce_calib_params(const tide_reduce_calib_opts *o, const tide_config 
 /** The store URI to use ("" = none) from the options, the configuration and $TIDE_STORE. */
 const char *tide_reduce_store_uri(const tide_reduce_calib_opts *o, const tide_config *cfg);
 
+/** The store key of a frame (tide_store_file_checksum of its file), computed on a thread of
+ *  its own while the frame is reduced: hashing a 605 MB frame costs as much as reducing it. */
+typedef struct tide_reduce_checksum {
+    pthread_t thread;
+    int started;     /**< the thread runs (join it with tide_reduce_checksum_wait) */
+    int status;      /**< its result */
+    char path[1024]; /**< the file */
+    char hex[72];    /**< the checksum, when status is 0 */
+    char err[256];   /**< the error detail, when not */
+} tide_reduce_checksum;
+
+/** Start hashing the file of @p spec (FILE of FILE[ext]). */
+int tide_reduce_checksum_start(tide_reduce_checksum *c, const char *spec);
+
+/** Wait for the hash; returns its status (with the error detail set again on this thread). */
+int tide_reduce_checksum_wait(tide_reduce_checksum *c);
+
 /** Put the frame's catalog into the store @p uri: one transaction, replacing an earlier run of
- *  the same file (by checksum). A catalog without sky positions is stored with NaN ones
- *  (never found by cone searches) and the columns are removed again afterwards. */
-int tide_reduce_store_put(const char *uri, const char *spec, const tide_header *frame_hdr,
-                          tide_pipeline_result *res, int64_t *image_id, double *ms);
+ *  the same file (by checksum: @p checksum, or computed here when NULL). A catalog without sky
+ *  positions is stored with NaN ones (never found by cone searches) and the columns are
+ *  removed again afterwards. */
+int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
+                          const tide_header *frame_hdr, tide_pipeline_result *res,
+                          int64_t *image_id, double *ms);
+
+/** Write the FITS catalog (or FITS-LDAC with @p ldac) of @p res to @p path and, at the same
+ *  time on another thread, put it into the store @p uri (when non-empty). The file is written
+ *  under a side name and renamed into place only when the store has committed, so a store
+ *  that fails (rolled back) leaves no file either. A file that cannot be written is an error
+ *  too; the frame's store rows then remain (re-running replaces them). */
+int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
+                              const char *checksum, const tide_header *frame_hdr,
+                              tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                              double *ms_write);
 
 /** Print what the calibration did: text lines, or JSON members (each line ",\n  \"key\": ..."
  *  so it can follow the other members of an object). */

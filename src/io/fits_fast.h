@@ -1,0 +1,28 @@
+/* fits_fast.h — direct (cfitsio-bypassing) data transfer for the common plain cases: reading an
+ * uncompressed image's data unit with parallel pread(2) and writing a binary table's data unit
+ * in one call. Each reproduces, bit for bit, what the cfitsio path it replaces produces, and
+ * declines (returns 1) for anything else so the caller takes that path. Not public. */
+#ifndef TIDE_FITS_FAST_H
+#define TIDE_FITS_FAST_H
+#include "fits_internal.h"
+#include "tide/ctx.h"
+#include "tide/image.h"
+#include "tide/table.h"
+
+/** Read the pixels of the current HDU of @p src (a 2-D image of @p im's size, already
+ *  allocated on the host with a zeroed mask) straight from the file: NaN where cfitsio would
+ *  give its null value (BLANK, NaN, Inf) with TIDE_MASK_NODATA in the mask, every other value
+ *  exactly as fits_read_pixll(TFLOAT) converts it. Plain on-disk, uncompressed, unsectioned
+ *  images of BITPIX 8, 16, 32 (any BSCALE/BZERO that cannot overflow a float) and -32 (no
+ *  scaling) only. Runs on ctx->threads threads (all cores when ctx is NULL or 0).
+ *  Returns 0 when done, 1 when the case is not one of those (nothing was changed), or a
+ *  negative TIDE_E_* (a read error). */
+int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im);
+
+/** Write all rows of @p t into the current HDU of @p f, a binary table just created with the
+ *  columns of @p t in order (TFORM "<repeat><letter>", no scaling), as one block of FITS
+ *  row-major big-endian bytes: the same bytes fits_write_col / fits_write_col_str produce.
+ *  @p path names the output in messages. Returns 0 or a negative TIDE_E_*. */
+int tide_fits_fast_write_rows(fitsfile *f, const tide_table *t, const char *path);
+
+#endif
