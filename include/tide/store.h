@@ -2,8 +2,8 @@
  *
  * A store holds two tables with the same layout on both back ends:
  *
- *   images   one row per processed frame: id, file, checksum (SHA-256 of the FITS file, the
- *            key: re-processing a frame replaces its row), processing date, tide version,
+ *   images   one row per processed frame: id, file, checksum (tide_store_file_checksum of the
+ *            FITS file, the key: re-processing a frame replaces its row), processing date, tide version,
  *            header values, WCS summary, zero point, limiting magnitudes, quality figures and
  *            the full catalog header as text (see tide_store_frame for the column names).
  *   sources  one row per detected source: IMAGE_ID (images.id), SEQ (1-based row of the frame's
@@ -69,7 +69,7 @@ void tide_store_options_init(tide_store_options *o);
 typedef struct tide_store_frame {
     int64_t id;             /**< images.id; set by put_frame and image(), ignored on input */
     char file[1024];        /**< the FITS file as given (path) */
-    char checksum[72];      /**< lower-case hex SHA-256 of the file (tide_store_file_checksum);
+    char checksum[72];      /**< lower-case hex key of the file (tide_store_file_checksum);
                                  the key: required by put_frame */
     char processed[32];     /**< processing date, ISO 8601 UTC ["" = now, filled by put] */
     char tide_version[32];  /**< tide version ["" = this build's, filled by put] */
@@ -113,11 +113,20 @@ void tide_store_frame_free(tide_store_frame *f);
  *  card, malloc'd; a previous one is freed; release with tide_store_frame_free()). */
 int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
 
-/** SHA-256 (FIPS 180-4) of the file's bytes as 64 lower-case hex digits + NUL in @p out_hex
- *  (at least 65 bytes). */
+/** Pieces of the checksum's tree (16 MiB). */
+#define TIDE_STORE_CHECKSUM_CHUNK ((int64_t)16 << 20)
+
+/** The store key of a file, as 64 lower-case hex digits + NUL in @p out_hex (at least 65
+ *  bytes): for a file of at most TIDE_STORE_CHECKSUM_CHUNK bytes, its SHA-256 (FIPS 180-4; what
+ *  sha256sum prints); for a larger one, the SHA-256 of the concatenated 32-byte SHA-256 digests
+ *  of its consecutive TIDE_STORE_CHECKSUM_CHUNK-byte pieces (the last one shorter), i.e. in
+ *  Python sha256(b"".join(sha256(p).digest() for p in pieces)).hexdigest(). The pieces are
+ *  hashed in parallel (all cores, OpenMP: OMP_NUM_THREADS caps them) with the x86 SHA
+ *  extensions when the processor has them. TIDE_E_IO when the file cannot be read (or is not
+ *  a regular file). */
 int tide_store_file_checksum(const char *path, char *out_hex);
 
-/** SHA-256 of a memory buffer, as tide_store_file_checksum(). */
+/** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits like tide_store_file_checksum(). */
 void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
 
 /** Open (and create when needed) a store.

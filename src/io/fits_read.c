@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fits_fast.h"
 #include "fits_internal.h"
 #include "tide/status.h"
 
@@ -261,13 +262,20 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
                               TIDE_IMAGE_MASK | (var_hdu > 0 ? TIDE_IMAGE_VAR : 0));
     if (st && src.f && !strstr(tide_error_detail(), src.root))
         tide_error_prefix(st, "%s[HDU %d]: ", src.root, hdu);
-    int overflow = 0, direct = 1;
+    /* Plain images: parallel pread straight into the planes (fits_fast_read.c), which also
+     * marks the no-data pixels; cfitsio reads everything else. */
+    int overflow = 0, direct = 1, fast = 1;
     if (!st) {
+        fast = tide_fits_fast_read_pixels(ctx, &src, hdu, im);
+        if (fast < 0)
+            st = fast;
+    }
+    if (!st && fast) {
         direct = read_hcompress_ints(&src, hdu, im);
         if (direct < 0)
             st = direct;
     }
-    if (!st && direct) {
+    if (!st && fast && direct) {
         int cst = 0, any = 0;
         float nan = NAN;
         LONGLONG fp[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -288,7 +296,7 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
         const int64_t n = w * h;
         float *p = im->pix;
         uint16_t *m = im->mask;
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; fast && i < n; i++) {
             if (!isfinite(p[i]) || (overflow && fabsf(p[i]) == FLT_MAX)) {
                 p[i] = NAN;
                 m[i] = TIDE_MASK_NODATA;

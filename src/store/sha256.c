@@ -90,70 +90,149 @@ static void init(sha256 *s) {
     memcpy(s->h, h0, sizeof h0);
     s->len = 0;
     s->nbuf = 0;
+    s->blocks = tide_sha256_blocks_ni();
+    if (!s->blocks)
+        s->blocks = tide_sha256_blocks_portable;
 }
 
 static void update(sha256 *s, const unsigned char *p, size_t n) {
     s->len += n;
-    while (n) {
-        if (s->nbuf == 0 && n >= 64) {
-            block(s, p);
-            p += 64;
-            n -= 64;
-            continue;
-        }
+    if (s->nbuf) { /* complete the partial block first */
         size_t k = 64 - (size_t)s->nbuf < n ? 64 - (size_t)s->nbuf : n;
         memcpy(s->buf + s->nbuf, p, k);
         s->nbuf += (int)k;
         p += k;
         n -= k;
-        if (s->nbuf == 64) {
-            block(s, s->buf);
-            s->nbuf = 0;
-        }
+        if (s->nbuf < 64)
+            return;
+        s->blocks(s->h, s->buf, 1);
+        s->nbuf = 0;
     }
+    if (n >= 64) { /* whole blocks straight from the caller's memory */
+        s->blocks(s->h, p, n / 64);
+        p += n / 64 * 64;
+        n %= 64;
+    }
+    memcpy(s->buf, p, n);
+    s->nbuf = (int)n;
 }
 
-static void final_hex(sha256 *s, char *out) {
+static void final_bin(sha256 *s, unsigned char out[32]) {
     uint64_t bits = s->len * 8;
     unsigned char pad[72] = {0x80};
     size_t npad = (s->nbuf < 56 ? 56 : 120) - (size_t)s->nbuf;
-    update(s, pad, npad);
-    unsigned char l[8];
     for (int i = 0; i < 8; i++)
-        l[i] = (unsigned char)(bits >> (56 - 8 * i));
-    update(s, l, 8);
+        pad[npad + (size_t)i] = (unsigned char)(bits >> (56 - 8 * i));
+    update(s, pad, npad + 8);
     for (int i = 0; i < 8; i++)
-        sprintf(out + 8 * i, "%08x", s->h[i]);
+        for (int b = 0; b < 4; b++)
+            out[4 * i + b] = (unsigned char)(s->h[i] >> (24 - 8 * b));
+}
+
+static void to_hex(const unsigned char d[32], char *out) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
     out[64] = 0;
 }
 
 void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex) {
     sha256 s;
+    unsigned char d[32];
     init(&s);
     update(&s, data, (size_t)n);
-    final_hex(&s, out_hex);
+    final_bin(&s, d);
+    to_hex(d, out_hex);
+}
+
+/* Per-thread read buffer: large reads (few system calls), small enough to stay in L2. */
+enum { READ_BUF = 512 << 10 };
+
+/* SHA-256 of bytes [off, off + n) of @p fd into @p out; 0, or -errno (a short file: -EIO). */
+static int hash_range(int fd, int64_t off, int64_t n, unsigned char *buf, unsigned char out[32]) {
+    sha256 s;
+    init(&s);
+    while (n > 0) {
+        size_t want = n < READ_BUF ? (size_t)n : READ_BUF;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -errno;
+        if (got == 0)
+            return -EIO; /* the file shrank while being read */
+        update(&s, buf, (size_t)got);
+        off += got;
+        n -= got;
+    }
+    final_bin(&s, out);
+    return 0;
 }
 
 int tide_store_file_checksum(const char *path, char *out_hex) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
         return tide_error(TIDE_E_IO, "%s: cannot open for its checksum", path);
-    enum { CHUNK = 1 << 20 };
-    unsigned char *buf = malloc(CHUNK);
-    if (!buf) {
-        fclose(f);
-        return tide_error(TIDE_E_NOMEM, "%s: checksum buffer", path);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tide_error(TIDE_E_IO, "%s: not a regular file (checksum)", path);
     }
-    sha256 s;
-    init(&s);
-    size_t n;
-    while ((n = fread(buf, 1, CHUNK, f)) > 0)
-        update(&s, buf, n);
-    int err = ferror(f);
-    fclose(f);
-    free(buf);
+    const int64_t size = sb.st_size, chunk = TIDE_STORE_CHECKSUM_CHUNK;
+    const int64_t npiece = size <= chunk ? 1 : (size + chunk - 1) / chunk;
+    unsigned char *dig = malloc((size_t)npiece * 32);
+    if (!dig) {
+        close(fd);
+        return tide_error(TIDE_E_NOMEM, "%s: checksum digests", path);
+    }
+    int err = 0;
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+    if (nthreads > npiece)
+        nthreads = (int)npiece;
+#endif
+    (void)nthreads;
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+        unsigned char *buf = malloc(READ_BUF);
+        if (!buf) {
+#pragma omp atomic write
+            err = -ENOMEM;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t k = 0; k < npiece; k++) {
+            if (!buf)
+                continue;
+            int64_t off = k * chunk, n = size - off < chunk ? size - off : chunk;
+            int e = hash_range(fd, off, npiece == 1 ? size : n, buf, dig + 32 * k);
+            if (e) {
+#pragma omp atomic write
+                err = e;
+            }
+        }
+        free(buf);
+    }
+    close(fd);
+    if (!err) {
+        unsigned char d[32];
+        if (npiece == 1) {
+            memcpy(d, dig, 32);
+        } else { /* the tree's root: SHA-256 of the pieces' digests in file order */
+            sha256 s;
+            init(&s);
+            update(&s, dig, (size_t)npiece * 32);
+            final_bin(&s, d);
+        }
+        to_hex(d, out_hex);
+    }
+    free(dig);
+    if (err == -ENOMEM)
+        return tide_error(TIDE_E_NOMEM, "%s: checksum buffers", path);
     if (err)
-        return tide_error(TIDE_E_IO, "%s: read error while computing its checksum", path);
-    final_hex(&s, out_hex);
+        return tide_error(TIDE_E_IO, "%s: read error while computing its checksum: %s", path,
+                          strerror(-err));
     return TIDE_OK;
 }

@@ -8,6 +8,9 @@
 /* Process @p nblocks 64-byte blocks of @p p into the state @p h (FIPS 180-4, §6.2.2). */
 typedef void (*tide_sha256_blocks_fn)(uint32_t h[8], const unsigned char *p, size_t nblocks);
 
+/* The portable version (every processor). */
+void tide_sha256_blocks_portable(uint32_t h[8], const unsigned char *p, size_t nblocks);
+
 /* The SHA-NI version, or NULL when this build or this processor has none. */
 tide_sha256_blocks_fn tide_sha256_blocks_ni(void);
 

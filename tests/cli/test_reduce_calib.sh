@@ -1,9 +1,12 @@
 #!/bin/bash
 # CLI test of `tide reduce` with calibration and a store (issue 4): a simulated frame with its
 # reference catalog is verified, refined, matched and zero-pointed, lands in an SQLite store
-# that `tide query` finds it in, and re-reducing replaces its rows. Bad input: a missing
-# reference catalog, one with no star near the field (exit 1, nothing written); a field that
-# will not solve (exit 3, catalog without sky columns, the header says why).
+# that `tide query` finds it in, and re-reducing replaces its rows; the same frame with its WCS
+# removed is plate-solved from the header's hints with index files built from the reference
+# catalog, and its refined WCS is checked against the simulator's truth. Bad input: a missing
+# reference catalog, one with no star near the field, an unreachable database (exit 1, nothing
+# written); a field that will not solve (exit 3, catalog without sky columns, the header says
+# why).
 set -u
 TIDE=${TIDE_BIN:?TIDE_BIN is not set}
 PY=${TIDE_PYTHON:-/usr/bin/python3}
@@ -117,4 +120,37 @@ assert h["ASTRSTAT"] == "FAILED" and "index" in h["ASTRMSG"], (h["ASTRSTAT"], h.
 assert h["PHOTSTAT"] == "FAILED"
 assert len(t) > 100
 PYEOF
+# 6. Solved from hints: WCS removed (pointing RA/DEC and XPIXSZ/FOCALLEN kept), index files
+# built from the reference catalog with `tide index build`.
+"$TIDE" index build "$tmp/ref.fits" -o "$tmp/idx" --fov-arcmin 25 > /dev/null 2> "$tmp/e6" \
+    && ok "index build" || { bad "index build"; cat "$tmp/e6"; }
+"$TIDE" reduce "$tmp/nowcs.fits" -o "$tmp/c6.fits" --bias 1000 --refcat "$tmp/ref.fits" \
+    --index-dir "$tmp/idx" --set photcal.color_term=0.05 > "$tmp/out6.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] && ok "hinted solve: exit 0" || { bad "hinted solve: exit $rc"; cat "$tmp/out6.txt"; }
+"$PY" - "$tmp/c6.fits" "$tmp/f.fits" <<'PYEOF' && ok "solved WCS vs truth" || bad "solved WCS vs truth"
+import sys
+import numpy as np
+from astropy.io import fits
+from astropy.wcs import WCS
+h = fits.getheader(sys.argv[1], 1)
+f = fits.getheader(sys.argv[2])
+assert h["ASTRSTAT"] == "REFINED" and h["ASTSOLVE"] == "HINTED", (h["ASTRSTAT"], h.get("ASTSOLVE"))
+w_fit, w_true = WCS(h), WCS(f)
+g = np.mgrid[0:1024:64j, 0:1024:64j].reshape(2, -1).T
+ra, dec = w_true.all_pix2world(g[:, 0], g[:, 1], 0)
+x, y = w_fit.all_world2pix(ra, dec, 0)
+rms = np.sqrt(np.mean((x - g[:, 0]) ** 2 + (y - g[:, 1]) ** 2))
+print(f"solved + refined WCS vs truth: {rms:.4f} px RMS over the frame")
+assert rms <= 0.05, f"WCS RMS vs truth {rms:.4f} px"
+assert abs(h["ZP"] - f["SIMZPADU"]) < 0.01, (h["ZP"], f["SIMZPADU"])
+PYEOF
+
+# 7. A database that cannot be reached: bounded retries, then exit 1 and no catalog file.
+"$TIDE" reduce "$tmp/f.fits" -o "$tmp/c7.fits" --bias 1000 --refcat "$tmp/ref.fits" \
+    --store "postgresql://tide@127.0.0.1:1/none?connect_timeout=1" > /dev/null 2> "$tmp/e7"
+rc=$?
+[ $rc -eq 1 ] && [ ! -e "$tmp/c7.fits" ] && ! ls "$tmp"/c7.fits* > /dev/null 2>&1 \
+    && grep -q "127.0.0.1" "$tmp/e7" && ok "unreachable store: exit 1, named, nothing written" \
+    || { bad "unreachable store (exit $rc)"; cat "$tmp/e7"; }
 exit $fail
