@@ -95,6 +95,13 @@ int tide_instrument_write_json(const tide_instrument *inst, FILE *f, int indent)
  *  the same unit as D (hours or degrees). TIDE_E_FORMAT if it is neither. */
 int tide_parse_sexagesimal(const char *s, double *out);
 
+/** Parse an angle to degrees: a plain number is degrees; sexagesimal text ("10:30:05.2",
+ *  "10 30 05.2", "10h30m05.2s", "-05:20:10", "-5d20m10s", "+02:12") is in hours when @p hours
+ *  is 1 (right ascension) and in degrees otherwise. A leading sign applies to the whole angle;
+ *  minutes and seconds lie in [0, 60) and only the last part may have a fraction.
+ *  TIDE_E_FORMAT (detail: the text) if @p s is not an angle. */
+int tide_parse_angle(const char *s, int hours, double *deg);
+
 #ifdef __cplusplus
 }
 #endif

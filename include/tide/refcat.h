@@ -138,12 +138,6 @@ int tide_refcat_fetch(const char *path, const char *cmd_template, const tide_ref
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-/** Parse an angle: a plain number (degrees) or sexagesimal text "a:b:c" / "a b c" (also
- *  "a:b"), in hours when @p hours is 1 (RA) and degrees otherwise; a leading sign applies to
- *  the whole angle ("-00:30:00" is -0.5). Minutes and seconds must lie in [0, 60).
- *  TIDE_E_FORMAT if @p s is not an angle (no detail is set: the caller names the place). */
-int tide_refcat_parse_angle(const char *s, int hours, double *deg);
-
 /** Make the empty five-column table (RA, DEC, MAG, MAGERR, COLOR) with @p nrows rows (NaN). */
 int tide_refcat_table_init(tide_table *t, int64_t nrows);
 

@@ -122,11 +122,6 @@ void tide_solve_params_init(tide_solve_params *p);
 int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,
                                  double focal_mm, double tolerance, tide_solve_params *p);
 
-/** Parse a sexagesimal or decimal angle: "10:30:00", "10 30 00.5", "-05:20:10", "150.25".
- *  @p hours: the sexagesimal form is in hours (RA) and is multiplied by 15; a plain decimal
- *  number is always degrees. @return 0; TIDE_E_FORMAT. */
-int tide_solve_parse_angle(const char *s, int hours, double *deg);
-
 /** What a solve did. */
 typedef struct tide_solve_info {
     int solved;           /**< 1 when a solution was accepted */

@@ -3,7 +3,8 @@
  * A store holds two tables with the same layout on both back ends:
  *
  *   images   one row per processed frame: id, file, checksum (tide_store_file_checksum of the
- *            FITS file, the key: re-processing a frame replaces its row), processing date, tide version,
+ *            FITS file, the key: re-processing a frame replaces its row), processing date,
+ *            tide version,
  *            header values, WCS summary, zero point, limiting magnitudes, quality figures and
  *            the full catalog header as text (see tide_store_frame for the column names).
  *   sources  one row per detected source: IMAGE_ID (images.id), SEQ (1-based row of the frame's
@@ -113,8 +114,8 @@ void tide_store_frame_free(tide_store_frame *f);
  *  card, malloc'd; a previous one is freed; release with tide_store_frame_free()). */
 int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
 
-/** Pieces of the checksum's tree (16 MiB). */
-#define TIDE_STORE_CHECKSUM_CHUNK ((int64_t)16 << 20)
+/** Pieces of the checksum's tree (8 MiB). */
+#define TIDE_STORE_CHECKSUM_CHUNK ((int64_t)8 << 20)
 
 /** The store key of a file, as 64 lower-case hex digits + NUL in @p out_hex (at least 65
  *  bytes): for a file of at most TIDE_STORE_CHECKSUM_CHUNK bytes, its SHA-256 (FIPS 180-4; what
@@ -126,7 +127,7 @@ int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
  *  a regular file). */
 int tide_store_file_checksum(const char *path, char *out_hex);
 
-/** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits like tide_store_file_checksum(). */
+/** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits (as above). */
 void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
 
 /** Open (and create when needed) a store.

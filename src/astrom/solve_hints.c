@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tide/solve.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 
 void tide_solve_params_init(tide_solve_params *p) {
@@ -27,48 +28,6 @@ void tide_solve_params_init(tide_solve_params *p) {
     p->tweak_order = 2;         /* solve-field's --tweak-order default */
 }
 
-int tide_solve_parse_angle(const char *s, int hours, double *deg) {
-    if (!s)
-        return tide_error(TIDE_E_FORMAT, "no angle");
-    while (isspace((unsigned char)*s))
-        s++;
-    int neg = 0;
-    const char *q = s;
-    if (*q == '-' || *q == '+') {
-        neg = *q == '-';
-        q++;
-    }
-    double parts[3] = {0, 0, 0};
-    int np = 0;
-    const char *c = q;
-    while (*c && np < 3) {
-        char *end;
-        double v = strtod(c, &end);
-        if (end == c || !isfinite(v) || v < 0)
-            return tide_error(TIDE_E_FORMAT, "'%s' is not an angle", s);
-        parts[np++] = v;
-        c = end;
-        while (*c == ':' || *c == ' ' || *c == 'h' || *c == 'd' || *c == 'm' || *c == 's' ||
-               *c == '\'' || *c == '"')
-            c++;
-    }
-    while (isspace((unsigned char)*c))
-        c++;
-    if (*c || np == 0)
-        return tide_error(TIDE_E_FORMAT, "'%s' is not an angle", s);
-    if (np == 1) { /* decimal: always degrees */
-        *deg = neg ? -parts[0] : parts[0];
-        return 0;
-    }
-    if (parts[1] >= 60 || parts[2] >= 60)
-        return tide_error(TIDE_E_FORMAT, "'%s': minutes or seconds >= 60", s);
-    double v = parts[0] + parts[1] / 60.0 + parts[2] / 3600.0;
-    if (hours)
-        v *= 15.0;
-    *deg = neg ? -v : v;
-    return 0;
-}
-
 /* A header angle: a number (degrees) or a sexagesimal string (hours for RA). */
 static int header_angle(const tide_header *h, const char *key, int hours, double *deg) {
     if (tide_header_find(h, key) < 0)
@@ -81,7 +40,7 @@ static int header_angle(const tide_header *h, const char *key, int hours, double
     char s[72];
     if (tide_header_get_str(h, key, s, sizeof s) != 0)
         return TIDE_E_FORMAT;
-    return tide_solve_parse_angle(s, hours, deg);
+    return tide_parse_angle(s, hours, deg);
 }
 
 int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,

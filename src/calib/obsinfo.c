@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tide/instrument.h"
 #include "tide/obsinfo.h"
-#include "tide/refcat.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 
 void tide_obsinfo_in_default(tide_obsinfo_in *in) {
@@ -32,7 +33,7 @@ static int header_angle(const tide_header *h, const char *key, int hours, double
         return 0;
     }
     char s[72];
-    if (!tide_header_get_str(h, key, s, sizeof s) && !tide_refcat_parse_angle(s, hours, &v)) {
+    if (!tide_header_get_str(h, key, s, sizeof s) && !tide_parse_angle(s, hours, &v)) {
         *out = v;
         return 0;
     }

@@ -71,6 +71,8 @@ typedef struct bc_result {
     char astrstat[16];
     int solved_hinted;
     double rms_px, zp, index_ms;
+    tide_solve_info solve; /* of the last timed run */
+    int64_t fit_stars;
 } bc_result;
 
 /* Remove the celestial WCS from a header, keeping the pointing (RA, DEC, OBJCTRA...) and the
@@ -188,6 +190,8 @@ static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char
         r->nref = cal.nref;
         snprintf(r->astrstat, sizeof r->astrstat, "%s", cal.astrstat);
         r->solved_hinted = cal.solved && !cal.solve.blind;
+        r->solve = cal.solve;
+        r->fit_stars = cal.refined ? cal.refine.nstars : 0;
         r->rms_px = cal.refined ? cal.refine.rms_px : NAN;
         r->zp = cal.zp_ok ? cal.zp.zp : NAN;
     }
@@ -232,6 +236,11 @@ static void print_text(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) 
                 (long long)x->w, (long long)x->h, (long long)x->nstars, (long long)x->nsources,
                 (long long)x->nref, x->astrstat, x->solved_hinted ? " (hinted solve)" : "",
                 x->rms_px, x->zp, x->index_ms);
+        if (x->solved_hinted)
+            fprintf(f, "  solve: %s, %d matches, log-odds %.0f, %lld sources given, %d attempt(s); "
+                       "refine: %lld stars\n",
+                    x->solve.index_name, x->solve.nmatch, x->solve.logodds,
+                    (long long)x->solve.nused, x->solve.attempts, (long long)x->fit_stars);
         for (int p = 0; p < P_COUNT; p++)
             fprintf(f, "  %-18s %10.2f\n", part_names[p], x->ms[p]);
         fprintf(f, "  solve + refine     %10.2f   target %s\n", x->ms[P_SOLVE] + x->ms[P_REFINE],

@@ -63,7 +63,7 @@ static int parse_angle(const char *s, int hours, double *deg) {
         *deg = v;
         return 0;
     }
-    return tide_refcat_parse_angle(s, hours, deg);
+    return tide_parse_angle(s, hours, deg);
 }
 
 /* The SQLite file of a URI when it names one, else NULL. */

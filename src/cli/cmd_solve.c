@@ -278,8 +278,8 @@ int tide_cmd_solve(int argc, char **argv) {
     tide_solve_params p;
     tide_solve_params_init(&p);
     if (o.ra_s) {
-        if (tide_solve_parse_angle(o.ra_s, 1, &p.ra) ||
-            tide_solve_parse_angle(o.dec_s, 0, &p.dec) || !(p.dec >= -90 && p.dec <= 90))
+        if (tide_parse_angle(o.ra_s, 1, &p.ra) ||
+            tide_parse_angle(o.dec_s, 0, &p.dec) || !(p.dec >= -90 && p.dec <= 90))
             return tide_cli_usage_error(cmd, "bad --ra/--dec '%s' '%s'", o.ra_s, o.dec_s);
         p.has_position = 1;
         p.radius_deg = o.radius;

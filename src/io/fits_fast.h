@@ -25,4 +25,10 @@ int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
  *  @p path names the output in messages. Returns 0 or a negative TIDE_E_*. */
 int tide_fits_fast_write_rows(fitsfile *f, const tide_table *t, const char *path);
 
+/** tide_fits_write_table, with the rows written column by column through fits_write_col when
+ *  @p by_column (the cfitsio reference the fast writer is tested against), else in one block
+ *  by tide_fits_fast_write_rows. */
+int tide_fits_write_table_by(const char *path, const tide_table *t, const tide_header *hdr,
+                             const char *extname, int by_column);
+
 #endif

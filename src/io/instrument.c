@@ -87,13 +87,13 @@ static int parse_number(const char *s, double *out) {
     return 1;
 }
 
-int tide_parse_sexagesimal(const char *s, double *out) {
-    if (!s || !out)
-        return tide_error(TIDE_E_INVAL, "tide_parse_sexagesimal: NULL argument");
+/* The value of "[+-]A[:B[:C]]" in A's unit and the number of parts. Separators are ':' or
+ * blanks, or the unit letters of "10h30m05s" / "-5d30m12s" / 5°30'12" written in ASCII. */
+static int sexagesimal_parts(const char *s, double *out, int *nparts) {
     const char *p = s;
     while (isspace((unsigned char)*p))
         p++;
-    int neg = *p == '-';
+    const int neg = *p == '-';
     if (*p == '-' || *p == '+')
         p++;
     double part[3] = {0, 0, 0};
@@ -101,13 +101,15 @@ int tide_parse_sexagesimal(const char *s, double *out) {
     while (*p && n < 3) {
         char *end;
         errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno == ERANGE || v < 0)
+        if (!isdigit((unsigned char)*p) && *p != '.')
+            break;
+        const double v = strtod(p, &end);
+        if (end == p || errno == ERANGE || !(v >= 0))
             break;
         part[n++] = v;
         p = end;
-        if (*p == ':' || *p == ' ') {
-            while (*p == ':' || *p == ' ')
+        if (strchr(": hdms'\"", *p) && *p) {
+            while (*p && strchr(": hdms'\"", *p))
                 p++;
         } else {
             break;
@@ -122,9 +124,30 @@ int tide_parse_sexagesimal(const char *s, double *out) {
     for (int i = 0; ok && i + 1 < n; i++)
         ok = part[i] == floor(part[i]);
     if (!ok)
-        return tide_error(TIDE_E_FORMAT, "'%s' is not a sexagesimal angle", s);
-    double v = part[0] + part[1] / 60.0 + part[2] / 3600.0;
+        return tide_error(TIDE_E_FORMAT, "'%s' is not an angle", s);
+    const double v = part[0] + part[1] / 60.0 + part[2] / 3600.0;
     *out = neg ? -v : v;
+    *nparts = n;
+    return TIDE_OK;
+}
+
+int tide_parse_sexagesimal(const char *s, double *out) {
+    if (!s || !out)
+        return tide_error(TIDE_E_INVAL, "tide_parse_sexagesimal: NULL argument");
+    int n;
+    return sexagesimal_parts(s, out, &n);
+}
+
+int tide_parse_angle(const char *s, int hours, double *deg) {
+    if (!s || !deg)
+        return tide_error(TIDE_E_INVAL, "tide_parse_angle: NULL argument");
+    double v;
+    int n;
+    const int st = sexagesimal_parts(s, &v, &n);
+    if (st)
+        return st;
+    /* a plain number is degrees whatever the quantity; sexagesimal RA is in hours */
+    *deg = n > 1 && hours ? 15.0 * v : v;
     return TIDE_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include "refcat_internal.h"
 #include "tide/fits.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 
 #ifndef M_PI
@@ -55,62 +56,6 @@ int tide_refcat_table_init(tide_table *t, int64_t nrows) {
     return 0;
 }
 
-/* One sexagesimal or plain number component: digits with an optional fraction. */
-static int parse_number(const char **p, double *v) {
-    char *end = NULL;
-    errno = 0;
-    *v = strtod(*p, &end);
-    if (end == *p || errno == ERANGE || !isfinite(*v))
-        return -1;
-    *p = end;
-    return 0;
-}
-
-int tide_refcat_parse_angle(const char *s, int hours, double *deg) {
-    while (isspace((unsigned char)*s))
-        s++;
-    int neg = 0;
-    if (*s == '+' || *s == '-')
-        neg = *s++ == '-';
-    double part[3] = {0, 0, 0};
-    int n = 0;
-    const char *p = s;
-    if (!isdigit((unsigned char)*p) && *p != '.')
-        return TIDE_E_FORMAT;
-    while (n < 3) {
-        if (!isdigit((unsigned char)*p) && *p != '.')
-            return TIDE_E_FORMAT;
-        if (parse_number(&p, &part[n]))
-            return TIDE_E_FORMAT;
-        n++;
-        if (*p == ':' || (*p == ' ' && n < 3 && isdigit((unsigned char)p[1]))) {
-            p++;
-            continue;
-        }
-        break;
-    }
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p)
-        return TIDE_E_FORMAT;
-    if (n == 1) { /* a plain number: degrees whatever the column */
-        *deg = neg ? -part[0] : part[0];
-        return 0;
-    }
-    /* Only the last component may carry a fraction; minutes and seconds are below 60. */
-    for (int i = 1; i < n; i++)
-        if (part[i] < 0 || part[i] >= 60.0)
-            return TIDE_E_FORMAT;
-    for (int i = 0; i < n - 1; i++)
-        if (part[i] != floor(part[i]))
-            return TIDE_E_FORMAT;
-    double v = part[0] + part[1] / 60.0 + part[2] / 3600.0;
-    if (hours)
-        v *= 15.0;
-    *deg = neg ? -v : v;
-    return 0;
-}
-
 /* A column of any numeric type (or, for RA/DEC, text) as doubles into dst. */
 static int column_to_f64(const tide_column *c, int64_t n, int k, const char *path, double *dst) {
     if (c->type != TIDE_COL_STR && c->repeat != 1)
@@ -134,7 +79,7 @@ static int column_to_f64(const tide_column *c, int64_t n, int k, const char *pat
                 b++;
             if (!*b || !strcasecmp(b, "nan")) {
                 dst[i] = NAN;
-            } else if (tide_refcat_parse_angle(buf, k == TIDE_RC_RA, &dst[i])) {
+            } else if (tide_parse_angle(buf, k == TIDE_RC_RA, &dst[i])) {
                 char *end = NULL;
                 dst[i] = strtod(buf, &end);
                 if (k <= TIDE_RC_DEC || end == buf)

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "refcat_internal.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 
 /* A record being parsed: field texts NUL-separated in buf, offsets in off. */
@@ -151,7 +152,7 @@ static int parse_value(const char *s, int k, double *v) {
         return k <= TIDE_RC_DEC ? -1 : 0;
     }
     if (k <= TIDE_RC_DEC)
-        return tide_refcat_parse_angle(s, k == TIDE_RC_RA, v) ? -1 : 0;
+        return tide_parse_angle(s, k == TIDE_RC_RA, v) ? -1 : 0;
     char *end = NULL;
     errno = 0;
     *v = strtod(s, &end);

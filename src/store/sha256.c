@@ -5,7 +5,7 @@
  * Speed: the compression runs on the x86 SHA extensions when the processor has them
  * (sha256_ni.c, ~1.5-2 GB/s per core), else in portable C (~0.2-0.3 GB/s). A file larger than
  * TIDE_STORE_CHECKSUM_CHUNK is hashed as a two-level tree — the SHA-256 of the concatenated
- * SHA-256 digests of its 16 MiB pieces — so the pieces are hashed on all cores at once
+ * SHA-256 digests of its 8 MiB pieces — so the pieces are hashed on all cores at once
  * (OpenMP), each thread reading its piece with large pread()s into its own buffer (kept
  * small enough to stay in the core's L2 cache between the copy and the hash). */
 #include <errno.h>

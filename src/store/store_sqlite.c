@@ -15,6 +15,9 @@
 #include "skycell.h"
 #include "store_internal.h"
 #include "tide/status.h"
+#include <time.h>
+static double PROF_now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e3+t.tv_nsec*1e-6;}
+static double PROF_b, PROF_s;
 
 typedef struct sq {
     sqlite3 *db;
@@ -198,6 +201,7 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
     int st = TIDE_OK;
     for (int64_t r = 0; r < t->nrows && !st; r++) {
         double ra = tide_store_value_f(t, cra, r), dec = tide_store_value_f(t, cdec, r);
+        double PT0 = PROF_now();
         sqlite3_bind_int64(q, 1, (sqlite3_int64)((id << 32) + r + 1));
         sqlite3_bind_int64(q, 2, id);
         sqlite3_bind_int64(q, 3, r + 1);
@@ -214,9 +218,11 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
                     sqlite3_bind_double(q, 5 + i, v);
             }
         }
+        double PT1 = PROF_now();
         if (sqlite3_step(q) != SQLITE_DONE)
             st = sq_fail(s, "inserting sources");
         sqlite3_reset(q);
+        PROF_b += PT1 - PT0; PROF_s += PROF_now() - PT1;
     }
     sqlite3_finalize(q);
     return st;
@@ -274,10 +280,13 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
     if (!st && id >= ((int64_t)1 << 31))
         st = tide_error(TIDE_E_RANGE, "sqlite %s: image id %lld past 2^31", s->target,
                         (long long)id);
+    double PA = PROF_now(); PROF_b = PROF_s = 0;
     if (!st)
         st = insert_sources(s, sc, t, id);
+    double PB = PROF_now();
     if (!st)
         st = sq_exec(s, "COMMIT");
+    fprintf(stderr, "PROF ins %.1f (bind %.1f step %.1f) commit %.1f\n", PB-PA, PROF_b, PROF_s, PROF_now()-PB);
     if (st) {
         char keep[1024];
         snprintf(keep, sizeof keep, "%s", tide_error_detail());

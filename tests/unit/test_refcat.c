@@ -10,6 +10,7 @@
 
 #include "tide/fits.h"
 #include "tide/refcat.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 #include "tide_test.h"
 
@@ -39,21 +40,21 @@ static double col(const tide_table *t, const char *name, int64_t i) {
 
 static void test_angles(void) {
     double v;
-    CHECK_OK(tide_refcat_parse_angle("10:00:00", 1, &v));
+    CHECK_OK(tide_parse_angle("10:00:00", 1, &v));
     CHECK_CLOSE(v, 150.0, 1e-12);
-    CHECK_OK(tide_refcat_parse_angle("10 30 36.0", 1, &v));
+    CHECK_OK(tide_parse_angle("10 30 36.0", 1, &v));
     CHECK_CLOSE(v, 157.65, 1e-12);
-    CHECK_OK(tide_refcat_parse_angle("-00:30:00", 0, &v));
+    CHECK_OK(tide_parse_angle("-00:30:00", 0, &v));
     CHECK_CLOSE(v, -0.5, 1e-12);
-    CHECK_OK(tide_refcat_parse_angle("+02:12", 0, &v));
+    CHECK_OK(tide_parse_angle("+02:12", 0, &v));
     CHECK_CLOSE(v, 2.2, 1e-12);
-    CHECK_OK(tide_refcat_parse_angle(" 150.25 ", 1, &v)); /* a plain number is degrees */
+    CHECK_OK(tide_parse_angle(" 150.25 ", 1, &v)); /* a plain number is degrees */
     CHECK_CLOSE(v, 150.25, 1e-12);
-    CHECK(tide_refcat_parse_angle("10:61:00", 1, &v) == TIDE_E_FORMAT);
-    CHECK(tide_refcat_parse_angle("10.5:30:00", 1, &v) == TIDE_E_FORMAT);
-    CHECK(tide_refcat_parse_angle("abc", 0, &v) == TIDE_E_FORMAT);
-    CHECK(tide_refcat_parse_angle("", 0, &v) == TIDE_E_FORMAT);
-    CHECK(tide_refcat_parse_angle("1:2:3:4", 0, &v) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("10:61:00", 1, &v) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("10.5:30:00", 1, &v) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("abc", 0, &v) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("", 0, &v) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("1:2:3:4", 0, &v) == TIDE_E_FORMAT);
 }
 
 static void test_csv(void) {

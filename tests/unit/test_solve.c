@@ -13,6 +13,7 @@
 
 #include "tide/fits.h"
 #include "tide/solve.h"
+#include "tide/instrument.h"
 #include "tide/status.h"
 #include "tide_test.h"
 
@@ -50,14 +51,14 @@ static void test_params(void) {
     CHECK(p.parity == TIDE_SOLVE_PARITY_BOTH);
 
     double d;
-    CHECK_OK(tide_solve_parse_angle("10:30:00", 1, &d));
+    CHECK_OK(tide_parse_angle("10:30:00", 1, &d));
     CHECK_CLOSE(d, 157.5, 1e-12);
-    CHECK_OK(tide_solve_parse_angle("-05 30 36", 0, &d));
+    CHECK_OK(tide_parse_angle("-05 30 36", 0, &d));
     CHECK_CLOSE(d, -5.51, 1e-12);
-    CHECK_OK(tide_solve_parse_angle("150.25", 1, &d)); /* decimal is degrees */
+    CHECK_OK(tide_parse_angle("150.25", 1, &d)); /* decimal is degrees */
     CHECK_CLOSE(d, 150.25, 1e-12);
-    CHECK(tide_solve_parse_angle("12:61:00", 1, &d) == TIDE_E_FORMAT);
-    CHECK(tide_solve_parse_angle("abc", 0, &d) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("12:61:00", 1, &d) == TIDE_E_FORMAT);
+    CHECK(tide_parse_angle("abc", 0, &d) == TIDE_E_FORMAT);
 
     /* Hints: OBJCTRA/OBJCTDEC and pixel size / focal length. */
     tide_header h;
