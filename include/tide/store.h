@@ -1,22 +1,33 @@
 /* store.h — catalog stores: SQLite (embedded default) and PostgreSQL with Q3C (facility).
  *
- * A store holds two tables with the same layout on both back ends:
+ * A store holds two tables with the same content on both back ends (cone results are the
+ * same tables; the SQL layouts differ, see below):
  *
  *   images   one row per processed frame: id, file, checksum (tide_store_file_checksum of the
  *            FITS file, the key: re-processing a frame replaces its row), processing date,
- *            tide version,
- *            header values, WCS summary, zero point, limiting magnitudes, quality figures and
- *            the full catalog header as text (see tide_store_frame for the column names).
+ *            tide version, header values, WCS summary, zero point, limiting magnitudes,
+ *            quality figures and the full catalog header as text (see tide_store_frame for the
+ *            column names).
  *   sources  one row per detected source: IMAGE_ID (images.id), SEQ (1-based row of the frame's
  *            catalog), then every numeric column of the catalog under its catalog name
  *            (ALPHA_J2000, DELTA_J2000, X_IMAGE, MAG_AUTO, FLAGS...). An array column of repeat
- *            r > 1 becomes r columns NAME_1 .. NAME_r (FLUX_APER_1, FLUX_APER_2...). Integer
- *            columns are stored as 64-bit integers, floating columns as 64-bit reals (float32
- *            values are exact in them); NaN is stored as NULL in SQLite and NaN in PostgreSQL
- *            and reads back as NaN. String columns are not stored. A column that appears for
- *            the first time is added to the table (older rows read NaN there, or 0 for an
- *            integer column). SQLite adds two internal columns, SRC_ID (the rowid, IMAGE_ID *
- *            2^32 + rank) and CELL; cone results leave them out.
+ *            r > 1 becomes r columns NAME_1 .. NAME_r (FLUX_APER_1, FLUX_APER_2...). Values
+ *            keep the catalog's type, so they read back exactly (NaN and infinities too);
+ *            cone results give integer columns as I64 and floating ones as F64. String
+ *            columns are not stored. A column that appears for the first time is added (older
+ *            rows read NaN there, or 0 for an integer column).
+ *
+ * SQL layouts. PostgreSQL: sources has one SQL column per value, typed as in the catalog
+ * (float64 double precision, float32 real, int64 bigint, int32 integer, int16 and uint8
+ * smallint; a later frame with a wider type under the same name widens the column with ALTER
+ * TABLE ... TYPE, a rewrite). SQLite: sources holds CELL, IMAGE_ID, SEQ, ALPHA_J2000 and
+ * DELTA_J2000 (NaN stored as NULL) as columns, the rowid SRC_ID (IMAGE_ID * 2^32 + SEQ), and
+ * every other value packed in one BLOB column DATA (the catalog's types, little-endian, in
+ * stored-column order; ~10x fewer values for SQLite to bind and encode per row): table
+ * source_layouts gives each frame's packing as text, one "TYPE NAME" line per value (TYPE f8
+ * f4 i8 i4 i2 u1), and source_columns every name seen with its kind. tide_store_cone and
+ * tide_store_all_sources unpack; plain SQL sees the BLOB. A SQLite store of the earlier
+ * one-column-per-value layout is refused (TIDE_E_UNSUPPORTED).
  *
  * Sky index: SQLite stores CELL, the HEALPix NESTED index of the position at nside 2048
  * (order 11, cells of 1.72 arcmin; Górski et al. 2005, ApJ 622, 759), with an index on it; a
@@ -30,6 +41,8 @@
  * Writes are one transaction per frame: the old rows of the same checksum are deleted, the image
  * row and all sources are inserted (SQLite: one prepared statement; PostgreSQL: binary COPY),
  * and the transaction commits; any error rolls back, so a store never holds half a frame.
+ *
+ * A store handle is used by one thread at a time (SQLite runs without its per-call mutex).
  *
  * Connection settings come from the URI, the environment (PGHOST, PGPORT, PGDATABASE, PGUSER,
  * PGPASSWORD, PGSERVICE...) or libpq's service and password files, never from code. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fits_fast.h"
 #include "fits_internal.h"
 #include "tide/catalog.h"
 #include "tide/status.h"
@@ -116,24 +117,6 @@ static int write_imhead(tide_fits_out *o, const tide_header *cards) {
     return cst ? tide_fits_status(cst, o->path, 1, "cannot write LDAC_IMHEAD") : 0;
 }
 
-static int write_string_col(tide_fits_out *o, const tide_column *c, int colnum, int64_t n) {
-    char *buf = malloc((size_t)(c->repeat + 1) * (size_t)(n > 0 ? n : 1));
-    char **ptr = malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
-    int cst = 0;
-    if (!buf || !ptr) {
-        free(buf), free(ptr);
-        return tide_error(TIDE_E_NOMEM, "%s: column %s", o->path, c->name);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        ptr[i] = buf + i * (c->repeat + 1);
-        memcpy(ptr[i], (const char *)c->data + i * c->repeat, (size_t)c->repeat);
-        ptr[i][c->repeat] = 0;
-    }
-    fits_write_col_str(o->f, colnum, 1, 1, n, ptr, &cst);
-    free(buf), free(ptr);
-    return cst ? tide_fits_status(cst, o->path, 2, "cannot write a string column") : 0;
-}
-
 static int write_objects(tide_fits_out *o, const tide_table *t, const tide_header *hdr) {
     const int nc = t->ncols;
     char **ttype = calloc((size_t)(nc + 1), sizeof *ttype);
@@ -168,18 +151,9 @@ static int write_objects(tide_fits_out *o, const tide_table *t, const tide_heade
     free(ttype), free(tform), free(tunit), free(forms);
     if (!st)
         st = tide_fits_put_cards(o->f, hdr, 1, o->path);
-    for (int i = 0; !st && i < nc && t->nrows > 0; i++) {
-        const tide_column *c = &t->cols[i];
-        char letter = 0;
-        int dt = 0;
-        col_codes(c->type, &letter, &dt);
-        if (dt == TSTRING) {
-            st = write_string_col(o, c, i + 1, t->nrows);
-            continue;
-        }
-        if (fits_write_col(o->f, dt, i + 1, 1, 1, (LONGLONG)(t->nrows * c->repeat), c->data, &cst))
-            st = tide_fits_status(cst, o->path, 2, "cannot write LDAC_OBJECTS");
-    }
+    /* All rows in one block: the bytes fits_write_col would write, column by column. */
+    if (!st && t->nrows > 0)
+        st = tide_fits_fast_write_rows(o->f, t, o->path);
     return st;
 }
 

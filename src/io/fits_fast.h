@@ -19,6 +19,14 @@
  *  negative TIDE_E_* (a read error). */
 int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im);
 
+/** The same for tide's own extra planes in the current HDU (tide_fits_write_image's MASK and
+ *  VAR extensions, @p im's size): @p is_mask ORs the stored bits into im->mask as
+ *  fits_read_pixll(TUSHORT) reads them (BITPIX 16, BZERO 32768 only); else im->var gets the
+ *  variance as fits_read_pixll(TFLOAT) with null NaN reads it (unscaled BITPIX -32 only).
+ *  Returns 0, 1 (not such a case: read it with cfitsio) or a negative TIDE_E_*. */
+int tide_fits_fast_read_aux(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im,
+                            int is_mask);
+
 /** Write all rows of @p t into the current HDU of @p f, a binary table just created with the
  *  columns of @p t in order (TFORM "<repeat><letter>", no scaling), as one block of FITS
  *  row-major big-endian bytes: the same bytes fits_write_col / fits_write_col_str produce.

@@ -29,8 +29,14 @@
 /* Bytes read per pread: large enough to amortise the call, small enough to convert in cache. */
 enum { FAST_BLOCK = 1 << 20 };
 
+/* What a plane is read into: the pixels (nulls -> NaN + TIDE_MASK_NODATA), the variance
+ * (nulls -> NaN; fits_read_pixll TFLOAT with null NaN) or the mask bits (OR-ed into the mask;
+ * fits_read_pixll TUSHORT with null value 0, i.e. no null check). */
+typedef enum { PLANE_PIX, PLANE_VAR, PLANE_MASK } plane_kind;
+
 /* The conversion of one image: its stored type and the cfitsio scaling/null settings. */
 typedef struct fast_conv {
+    plane_kind kind;
     int bitpix;
     int scaled; /* BSCALE != 1 or BZERO != 0 */
     double bscale, bzero;
@@ -58,10 +64,16 @@ static inline float int_value(const fast_conv *c, long long v, int *null) {
     return (float)((double)v * c->bscale + c->bzero);
 }
 
-/* Convert @p n stored values at @p raw into @p out / @p mask (which may alias @p raw for the
- * 4-byte types: each value is read before its slot is written). */
+/* Convert @p n stored values at @p raw into @p out / @p mask (@p out may alias @p raw for the
+ * 4-byte types: each value is read before its slot is written). The mask is NULL for the
+ * variance. */
 static void convert(const fast_conv *c, const unsigned char *raw, int64_t n, float *out,
                     uint16_t *mask) {
+    if (c->kind == PLANE_MASK) { /* BITPIX 16, BZERO 32768: v + 32768 is v with bit 15 flipped */
+        for (int64_t i = 0; i < n; i++)
+            mask[i] |= (uint16_t)(be16(raw + 2 * i) ^ 0x8000u);
+        return;
+    }
     switch (c->bitpix) {
     case -32:
         for (int64_t i = 0; i < n; i++) {
@@ -70,7 +82,8 @@ static void convert(const fast_conv *c, const unsigned char *raw, int64_t n, flo
             float v;
             if (e == 0x7f800000u) {
                 v = NAN;
-                mask[i] = TIDE_MASK_NODATA;
+                if (mask)
+                    mask[i] = TIDE_MASK_NODATA;
             } else if (e == 0) {
                 v = 0.0f;
             } else {
@@ -132,12 +145,13 @@ static int pread_all(int fd, void *buf, size_t n, off_t off) {
     return 0;
 }
 
-/* Whether the HDU is a case this path handles; fills @p c. */
-static int fast_case(tide_fits_src *src, fast_conv *c) {
+/* Whether the current HDU is a case this path handles for a plane of @p kind; fills @p c. */
+static int fast_case(tide_fits_src *src, plane_kind kind, fast_conv *c) {
     fitsfile *f = src->f;
     int cst = 0;
     char url[FLEN_FILENAME] = "";
     memset(c, 0, sizeof *c);
+    c->kind = kind;
     if (src->file_size < 0 || src->section || fits_url_type(f, url, &cst) ||
         strcmp(url, "file://") || fits_is_compressed_image(f, &cst) ||
         fits_get_img_type(f, &c->bitpix, &cst)) {
@@ -157,6 +171,10 @@ static int fast_case(tide_fits_src *src, fast_conv *c) {
     cst = 0;
     fits_clear_errmsg();
     c->scaled = c->bscale != 1.0 || c->bzero != 0.0;
+    if (kind == PLANE_MASK) /* as tide_fits_write_image stores it (USHORT_IMG) */
+        return c->bitpix == 16 && c->bscale == 1.0 && c->bzero == 32768.0;
+    if (kind == PLANE_VAR && c->bitpix != -32)
+        return 0; /* the integer conversions here mark the mask */
     if (c->bitpix == -32 && c->scaled)
         return 0; /* cfitsio's scaled-float rules (underflow -> BZERO) are left to it */
     /* cfitsio clips a scaled value beyond FLT_MAX with NUM_OVERFLOW; leave such scales to it */
@@ -165,10 +183,13 @@ static int fast_case(tide_fits_src *src, fast_conv *c) {
     return 1;
 }
 
-int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+/* Read the current HDU, a plane of @p kind of @p im's size, into @p out / @p mask. */
+static int fast_plane(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im, plane_kind kind,
+                      float *out, uint16_t *mask) {
     fast_conv c;
-    if (!im->pix || !im->mask || im->location != TIDE_HOST || im->stride != im->width ||
-        !fast_case(src, &c))
+    const int planes_ok = kind == PLANE_PIX ? out && mask : kind == PLANE_VAR ? !!out : !!mask;
+    if (!planes_ok || im->location != TIDE_HOST || im->stride != im->width ||
+        !fast_case(src, kind, &c))
         return 1;
     int cst = 0;
     LONGLONG headstart = 0, datastart = 0, dataend = 0;
@@ -199,18 +220,19 @@ int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
 #pragma omp parallel num_threads(nt)
     {
         /* 1- and 2-byte values are staged; 4-byte values are read into their own slots. */
-        unsigned char *stage = esize < 4 ? malloc(FAST_BLOCK) : NULL;
-        int my_err = esize < 4 && !stage ? ENOMEM : 0;
+        const int staged = esize < 4 || kind == PLANE_MASK;
+        unsigned char *stage = staged ? malloc(FAST_BLOCK) : NULL;
+        int my_err = staged && !stage ? ENOMEM : 0;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < nblocks; b++) {
             if (my_err)
                 continue;
             int64_t i0 = b * per_block;
             int64_t cnt = n - i0 < per_block ? n - i0 : per_block;
-            unsigned char *raw = stage ? stage : (unsigned char *)(im->pix + i0);
+            unsigned char *raw = stage ? stage : (unsigned char *)(out + i0);
             my_err = pread_all(fd, raw, (size_t)(cnt * esize), (off_t)(datastart + i0 * esize));
             if (!my_err)
-                convert(&c, raw, cnt, im->pix + i0, im->mask + i0);
+                convert(&c, raw, cnt, out ? out + i0 : NULL, mask ? mask + i0 : NULL);
         }
         free(stage);
         if (my_err) {
@@ -220,11 +242,23 @@ int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
         }
     }
     close(fd);
+    const char *what = kind == PLANE_PIX ? "pixels" : kind == PLANE_VAR ? "variance" : "mask";
     if (err == ENOMEM)
-        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory to read the pixels", src->root,
-                          hdu);
+        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory to read the %s", src->root, hdu,
+                          what);
     if (err)
-        return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the pixels: %s", src->root, hdu,
+        return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the %s: %s", src->root, hdu, what,
                           strerror(err));
     return 0;
+}
+
+int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+    return fast_plane(ctx, src, hdu, im, PLANE_PIX, im->pix, im->mask);
+}
+
+int tide_fits_fast_read_aux(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im,
+                            int is_mask) {
+    if (is_mask)
+        return fast_plane(ctx, src, hdu, im, PLANE_MASK, NULL, im->mask);
+    return fast_plane(ctx, src, hdu, im, PLANE_VAR, im->var, NULL);
 }

@@ -111,8 +111,7 @@ int tide_fits_fast_write_rows(fitsfile *f, const tide_table *t, const char *path
     unsigned char *buf = malloc((size_t)(span * row_bytes));
     if (!buf) {
         free(offs);
-        return tide_error(TIDE_E_NOMEM, "%s: no memory for %lld table rows", path,
-                          (long long)span);
+        return tide_error(TIDE_E_NOMEM, "%s: no memory for %lld table rows", path, (long long)span);
     }
     /* Blocks of rows small enough that a block's slice of every column stays in cache. */
     const int64_t block = row_bytes > 65536 ? 1 : 65536 / row_bytes + 1;

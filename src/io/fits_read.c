@@ -3,7 +3,10 @@
  * cfitsio does the decoding: fits_read_pixll converts every BITPIX, applies BSCALE/BZERO in
  * double precision, decompresses tiles (and un-quantizes floats with the same dither sequence
  * funpack uses) and replaces BLANK / ZBLANK / NaN by the null value we give it (NaN). We then
- * turn every non-finite value into NaN with TIDE_MASK_NODATA. */
+ * turn every non-finite value into NaN with TIDE_MASK_NODATA. Plain (uncompressed, on-disk,
+ * unsectioned) images of the common BITPIX, and tide's own MASK/VAR planes, are instead read
+ * with parallel pread(2) by fits_fast_read.c, which reproduces those conversions bit for bit
+ * (tests/unit/test_fits_fast.c) at memory speed rather than cfitsio's ~0.8 GB/s. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -150,11 +153,19 @@ static int tide_plane_hdu(tide_fits_src *src, const char *key, int64_t w, int64_
 }
 
 /* Read the planes the mask/var HDUs hold (the primary is current on entry and on exit). */
-static int read_tide_planes(tide_fits_src *src, tide_image *im, int mask_hdu, int var_hdu) {
-    int cst = 0, type, any = 0;
+static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, int mask_hdu,
+                            int var_hdu) {
+    int cst = 0, type, any = 0, fast = 1;
     LONGLONG fp[2] = {1, 1};
     LONGLONG n = (LONGLONG)im->width * im->height;
     if (mask_hdu > 0) {
+        if (fits_movabs_hdu(src->f, mask_hdu + 1, &type, &cst))
+            return tide_fits_status(cst, src->root, mask_hdu, "cannot read the mask");
+        fast = tide_fits_fast_read_aux(ctx, src, mask_hdu, im, 1); /* fits_fast_read.c */
+        if (fast < 0)
+            return fast;
+    }
+    if (mask_hdu > 0 && fast) {
         uint16_t *bits = malloc((size_t)n * sizeof *bits);
         if (!bits)
             return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for the mask", src->root,
@@ -171,8 +182,12 @@ static int read_tide_planes(tide_fits_src *src, tide_image *im, int mask_hdu, in
     }
     if (var_hdu > 0 && im->var) {
         float nan = NAN;
-        if (fits_movabs_hdu(src->f, var_hdu + 1, &type, &cst) ||
-            fits_read_pixll(src->f, TFLOAT, fp, n, &nan, im->var, &any, &cst))
+        if (fits_movabs_hdu(src->f, var_hdu + 1, &type, &cst))
+            return tide_fits_status(cst, src->root, var_hdu, "cannot read the variance");
+        fast = tide_fits_fast_read_aux(ctx, src, var_hdu, im, 0);
+        if (fast < 0)
+            return fast;
+        if (fast && fits_read_pixll(src->f, TFLOAT, fp, n, &nan, im->var, &any, &cst))
             return tide_fits_status(cst, src->root, var_hdu, "cannot read the variance");
     }
     fits_movabs_hdu(src->f, 1, &type, &cst);
@@ -303,7 +318,7 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
             }
         }
         if (mask_hdu > 0 || var_hdu > 0)
-            st = read_tide_planes(&src, im, mask_hdu, var_hdu);
+            st = read_tide_planes(ctx, &src, im, mask_hdu, var_hdu);
     }
     if (!st && hdr)
         st = tide_fits_get_header(src.f, src.root, hdu, hdr);

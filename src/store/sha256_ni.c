@@ -32,14 +32,13 @@ static const uint32_t K[64] = {
     } while (0)
 /* a = W[t-16..t-13] becomes W[t..t+3]; b, c, d: the next three groups. */
 #define SCHED(a, b, c, d)                                                                          \
-    a = _mm_sha256msg2_epu32(                                                                      \
-        _mm_add_epi32(_mm_sha256msg1_epu32(a, b), _mm_alignr_epi8(d, c, 4)), d)
+    a = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(a, b), _mm_alignr_epi8(d, c, 4)), d)
 
 __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const unsigned char *p,
-                                                             size_t nblocks) {
+                                                            size_t nblocks) {
     /* big-endian words: reverse the bytes of each 32-bit lane */
     const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
-    __m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* BADC */
+    __m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1);    /* BADC */
     __m128i cdgh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B); /* HGFE */
     __m128i abef = _mm_alignr_epi8(t, cdgh, 8);
     cdgh = _mm_blend_epi16(cdgh, t, 0xF0);
@@ -67,10 +66,10 @@ __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const
         abef = _mm_add_epi32(abef, abef0);
         cdgh = _mm_add_epi32(cdgh, cdgh0);
     }
-    t = _mm_shuffle_epi32(abef, 0x1B);    /* ABEF -> lanes A B E F */
-    cdgh = _mm_shuffle_epi32(cdgh, 0xB1); /* CDGH -> lanes G H C D */
+    t = _mm_shuffle_epi32(abef, 0x1B);                                  /* ABEF -> lanes A B E F */
+    cdgh = _mm_shuffle_epi32(cdgh, 0xB1);                               /* CDGH -> lanes G H C D */
     _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(t, cdgh, 0xF0)); /* A B C D */
-    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(cdgh, t, 8));   /* E F G H */
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(cdgh, t, 8));    /* E F G H */
 }
 
 tide_sha256_blocks_fn tide_sha256_blocks_ni(void) {

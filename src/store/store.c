@@ -259,14 +259,17 @@ int tide_store_delete_frame(tide_store *s, const char *checksum) {
     char sql[512];
     long long id = (long long)f.id;
     if (s->kind == TIDE_STORE_SQLITE) {
-        /* sources of image id are the rowid range id * 2^32 + [1, 2^32) (store_sqlite.c) */
-        snprintf(sql, sizeof sql,
-                 "BEGIN IMMEDIATE; DELETE FROM sources WHERE SRC_ID BETWEEN %lld AND %lld; "
-                 "DELETE FROM images WHERE id = %lld; COMMIT",
-                 id << 32, (id << 32) + 0xffffffffLL, id);
-        st = s->ops->exec(s, sql);
-        if (st)
-            s->ops->exec(s, "ROLLBACK");
+        st = s->ops->exec(s, "BEGIN IMMEDIATE");
+        if (!st)
+            st = tide_store_sqlite_delete_rows(s, f.id);
+        if (!st)
+            st = s->ops->exec(s, "COMMIT");
+        if (st) {
+            char keep[1024];
+            snprintf(keep, sizeof keep, "%s", tide_error_detail());
+            s->ops->exec(s, "ROLLBACK"); /* fails harmlessly when BEGIN did */
+            return tide_error(st, "%s", keep);
+        }
         return st;
     }
     /* one PQexec string without BEGIN runs as one transaction */

@@ -84,9 +84,36 @@ struct tide_store {
 };
 
 int tide_store_sqlite_open(tide_store *s, const char *path);
+/* Delete image @p id's sources, row layout and images row (inside the caller's transaction). */
+int tide_store_sqlite_delete_rows(tide_store *s, int64_t id);
 int tide_store_pg_open(tide_store *s, const char *conninfo);
 
 /* Current UTC time as ISO 8601 ("2026-11-30T01:02:03Z"). */
 void tide_store_now_iso(char *out, int n);
+
+/* ---- the SQLite store's packed rows (store_sqlite_rows.c) ---- */
+/* The frame's layout text (one "TYPE NAME\n" per stored element but ALPHA/DELTA_J2000) and
+ * its packed row width in bytes. *text is malloc'd. */
+int tide_sq_layout_make(const tide_table *t, const store_schema *sc, char **text,
+                        int64_t *rowbytes);
+/* Pack every row into out (nrows * rowbytes bytes) and each row's sky cell into cells. */
+int tide_sq_pack(const tide_table *t, const store_schema *sc, int64_t rowbytes, unsigned char *out,
+                 int64_t *cells);
+/* A parsed layout: element k goes to result column col[k] (an index into the names given to
+ * the parser), type type[k] (tide_col_type), at byte off[k]; present[j]: column j is in it. */
+typedef struct sq_layout {
+    int64_t image_id;
+    int n;
+    int *col;
+    unsigned char *type;
+    int *off;
+    int64_t rowbytes;
+    unsigned char *present;
+} sq_layout;
+int tide_sq_layout_parse(const char *text, const char *const *names, int nnames, sq_layout *L);
+void tide_sq_layout_free(sq_layout *L);
+/* Set result columns [first, nnames) of @p row from a packed row (NaN where L lacks one). */
+void tide_sq_unpack(const sq_layout *L, const unsigned char *data, store_result *res, int64_t row,
+                    int first, int nnames);
 
 #endif

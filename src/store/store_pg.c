@@ -206,8 +206,40 @@ static int create_schema(tide_store *s) {
 
 /* ---- put ------------------------------------------------------------------------------ */
 
-/* Kinds of the sources table's existing columns: 1 integer, 0 real, -1 missing. */
-static int column_kinds(tide_store *s, const store_schema *sc, int *kind) {
+/* Wire (and column) types of stored values: the catalog's own width, so a float32 column
+ * costs 4 bytes of heap and WAL per row, not 8. */
+enum { W_F8, W_F4, W_I8, W_I4, W_I2 };
+static const char *const wire_sql[] = {"double precision", "real", "bigint", "integer", "smallint"};
+static const int wire_width[] = {8, 4, 8, 4, 2};
+
+static int wire_of_catalog(const tide_table *t, const store_col *c) {
+    switch (t->cols[c->src].type) {
+    case TIDE_COL_F64: return W_F8;
+    case TIDE_COL_F32: return W_F4;
+    case TIDE_COL_I64: return W_I8;
+    case TIDE_COL_I32: return W_I4;
+    default: return W_I2; /* I16, U8 */
+    }
+}
+
+static int is_int_wire(int w) {
+    return w >= W_I8;
+}
+
+/* Can a column of type @p have hold values of type @p want exactly (as the old one-kind
+ * layout did: integers in a double precision column as doubles)? */
+static int fits(int want, int have) {
+    if (want == have || have == W_F8)
+        return 1;
+    if (is_int_wire(have))
+        return is_int_wire(want) && wire_width[want] <= wire_width[have];
+    return want == W_I2; /* real holds int16 exactly */
+}
+
+/* Wire types of the catalog's columns in @p kind: the existing column's type when it holds the
+ * catalog's values exactly; a missing column is added with the catalog's type, a too narrow
+ * one widened (ALTER ... TYPE: integers to the wider integer, else double precision). */
+static int column_kinds(tide_store *s, const store_schema *sc, const tide_table *t, int *kind) {
     PGresult *r =
         PQexec(CONN(s), "SELECT column_name, data_type FROM information_schema.columns "
                         "WHERE table_schema = current_schema() AND table_name = 'sources'");
@@ -216,35 +248,49 @@ static int column_kinds(tide_store *s, const store_schema *sc, int *kind) {
         PQclear(r);
         return st;
     }
+    int *have = malloc((size_t)(sc->n + 1) * sizeof *have);
+    if (!have) {
+        PQclear(r);
+        return tide_error(TIDE_E_NOMEM, "store: column kinds");
+    }
     for (int i = 0; i < sc->n; i++)
-        kind[i] = -1;
+        have[i] = -1;
     int st = TIDE_OK;
     for (int k = 0; k < PQntuples(r) && !st; k++) {
         const char *nm = PQgetvalue(r, k, 0), *ty = PQgetvalue(r, k, 1);
         for (int i = 0; i < sc->n; i++) {
             if (strcmp(nm, sc->cols[i].name))
                 continue;
-            if (!strcmp(ty, "bigint"))
-                kind[i] = 1;
-            else if (!strcmp(ty, "double precision"))
-                kind[i] = 0;
-            else
+            for (int w = W_F8; w <= W_I2; w++)
+                if (!strcmp(ty, wire_sql[w]))
+                    have[i] = w;
+            if (have[i] < 0)
                 st = tide_error(TIDE_E_DB,
-                                "%s: sources.\"%s\" has type %s (bigint or double "
-                                "precision expected)",
+                                "%s: sources.\"%s\" has type %s (a number type "
+                                "expected)",
                                 s->target, nm, ty);
         }
     }
     PQclear(r);
     for (int i = 0; i < sc->n && !st; i++) {
-        if (kind[i] >= 0)
-            continue;
+        int want = wire_of_catalog(t, &sc->cols[i]);
         char sql[256];
-        snprintf(sql, sizeof sql, "ALTER TABLE sources ADD COLUMN IF NOT EXISTS \"%s\" %s",
-                 sc->cols[i].name, sc->cols[i].is_int ? "bigint" : "double precision");
-        st = pg_run(s, sql);
-        kind[i] = sc->cols[i].is_int;
+        if (have[i] < 0) {
+            snprintf(sql, sizeof sql, "ALTER TABLE sources ADD COLUMN IF NOT EXISTS \"%s\" %s",
+                     sc->cols[i].name, wire_sql[want]);
+            st = pg_run(s, sql);
+            kind[i] = want;
+        } else if (fits(want, have[i])) {
+            kind[i] = have[i];
+        } else {
+            int w = is_int_wire(want) && is_int_wire(have[i]) ? want : W_F8;
+            snprintf(sql, sizeof sql, "ALTER TABLE sources ALTER COLUMN \"%s\" TYPE %s",
+                     sc->cols[i].name, wire_sql[w]);
+            st = pg_run(s, sql);
+            kind[i] = w;
+        }
     }
+    free(have);
     return st;
 }
 
@@ -261,8 +307,8 @@ static void put_be64(unsigned char *p, uint64_t v) {
         p[i] = (unsigned char)(v >> (56 - 8 * i));
 }
 
-/* COPY sources FROM STDIN in binary: each field is a 4-byte length and 8 big-endian bytes
- * (int8 or float8), or length -1 for NULL. */
+/* COPY sources FROM STDIN in binary: each field is a 4-byte length and its big-endian bytes
+ * (int8/int4/int2 or float8/float4 as @p kind says). */
 static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, const tide_table *t,
                         int64_t id) {
     size_t cap = 256 + (size_t)sc->n * 104;
@@ -281,7 +327,9 @@ static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, 
         return st;
     }
     PQclear(r);
-    const size_t row_bytes = 2 + (size_t)(sc->n + 2) * 12;
+    size_t row_bytes = 2 + 2 * 12;
+    for (int i = 0; i < sc->n; i++)
+        row_bytes += 4 + (size_t)wire_width[kind[i]];
     const size_t bufcap = (1 << 20) + row_bytes + 32;
     unsigned char *buf = malloc(bufcap);
     if (!buf) {
@@ -305,17 +353,31 @@ static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, 
             put_be32(p + 12, 8);
             put_be64(p + 16, (uint64_t)(row + 1));
             p += 24;
-            for (int i = 0; i < sc->n; i++, p += 12) {
+            for (int i = 0; i < sc->n; i++) {
                 const store_col *c = &sc->cols[i];
-                put_be32(p, 8);
-                if (kind[i]) {
-                    put_be64(p + 4, (uint64_t)tide_store_value_i(t, c, row));
-                } else {
+                const int w = kind[i];
+                put_be32(p, (uint32_t)wire_width[w]);
+                p += 4;
+                switch (w) {
+                case W_F8: {
                     double v = tide_store_value_f(t, c, row);
                     uint64_t bits;
                     memcpy(&bits, &v, 8);
-                    put_be64(p + 4, bits);
+                    put_be64(p, bits);
+                    break;
                 }
+                case W_F4: {
+                    float v = (float)tide_store_value_f(t, c, row);
+                    uint32_t bits;
+                    memcpy(&bits, &v, 4);
+                    put_be32(p, bits);
+                    break;
+                }
+                case W_I8: put_be64(p, (uint64_t)tide_store_value_i(t, c, row)); break;
+                case W_I4: put_be32(p, (uint32_t)tide_store_value_i(t, c, row)); break;
+                default: put_be16(p, (int)(uint16_t)tide_store_value_i(t, c, row)); break;
+                }
+                p += wire_width[w];
             }
             n = (size_t)(p - buf);
         } else {
@@ -392,7 +454,7 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
         st = pg_fail(s, "BEGIN", rb);
     PQclear(rb);
     if (!st)
-        st = column_kinds(s, sc, kind);
+        st = column_kinds(s, sc, t, kind);
     if (!st) {
         /* the frame's old rows: the id first, so the sources are deleted by a constant that
          * the BRIN index on IMAGE_ID narrows to a few block ranges */
@@ -436,6 +498,12 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
 static int is_int_oid(Oid t) {
     return t == 20 || t == 21 || t == 23;
 } /* int8, int2, int4 */
+
+/* real (float4): its text is the shortest that reads back as the same float, so it is parsed
+ * as a float (strtod would give the nearest double to the decimal, not the float's value) */
+static int is_f4_oid(Oid t) {
+    return t == 700;
+}
 
 static int file_of(void *ctx, int64_t id, char *file, int n) {
     tide_store *s = ctx;
@@ -520,6 +588,8 @@ static int pg_cone(tide_store *s, double ra, double dec, double radius, int64_t 
                 tide_store_result_set_f(&res, row, j, NAN);
             else if (is_int[j])
                 tide_store_result_set_i(&res, row, j, strtoll(txt, NULL, 10));
+            else if (is_f4_oid(PQftype(r, j)))
+                tide_store_result_set_f(&res, row, j, strtof(txt, NULL));
             else
                 tide_store_result_set_f(&res, row, j, strtod(txt, NULL));
         }

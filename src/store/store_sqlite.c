@@ -1,10 +1,19 @@
 /* store_sqlite.c — the embedded SQLite store (see store.h for the layout).
  *
- * sources carries SRC_ID = IMAGE_ID * 2^32 + SEQ as its INTEGER PRIMARY KEY (the rowid): a
- * frame's sources are one rowid range, so replacing a frame deletes a range of the table's own
- * B-tree with no extra index, and rowid order is the (IMAGE_ID, SEQ) order cone results use.
- * CELL (skycell.h) has the only secondary index. WAL journal, one IMMEDIATE transaction per
- * frame, one prepared INSERT reused for every row. */
+ * A frame's sources are inserted sorted by sky cell (CELL, the HEALPix cell of skycell.h), with
+ * SRC_ID = IMAGE_ID * 2^32 + rank in that order as the INTEGER PRIMARY KEY (the rowid). So a
+ * frame is one rowid range (replacing it deletes a range of the table's own B-tree), its rows
+ * are appended to the table, and the rows of one frame in a range of cells are one contiguous
+ * rowid range. The sky index is per frame and per cell, not per source: source_cells holds,
+ * for each (cell, frame), the first and last rank of the frame's rows in that cell (~1,300
+ * rows for a 130,000-source frame, where an index on CELL took 130,000 random B-tree inserts,
+ * as long as the table's own inserts). A cone takes the cover's cell ranges, finds for each
+ * range the frames and their rank span there (one GROUP BY over source_cells), and reads each
+ * span as one rowid range. Besides SRC_ID, IMAGE_ID, SEQ, CELL, ALPHA_J2000 and DELTA_J2000 a
+ * row holds its other values packed in one BLOB, DATA, laid out as its frame's source_layouts
+ * row says (store_sqlite_rows.c: ~10x fewer values to bind and encode per row); source_columns
+ * lists every column name seen, in first-seen order. WAL journal, one IMMEDIATE transaction
+ * per frame, one prepared INSERT reused for every row. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,9 +24,6 @@
 #include "skycell.h"
 #include "store_internal.h"
 #include "tide/status.h"
-#include <time.h>
-static double PROF_now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e3+t.tv_nsec*1e-6;}
-static double PROF_b, PROF_s;
 
 typedef struct sq {
     sqlite3 *db;
@@ -61,8 +67,16 @@ static int create_schema(tide_store *s) {
         st = sq_exec(s, "CREATE INDEX IF NOT EXISTS images_file ON images(file);"
                         "CREATE TABLE IF NOT EXISTS sources (SRC_ID INTEGER PRIMARY KEY, "
                         "IMAGE_ID INTEGER NOT NULL, SEQ INTEGER NOT NULL, CELL INTEGER NOT NULL, "
-                        "\"ALPHA_J2000\" REAL, \"DELTA_J2000\" REAL);"
-                        "CREATE INDEX IF NOT EXISTS sources_cell ON sources(CELL);"
+                        "\"ALPHA_J2000\" REAL, \"DELTA_J2000\" REAL, DATA BLOB);"
+                        "CREATE TABLE IF NOT EXISTS source_cells (cell INTEGER NOT NULL, "
+                        "image_id INTEGER NOT NULL, first INTEGER NOT NULL, last INTEGER NOT "
+                        "NULL, PRIMARY KEY (cell, image_id)) WITHOUT ROWID;"
+                        "CREATE INDEX IF NOT EXISTS source_cells_image ON "
+                        "source_cells(image_id);"
+                        "CREATE TABLE IF NOT EXISTS source_columns (name TEXT PRIMARY KEY "
+                        "COLLATE NOCASE, is_int INTEGER NOT NULL, ord INTEGER NOT NULL);"
+                        "CREATE TABLE IF NOT EXISTS source_layouts (image_id INTEGER PRIMARY "
+                        "KEY, layout TEXT NOT NULL);"
                         "CREATE TABLE IF NOT EXISTS tide_meta (key TEXT PRIMARY KEY, value TEXT);"
                         "INSERT OR IGNORE INTO tide_meta VALUES ('skycell', 'healpix-nested-11');");
     if (st) {
@@ -86,10 +100,18 @@ static int create_schema(tide_store *s) {
                             s->target, v ? v : "");
     }
     sqlite3_finalize(q);
+    /* a store of the earlier one-column-per-value layout has no DATA column */
+    if (!st &&
+        sqlite3_prepare_v2(DB(s), "SELECT DATA FROM sources LIMIT 0", -1, &q, NULL) != SQLITE_OK)
+        st = tide_error(TIDE_E_UNSUPPORTED,
+                        "sqlite %s: sources has no packed DATA column (a store of an "
+                        "earlier tide: re-create it)",
+                        s->target);
+    sqlite3_finalize(q);
     return st;
 }
 
-/* Names and kinds of the sources table's columns (PRAGMA table_info). */
+/* Names and kinds of the stored source columns (source_columns, in first-seen order). */
 typedef struct colset {
     char (*name)[96];
     int *is_int;
@@ -105,8 +127,9 @@ static void colset_free(colset *c) {
 static int table_columns(tide_store *s, colset *c) {
     memset(c, 0, sizeof *c);
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s), "PRAGMA table_info(sources)", -1, &q, NULL) != SQLITE_OK)
-        return sq_fail(s, "reading the sources columns");
+    if (sqlite3_prepare_v2(DB(s), "SELECT name, is_int FROM source_columns ORDER BY ord", -1, &q,
+                           NULL) != SQLITE_OK)
+        return sq_fail(s, "reading the source columns");
     int cap = 0, st = TIDE_OK, rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (c->n == cap) {
@@ -122,14 +145,13 @@ static int table_columns(tide_store *s, colset *c) {
                 break;
             }
         }
-        const char *nm = (const char *)sqlite3_column_text(q, 1);
-        const char *ty = (const char *)sqlite3_column_text(q, 2);
+        const char *nm = (const char *)sqlite3_column_text(q, 0);
         snprintf(c->name[c->n], sizeof c->name[0], "%s", nm ? nm : "");
-        c->is_int[c->n] = ty && !strncasecmp(ty, "INT", 3);
+        c->is_int[c->n] = sqlite3_column_int(q, 1) != 0;
         c->n++;
     }
     if (!st && rc != SQLITE_DONE)
-        st = sq_fail(s, "reading the sources columns");
+        st = sq_fail(s, "reading the source columns");
     sqlite3_finalize(q);
     if (st)
         colset_free(c);
@@ -143,17 +165,27 @@ static int colset_find(const colset *c, const char *name) {
     return -1;
 }
 
-/* Add the catalog's columns the table does not have yet (inside the frame's transaction). */
+/* Add the catalog's columns source_columns does not list yet (inside the frame's
+ * transaction). */
 static int add_columns(tide_store *s, const store_schema *sc) {
     colset have;
     int st = table_columns(s, &have);
     for (int i = 0; i < sc->n && !st; i++) {
-        if (colset_find(&have, sc->cols[i].name) >= 0)
+        if (i == sc->ira || i == sc->idec || colset_find(&have, sc->cols[i].name) >= 0)
             continue;
-        char sql[256];
-        snprintf(sql, sizeof sql, "ALTER TABLE sources ADD COLUMN \"%s\" %s", sc->cols[i].name,
-                 sc->cols[i].is_int ? "INTEGER" : "REAL");
-        st = sq_exec(s, sql);
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(DB(s),
+                               "INSERT INTO source_columns VALUES (?1, ?2, (SELECT "
+                               "coalesce(max(ord), 0) + 1 FROM source_columns))",
+                               -1, &q, NULL) != SQLITE_OK) {
+            st = sq_fail(s, "adding a source column");
+            break;
+        }
+        sqlite3_bind_text(q, 1, sc->cols[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_int(q, 2, sc->cols[i].is_int);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = sq_fail(s, "adding a source column");
+        sqlite3_finalize(q);
     }
     colset_free(&have);
     return st;
@@ -179,53 +211,141 @@ static int bind_image(tide_store *s, sqlite3_stmt *q, const tide_store_frame *f)
     return rc == SQLITE_OK ? TIDE_OK : sq_fail(s, "binding the image row");
 }
 
-static int insert_sources(tide_store *s, const store_schema *sc, const tide_table *t, int64_t id) {
-    /* INSERT INTO sources (SRC_ID, IMAGE_ID, SEQ, CELL, "c"...) VALUES (?, ...) */
-    size_t cap = 256 + (size_t)sc->n * 104;
-    char *sql = malloc(cap);
-    if (!sql)
-        return tide_error(TIDE_E_NOMEM, "store: insert statement");
-    size_t k = (size_t)snprintf(sql, cap, "INSERT INTO sources (SRC_ID, IMAGE_ID, SEQ, CELL");
-    for (int i = 0; i < sc->n; i++)
-        k += (size_t)snprintf(sql + k, cap - k, ", \"%s\"", sc->cols[i].name);
-    k += (size_t)snprintf(sql + k, cap - k, ") VALUES (?, ?, ?, ?");
-    for (int i = 0; i < sc->n; i++)
-        k += (size_t)snprintf(sql + k, cap - k, ", ?");
-    snprintf(sql + k, cap - k, ")");
-    sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL);
-    free(sql);
-    if (rc != SQLITE_OK)
-        return sq_fail(s, "preparing the sources insert");
-    const store_col *cra = &sc->cols[sc->ira], *cdec = &sc->cols[sc->idec];
-    int st = TIDE_OK;
-    for (int64_t r = 0; r < t->nrows && !st; r++) {
-        double ra = tide_store_value_f(t, cra, r), dec = tide_store_value_f(t, cdec, r);
-        double PT0 = PROF_now();
-        sqlite3_bind_int64(q, 1, (sqlite3_int64)((id << 32) + r + 1));
-        sqlite3_bind_int64(q, 2, id);
-        sqlite3_bind_int64(q, 3, r + 1);
-        sqlite3_bind_int64(q, 4, tide_skycell_index(TIDE_SKYCELL_ORDER, ra, dec));
-        for (int i = 0; i < sc->n; i++) {
-            const store_col *c = &sc->cols[i];
-            if (c->is_int) {
-                sqlite3_bind_int64(q, 5 + i, tide_store_value_i(t, c, r));
-            } else {
-                double v = tide_store_value_f(t, c, r);
-                if (isnan(v))
-                    sqlite3_bind_null(q, 5 + i);
-                else
-                    sqlite3_bind_double(q, 5 + i, v);
-            }
+/* Rows in (cell, seq) order: a radix sort of the row indices by cell (cells < 2^26). */
+static int64_t *cell_order(const int64_t *cells, int64_t n) {
+    int64_t *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
+    int64_t *cnt = malloc(((size_t)1 << 13) * sizeof *cnt);
+    if (!a || !b || !cnt) {
+        free(a);
+        free(b);
+        free(cnt);
+        return NULL;
+    }
+    for (int64_t r = 0; r < n; r++)
+        a[r] = r;
+    /* key = cell + 1 (cell -1: no position) in 13-bit digits, least significant first;
+     * stable, so equal cells keep their row order */
+    for (int shift = 0; shift < 39; shift += 13) {
+        memset(cnt, 0, ((size_t)1 << 13) * sizeof *cnt);
+        for (int64_t r = 0; r < n; r++)
+            cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++;
+        int64_t sum = 0;
+        for (int k = 0; k < 8192; k++) {
+            int64_t c = cnt[k];
+            cnt[k] = sum;
+            sum += c;
         }
-        double PT1 = PROF_now();
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = a[i];
+            b[cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++] = r;
+        }
+        int64_t *t = a;
+        a = b;
+        b = t;
+    }
+    free(b);
+    free(cnt);
+    return a;
+}
+
+static int insert_sources(tide_store *s, const store_schema *sc, const tide_table *t, int64_t id) {
+    char *layout = NULL;
+    int64_t rowbytes = 0;
+    int st = tide_sq_layout_make(t, sc, &layout, &rowbytes);
+    if (st)
+        return st;
+    const int64_t n = t->nrows;
+    unsigned char *rows = malloc((size_t)(n * rowbytes + 1));
+    int64_t *cells = malloc((size_t)(n + 1) * sizeof *cells), *order = NULL;
+    if (rows && cells) {
+        tide_sq_pack(t, sc, rowbytes, rows, cells);
+        order = cell_order(cells, n);
+    }
+    if (!rows || !cells || !order) {
+        free(layout);
+        free(rows);
+        free(cells);
+        free(order);
+        return tide_error(TIDE_E_NOMEM, "store: packing %lld rows", (long long)n);
+    }
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(DB(s), "INSERT INTO source_layouts VALUES (?1, ?2)", -1, &q, NULL) !=
+        SQLITE_OK)
+        st = sq_fail(s, "preparing the layout insert");
+    if (!st) {
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_text(q, 2, layout, -1, SQLITE_STATIC);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = sq_fail(s, "inserting the row layout");
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    /* the frame's cells and the rank span of each */
+    if (!st && sqlite3_prepare_v2(DB(s), "INSERT INTO source_cells VALUES (?1, ?2, ?3, ?4)", -1,
+                                  &q, NULL) != SQLITE_OK)
+        st = sq_fail(s, "preparing the cell insert");
+    if (!st)
+        sqlite3_bind_int64(q, 2, id);
+    for (int64_t k = 0, k1; k < n && !st; k = k1) {
+        const int64_t c = cells[order[k]];
+        for (k1 = k + 1; k1 < n && cells[order[k1]] == c; k1++)
+            ;
+        sqlite3_bind_int64(q, 1, c);
+        sqlite3_bind_int64(q, 3, k + 1);
+        sqlite3_bind_int64(q, 4, k1);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = sq_fail(s, "inserting the frame's cells");
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!st && sqlite3_prepare_v2(DB(s),
+                                  "INSERT INTO sources (SRC_ID, IMAGE_ID, SEQ, CELL, "
+                                  "\"ALPHA_J2000\", \"DELTA_J2000\", DATA) VALUES (?1, ?2, ?3, "
+                                  "?4, ?5, ?6, ?7)",
+                                  -1, &q, NULL) != SQLITE_OK)
+        st = sq_fail(s, "preparing the sources insert");
+    const double *ra = t->cols[sc->cols[sc->ira].src].data;
+    const double *dec = t->cols[sc->cols[sc->idec].src].data;
+    if (!st)
+        sqlite3_bind_int64(q, 2, id);
+    for (int64_t k = 0; k < n && !st; k++) {
+        const int64_t r = order[k];
+        sqlite3_bind_int64(q, 1, (sqlite3_int64)((id << 32) + k + 1));
+        sqlite3_bind_int64(q, 3, r + 1);
+        sqlite3_bind_int64(q, 4, cells[r]);
+        if (isnan(ra[r]))
+            sqlite3_bind_null(q, 5);
+        else
+            sqlite3_bind_double(q, 5, ra[r]);
+        if (isnan(dec[r]))
+            sqlite3_bind_null(q, 6);
+        else
+            sqlite3_bind_double(q, 6, dec[r]);
+        sqlite3_bind_blob(q, 7, rows + r * rowbytes, (int)rowbytes, SQLITE_STATIC);
         if (sqlite3_step(q) != SQLITE_DONE)
             st = sq_fail(s, "inserting sources");
         sqlite3_reset(q);
-        PROF_b += PT1 - PT0; PROF_s += PROF_now() - PT1;
     }
     sqlite3_finalize(q);
+    free(layout);
+    free(rows);
+    free(cells);
+    free(order);
     return st;
+}
+
+int tide_store_sqlite_delete_rows(tide_store *s, int64_t id) {
+    /* the frame's sources are the rowid range id * 2^32 + [1, 2^32) */
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "DELETE FROM sources WHERE SRC_ID BETWEEN %lld AND %lld;"
+             "DELETE FROM source_layouts WHERE image_id = %lld;"
+             "DELETE FROM source_cells WHERE image_id = %lld;"
+             "DELETE FROM images WHERE id = %lld;",
+             (long long)(id << 32), (long long)((id << 32) + 0xffffffffLL), (long long)id,
+             (long long)id, (long long)id);
+    return sq_exec(s, sql);
 }
 
 static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *sc,
@@ -250,14 +370,8 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
         sqlite3_finalize(q);
         q = NULL;
     }
-    if (!st && old >= 0) {
-        char sql[256];
-        snprintf(sql, sizeof sql,
-                 "DELETE FROM sources WHERE SRC_ID BETWEEN %lld AND %lld;"
-                 "DELETE FROM images WHERE id = %lld;",
-                 (long long)(old << 32), (long long)((old << 32) + 0xffffffffLL), (long long)old);
-        st = sq_exec(s, sql);
-    }
+    if (!st && old >= 0)
+        st = tide_store_sqlite_delete_rows(s, old);
     if (!st) {
         char sql[1024];
         int k = snprintf(sql, sizeof sql, "INSERT INTO images (");
@@ -280,13 +394,10 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
     if (!st && id >= ((int64_t)1 << 31))
         st = tide_error(TIDE_E_RANGE, "sqlite %s: image id %lld past 2^31", s->target,
                         (long long)id);
-    double PA = PROF_now(); PROF_b = PROF_s = 0;
     if (!st)
         st = insert_sources(s, sc, t, id);
-    double PB = PROF_now();
     if (!st)
         st = sq_exec(s, "COMMIT");
-    fprintf(stderr, "PROF ins %.1f (bind %.1f step %.1f) commit %.1f\n", PB-PA, PROF_b, PROF_s, PROF_now()-PB);
     if (st) {
         char keep[1024];
         snprintf(keep, sizeof keep, "%s", tide_error_detail());
@@ -311,6 +422,71 @@ static int file_of(void *ctx, int64_t id, char *file, int n) {
     return TIDE_OK;
 }
 
+/* The row layouts of the images a cone meets, sorted by image id (parsed once each). */
+typedef struct layout_cache {
+    sq_layout *l;
+    int n, cap;
+    sqlite3_stmt *q;
+} layout_cache;
+
+static void layout_cache_free(layout_cache *c) {
+    for (int i = 0; i < c->n; i++)
+        tide_sq_layout_free(&c->l[i]);
+    free(c->l);
+    sqlite3_finalize(c->q);
+    memset(c, 0, sizeof *c);
+}
+
+static int layout_get(tide_store *s, layout_cache *c, int64_t id, const char *const *names,
+                      int nnames, const sq_layout **out) {
+    int lo = 0, hi = c->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c->l[mid].image_id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < c->n && c->l[lo].image_id == id) {
+        *out = &c->l[lo];
+        return TIDE_OK;
+    }
+    if (!c->q && sqlite3_prepare_v2(DB(s), "SELECT layout FROM source_layouts WHERE image_id = ?1",
+                                    -1, &c->q, NULL) != SQLITE_OK)
+        return sq_fail(s, "preparing the layout look-up");
+    sqlite3_bind_int64(c->q, 1, id);
+    int rc = sqlite3_step(c->q), st = TIDE_OK;
+    sq_layout L;
+    if (rc == SQLITE_ROW && sqlite3_column_text(c->q, 0))
+        st = tide_sq_layout_parse((const char *)sqlite3_column_text(c->q, 0), names, nnames, &L);
+    else
+        st = rc == SQLITE_DONE || rc == SQLITE_ROW
+                 ? tide_error(TIDE_E_DB, "sqlite %s: image %lld has no row layout", s->target,
+                              (long long)id)
+                 : sq_fail(s, "layout look-up");
+    sqlite3_reset(c->q);
+    if (st)
+        return st;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        sq_layout *m = realloc(c->l, (size_t)cap * sizeof *m);
+        if (!m) {
+            tide_sq_layout_free(&L);
+            return tide_error(TIDE_E_NOMEM, "store: row layouts");
+        }
+        c->l = m;
+        c->cap = cap;
+    }
+    memmove(c->l + lo + 1, c->l + lo, (size_t)(c->n - lo) * sizeof *c->l);
+    L.image_id = id;
+    c->l[lo] = L;
+    c->n++;
+    *out = &c->l[lo];
+    return TIDE_OK;
+}
+
+enum { NCORE = 4 }; /* IMAGE_ID, SEQ, ALPHA_J2000, DELTA_J2000 precede the packed columns */
+
 static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,
                    tide_table *out) {
     int64_t *rg = NULL, nrg = 1;
@@ -319,33 +495,44 @@ static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t 
         st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &rg, &nrg);
     if (st)
         return st;
+    colset cols;
+    st = table_columns(s, &cols);
+    if (st) {
+        free(rg);
+        return st;
+    }
     sqlite3_stmt *q = NULL;
-    const char *sql = radius >= 0 ? "SELECT * FROM sources WHERE CELL BETWEEN ?1 AND ?2"
-                                  : "SELECT * FROM sources";
+    const char *sql = radius >= 0 ? "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", "
+                                    "DATA FROM sources WHERE CELL BETWEEN ?1 AND ?2"
+                                  : "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", "
+                                    "DATA FROM sources";
     if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK) {
         free(rg);
+        colset_free(&cols);
         return sq_fail(s, "preparing the cone search");
     }
-    int nc = sqlite3_column_count(q);
-    const char **names = calloc((size_t)nc + 1, sizeof *names);
-    int *is_int = calloc((size_t)nc + 1, sizeof *is_int);
-    int jra = -1, jdec = -1;
+    const int nn = NCORE + cols.n;
+    const char **names = calloc((size_t)nn, sizeof *names);
+    int *is_int = calloc((size_t)nn, sizeof *is_int);
     if (!names || !is_int)
         st = tide_error(TIDE_E_NOMEM, "store: cone columns");
-    for (int j = 0; j < nc && !st; j++) {
-        names[j] = sqlite3_column_name(q, j);
-        const char *ty = sqlite3_column_decltype(q, j);
-        is_int[j] = ty && !strncasecmp(ty, "INT", 3);
-        if (!strcmp(names[j], "ALPHA_J2000"))
-            jra = j;
-        if (!strcmp(names[j], "DELTA_J2000"))
-            jdec = j;
+    if (!st) {
+        static const char *const core[NCORE] = {"IMAGE_ID", "SEQ", "ALPHA_J2000", "DELTA_J2000"};
+        for (int j = 0; j < NCORE; j++) {
+            names[j] = core[j];
+            is_int[j] = j < 2;
+        }
+        for (int j = 0; j < cols.n; j++) {
+            names[NCORE + j] = cols.name[j];
+            is_int[NCORE + j] = cols.is_int[j];
+        }
     }
-    static const char *const skip[] = {"SRC_ID", "CELL"};
     store_result res;
     memset(&res, 0, sizeof res);
+    layout_cache lc;
+    memset(&lc, 0, sizeof lc);
     if (!st)
-        st = tide_store_result_begin(&res, out, nc, names, is_int, skip, 2);
+        st = tide_store_result_begin(&res, out, nn, names, is_int, NULL, 0);
     for (int64_t g = 0; g < nrg && !st; g++) {
         if (radius >= 0) {
             sqlite3_bind_int64(q, 1, rg[2 * g]);
@@ -353,36 +540,48 @@ static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t 
         }
         int rc;
         while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            if (radius >= 0) {
-                double r = sqlite3_column_double(q, jra), d = sqlite3_column_double(q, jdec);
-                if (!(tide_store_separation(ra, dec, r, d) <= radius))
-                    continue;
+            double r = sqlite3_column_type(q, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 2);
+            double d = sqlite3_column_type(q, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 3);
+            if (radius >= 0 && !(tide_store_separation(ra, dec, r, d) <= radius))
+                continue;
+            int64_t id = sqlite3_column_int64(q, 0);
+            const sq_layout *L = NULL;
+            st = layout_get(s, &lc, id, names, nn, &L);
+            if (st)
+                break;
+            const unsigned char *data = sqlite3_column_blob(q, 4);
+            if (sqlite3_column_bytes(q, 4) != L->rowbytes || (L->rowbytes && !data)) {
+                st = tide_error(TIDE_E_DB,
+                                "sqlite %s: a source of image %lld has %d packed "
+                                "bytes, its layout %lld",
+                                s->target, (long long)id, sqlite3_column_bytes(q, 4),
+                                (long long)L->rowbytes);
+                break;
             }
             int64_t row = tide_store_result_row(&res);
             if (row < 0) {
                 st = (int)row;
                 break;
             }
-            for (int j = 0; j < nc; j++) {
-                if (sqlite3_column_type(q, j) == SQLITE_NULL)
-                    tide_store_result_set_f(&res, row, j, NAN);
-                else if (is_int[j])
-                    tide_store_result_set_i(&res, row, j, sqlite3_column_int64(q, j));
-                else
-                    tide_store_result_set_f(&res, row, j, sqlite3_column_double(q, j));
-            }
+            tide_store_result_set_i(&res, row, 0, id);
+            tide_store_result_set_i(&res, row, 1, sqlite3_column_int64(q, 1));
+            tide_store_result_set_f(&res, row, 2, r);
+            tide_store_result_set_f(&res, row, 3, d);
+            tide_sq_unpack(L, data, &res, row, NCORE, nn);
         }
-        if (!st && rc != SQLITE_DONE)
+        if (!st && rc != SQLITE_DONE && rc != SQLITE_ROW)
             st = sq_fail(s, "cone search");
         sqlite3_reset(q);
     }
     sqlite3_finalize(q);
     free(rg);
+    layout_cache_free(&lc);
     if (!st)
         st = tide_store_result_finish(&res, limit, file_of, s);
     tide_store_result_free(&res);
     free(names);
     free(is_int);
+    colset_free(&cols);
     return st;
 }
 
@@ -450,8 +649,10 @@ int tide_store_sqlite_open(tide_store *s, const char *path) {
     s->impl = p;
     s->ops = &sqlite_ops;
     snprintf(s->target, sizeof s->target, "%s", path);
-    if (sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    /* NOMUTEX: a store handle is used by one thread at a time (store.h), so SQLite's
+     * per-call mutex (two per bound value) buys nothing */
+    const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &p->db, flags, NULL) != SQLITE_OK) {
         int st = tide_error(TIDE_E_DB, "sqlite %s: cannot open: %s", path,
                             p->db ? sqlite3_errmsg(p->db) : "out of memory");
         sq_close(s);

@@ -344,6 +344,29 @@ static void sc_run_all(tide_store *s, const char *fail_on, const char *fail_off,
     CHECK_OK(tide_store_cone(s, 0, 10, 0.5, 0, &all2));
     CHECK(all2.nrows > 0 && tide_table_f64(&all2, "MAG_PSF") &&
           isnan(tide_table_f64(&all2, "MAG_PSF")[0]));
+    /* a later frame with wider types under known names (FLAGS int32 beyond int16, MAG_AUTO
+     * float64 with digits a float32 lacks) reads back exactly, and so do the older frames */
+    tide_table wide;
+    tide_table_init(&wide);
+    CHECK_OK(tide_table_add_column(&wide, "ALPHA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL));
+    CHECK_OK(tide_table_add_column(&wide, "DELTA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL));
+    CHECK_OK(tide_table_add_column(&wide, "FLAGS", TIDE_COL_I32, 1, "", NULL, NULL));
+    CHECK_OK(tide_table_add_column(&wide, "MAG_AUTO", TIDE_COL_F64, 1, "mag", NULL, NULL));
+    CHECK_OK(tide_table_resize(&wide, 300));
+    for (int64_t r = 0; r < wide.nrows; r++) {
+        tide_table_f64(&wide, "ALPHA_J2000")[r] = 10 + sc_unif();
+        tide_table_f64(&wide, "DELTA_J2000")[r] = -20 + sc_unif();
+        tide_table_i32(&wide, "FLAGS")[r] = 70000 + (int32_t)r;
+        tide_table_f64(&wide, "MAG_AUTO")[r] = 0.1 + 15 * sc_unif();
+    }
+    tide_store_frame fw;
+    sc_frame(&fw, "wide.fits", "wide.fits");
+    int64_t idw = -1;
+    CHECK_OK(tide_store_put_frame(s, &fw, &wide, &idw));
+    sc_check_roundtrip(s, idw, &wide, "wide.fits");
+    sc_check_roundtrip(s, id[1], &cat[1], "north.fits");
+    CHECK_OK(tide_store_delete_frame(s, fw.checksum));
+    tide_table_free(&wide);
     /* deleting a frame removes its image row and all its sources, nothing else */
     CHECK_OK(tide_store_count(s, &n2, &s2));
     CHECK_OK(tide_store_delete_frame(s, f.checksum));
