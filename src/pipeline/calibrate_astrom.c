@@ -76,8 +76,14 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
         set_msg(out->astrmsg, sizeof out->astrmsg, "no index files");
         return st == TIDE_E_NOMEM ? st : 0;
     }
+    /* The solver gets the clean sources (no saturated, truncated or corrupted centroid,
+     * S/N >= 10): a bleed trail or a saturated core among the brightest "stars" only gives
+     * it quads that match nothing. A field with too few of them gets every source. */
+    const int clean = src->nclean >= 20;
     const double t0 = tide_cal_now_ms();
-    st = tide_solve(solver, src->x, src->y, src->flux, src->n, sp, wcs, &out->solve);
+    st = tide_solve(solver, clean ? src->cx : src->x, clean ? src->cy : src->y,
+                    clean ? src->cflux : src->flux, clean ? src->nclean : src->n, sp, wcs,
+                    &out->solve);
     out->ms_solve = tide_cal_now_ms() - t0;
     if (st) {
         set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");

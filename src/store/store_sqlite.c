@@ -16,6 +16,7 @@
  * per frame, one prepared INSERT reused for every row. */
 #include <math.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,12 +488,68 @@ static int layout_get(tide_store *s, layout_cache *c, int64_t id, const char *co
 
 enum { NCORE = 4 }; /* IMAGE_ID, SEQ, ALPHA_J2000, DELTA_J2000 precede the packed columns */
 
+/* The rowid spans holding every source whose cell lies in the cover @p rg (nrg ranges): for
+ * each range, each frame's rank span there (source_cells). *spans: malloc'd pairs. */
+static int cover_spans(tide_store *s, const int64_t *rg, int64_t nrg, int64_t **spans,
+                       int64_t *nspan) {
+    *spans = NULL;
+    *nspan = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(DB(s),
+                           "SELECT image_id, min(first), max(last) FROM source_cells WHERE cell "
+                           "BETWEEN ?1 AND ?2 GROUP BY image_id",
+                           -1, &q, NULL) != SQLITE_OK)
+        return sq_fail(s, "preparing the cell look-up");
+    int64_t cap = 0;
+    int st = TIDE_OK;
+    for (int64_t g = 0; g < nrg && !st; g++) {
+        sqlite3_bind_int64(q, 1, rg[2 * g]);
+        sqlite3_bind_int64(q, 2, rg[2 * g + 1]);
+        int rc;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            if (*nspan == cap) {
+                cap = cap ? 2 * cap : 256;
+                int64_t *m = realloc(*spans, (size_t)cap * 2 * sizeof *m);
+                if (!m) {
+                    st = tide_error(TIDE_E_NOMEM, "store: cone spans");
+                    break;
+                }
+                *spans = m;
+            }
+            int64_t id = sqlite3_column_int64(q, 0);
+            (*spans)[2 * *nspan] = (id << 32) + sqlite3_column_int64(q, 1);
+            (*spans)[2 * *nspan + 1] = (id << 32) + sqlite3_column_int64(q, 2);
+            (*nspan)++;
+        }
+        if (!st && rc != SQLITE_DONE)
+            st = sq_fail(s, "cell look-up");
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    if (st) {
+        free(*spans);
+        *spans = NULL;
+        *nspan = 0;
+    }
+    return st;
+}
+
 static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,
                    tide_table *out) {
     int64_t *rg = NULL, nrg = 1;
     int st = TIDE_OK;
-    if (radius >= 0)
-        st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &rg, &nrg);
+    if (radius >= 0) {
+        int64_t *cover = NULL, ncover = 0;
+        st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &cover, &ncover);
+        if (!st)
+            st = cover_spans(s, cover, ncover, &rg, &nrg);
+        free(cover);
+    } else if (!(rg = malloc(2 * sizeof *rg))) {
+        st = tide_error(TIDE_E_NOMEM, "store: cone spans");
+    } else { /* every source */
+        rg[0] = INT64_MIN;
+        rg[1] = INT64_MAX;
+    }
     if (st)
         return st;
     colset cols;
@@ -502,10 +559,8 @@ static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t 
         return st;
     }
     sqlite3_stmt *q = NULL;
-    const char *sql = radius >= 0 ? "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", "
-                                    "DATA FROM sources WHERE CELL BETWEEN ?1 AND ?2"
-                                  : "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", "
-                                    "DATA FROM sources";
+    const char *sql = "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", DATA FROM "
+                      "sources WHERE SRC_ID BETWEEN ?1 AND ?2";
     if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK) {
         free(rg);
         colset_free(&cols);
@@ -534,10 +589,8 @@ static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t 
     if (!st)
         st = tide_store_result_begin(&res, out, nn, names, is_int, NULL, 0);
     for (int64_t g = 0; g < nrg && !st; g++) {
-        if (radius >= 0) {
-            sqlite3_bind_int64(q, 1, rg[2 * g]);
-            sqlite3_bind_int64(q, 2, rg[2 * g + 1]);
-        }
+        sqlite3_bind_int64(q, 1, rg[2 * g]);
+        sqlite3_bind_int64(q, 2, rg[2 * g + 1]);
         int rc;
         while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
             double r = sqlite3_column_type(q, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 2);
