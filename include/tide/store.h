@@ -21,22 +21,24 @@
  * (float64 double precision, float32 real, int64 bigint, int32 integer, int16 and uint8
  * smallint; a later frame with a wider type under the same name widens the column with ALTER
  * TABLE ... TYPE, a rewrite). SQLite: sources holds CELL, IMAGE_ID, SEQ, ALPHA_J2000 and
- * DELTA_J2000 (NaN stored as NULL) as columns, the rowid SRC_ID (IMAGE_ID * 2^32 + SEQ), and
- * every other value packed in one BLOB column DATA (the catalog's types, little-endian, in
- * stored-column order; ~10x fewer values for SQLite to bind and encode per row): table
- * source_layouts gives each frame's packing as text, one "TYPE NAME" line per value (TYPE f8
- * f4 i8 i4 i2 u1), and source_columns every name seen with its kind. tide_store_cone and
- * tide_store_all_sources unpack; plain SQL sees the BLOB. A SQLite store of the earlier
- * one-column-per-value layout is refused (TIDE_E_UNSUPPORTED).
+ * DELTA_J2000 (NaN stored as NULL) as columns, the rowid SRC_ID (IMAGE_ID * 2^32 + the row's
+ * rank in CELL order, from 1), and every other value packed in one BLOB column DATA (the
+ * catalog's types, little-endian, in stored-column order; ~10x fewer values for SQLite to bind
+ * and encode per row): table source_layouts gives each frame's packing as text, one "TYPE
+ * NAME" line per value (TYPE f8 f4 i8 i4 i2 u1), and source_columns every name seen with its
+ * kind. tide_store_cone and tide_store_all_sources unpack; plain SQL sees the BLOB. A SQLite
+ * store of the earlier one-column-per-value layout is refused (TIDE_E_UNSUPPORTED).
  *
  * Sky index: SQLite stores CELL, the HEALPix NESTED index of the position at nside 2048
- * (order 11, cells of 1.72 arcmin; Górski et al. 2005, ApJ 622, 759), with an index on it; a
- * cone search computes a conservative cover of the disc by cell ranges on the client and
- * filters the candidates by exact great-circle distance. PostgreSQL indexes
- * q3c_ang2ipix(ALPHA_J2000, DELTA_J2000) (Koposov & Bartunov 2006) and uses q3c_radial_query
- * the same way (plus a BRIN index on IMAGE_ID, for replacing a frame). CLUSTER sources USING
- * sources_q3c (tide_store_exec) after bulk loads makes large cones faster. The final test is
- * tide_store_separation() on both stores, so both return the same rows as a brute-force scan.
+ * (order 11, cells of 1.72 arcmin; Górski et al. 2005, ApJ 622, 759), inserts a frame's rows
+ * sorted by CELL and keeps, per frame and cell, the span of the frame's rows there (table
+ * source_cells; no per-source index to update); a cone search computes a conservative cover of
+ * the disc by cell ranges on the client, reads the matching spans and filters the candidates by
+ * exact great-circle distance. PostgreSQL indexes q3c_ang2ipix(ALPHA_J2000, DELTA_J2000)
+ * (Koposov & Bartunov 2006) and uses q3c_radial_query the same way (plus a BRIN index on
+ * IMAGE_ID, for replacing a frame). CLUSTER sources USING sources_q3c (tide_store_exec) after
+ * bulk loads makes large cones faster. The final test is tide_store_separation() on both
+ * stores, so both return the same rows as a brute-force scan.
  *
  * Writes are one transaction per frame: the old rows of the same checksum are deleted, the image
  * row and all sources are inserted (SQLite: one prepared statement; PostgreSQL: binary COPY),

@@ -92,6 +92,9 @@ int tide_store_pg_open(tide_store *s, const char *conninfo);
 void tide_store_now_iso(char *out, int n);
 
 /* ---- the SQLite store's packed rows (store_sqlite_rows.c) ---- */
+/* Row indices sorted by cell, equal cells in row order (a stable radix sort); malloc'd, NULL
+ * when out of memory. */
+int64_t *tide_store_cell_order(const int64_t *cells, int64_t n);
 /* The frame's layout text (one "TYPE NAME\n" per stored element but ALPHA/DELTA_J2000) and
  * its packed row width in bytes. *text is malloc'd. */
 int tide_sq_layout_make(const tide_table *t, const store_schema *sc, char **text,

@@ -212,43 +212,6 @@ static int bind_image(tide_store *s, sqlite3_stmt *q, const tide_store_frame *f)
     return rc == SQLITE_OK ? TIDE_OK : sq_fail(s, "binding the image row");
 }
 
-/* Rows in (cell, seq) order: a radix sort of the row indices by cell (cells < 2^26). */
-static int64_t *cell_order(const int64_t *cells, int64_t n) {
-    int64_t *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
-    int64_t *cnt = malloc(((size_t)1 << 13) * sizeof *cnt);
-    if (!a || !b || !cnt) {
-        free(a);
-        free(b);
-        free(cnt);
-        return NULL;
-    }
-    for (int64_t r = 0; r < n; r++)
-        a[r] = r;
-    /* key = cell + 1 (cell -1: no position) in 13-bit digits, least significant first;
-     * stable, so equal cells keep their row order */
-    for (int shift = 0; shift < 39; shift += 13) {
-        memset(cnt, 0, ((size_t)1 << 13) * sizeof *cnt);
-        for (int64_t r = 0; r < n; r++)
-            cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++;
-        int64_t sum = 0;
-        for (int k = 0; k < 8192; k++) {
-            int64_t c = cnt[k];
-            cnt[k] = sum;
-            sum += c;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            int64_t r = a[i];
-            b[cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++] = r;
-        }
-        int64_t *t = a;
-        a = b;
-        b = t;
-    }
-    free(b);
-    free(cnt);
-    return a;
-}
-
 static int insert_sources(tide_store *s, const store_schema *sc, const tide_table *t, int64_t id) {
     char *layout = NULL;
     int64_t rowbytes = 0;
@@ -260,7 +223,7 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
     int64_t *cells = malloc((size_t)(n + 1) * sizeof *cells), *order = NULL;
     if (rows && cells) {
         tide_sq_pack(t, sc, rowbytes, rows, cells);
-        order = cell_order(cells, n);
+        order = tide_store_cell_order(cells, n);
     }
     if (!rows || !cells || !order) {
         free(layout);
@@ -282,8 +245,8 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
     sqlite3_finalize(q);
     q = NULL;
     /* the frame's cells and the rank span of each */
-    if (!st && sqlite3_prepare_v2(DB(s), "INSERT INTO source_cells VALUES (?1, ?2, ?3, ?4)", -1,
-                                  &q, NULL) != SQLITE_OK)
+    if (!st && sqlite3_prepare_v2(DB(s), "INSERT INTO source_cells VALUES (?1, ?2, ?3, ?4)", -1, &q,
+                                  NULL) != SQLITE_OK)
         st = sq_fail(s, "preparing the cell insert");
     if (!st)
         sqlite3_bind_int64(q, 2, id);

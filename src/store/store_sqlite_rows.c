@@ -8,7 +8,7 @@
  * little-endian), so the values read back are exactly the catalog's. The frame's layout (one
  * line "TYPE NAME" per element, TYPE f8 f4 i8 i4 i2 u1) is in source_layouts; the union of the
  * names of all frames, with their kinds, in source_columns. The rows of a frame are packed on
- * all cores before the insert loop. */
+ * all cores before the insert loop, and inserted in sky-cell order (tide_store_cell_order). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +102,42 @@ int tide_sq_pack(const tide_table *t, const store_schema *sc, int64_t rowbytes, 
         }
     }
     return TIDE_OK;
+}
+
+int64_t *tide_store_cell_order(const int64_t *cells, int64_t n) {
+    int64_t *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
+    int64_t *cnt = malloc(((size_t)1 << 13) * sizeof *cnt);
+    if (!a || !b || !cnt) {
+        free(a);
+        free(b);
+        free(cnt);
+        return NULL;
+    }
+    for (int64_t r = 0; r < n; r++)
+        a[r] = r;
+    /* key = cell + 1 (cell -1: no position) in 13-bit digits, least significant first;
+     * stable, so equal cells keep their row order */
+    for (int shift = 0; shift < 39; shift += 13) {
+        memset(cnt, 0, ((size_t)1 << 13) * sizeof *cnt);
+        for (int64_t r = 0; r < n; r++)
+            cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++;
+        int64_t sum = 0;
+        for (int k = 0; k < 8192; k++) {
+            int64_t c = cnt[k];
+            cnt[k] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = a[i];
+            b[cnt[((uint64_t)(cells[r] + 1) >> shift) & 8191]++] = r;
+        }
+        int64_t *t = a;
+        a = b;
+        b = t;
+    }
+    free(b);
+    free(cnt);
+    return a;
 }
 
 void tide_sq_layout_free(sq_layout *L) {
