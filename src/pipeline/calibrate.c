@@ -18,7 +18,7 @@ double tide_cal_now_ms(void) {
 
 void tide_cal_sources_free(tide_cal_sources *s) {
     free(s->x), free(s->y), free(s->sigma), free(s->flux);
-    free(s->cx), free(s->cy), free(s->csigma), free(s->cflux);
+    free(s->cx), free(s->cy), free(s->csigma);
     memset(s, 0, sizeof *s);
 }
 
@@ -64,7 +64,6 @@ static int keep_brightest(tide_cal_sources *s, const int64_t *idx, const float *
     for (int64_t k = 0; k < m; k++)
         if (keep[k]) {
             s->cx[n] = s->cx[k], s->cy[n] = s->cy[k], s->csigma[n] = s->csigma[k];
-            s->cflux[n] = s->cflux[k];
             n++;
         }
     s->nclean = n;
@@ -89,8 +88,8 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
     s->x = malloc(m * sizeof(double)), s->y = malloc(m * sizeof(double));
     s->sigma = malloc(m * sizeof(double)), s->flux = malloc(m * sizeof(double));
     s->cx = malloc(m * sizeof(double)), s->cy = malloc(m * sizeof(double));
-    s->csigma = malloc(m * sizeof(double)), s->cflux = malloc(m * sizeof(double));
-    if (!s->x || !s->y || !s->sigma || !s->flux || !s->cx || !s->cy || !s->csigma || !s->cflux) {
+    s->csigma = malloc(m * sizeof(double));
+    if (!s->x || !s->y || !s->sigma || !s->flux || !s->cx || !s->cy || !s->csigma) {
         tide_cal_sources_free(s);
         return tide_error(TIDE_E_NOMEM, "calibrate: arrays for %lld sources", (long long)n);
     }
@@ -112,7 +111,6 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
             s->cx[s->nclean] = s->x[i];
             s->cy[s->nclean] = s->y[i];
             s->csigma[s->nclean] = s->sigma[i];
-            s->cflux[s->nclean] = s->flux[i];
             idx[s->nclean++] = i;
         }
     }

@@ -64,6 +64,10 @@ static int fetch_ref(const tide_calib_params *p, const field_guess *g, tide_cal_
     return 0;
 }
 
+/* Sources and time limit of the quick first attempt of solve_field. */
+#define CAL_QUICK_NBRIGHT 150
+#define CAL_QUICK_TIMEOUT_S 5.0
+
 /* Plate-solve the sources; *wcs receives the solution. Not solving is reported in out. */
 static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal_sources *src,
                        tide_solve_params *sp, tide_wcs **wcs, tide_calib_result *out) {
@@ -76,14 +80,24 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
         set_msg(out->astrmsg, sizeof out->astrmsg, "no index files");
         return st == TIDE_E_NOMEM ? st : 0;
     }
-    /* The solver gets the clean sources (no saturated, truncated or corrupted centroid,
-     * S/N >= 10): a bleed trail or a saturated core among the brightest "stars" only gives
-     * it quads that match nothing. A field with too few of them gets every source. */
-    const int clean = src->nclean >= 20;
+    /* A quick hinted attempt on the brightest sources first (saturated ones included: they
+     * are the very stars an index keeps, its brightest per sky cell), then the configured
+     * attempt (more sources, then blind). Few sources mean few quads to try and cheap
+     * verifications, so a field whose hints are right solves in milliseconds; the second
+     * attempt only runs when the first fails. */
     const double t0 = tide_cal_now_ms();
-    st = tide_solve(solver, clean ? src->cx : src->x, clean ? src->cy : src->y,
-                    clean ? src->cflux : src->flux, clean ? src->nclean : src->n, sp, wcs,
-                    &out->solve);
+    st = TIDE_E_NOSOLVE;
+    if (sp->has_position && sp->scale_hi > 0 && sp->nbright > CAL_QUICK_NBRIGHT) {
+        tide_solve_params quick = *sp;
+        quick.nbright = CAL_QUICK_NBRIGHT;
+        quick.blind_fallback = 0;
+        quick.timeout_s = fmin(sp->timeout_s, CAL_QUICK_TIMEOUT_S);
+        st = tide_solve(solver, src->x, src->y, src->flux, src->n, &quick, wcs, &out->solve);
+        if (st == TIDE_E_NOSOLVE)
+            tide_error_clear();
+    }
+    if (st == TIDE_E_NOSOLVE)
+        st = tide_solve(solver, src->x, src->y, src->flux, src->n, sp, wcs, &out->solve);
     out->ms_solve = tide_cal_now_ms() - t0;
     if (st) {
         set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");

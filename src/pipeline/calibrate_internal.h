@@ -14,8 +14,8 @@ typedef struct tide_cal_sources {
     double *x, *y;   /**< 0-based XWIN/YWIN */
     double *sigma;   /**< 1σ centroid error per axis, pixels (NaN when unknown) */
     double *flux;    /**< FLUX_AUTO, for the solver's brightest-first order */
-    int64_t nclean;  /**< clean sources, packed first into cx, cy, csigma, cflux */
-    double *cx, *cy, *csigma, *cflux;
+    int64_t nclean;  /**< clean sources, packed first into cx, cy, csigma */
+    double *cx, *cy, *csigma;
 } tide_cal_sources;
 
 /** Gather the sources of @p cat. */
