@@ -17,7 +17,7 @@ double tide_cal_now_ms(void) {
 }
 
 void tide_cal_sources_free(tide_cal_sources *s) {
-    free(s->x), free(s->y), free(s->sigma), free(s->flux);
+    free(s->x), free(s->y), free(s->bx), free(s->by), free(s->sigma), free(s->flux);
     free(s->cx), free(s->cy), free(s->csigma);
     memset(s, 0, sizeof *s);
 }
@@ -75,21 +75,24 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
     memset(s, 0, sizeof *s);
     const int64_t n = cat->nrows;
     const double *xw = tide_table_f64(cat, "XWIN_IMAGE"), *yw = tide_table_f64(cat, "YWIN_IMAGE");
+    const double *xb = tide_table_f64(cat, "X_IMAGE"), *yb = tide_table_f64(cat, "Y_IMAGE");
     const double *ex = tide_table_f64(cat, "ERRX2WIN_IMAGE");
     const double *ey = tide_table_f64(cat, "ERRY2WIN_IMAGE");
     const double *fa = tide_table_f64(cat, "FLUX_AUTO");
     const float *snr = tide_table_f32(cat, "SNR");
     const tide_column *fl = tide_table_column(cat, "FLAGS");
-    if (n > 0 && (!xw || !yw || !fa || !snr || !fl || fl->type != TIDE_COL_I16))
+    if (n > 0 && (!xw || !yw || !xb || !yb || !fa || !snr || !fl || fl->type != TIDE_COL_I16))
         return tide_error(TIDE_E_INVAL, "calibrate: the catalog lacks XWIN_IMAGE, YWIN_IMAGE, "
-                                        "FLUX_AUTO, SNR or FLAGS");
+                                        "X_IMAGE, Y_IMAGE, FLUX_AUTO, SNR or FLAGS");
     const size_t m = (size_t)(n > 0 ? n : 1);
     s->n = n;
     s->x = malloc(m * sizeof(double)), s->y = malloc(m * sizeof(double));
+    s->bx = malloc(m * sizeof(double)), s->by = malloc(m * sizeof(double));
     s->sigma = malloc(m * sizeof(double)), s->flux = malloc(m * sizeof(double));
     s->cx = malloc(m * sizeof(double)), s->cy = malloc(m * sizeof(double));
     s->csigma = malloc(m * sizeof(double));
-    if (!s->x || !s->y || !s->sigma || !s->flux || !s->cx || !s->cy || !s->csigma) {
+    if (!s->x || !s->y || !s->bx || !s->by || !s->sigma || !s->flux || !s->cx || !s->cy ||
+        !s->csigma) {
         tide_cal_sources_free(s);
         return tide_error(TIDE_E_NOMEM, "calibrate: arrays for %lld sources", (long long)n);
     }
@@ -103,6 +106,8 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
         /* The catalog's 1-based FITS positions become the 0-based ones of the library. */
         s->x[i] = xw[i] - 1.0;
         s->y[i] = yw[i] - 1.0;
+        s->bx[i] = xb[i] - 1.0;
+        s->by[i] = yb[i] - 1.0;
         const double v = ex && ey ? 0.5 * (ex[i] + ey[i]) : NAN;
         s->sigma[i] = v > 0 ? sqrt(v) : NAN;
         s->flux[i] = isfinite(fa[i]) ? fa[i] : -INFINITY;

@@ -80,9 +80,10 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
         set_msg(out->astrmsg, sizeof out->astrmsg, "no index files");
         return st == TIDE_E_NOMEM ? st : 0;
     }
-    /* A quick hinted attempt on the brightest sources first (saturated ones included: they
-     * are the very stars an index keeps, its brightest per sky cell), then the configured
-     * attempt (more sources, then blind). Few sources mean few quads to try and cheap
+    /* The solver works on barycentres: the windowed centroid of a saturated star (the very
+     * stars an index keeps, its brightest per sky cell) can fail or wander, its barycentre
+     * stays on the star. A quick hinted attempt on the brightest sources first, then the
+     * configured attempt (more sources, then blind). Few sources mean few quads to try and cheap
      * verifications, so a field whose hints are right solves in milliseconds; the second
      * attempt only runs when the first fails. */
     const double t0 = tide_cal_now_ms();
@@ -92,12 +93,12 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
         quick.nbright = CAL_QUICK_NBRIGHT;
         quick.blind_fallback = 0;
         quick.timeout_s = fmin(sp->timeout_s, CAL_QUICK_TIMEOUT_S);
-        st = tide_solve(solver, src->x, src->y, src->flux, src->n, &quick, wcs, &out->solve);
+        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &quick, wcs, &out->solve);
         if (st == TIDE_E_NOSOLVE)
             tide_error_clear();
     }
     if (st == TIDE_E_NOSOLVE)
-        st = tide_solve(solver, src->x, src->y, src->flux, src->n, sp, wcs, &out->solve);
+        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, sp, wcs, &out->solve);
     out->ms_solve = tide_cal_now_ms() - t0;
     if (st) {
         set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");

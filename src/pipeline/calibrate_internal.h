@@ -12,6 +12,7 @@
 typedef struct tide_cal_sources {
     int64_t n;
     double *x, *y;   /**< 0-based XWIN/YWIN */
+    double *bx, *by; /**< 0-based X_IMAGE/Y_IMAGE (barycentres), for the plate solver */
     double *sigma;   /**< 1σ centroid error per axis, pixels (NaN when unknown) */
     double *flux;    /**< FLUX_AUTO, for the solver's brightest-first order */
     int64_t nclean;  /**< clean sources, packed first into cx, cy, csigma */
