@@ -139,7 +139,8 @@ static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const 
 
 /* One complete reduction; parts in ms[]. */
 static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char *store,
-                    const tide_pipeline_params *pp, bc_result *r, double *ms) {
+                    const tide_config *cfg, const tide_pipeline_params *pp, bc_result *r,
+                    double *ms) {
     char frame[1200], refcat[1200], index[1200], catp[1200];
     snprintf(frame, sizeof frame, "%s/frame_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
     snprintf(refcat, sizeof refcat, "%s/refcat_%lldx%lld.fits", dir, (long long)r->w,
@@ -148,9 +149,6 @@ static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char
     snprintf(catp, sizeof catp, "%s/catalog_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
     tide_calib_params cp;
     tide_calib_params_default(&cp);
-    snprintf(cp.refcat, sizeof cp.refcat, "%s", refcat);
-    snprintf(cp.index_dir, sizeof cp.index_dir, "%s", index);
-    cp.photcal.color_term = 0.05; /* the simulator's (tide sim --help) */
     tide_image im;
     tide_header hdr;
     memset(&im, 0, sizeof im);
@@ -163,6 +161,16 @@ static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, const char
     tide_reduce_checksum sum;
     tide_reduce_checksum_start(&sum, frame);
     int st = tide_fits_read_image(ctx, frame, &im, &hdr);
+    /* As tide reduce: the instrument values (pixel size and focal length for the solver's
+     * scale hint) from the header through the configuration. */
+    tide_instrument inst;
+    if (!st)
+        st = tide_instrument_resolve(cfg, &hdr, frame, &inst);
+    if (!st)
+        st = tide_calib_params_from_config(&cp, cfg, &inst);
+    snprintf(cp.refcat, sizeof cp.refcat, "%s", refcat);
+    snprintf(cp.index_dir, sizeof cp.index_dir, "%s", index);
+    cp.photcal.color_term = 0.05; /* the simulator's (tide sim --help) */
     const double t1 = tide_bench_now_ms();
     if (!st)
         st = tide_pipeline_run(ctx, &im, &hdr, pp, &res);
@@ -206,6 +214,9 @@ static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t 
     tide_pipeline_params pp;
     memset(r, 0, sizeof *r);
     int st = prepare(ctx, o, w, h, dir, r, &pp);
+    tide_config *cfg = NULL;
+    if (!st)
+        st = tide_config_load(&cfg, NULL);
     char store[1300];
     if (o->store)
         snprintf(store, sizeof store, "%s", o->store);
@@ -213,15 +224,16 @@ static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t 
         snprintf(store, sizeof store, "sqlite:%s/bench-store.db", dir);
     double scratch[P_COUNT];
     for (int i = 0; i < o->warmup && !st; i++)
-        st = run_once(ctx, o, dir, store, &pp, r, scratch);
+        st = run_once(ctx, o, dir, store, cfg, &pp, r, scratch);
     double per[P_COUNT][BC_MAX_REPEATS];
     for (int k = 0; k < o->repeats && !st; k++) {
-        st = run_once(ctx, o, dir, store, &pp, r, scratch);
+        st = run_once(ctx, o, dir, store, cfg, &pp, r, scratch);
         for (int p = 0; p < P_COUNT && !st; p++)
             per[p][k] = scratch[p];
     }
     for (int p = 0; p < P_COUNT && !st; p++)
         r->ms[p] = tide_bench_median(per[p], o->repeats);
+    tide_config_free(cfg);
     return st;
 }
 
