@@ -44,11 +44,11 @@ if [ "${1:-all}" != calib ]; then
     --json "$out/bench-store.json" >> "$report" 2>&1 || fail=1
 fi
 echo "## complete reduce into SQLite" >> "$report"
-timeout 500 "$tide" bench --calib --backend cuda --repeats 5 \
+timeout 500 "$tide" bench --calib --backend cuda --repeats 7 \
   --json "$out/bench-calib-sqlite.json" >> "$report" 2>&1 || fail=1
 if [ -n "$pg" ]; then
   echo "## complete reduce into PostgreSQL" >> "$report"
-  timeout 500 "$tide" bench --calib --backend cuda --repeats 5 --store "$pg" \
+  timeout 500 "$tide" bench --calib --backend cuda --repeats 7 --store "$pg" \
     --json "$out/bench-calib-pg.json" >> "$report" 2>&1 || fail=1
   as_owner "$pgbin/pg_ctl" -D "$data/db" -m fast -w stop > /dev/null 2>&1
 fi

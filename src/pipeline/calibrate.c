@@ -28,11 +28,11 @@ void tide_cal_sources_free(tide_cal_sources *s) {
 #define CAL_BAD_CENTROID_FLAGS 0xFC
 /* Sources fainter than this detection S/N centroid too poorly to pull the fit. */
 #define CAL_FIT_MIN_SNR 10.0
-/* The WCS fit uses at most this many clean sources, the ones of highest S/N: 6,000 stars pin
+/* The WCS fit uses at most this many clean sources, the ones of highest S/N: 3,000 stars pin
  * a 20-coefficient TAN-SIP of order 3 far below the centroid noise (the error of the fitted
- * mapping falls as 1/sqrt(n): ~0.002 px for 0.1 px centroids), while the refinement's cost
- * keeps growing with n. */
-#define CAL_FIT_MAX_SOURCES 6000
+ * mapping falls as sqrt(ncoef / n): ~0.01 px for 0.1 px centroids), while the refinement's
+ * cost keeps growing with n. */
+#define CAL_FIT_MAX_SOURCES 3000
 
 typedef struct snr_index {
     float snr;
