@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tide/crossmatch.h"
+#include "compute/select_f64.h"
 #include "tide/status.h"
 #include "tide/timer.h"
 #include "tide/wcsfit.h"
@@ -45,46 +46,6 @@ void tide_verify_defaults(tide_verify_params *p) {
     p->min_matches = 20;
     p->min_fraction = 0.2;
     p->min_excess = 5.0;
-}
-
-/* The k-th smallest of v[0..n) (quickselect, Hoare partition; v is reordered). */
-static double kth(double *v, int64_t n, int64_t k) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        double piv = v[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < piv)
-                i++;
-            while (v[j] > piv)
-                j--;
-            if (i <= j) {
-                double t = v[i];
-                v[i] = v[j];
-                v[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    return v[k];
-}
-
-/* Median of v[0..n) (n > 0, no NaN); v is reordered. */
-static double median(double *v, int64_t n) {
-    double hi = kth(v, n, n / 2);
-    if (n % 2)
-        return hi;
-    double lo = v[0]; /* after the selection v[0..n/2) holds the smaller half */
-    for (int64_t i = 1; i < n / 2; i++)
-        lo = fmax(lo, v[i]);
-    return 0.5 * (lo + hi);
 }
 
 /* Reference stars within the circle circumscribing the frame, and that circle's radius
@@ -265,7 +226,7 @@ int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width, in
                 tmp[2 * nn + k] = sqrt((rx * rx + ry * ry) * w0[k]);
                 tmp[k2++] = tmp[2 * nn + k];
             }
-            double sig = k2 > 0 ? median(tmp, k2) / RAYLEIGH_MEDIAN : 0.0;
+            double sig = k2 > 0 ? tide_median_f64(tmp, k2) / RAYLEIGH_MEDIAN : 0.0;
             int64_t keep = 0;
             for (int64_t k = 0; k < m && sig > 0; k++)
                 keep += tmp[2 * nn + k] <= p.clip_sigma * sig;
@@ -293,7 +254,7 @@ int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width, in
                 if (!rej[k] && isfinite(r))
                     tmp[nused++] = r;
             }
-            double sig = nused > 0 ? median(tmp, nused) / RAYLEIGH_MEDIAN : 0.0;
+            double sig = nused > 0 ? tide_median_f64(tmp, nused) / RAYLEIGH_MEDIAN : 0.0;
             if (!(sig > 0))
                 break;
             int changed = 0;
@@ -462,7 +423,7 @@ int tide_astrom_verify(tide_ctx *ctx, const tide_wcs *wcs, int64_t width, int64_
     info->expected_random = (double)n * (double)nin / area * PI * radius * radius;
     int64_t denom = n < nin ? n : nin;
     info->fraction = denom > 0 ? (double)k / (double)denom : 0.0;
-    info->median_sep_arcsec = k > 0 ? median(sra, k) : NAN;
+    info->median_sep_arcsec = k > 0 ? tide_median_f64(sra, k) : NAN;
     info->rms_sep_arcsec = k > 0 ? sqrt(s2 / k) : NAN;
     info->good = k >= p.min_matches && info->fraction >= p.min_fraction &&
                  (double)k >= p.min_excess * info->expected_random;

@@ -5,6 +5,7 @@
 
 #include "photcal_internal.h"
 #include "tide/photcal.h"
+#include "compute/select_f64.h"
 #include "tide/status.h"
 
 /* 2.5 / ln 10: d(mag) = 1.0857 dF / F. */
@@ -28,59 +29,6 @@ tide_photcal_params tide_photcal_defaults(void) {
     p.slope_tol = 0.03;
     p.min_stars = 5;
     return p;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double tide_photcal_median(double *v, int64_t n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* The k-th smallest of v[0..n) (v is reordered): Hoare's selection with a median-of-three
- * pivot, O(n) on average, where a full sort of the ~180,000 pairwise slopes below would cost
- * tens of milliseconds per call. */
-static double select_kth(double *v, int64_t n, int64_t k) {
-    int64_t lo = 0, hi = n - 1;
-    while (hi > lo) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        double a = v[lo], b = v[mid], c = v[hi];
-        const double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                const double t = v[i];
-                v[i] = v[j], v[j] = t;
-                i++, j--;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return v[k];
-    }
-    return v[k];
-}
-
-/* numpy's median of v[0..n) by selection (v is reordered). */
-static double median_select(double *v, int64_t n) {
-    const double hi = select_kth(v, n, n / 2);
-    if (n % 2)
-        return hi;
-    /* the lower middle is the largest of the part left of n/2 */
-    double lo = v[0];
-    for (int64_t i = 1; i < n / 2; i++)
-        lo = v[i] > lo ? v[i] : lo;
-    return 0.5 * (lo + hi);
 }
 
 int tide_photcal_theil_sen(const double *x, const double *y, int64_t n, double min_dx, double *b,
@@ -108,10 +56,10 @@ int tide_photcal_theil_sen(const double *x, const double *y, int64_t n, double m
         }
     int rc = -1;
     if (ns > 0) {
-        *b = median_select(s, ns);
+        *b = tide_median_f64(s, ns);
         for (int64_t k = 0; k < m; k++)
             s[k] = y[pick[k]] - *b * x[pick[k]];
-        *a = median_select(s, m);
+        *a = tide_median_f64(s, m);
         rc = 0;
     }
     free(pick), free(s);
@@ -232,7 +180,7 @@ int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *pp
         if (it == 0) { /* start from the median with the given (or initial) colour term */
             for (int64_t k = 0; k < m; k++)
                 tmp[k] = d[k] + c * col[k];
-            zp = tide_photcal_median(tmp, m);
+            zp = tide_median_f64(tmp, m);
         }
         for (int64_t k = 0; k < m; k++)
             r[k] = (d[k] + c * col[k] - zp) * sqrt(w[k]);
@@ -240,7 +188,7 @@ int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *pp
         if (it == 0) {
             for (int64_t k = 0; k < m; k++)
                 tmp[k] = fabs(r[k]);
-            scale = 1.482602218505602 * tide_photcal_median(tmp, m);
+            scale = 1.482602218505602 * tide_median_f64(tmp, m);
         } else {
             double s2 = 0;
             for (int64_t k = 0; k < m; k++)
