@@ -18,7 +18,7 @@ build/tide info "$out/frame.fits"
 rm -f "$out/catalog.db"
 build/tide reduce "$out/frame.fits" -o "$out/catalog.fits" --bias 1000 --timings \
   --refcat "$out/refcat.fits" --set photcal.color_term=0.05 --store "$out/catalog.db"
-build/tide query cone 10:00:00 +02:12:00 1m --store "$out/catalog.db"
+build/tide query cone 10:00:00 +02:12:00 3m --store "$out/catalog.db"
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 "$python" - "$out/catalog.fits" "$out/truth.fits" <<'PYEOF' || true
