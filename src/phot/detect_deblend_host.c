@@ -1,5 +1,5 @@
 /* detect_deblend_host.c — the large parents of a CUDA detection, deblended on the host
- * (detect_kernels.h, TIDE_DET_HOST_DEBLEND_AREA) with the very function the GPU and the CPU
+ * (detect_kernels.h, TIDE_DET_HOST_DEBLEND_*) with the very function the GPU and the CPU
  * backend run (detect_deblend_math.h). */
 #include <omp.h>
 #include <stdlib.h>

@@ -104,12 +104,19 @@ int tide_det_measure_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image 
 /** Release the work arrays. */
 void tide_det_work_free_cpu(tide_ctx *ctx, tide_det_work *w);
 
-/** Parents of at least this many pixels are deblended on the host by the CUDA backend: one
- *  GPU thread walks a parent's pixels nthresh times in double precision, so a single bright
- *  star or galaxy of thousands of pixels kept the whole deblending kernel waiting for tens of
- *  milliseconds, while a host core does it in well under one, at the same time as the GPU
- *  does the small parents. Same function, same results (detect_deblend_math.h). */
-#define TIDE_DET_HOST_DEBLEND_AREA 400
+/** How the CUDA backend splits deblending between the GPU and the host. One GPU thread walks a
+ *  parent's pixels nthresh times with dependent memory accesses: measured on an H200, ~30
+ *  microseconds per pixel, so a parent of a few hundred pixels kept the whole kernel waiting
+ *  for milliseconds, while a host core does the same parent ~50x faster (~0.5 us per pixel).
+ *  The parents of at least TIDE_DET_HOST_DEBLEND_AREA pixels therefore go to the host (in
+ *  parallel over its cores, at the same time as the GPU does the others), largest first, as
+ *  long as the host's share stays below TIDE_DET_HOST_DEBLEND_PIXELS pixels (a dense field's
+ *  many mid-sized parents stay on the GPU then); parents of TIDE_DET_HOST_DEBLEND_ALWAYS
+ *  pixels or more always go to the host. Same function, same results
+ *  (detect_deblend_math.h). */
+#define TIDE_DET_HOST_DEBLEND_AREA 48
+#define TIDE_DET_HOST_DEBLEND_PIXELS 400000
+#define TIDE_DET_HOST_DEBLEND_ALWAYS 1024
 
 /** Deblend @p nbig parents on the host, in parallel over ctx->threads: parent b has
  *  @p area[b] pixels at offset @p off[b] of the packed arrays @p pidx / @p pval, peak S/N

@@ -22,19 +22,19 @@
     } while (0)
 
 static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t minarea,
-                                       int limit, int64_t *bytes) {
+                                       int limit, int64_t host_area, int64_t *bytes) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k < np)
-        bytes[k] = area[k] >= TIDE_DET_HOST_DEBLEND_AREA
+        bytes[k] = area[k] >= host_area
                        ? 0 /* deblended on the host */
                        : tide_det_deblend_scratch_bytes(area[k], minarea, limit);
 }
 
 static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, double mincont,
-                                 int64_t minarea, int limit) {
+                                 int64_t minarea, int limit, int64_t host_area) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= w.nparent) return;
-    if (w.par_area[k] >= TIDE_DET_HOST_DEBLEND_AREA) return; /* the host does it */
+    if (w.par_area[k] >= host_area) return; /* the host does it */
     int64_t o = w.par_off[k];
     int32_t fl = 0;
     w.par_nchild[k] = tide_det_deblend_one(w.par_area[k], w.pix_idx + o, w.pix_val + o, w.width,
@@ -74,6 +74,7 @@ static __global__ void k_big_results(tide_det_work w, const int64_t *big, int64_
 /* Host and device buffers of the large parents. */
 typedef struct big_parents {
     int64_t n, npix;
+    int64_t host_area; /* parents of at least this many pixels are the host's */
     int64_t *h_big, *h_area, *h_off; /* parent index, area, packed offset (n + 1) */
     float *h_peak;
     int32_t *h_idx, *h_local, *h_nchild, *h_flags;
@@ -92,6 +93,32 @@ static void big_free(tide_ctx *ctx, big_parents *b) {
     memset(b, 0, sizeof *b);
 }
 
+static int cmp_area_desc(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+/* The smallest area the host takes (detect_kernels.h): TIDE_DET_HOST_DEBLEND_AREA, raised so
+ * that the host's parents, largest first, hold at most TIDE_DET_HOST_DEBLEND_PIXELS pixels,
+ * but never above TIDE_DET_HOST_DEBLEND_ALWAYS. Parents of equal area go to the same side.
+ * -1 when out of memory. */
+static int64_t host_threshold(const int64_t *area, int64_t np) {
+    int64_t *v = (int64_t *)malloc(sizeof(int64_t) * (size_t)(np + 1));
+    if (!v) return -1;
+    memcpy(v, area, sizeof(int64_t) * (size_t)np);
+    qsort(v, (size_t)np, sizeof *v, cmp_area_desc);
+    int64_t t = TIDE_DET_HOST_DEBLEND_AREA, sum = 0;
+    for (int64_t k = 0; k < np && v[k] >= TIDE_DET_HOST_DEBLEND_AREA; k++) {
+        sum += v[k];
+        if (sum > TIDE_DET_HOST_DEBLEND_PIXELS) {
+            t = v[k] + 1; /* this parent and all of its size stay on the GPU */
+            break;
+        }
+    }
+    free(v);
+    return t < TIDE_DET_HOST_DEBLEND_ALWAYS ? t : TIDE_DET_HOST_DEBLEND_ALWAYS;
+}
+
 /* Find the large parents and bring their pixels to the host (one gather, one copy each way). */
 static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     const int64_t np = w->nparent;
@@ -104,8 +131,10 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     }
     int st = tide_memcpy(ctx, area, 0, w->par_area, 1, sizeof(int64_t) * (size_t)np);
     if (!st) st = tide_memcpy(ctx, peak, 0, w->par_peak, 1, sizeof(float) * (size_t)np);
+    b->host_area = host_threshold(area, np);
+    if (b->host_area < 0) st = tide_error(TIDE_E_NOMEM, "tide_detect: parent areas");
     int64_t n = 0;
-    for (int64_t k = 0; !st && k < np; k++) n += area[k] >= TIDE_DET_HOST_DEBLEND_AREA;
+    for (int64_t k = 0; !st && k < np; k++) n += area[k] >= b->host_area;
     if (st || n == 0) {
         free(area), free(peak);
         return st;
@@ -121,7 +150,7 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
         st = tide_error(TIDE_E_NOMEM, "tide_detect: %lld large parents", (long long)n);
     int64_t j = 0, tot = 0;
     for (int64_t k = 0; !st && k < np; k++)
-        if (area[k] >= TIDE_DET_HOST_DEBLEND_AREA) {
+        if (area[k] >= b->host_area) {
             b->h_big[j] = k, b->h_area[j] = area[k], b->h_peak[j] = peak[k];
             b->h_off[j++] = tot;
             tot += area[k];
@@ -215,21 +244,30 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
         st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(w->npixon + 1), (void **)&w->pix_local);
     if (st) return st;
     const unsigned nbp = tide_det_blocks(np, 128);
-    k_scratch_bytes<<<nbp, 128, 0, s>>>(w->par_area, np, minarea, limit, w->scr_off);
-    LAUNCH_OK("deblend scratch");
-    int64_t total = 0;
-    st = tide_det_scan_i64(ctx, w->scr_off, w->scr_off, np, &total);
-    if (!st) st = tide_memcpy(ctx, w->scr_off + np, 1, &total, 0, sizeof(int64_t));
-    if (!st) st = tide_det_dalloc(ctx, (size_t)total + 8, (void **)&w->scratch);
-    if (st) return st;
+    /* Which parents the host takes (and their pixels), before the GPU's scratch is sized. */
     big_parents big;
     st = big_fetch(ctx, w, &big);
     if (st) {
         big_free(ctx, &big);
         return st;
     }
-    k_deblend<<<nbp, 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea, limit);
-    LAUNCH_OK("deblend");
+    k_scratch_bytes<<<nbp, 128, 0, s>>>(w->par_area, np, minarea, limit, big.host_area,
+                                        w->scr_off);
+    int64_t total = 0;
+    st = tide_det_scan_i64(ctx, w->scr_off, w->scr_off, np, &total);
+    if (!st) st = tide_memcpy(ctx, w->scr_off + np, 1, &total, 0, sizeof(int64_t));
+    if (!st) st = tide_det_dalloc(ctx, (size_t)total + 8, (void **)&w->scratch);
+    if (st) {
+        big_free(ctx, &big);
+        return st;
+    }
+    k_deblend<<<nbp, 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea, limit, big.host_area);
+    cudaError_t launched = cudaGetLastError();
+    if (launched != cudaSuccess) {
+        big_free(ctx, &big);
+        return tide_error(TIDE_E_CUDA, "tide_detect: deblend kernel: %s",
+                          cudaGetErrorString(launched));
+    }
     /* The large parents, on the host while the GPU does the others. */
     if (big.n > 0) {
         st = tide_det_deblend_host_batch(ctx, big.n, big.h_area, big.h_off, big.h_idx, big.h_val,
