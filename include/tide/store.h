@@ -157,6 +157,10 @@ void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
  *  never the password) and libpq's message. */
 int tide_store_open(const char *uri, const tide_store_options *opt, tide_store **out);
 
+/** 1 when @p uri names a PostgreSQL store or table ("postgresql://", "postgres://" or
+ *  "pg:"), 0 otherwise (an SQLite store, or a file). The one place that tells them apart. */
+int tide_store_uri_is_pg(const char *uri);
+
 /** Close and free (NULL is fine). */
 void tide_store_close(tide_store *s);
 

@@ -55,9 +55,6 @@ void tide_table_free(tide_table *t);
 int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
                           const char *unit, const char *comment, int *index);
 
-/** Replace @p dst (initialised or empty) by a deep copy of @p src. */
-int tide_table_copy(tide_table *dst, const tide_table *src);
-
 /** Remove the column called @p name, keeping the order of the others. TIDE_E_NOTFOUND when
  *  there is none. */
 int tide_table_remove_column(tide_table *t, const char *name);

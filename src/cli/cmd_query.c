@@ -70,8 +70,7 @@ static int parse_angle(const char *s, int hours, double *deg) {
 static const char *sqlite_path(const char *uri) {
     if (!strncmp(uri, "sqlite:", 7))
         return uri + 7;
-    if (!strncmp(uri, "pg:", 3) || !strncmp(uri, "postgresql://", 13) ||
-        !strncmp(uri, "postgres://", 11))
+    if (tide_store_uri_is_pg(uri))
         return NULL;
     return uri;
 }

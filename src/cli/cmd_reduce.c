@@ -15,6 +15,7 @@
 #include "reduce_calib.h"
 #include "tide/catalog.h"
 #include "tide/pipeline.h"
+#include "tide/store.h"
 
 static const char *help =
     "usage: tide reduce FRAME -o CATALOG.fits [OPTIONS]\n"
@@ -414,8 +415,7 @@ int tide_cmd_reduce(int argc, char **argv) {
     tide_calib_params cp;
     st = tide_reduce_calib_params(&co, cfg, &inst, spec, &cp);
     const int calibrate = !st && tide_reduce_calib_wanted(&co, &cp);
-    if (!st && cp.refcat[0] && strncmp(cp.refcat, "pg:", 3) && !strstr(cp.refcat, "://") &&
-        access(cp.refcat, R_OK))
+    if (!st && cp.refcat[0] && !tide_store_uri_is_pg(cp.refcat) && access(cp.refcat, R_OK))
         st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp.refcat, strerror(errno));
     const char *store = tide_reduce_store_uri(&co, cfg);
     if (st) {

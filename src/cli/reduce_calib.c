@@ -97,8 +97,41 @@ int tide_reduce_checksum_wait(tide_reduce_checksum *c) {
     return c->status ? tide_error(c->status, "%s", c->err) : 0;
 }
 
+/* The catalog as the store reads it, without touching the catalog: the same columns (their
+ * data shared, not copied) plus NaN sky positions for a field that did not solve (stored, but
+ * never found by a cone search). Release with free(view->cols) and free(*nan). */
+static int store_view(const tide_table *cat, tide_table *view, double **nan) {
+    *view = *cat;
+    *nan = NULL;
+    if (tide_table_column(cat, "ALPHA_J2000"))
+        return 0;
+    view->cols = malloc(sizeof(tide_column) * (size_t)(cat->ncols + 2));
+    *nan = malloc(sizeof(double) * (size_t)(cat->nrows > 0 ? cat->nrows : 1));
+    if (!view->cols || !*nan) {
+        free(view->cols), free(*nan);
+        view->cols = NULL, *nan = NULL;
+        return tide_error(TIDE_E_NOMEM, "store: catalog view of %lld rows", (long long)cat->nrows);
+    }
+    if (cat->ncols > 0)
+        memcpy(view->cols, cat->cols, sizeof(tide_column) * (size_t)cat->ncols);
+    for (int64_t i = 0; i < cat->nrows; i++)
+        (*nan)[i] = NAN;
+    static const char *const names[2] = {"ALPHA_J2000", "DELTA_J2000"};
+    for (int k = 0; k < 2; k++) {
+        tide_column *c = &view->cols[cat->ncols + k];
+        memset(c, 0, sizeof *c);
+        snprintf(c->name, sizeof c->name, "%s", names[k]);
+        snprintf(c->unit, sizeof c->unit, "deg");
+        c->type = TIDE_COL_F64;
+        c->repeat = 1;
+        c->data = *nan;
+    }
+    view->ncols = view->cap_cols = cat->ncols + 2;
+    return 0;
+}
+
 int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
-                          const tide_header *frame_hdr, tide_pipeline_result *res,
+                          const tide_header *frame_hdr, const tide_pipeline_result *res,
                           int64_t *image_id, double *ms) {
     const double t0 = tide_bench_now_ms();
     tide_store_frame f;
@@ -119,27 +152,18 @@ int tide_reduce_store_put(const char *uri, const char *spec, const char *checksu
         free(f.header), f.header = NULL;
         st = tide_store_frame_from_header(&f, &res->header);
     }
-    int added = 0;
-    tide_table *cat = &res->catalog;
-    if (!st && !tide_table_column(cat, "ALPHA_J2000")) {
-        st = tide_table_add_column(cat, "ALPHA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL);
-        if (!st)
-            st = tide_table_add_column(cat, "DELTA_J2000", TIDE_COL_F64, 1, "deg", NULL, NULL);
-        added = 1;
-        double *a = tide_table_f64(cat, "ALPHA_J2000"), *d = tide_table_f64(cat, "DELTA_J2000");
-        for (int64_t i = 0; !st && i < cat->nrows; i++)
-            a[i] = d[i] = NAN;
-    }
+    tide_table view;
+    double *nan = NULL;
+    if (!st)
+        st = store_view(&res->catalog, &view, &nan);
     tide_store *s = NULL;
     if (!st)
         st = tide_store_open(uri, NULL, &s);
     if (!st)
-        st = tide_store_put_frame(s, &f, cat, image_id);
+        st = tide_store_put_frame(s, &f, &view, image_id);
     tide_store_close(s);
-    if (added) {
-        tide_table_remove_column(cat, "ALPHA_J2000");
-        tide_table_remove_column(cat, "DELTA_J2000");
-    }
+    if (nan)
+        free(view.cols), free(nan);
     tide_store_frame_free(&f);
     if (ms)
         *ms = tide_bench_now_ms() - t0;
@@ -171,7 +195,7 @@ static void *write_thread(void *arg) {
 
 int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
                               const char *checksum, const tide_header *frame_hdr,
-                              tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                              const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
                               double *ms_write) {
     if (!uri || !uri[0]) { /* no store: just the file */
         write_job j = {path, ldac, frame_hdr, res, 0, 0, ""};
@@ -180,27 +204,18 @@ int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const
             *ms_write = j.ms;
         return j.status ? tide_error(j.status, "%s", j.err) : 0;
     }
-    /* The file is written under a side name and renamed once the store has committed. The
-     * store step may add and remove columns of the catalog (a frame without sky positions),
-     * so the writer works on a copy of the table. */
+    /* The file is written under a side name and renamed once the store has committed; both
+     * only read the catalog, so they run at the same time on it. */
     char partial[1100];
     snprintf(partial, sizeof partial, "%s.tide-partial", path);
-    tide_pipeline_result view = *res;
-    tide_table copy;
-    tide_table_init(&copy);
-    int st = tide_table_copy(&copy, &res->catalog);
-    if (st)
-        return st;
-    view.catalog = copy;
-    write_job j = {partial, ldac, frame_hdr, &view, 0, 0, ""};
+    write_job j = {partial, ldac, frame_hdr, res, 0, 0, ""};
     pthread_t th;
     const int threaded = !pthread_create(&th, NULL, write_thread, &j);
     if (!threaded)
         write_thread(&j);
-    st = tide_reduce_store_put(uri, spec, checksum, frame_hdr, res, image_id, ms_store);
+    int st = tide_reduce_store_put(uri, spec, checksum, frame_hdr, res, image_id, ms_store);
     if (threaded)
         pthread_join(th, NULL);
-    tide_table_free(&copy);
     if (ms_write)
         *ms_write = j.ms;
     if (!st && j.status)

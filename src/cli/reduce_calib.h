@@ -48,10 +48,10 @@ int tide_reduce_checksum_wait(tide_reduce_checksum *c);
 
 /** Put the frame's catalog into the store @p uri: one transaction, replacing an earlier run of
  *  the same file (by checksum: @p checksum, or computed here when NULL). A catalog without sky
- *  positions is stored with NaN ones (never found by cone searches) and the columns are
- *  removed again afterwards. */
+ *  positions is stored with NaN ones (never found by cone searches); the catalog itself is
+ *  only read. */
 int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
-                          const tide_header *frame_hdr, tide_pipeline_result *res,
+                          const tide_header *frame_hdr, const tide_pipeline_result *res,
                           int64_t *image_id, double *ms);
 
 /** Write the FITS catalog (or FITS-LDAC with @p ldac) of @p res to @p path and, at the same
@@ -61,7 +61,7 @@ int tide_reduce_store_put(const char *uri, const char *spec, const char *checksu
  *  too; the frame's store rows then remain (re-running replaces them). */
 int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
                               const char *checksum, const tide_header *frame_hdr,
-                              tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                              const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
                               double *ms_write);
 
 /** Print what the calibration did: text lines, or JSON members (each line ",\n  \"key\": ..."

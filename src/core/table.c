@@ -69,25 +69,6 @@ int tide_table_resize(tide_table *t, int64_t nrows) {
     return TIDE_OK;
 }
 
-int tide_table_copy(tide_table *dst, const tide_table *src) {
-    tide_table_free(dst);
-    tide_table_init(dst);
-    int st = tide_table_resize(dst, src->nrows);
-    for (int i = 0; !st && i < src->ncols; i++) {
-        const tide_column *c = &src->cols[i];
-        int idx;
-        st = tide_table_add_column(dst, c->name, c->type, c->repeat, c->unit, c->comment, &idx);
-        if (st)
-            break;
-        snprintf(dst->cols[idx].disp, sizeof dst->cols[idx].disp, "%s", c->disp);
-        memcpy(dst->cols[idx].data, c->data,
-               (size_t)(src->nrows * c->repeat * tide_col_type_size(c->type)));
-    }
-    if (st)
-        tide_table_free(dst);
-    return st;
-}
-
 int tide_table_remove_column(tide_table *t, const char *name) {
     for (int i = 0; i < t->ncols; i++) {
         if (strcmp(t->cols[i].name, name))

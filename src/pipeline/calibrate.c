@@ -127,18 +127,13 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
     return st;
 }
 
-static int is_pg_uri(const char *s) {
-    return !strncmp(s, "pg:", 3) || !strncmp(s, "postgresql://", 13) ||
-           !strncmp(s, "postgres://", 11);
-}
-
 int tide_cal_refcat_fetch(const tide_calib_params *p, double ra, double dec, double radius_deg,
                           tide_table *out) {
     char cache[1024] = "";
     const int have_cache = !tide_refcat_cache_dir(p->cache_dir, cache, (int)sizeof cache);
     if (!have_cache)
         tide_error_clear(); /* no cache configured: fetch every time */
-    if (p->refcat[0] && is_pg_uri(p->refcat)) {
+    if (p->refcat[0] && tide_store_uri_is_pg(p->refcat)) {
         if (!p->refcat_table[0])
             return tide_error(TIDE_E_CONFIG, "refcat %s is a database: set refcat.table "
                               "(or --refcat-table)", p->refcat);

@@ -40,11 +40,9 @@ int tide_store_refcat_cone(const char *uri, const char *table, const tide_refcat
     if (!isfinite(ra) || !(dec >= -90 && dec <= 90) || !(radius_deg >= 0) || radius_deg > 60)
         return tide_error(TIDE_E_INVAL, "refcat: bad cone RA %g Dec %g radius %g deg", ra, dec,
                           radius_deg);
-    const char *ci = uri;
-    if (!strncmp(uri, "pg:", 3))
-        ci = uri + 3;
-    else if (strncmp(uri, "postgresql://", 13) && strncmp(uri, "postgres://", 11))
+    if (!tide_store_uri_is_pg(uri))
         return tide_error(TIDE_E_INVAL, "refcat: '%s' is not a PostgreSQL URI", uri);
+    const char *ci = strncmp(uri, "pg:", 3) ? uri : uri + 3;
     tide_store_options opt;
     tide_store_options_init(&opt);
     PGconn *conn = NULL;

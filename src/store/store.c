@@ -129,6 +129,11 @@ static int ends_with(const char *s, const char *suf) {
     return n >= m && !strcasecmp(s + n - m, suf);
 }
 
+int tide_store_uri_is_pg(const char *uri) {
+    return uri && (!strncmp(uri, "postgresql://", 13) || !strncmp(uri, "postgres://", 11) ||
+                   !strncmp(uri, "pg:", 3));
+}
+
 int tide_store_open(const char *uri, const tide_store_options *opt, tide_store **out) {
     *out = NULL;
     if (!uri || !*uri)
@@ -141,12 +146,9 @@ int tide_store_open(const char *uri, const tide_store_options *opt, tide_store *
     else
         tide_store_options_init(&s->opt);
     int st;
-    if (!strncmp(uri, "postgresql://", 13) || !strncmp(uri, "postgres://", 11)) {
+    if (tide_store_uri_is_pg(uri)) {
         s->kind = TIDE_STORE_PG;
-        st = tide_store_pg_open(s, uri);
-    } else if (!strncmp(uri, "pg:", 3)) {
-        s->kind = TIDE_STORE_PG;
-        st = tide_store_pg_open(s, uri + 3);
+        st = tide_store_pg_open(s, strncmp(uri, "pg:", 3) ? uri : uri + 3);
     } else if (!strncmp(uri, "sqlite:", 7)) {
         s->kind = TIDE_STORE_SQLITE;
         st = tide_store_sqlite_open(s, uri + 7);
