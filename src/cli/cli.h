@@ -35,6 +35,23 @@ int tide_cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/** A command's option that takes a value: a non-negative number into *num, or text into
+ *  *str (exactly one of the two is non-NULL). */
+typedef struct tide_cli_valopt {
+    const char *name;
+    double *num;
+    const char **str;
+} tide_cli_valopt;
+
+/** If argv[*i] is one of the @p n options of @p opts, take its value (advancing *i) and return
+ *  1; return 0 when it is none of them; return -1 after a usage message when the value is
+ *  missing or is not a finite number >= 0. */
+int tide_cli_value_option(const char *cmd, const tide_cli_valopt *opts, int n, int argc,
+                          char **argv, int *i);
+
+/** A whole string as a finite number: 0, or -1 (and *out untouched). */
+int tide_cli_parse_number(const char *s, double *out);
+
 /** Write @p s as a JSON string literal (quotes and escapes) to @p f. */
 void tide_cli_json_string(FILE *f, const char *s);
 

@@ -1,4 +1,6 @@
 /* cli_common.c — options shared by every computing command, errors and exit codes. */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,4 +113,36 @@ void tide_cli_json_string(FILE *f, const char *s) {
             fputc(ch, f);
     }
     fputc('"', f);
+}
+
+int tide_cli_parse_number(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int tide_cli_value_option(const char *cmd, const tide_cli_valopt *opts, int n, int argc,
+                          char **argv, int *i) {
+    const char *a = argv[*i];
+    for (int k = 0; k < n; k++) {
+        if (strcmp(a, opts[k].name))
+            continue;
+        if (*i + 1 >= argc) {
+            tide_cli_usage_error(cmd, "option %s needs a value", a);
+            return -1;
+        }
+        const char *v = argv[++*i];
+        if (opts[k].str) {
+            *opts[k].str = v;
+        } else if (tide_cli_parse_number(v, opts[k].num) || *opts[k].num < 0) {
+            tide_cli_usage_error(cmd, "bad value '%s' for %s", v, a);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
 }

@@ -100,16 +100,6 @@ static int read_csv(const char *path, const char *const names[3], tide_table *t)
     return st;
 }
 
-static int parse_num(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int tide_cmd_index(int argc, char **argv) {
     const char *cmd = "index";
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -128,11 +118,7 @@ int tide_cmd_index(int argc, char **argv) {
             printf("%s", help);
             return 0;
         }
-        struct {
-            const char *name;
-            double *num;
-            const char **str;
-        } vals[] = {{"-o", NULL, &out},
+        const tide_cli_valopt vals[] = {{"-o", NULL, &out},
                     {"--out-dir", NULL, &out},
                     {"--fov-arcmin", &fov, NULL},
                     {"--scale-lo", &slo, NULL},
@@ -145,20 +131,11 @@ int tide_cmd_index(int argc, char **argv) {
                     {"--jitter", &jitter, NULL},
                     {"--prefix", NULL, &p.prefix},
                     {"--index-id", &id, NULL}};
-        int matched = 0;
-        for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
-            if (strcmp(a, vals[k].name))
-                continue;
-            matched = 1;
-            if (i + 1 >= argc)
-                return tide_cli_usage_error(cmd, "option %s needs a value", a);
-            const char *v = argv[++i];
-            if (vals[k].str)
-                *vals[k].str = v;
-            else if (parse_num(v, vals[k].num) || *vals[k].num < 0)
-                return tide_cli_usage_error(cmd, "bad value '%s' for %s", v, a);
-        }
-        if (matched)
+        const int v = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc,
+                                            argv, &i);
+        if (v < 0)
+            return 2;
+        if (v > 0)
             continue;
         if (a[0] == '-' && a[1])
             return tide_cli_usage_error(cmd, "unknown option %s", a);

@@ -40,16 +40,6 @@ static const char *help =
     "\n"
     "exit status: 0 solved, 1 not solved or error, 2 usage error\n";
 
-static int parse_num(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* A numeric column as doubles (F32 or F64), or NULL. */
 static double *col_f64(const tide_table *t, const char *name) {
     tide_column *c = tide_table_column(t, name);
@@ -198,7 +188,7 @@ int tide_cmd_solve(int argc, char **argv) {
     const char *env_timeout = getenv("TIDE_SOLVE_TIMEOUT");
     double envt;
     if (env_timeout && *env_timeout) {
-        if (parse_num(env_timeout, &envt) || !(envt > 0))
+        if (tide_cli_parse_number(env_timeout, &envt) || !(envt > 0))
             return tide_cli_usage_error(cmd, "bad TIDE_SOLVE_TIMEOUT '%s' in the environment",
                                         env_timeout);
         o.timeout = envt;
@@ -224,11 +214,7 @@ int tide_cmd_solve(int argc, char **argv) {
             o.crpix_center = 1;
             continue;
         }
-        struct {
-            const char *name;
-            double *num;
-            const char **str;
-        } vals[] = {{"--width", &o.width, NULL},
+        const tide_cli_valopt vals[] = {{"--width", &o.width, NULL},
                     {"--height", &o.height, NULL},
                     {"--radius", &o.radius, NULL},
                     {"--scale-lo", &o.scale_lo, NULL},
@@ -240,20 +226,11 @@ int tide_cmd_solve(int argc, char **argv) {
                     {"-o", NULL, &o.out},
                     {"--ra", NULL, &o.ra_s},
                     {"--dec", NULL, &o.dec_s}};
-        int matched = 0;
-        for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
-            if (strcmp(a, vals[k].name))
-                continue;
-            matched = 1;
-            if (i + 1 >= argc)
-                return tide_cli_usage_error(cmd, "option %s needs a value", a);
-            const char *v = argv[++i];
-            if (vals[k].str)
-                *vals[k].str = v;
-            else if (parse_num(v, vals[k].num) || *vals[k].num < 0)
-                return tide_cli_usage_error(cmd, "bad value '%s' for %s", v, a);
-        }
-        if (matched)
+        const int v = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc,
+                                            argv, &i);
+        if (v < 0)
+            return 2;
+        if (v > 0)
             continue;
         if (a[0] == '-' && a[1])
             return tide_cli_usage_error(cmd, "unknown option %s", a);
