@@ -21,12 +21,7 @@
 
 #include "solve_internal.h"
 #include "tide/status.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "tide/timer.h"
 
 /* What the callbacks of one attempt share. */
 typedef struct attempt {
@@ -45,7 +40,7 @@ typedef struct attempt {
  * attempt's wall-clock limit has passed (returning 0 cancels the run). */
 static time_t timer_cb(void *user) {
     attempt *a = user;
-    if (now_s() > a->deadline) {
+    if (tide_now() > a->deadline) {
         a->timed_out = 1;
         return 0;
     }
@@ -136,7 +131,7 @@ static int run_attempt(const tide_solver *s, const double *x1, const double *y1,
     memset(a, 0, sizeof *a);
     a->owner = s;
     a->logodds_solve = p->logodds_solve;
-    a->deadline = now_s() + p->timeout_s;
+    a->deadline = tide_now() + p->timeout_s;
     solver_t *sp = solver_new();
     if (!sp)
         return -1;
@@ -297,7 +292,7 @@ static void describe(char *buf, size_t n, const char *what, const attempt_spec *
 
 int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
                const tide_solve_params *p, tide_wcs **wcs, tide_solve_info *info) {
-    double t0 = now_s();
+    double t0 = tide_now();
     tide_solve_info inf;
     memset(&inf, 0, sizeof inf);
     if (info)
@@ -380,10 +375,10 @@ int tide_solve(tide_solver *s, const double *x, const double *y, const double *f
     attempt a;
     int solved = 0, which = -1;
     for (int k = 0; k < nspec && !solved; k++) {
-        double ta = now_s();
+        double ta = tide_now();
         int nidx = 0;
         int r = run_attempt(s, x1, y1, f1, nuse, p, &specs[k], &a, &nidx);
-        double ms = 1e3 * (now_s() - ta);
+        double ms = 1e3 * (tide_now() - ta);
         if (strcmp(names[k], "hinted") == 0)
             inf.ms_hinted = ms;
         else
@@ -402,7 +397,7 @@ int tide_solve(tide_solver *s, const double *x, const double *y, const double *f
         }
     }
     free(buf);
-    inf.ms_total = 1e3 * (now_s() - t0);
+    inf.ms_total = 1e3 * (tide_now() - t0);
     if (!solved) {
         if (info)
             *info = inf;
@@ -436,7 +431,7 @@ int tide_solve(tide_solver *s, const double *x, const double *y, const double *f
         inf.ra_center = sum.ra_center;
         inf.dec_center = sum.dec_center;
     }
-    inf.ms_total = 1e3 * (now_s() - t0);
+    inf.ms_total = 1e3 * (tide_now() - t0);
     if (info)
         *info = inf;
     if (wcs)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "tide/store.h"
 
@@ -114,17 +115,6 @@ static int make_catalog(tide_table *t, int64_t n) {
     return 0;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double cpu_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -139,9 +129,9 @@ static int put_timed(tide_store *s, const tide_table *t, const char *tag, int k,
     char key[128];
     snprintf(key, sizeof key, "tide bench --store %s %d", tag, k);
     tide_store_sha256_hex(key, (int64_t)strlen(key), f.checksum);
-    double c0 = cpu_ms(), t0 = now_ms();
+    double c0 = cpu_ms(), t0 = tide_bench_now_ms();
     int st = tide_store_put_frame(s, &f, t, NULL);
-    *ms = now_ms() - t0;
+    *ms = tide_bench_now_ms() - t0;
     if (cpu)
         *cpu = cpu_ms() - c0;
     return st;
@@ -177,9 +167,9 @@ static int bench_one(const char *uri, const tide_table *t, int repeats, bench_re
         tide_store_close(s);
         return rc;
     }
-    qsort(cpu, (size_t)repeats, sizeof cpu[0], cmp_double);
+    qsort(cpu, (size_t)repeats, sizeof cpu[0], tide_bench_cmp_double);
     r->cpu_ms = cpu[repeats / 2];
-    qsort(ms, (size_t)repeats, sizeof ms[0], cmp_double);
+    qsort(ms, (size_t)repeats, sizeof ms[0], tide_bench_cmp_double);
     r->median_ms = repeats % 2 ? ms[repeats / 2] : 0.5 * (ms[repeats / 2 - 1] + ms[repeats / 2]);
     r->min_ms = ms[0];
     r->ok = 1;

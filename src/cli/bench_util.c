@@ -1,8 +1,8 @@
 /* bench_util.c — helpers shared by the `tide bench` families (bench_util.h). */
 #include <stdlib.h>
-#include <time.h>
 
 #include "bench_util.h"
+#include "tide/timer.h"
 
 int tide_bench_cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -15,9 +15,7 @@ double tide_bench_median(double *v, int n) {
 }
 
 double tide_bench_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+    return 1e3 * tide_now();
 }
 
 int tide_bench_parse_sizes(const char *s, int64_t (*sizes)[2], int max, int64_t min_side, int *n) {

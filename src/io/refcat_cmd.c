@@ -18,6 +18,7 @@
 
 #include "tide/refcat.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 extern char **environ;
 
@@ -156,12 +157,6 @@ int tide_refcat_command_argv(const char *tpl, double ra, double dec, double radi
     return 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A fresh private temporary directory (mode 0700): the command's {out} file does not exist
  * yet when it starts (cfitsio refuses to overwrite an existing file without '!'). */
 static int make_temp_dir(char *path, size_t len) {
@@ -198,7 +193,7 @@ static int run(char **argv, const char *stdout_path, double timeout_s) {
     posix_spawn_file_actions_destroy(&fa);
     if (st)
         return st;
-    const double t0 = now_s();
+    const double t0 = tide_now();
     int status = 0;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -207,7 +202,7 @@ static int run(char **argv, const char *stdout_path, double timeout_s) {
         if (w < 0 && errno != EINTR)
             return tide_error(TIDE_E_IO, "refcat command '%s': waitpid: %s", argv[0],
                               strerror(errno));
-        if (now_s() - t0 > timeout_s) {
+        if (tide_now() - t0 > timeout_s) {
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }

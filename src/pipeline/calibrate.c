@@ -9,11 +9,10 @@
 #include "pipeline/calibrate_internal.h"
 #include "tide/status.h"
 #include "tide/store.h"
+#include "tide/timer.h"
 
 double tide_cal_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+    return 1e3 * tide_now();
 }
 
 void tide_cal_sources_free(tide_cal_sources *s) {
