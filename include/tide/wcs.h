@@ -64,6 +64,13 @@ int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const doubl
  *  as they are. Reading the result back gives the same pix2sky to the last bit. */
 int tide_wcs_to_header(const tide_wcs *w, tide_header *h);
 
+/** Remove every keyword of the header's primary celestial WCS and its distortion (CTYPEi,
+ *  CRPIXi, CRVALi, CDi_j, PCi_j, CDELTi, CUNITi, PVi_m, A_p_q/B_p_q/AP_p_q/BP_p_q and their
+ *  orders, WCSAXES, LONPOLE, RADESYS, EQUINOX...): what tide_wcs_to_header does before it
+ *  writes, and what makes a frame "unsolved" for tests and benchmarks. Alternate WCSs
+ *  (CTYPE1A...) and the pointing keywords (RA, DEC, OBJCTRA...) stay. */
+void tide_wcs_strip_header(tide_header *h);
+
 /** What a person wants to know about a WCS over a frame. */
 typedef struct tide_wcs_summary {
     char ctype1[72], ctype2[72]; /**< CTYPEs as the header gives them ("RA---TAN-SIP") */

@@ -79,26 +79,6 @@ typedef struct bc_result {
     int64_t fit_stars;
 } bc_result;
 
-/* Remove the celestial WCS from a header, keeping the pointing (RA, DEC, OBJCTRA...) and the
- * optics (XPIXSZ, FOCALLEN) that the solver's hints come from. */
-static void strip_wcs(tide_header *h) {
-    static const char *const prefixes[] = {"CTYPE", "CRPIX", "CRVAL", "CD1_", "CD2_", "CUNIT",
-                                           "CDELT", "PC1_", "PC2_", "A_", "B_", "AP_", "BP_",
-                                           "WCSAXES", "RADESYS", "EQUINOX", "SIPINVRS", "LONPOLE",
-                                           "LATPOLE"};
-    for (int i = h->ncards - 1; i >= 0; i--) {
-        char key[9];
-        snprintf(key, sizeof key, "%.8s", h->cards[i]);
-        for (int k = 7; k >= 0 && key[k] == ' '; k--)
-            key[k] = '\0';
-        for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++)
-            if (!strncmp(key, prefixes[p], strlen(prefixes[p]))) {
-                tide_header_remove(h, key);
-                break;
-            }
-    }
-}
-
 /* Simulate the frame, write it and its reference catalog, and build the index files. */
 static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const char *dir,
                    bc_result *r, tide_pipeline_params *pp) {
@@ -116,7 +96,7 @@ static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const 
         return st;
     char path[1200];
     if (!o->keep_wcs)
-        strip_wcs(&f.header);
+        tide_wcs_strip_header(&f.header); /* pointing and optics stay: the solver's hints */
     snprintf(path, sizeof path, "%s/frame_%lldx%lld.fits", dir, (long long)w, (long long)h);
     st = tide_fits_write_image(path, &f.image, &f.header);
     snprintf(path, sizeof path, "%s/refcat_%lldx%lld.fits", dir, (long long)w, (long long)h);

@@ -63,6 +63,18 @@ static void card_key(const char *card, char key[9]) {
     for (int j = 7; j >= 0 && key[j] == ' '; j--) key[j] = 0;
 }
 
+void tide_wcs_strip_header(tide_header *h) {
+    for (int i = 0; i < h->ncards;) {
+        char key[9];
+        card_key(h->cards[i], key);
+        if (key[0] && is_wcs_key(key)) {
+            int removed = tide_header_remove(h, key);
+            if (removed > 0) continue; /* card i is now another one */
+        }
+        i++;
+    }
+}
+
 int tide_wcs_to_header(const tide_wcs *w, tide_header *h) {
     if (!w || !h) return tide_error(TIDE_E_INVAL, "tide_wcs_to_header: NULL argument");
     struct wcsprm *p;
@@ -81,16 +93,7 @@ int tide_wcs_to_header(const tide_wcs *w, tide_header *h) {
     }
     tide_wcs_release(w, slot);
 
-    /* Remove the primary WCS keywords the header has now. */
-    for (int i = 0; i < h->ncards;) {
-        char key[9];
-        card_key(h->cards[i], key);
-        if (key[0] && is_wcs_key(key)) {
-            int removed = tide_header_remove(h, key);
-            if (removed > 0) continue; /* card i is now another one */
-        }
-        i++;
-    }
+    tide_wcs_strip_header(h); /* nothing stale survives */
     for (int i = 0; i < nkey && !st; i++) {
         const char *c = cards + 80 * (size_t)i;
         char key[9], card[81];

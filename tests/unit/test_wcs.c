@@ -156,6 +156,33 @@ static void test_sip_summary(void) {
     tide_wcs_free(w);
 }
 
+/* Stripping removes the primary WCS with its SIP terms, and only that. */
+static void test_strip(void) {
+    tide_header h;
+    const char *path = tide_test_data("wcs/sipsample.fits");
+    if (read_header(path, &h)) {
+        fprintf(stderr, "cannot read %s\n", path);
+        tide_test_failures++;
+        return;
+    }
+    CHECK_OK(tide_header_set_dbl(&h, "RA", 202.48, "pointing"));
+    CHECK_OK(tide_header_set_str(&h, "CTYPE1A", "RA---TAN", "an alternate WCS"));
+    const int before = h.ncards;
+    tide_wcs_strip_header(&h);
+    printf("strip: %d cards -> %d\n", before, h.ncards);
+    CHECK(h.ncards < before);
+    const char *gone[] = {"CTYPE1", "CRPIX2", "CRVAL1", "CD1_1", "A_ORDER", "A_0_2", "B_2_0",
+                          "AP_ORDER", "RADESYS"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        CHECK(tide_header_find(&h, gone[i]) < 0);
+    CHECK(tide_header_find(&h, "RA") >= 0 && tide_header_find(&h, "CTYPE1A") >= 0);
+    tide_header_remove(&h, "CTYPE1A");
+    tide_wcs *w = NULL;
+    CHECK(tide_wcs_from_header(&h, "stripped", &w) == TIDE_E_NOTFOUND);
+    tide_error_clear();
+    tide_header_free(&h);
+}
+
 static void test_errors(void) {
     tide_header h;
     tide_wcs *w = (tide_wcs *)1;
@@ -418,6 +445,7 @@ int main(void) {
     test_file("wcs/sipsample.fits", 256, 256, 1, 0);
     test_file("wcs/tpv.fits", 512, 512, 0, 1);
     test_sip_summary();
+    test_strip();
     test_errors();
     test_frames();
     test_axes();
