@@ -1,6 +1,6 @@
-/* select_f64.h — order statistics of a host array of doubles by selection (not a sort), for
- * the small robust statistics of the stages (clipping scales, Theil–Sen slopes, medians of
- * separations). Internal to the library. */
+/* select_f64.h — order statistics of a host array of doubles (or floats) by selection (not a
+ * sort), for the small robust statistics of the stages (clipping scales, Theil–Sen slopes,
+ * medians of separations, the background's mesh medians). Internal to the library. */
 #ifndef TIDE_COMPUTE_SELECT_F64_H
 #define TIDE_COMPUTE_SELECT_F64_H
 #include <stdint.h>
@@ -8,6 +8,8 @@
 /** The k-th smallest (0-based) of v[0..n), n > 0, no NaN. Hoare's selection with a
  *  median-of-three pivot, O(n) on average; v is reordered so that v[0..k) <= v[k] <= v[k+1..n). */
 double tide_select_kth_f64(double *v, int64_t n, int64_t k);
+/** tide_select_kth_f64 for floats. */
+float tide_select_kth_f32(float *v, int64_t n, int64_t k);
 
 /** numpy.median of v[0..n) (n > 0, no NaN): the middle value, or the mean of the two middle
  *  values; v is reordered. */

@@ -8,37 +8,38 @@
 #include "core/hd.h"
 #include "phot/detect_kernels.h"
 
-/** Polynomial terms 1, u, v, u^2, uv, v^2, ... (total degree <= @p degree, within a degree
- *  falling powers of u) at normalised position u, v; returns the number of terms. */
-TIDE_HD static inline int tide_det_poly_terms(int degree, double u, double v, double *t) {
-    int n = 0;
-    for (int g = 0; g <= degree; g++) {
-        for (int j = 0; j <= g; j++) {
-            double a = 1.0;
-            for (int q = 0; q < g - j; q++) a *= u;
-            for (int q = 0; q < j; q++) a *= v;
-            t[n++] = a;
-        }
-    }
-    return n;
-}
-
 /** Normalised coordinate (2x - (N-1)) / (N-1) of the PSF model (0 when N == 1). */
 TIDE_HD static inline double tide_det_unorm(double x, int64_t n) {
     return n > 1 ? (2.0 * x - (double)(n - 1)) / (double)(n - 1) : 0.0;
 }
 
-/** Coefficients c_b at pixel (x, y) of the filter's PSF model. */
+/** Coefficient c_b at pixel (x, y) of the filter's PSF model: sum over the polynomial terms
+ *  of coef[b][k] t_k, the terms t = 1, u, v, u^2, uv, v^2, ... (total degree <= f->degree,
+ *  within a degree falling powers of u), each term formed on the fly so
+ *  no array is indexed at run time (on the GPU such an array lives in local memory, which made
+ *  the per-pixel passes several times slower than their bytes). */
+TIDE_HD static inline double tide_det_coef_one(const tide_det_filter *f, int b, double u,
+                                               double v) {
+    const double *cb = f->coef + b * f->ncoef;
+    double s = 0.0;
+    int k = 0;
+    for (int g = 0; g <= f->degree; g++) {
+        for (int j = 0; j <= g; j++, k++) {
+            if (k >= f->ncoef) return s;
+            double a = 1.0;
+            for (int q = 0; q < g - j; q++) a *= u;
+            for (int q = 0; q < j; q++) a *= v;
+            s += cb[k] * a;
+        }
+    }
+    return s;
+}
+
+/** Coefficients c_b at pixel (x, y) of the filter's PSF model (tide_det_coef_one per basis). */
 TIDE_HD static inline void tide_det_coefs(const tide_det_filter *f, int64_t x, int64_t y,
                                           double *c) {
-    double t[TIDE_DET_MAX_COEF];
-    int nt = tide_det_poly_terms(f->degree, tide_det_unorm((double)x, f->width),
-                                 tide_det_unorm((double)y, f->height), t);
-    for (int b = 0; b < f->nbasis; b++) {
-        double s = 0.0;
-        for (int k = 0; k < nt && k < f->ncoef; k++) s += f->coef[b * f->ncoef + k] * t[k];
-        c[b] = s;
-    }
+    const double u = tide_det_unorm((double)x, f->width), v = tide_det_unorm((double)y, f->height);
+    for (int b = 0; b < f->nbasis; b++) c[b] = tide_det_coef_one(f, b, u, v);
 }
 
 /** S/N at one pixel: F = sum c_b r_b, E = sum_ab c_a c_b G_ab, SNR = F / (rms sqrt(E)); NaN
@@ -66,10 +67,10 @@ TIDE_HD static inline float tide_det_snr_pixel(const tide_det_filter *f, int64_t
  *  same order as tide_det_snr_pixel's F, so the two agree bitwise. */
 TIDE_HD static inline double tide_det_snr_accum_pixel(const tide_det_filter *f, int64_t x,
                                                       int64_t y, int b, double acc, float r) {
-    double c[TIDE_DET_MAX_BASIS];
-    tide_det_coefs(f, x, y, c);
+    const double cb = tide_det_coef_one(f, b, tide_det_unorm((double)x, f->width),
+                                        tide_det_unorm((double)y, f->height));
     double F = b == 0 ? 0.0 : acc;
-    F += c[b] * (double)r;
+    F += cb * (double)r;
     return F;
 }
 

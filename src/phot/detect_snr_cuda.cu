@@ -11,17 +11,24 @@ typedef struct {
     int64_t stride[TIDE_DET_MAX_BASIS];
 } corr_views;
 
+/* The S/N kernels run on a 2-D grid (x in blocks of 256, one row per block row, rows
+ * beyond the grid's y extent by a block-uniform loop): no 64-bit division per pixel. */
+static dim3 row_grid(int64_t W, int64_t H) {
+    return dim3((unsigned)((W + 255) / 256), (unsigned)(H < 1 ? 1 : (H > 65535 ? 65535 : H)));
+}
+
 static __global__ void k_snr(const tide_det_filter *f, corr_views R, const float *sub,
                              const uint16_t *mask, int64_t sstride, const float *rms,
                              int64_t rstride, float *snr, int64_t ostride, int64_t W, int64_t H) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= W * H) return;
-    int64_t x = i % W, y = i / W;
-    float r[TIDE_DET_MAX_BASIS];
-    for (int b = 0; b < f->nbasis; b++) r[b] = R.p[b][y * R.stride[b] + x];
-    uint16_t m = mask ? mask[y * sstride + x] : 0;
-    snr[y * ostride + x] =
-        tide_det_snr_pixel(f, x, y, r, sub[y * sstride + x], rms[y * rstride + x], m);
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= W) return;
+    for (int64_t y = blockIdx.y; y < H; y += gridDim.y) {
+        float r[TIDE_DET_MAX_BASIS];
+        for (int b = 0; b < f->nbasis; b++) r[b] = R.p[b][y * R.stride[b] + x];
+        uint16_t m = mask ? mask[y * sstride + x] : 0;
+        snr[y * ostride + x] =
+            tide_det_snr_pixel(f, x, y, r, sub[y * sstride + x], rms[y * rstride + x], m);
+    }
 }
 
 extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
@@ -38,11 +45,10 @@ extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tid
         v.p[b] = R[b].pix;
         v.stride[b] = R[b].stride;
     }
-    const int64_t n = sub->width * sub->height;
     if (!st) {
-        k_snr<<<tide_det_blocks(n, 256), 256, 0, s>>>(df, v, sub->pix, sub->mask, sub->stride,
-                                                      rms->pix, rms->stride, snr->pix,
-                                                      snr->stride, sub->width, sub->height);
+        k_snr<<<row_grid(sub->width, sub->height), 256, 0, s>>>(
+            df, v, sub->pix, sub->mask, sub->stride, rms->pix, rms->stride, snr->pix,
+            snr->stride, sub->width, sub->height);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) st = tide_error(TIDE_E_CUDA, "tide_detect: S/N kernel: %s",
                                               cudaGetErrorString(e));
@@ -56,23 +62,27 @@ extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tid
 
 static __global__ void k_snr_accum(const tide_det_filter *f, int b, const float *R,
                                    int64_t rstride, double *F, int64_t W, int64_t H) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= W * H) return;
-    int64_t x = i % W, y = i / W;
-    double acc = b == 0 ? 0.0 : F[i];
-    F[i] = tide_det_snr_accum_pixel(f, x, y, b, acc, R[y * rstride + x]);
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= W) return;
+    for (int64_t y = blockIdx.y; y < H; y += gridDim.y) {
+        const int64_t i = y * W + x;
+        double acc = b == 0 ? 0.0 : F[i];
+        F[i] = tide_det_snr_accum_pixel(f, x, y, b, acc, R[y * rstride + x]);
+    }
 }
 
 static __global__ void k_snr_finish(const tide_det_filter *f, const double *F, const float *sub,
                                     const uint16_t *mask, int64_t sstride, const float *rms,
                                     int64_t rstride, float *snr, int64_t ostride, int64_t W,
                                     int64_t H) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= W * H) return;
-    int64_t x = i % W, y = i / W;
-    uint16_t m = mask ? mask[y * sstride + x] : 0;
-    snr[y * ostride + x] =
-        tide_det_snr_from_sum(f, x, y, F[i], sub[y * sstride + x], rms[y * rstride + x], m);
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= W) return;
+    for (int64_t y = blockIdx.y; y < H; y += gridDim.y) {
+        const int64_t i = y * W + x;
+        uint16_t m = mask ? mask[y * sstride + x] : 0;
+        snr[y * ostride + x] =
+            tide_det_snr_from_sum(f, x, y, F[i], sub[y * sstride + x], rms[y * rstride + x], m);
+    }
 }
 
 static int upload_filter(tide_ctx *ctx, const tide_det_filter *f, tide_det_filter **df) {
@@ -96,10 +106,9 @@ extern "C" int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int 
     cudaStream_t s = (cudaStream_t)ctx->stream;
     tide_det_filter *df = NULL;
     int st = upload_filter(ctx, f, &df);
-    const int64_t n = Rb->width * Rb->height;
     if (!st) {
-        k_snr_accum<<<tide_det_blocks(n, 256), 256, 0, s>>>(df, b, Rb->pix, Rb->stride, F,
-                                                            Rb->width, Rb->height);
+        k_snr_accum<<<row_grid(Rb->width, Rb->height), 256, 0, s>>>(df, b, Rb->pix, Rb->stride,
+                                                                    F, Rb->width, Rb->height);
         st = launched(ctx, "S/N accumulation");
     }
     tide_device_free(ctx, df);
@@ -112,9 +121,8 @@ extern "C" int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub,
     cudaStream_t s = (cudaStream_t)ctx->stream;
     tide_det_filter *df = NULL;
     int st = upload_filter(ctx, f, &df);
-    const int64_t n = sub->width * sub->height;
     if (!st) {
-        k_snr_finish<<<tide_det_blocks(n, 256), 256, 0, s>>>(
+        k_snr_finish<<<row_grid(sub->width, sub->height), 256, 0, s>>>(
             df, F, sub->pix, sub->mask, sub->stride, rms->pix, rms->stride, snr->pix,
             snr->stride, sub->width, sub->height);
         st = launched(ctx, "S/N");
