@@ -57,6 +57,7 @@ enum {
     TIDE_EXT_WCS = 2,
     TIDE_EXT_XMATCH = 3, /**< crossmatch scratch (crossmatch.h) */
     TIDE_EXT_SOLVER = 4, /**< loaded astrometry.net index files (solve.h) */
+    TIDE_EXT_STAGING = 5, /**< pinned staging ring of pageable host<->device copies */
     TIDE_EXT_COUNT = 8
 };
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core_internal.h"
 #include "tide/ctx.h"
 #include "tide/memory.h"
 #include "tide/status.h"
@@ -157,6 +158,12 @@ int tide_memcpy(tide_ctx *ctx, void *dst, int dst_on_device, const void *src, in
         return TIDE_OK;
     }
 #ifdef TIDE_HAVE_CUDA
+    if (bytes >= TIDE_STAGED_MIN_BYTES && dst_on_device != src_on_device) {
+        if (dst_on_device && tide_host_is_pageable(src))
+            return tide_staged_upload(ctx, dst, src, bytes);
+        if (src_on_device && tide_host_is_pageable(dst))
+            return tide_staged_download(ctx, dst, src, bytes);
+    }
     enum cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
                                                               : cudaMemcpyHostToDevice)
                                              : cudaMemcpyDeviceToHost;
