@@ -30,9 +30,17 @@ static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t 
                        : tide_det_deblend_scratch_bytes(area[k], minarea, limit);
 }
 
+/* Deblending is serial and branchy per parent, so the lanes of a warp that hold different
+ * parents mostly wait on each other. Each warp takes `per_warp` parents (lanes 0..per_warp-1,
+ * one parent each): 1 when there are few parents (a 2048² frame's ~1,000 parents then run on
+ * every multiprocessor instead of on 10 of them), up to 32 for very many (deblend_per_warp).
+ * The result does not depend on it. */
 static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, double mincont,
-                                 int64_t minarea, int limit, int64_t host_area) {
-    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+                                 int64_t minarea, int limit, int64_t host_area, int per_warp) {
+    const int lane = threadIdx.x & 31;
+    if (lane >= per_warp) return;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t k = warp * per_warp + lane;
     if (k >= w.nparent) return;
     if (w.par_area[k] >= host_area) return; /* the host does it */
     int64_t o = w.par_off[k];
@@ -43,6 +51,18 @@ static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, do
                                            w.pix_local + o, &fl);
     w.par_flags[k] = fl;
     w.child_off[k] = w.par_nchild[k]; /* widened for the scan */
+}
+
+/* Parents per warp for k_deblend: the fewest (a power of two) that still leaves ~16 warps per
+ * multiprocessor. */
+static int deblend_per_warp(int64_t np) {
+    int dev = 0, nsm = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess)
+        cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+    const int64_t warps = (int64_t)nsm * 16;
+    int p = 1;
+    while (p < 32 && np > warps * p) p *= 2;
+    return p;
 }
 
 /* Pack (gather = 1) or unpack the pixel segments of the host-deblended parents: block b copies
@@ -261,7 +281,10 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
         big_free(ctx, &big);
         return st;
     }
-    k_deblend<<<nbp, 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea, limit, big.host_area);
+    const int per_warp = deblend_per_warp(np);
+    const int64_t nwarps = (np + per_warp - 1) / per_warp;
+    k_deblend<<<tide_det_blocks(nwarps, 4), 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea,
+                                                         limit, big.host_area, per_warp);
     cudaError_t launched = cudaGetLastError();
     if (launched != cudaSuccess) {
         big_free(ctx, &big);
