@@ -39,7 +39,10 @@
  *
  * Memory plan. On a CUDA context each frame is uploaded once; background, variance,
  * reprojection, subtraction, detection, stamp cutting and fits run on the device; only the
- * outputs (difference, matched image, candidate rows, the few stamps drawn) come back.
+ * outputs (difference, matched image, candidate rows, the few stamps drawn) come back, into
+ * host memory that a helper thread allocated and faulted in while the device worked (the
+ * run's only thread besides the caller's; it touches no context). On the CPU the result takes
+ * the subtraction's images over instead of copying them.
  *
  * Candidate columns (tide_diff_result.cands; FITS 1-based pixel coordinates on the output
  * grid): X_IMAGE, Y_IMAGE, SNR, FLUX [diff units], KIND (TIDE_CAND_*), DIP_XPOS, DIP_YPOS,

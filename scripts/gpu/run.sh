@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run.sh [tests|reduce] — there, on the GPU machine (repository root, carried .gpu/): run every
+# run.sh [tests|reduce|diff] — there, on the GPU machine (repository root, carried .gpu/): run every
 # test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
 # With "tests", only the tests (a quick check that costs less device time); with "reduce",
-# only the reduction benchmark.
+# only the reduction benchmark; with "diff", only the difference-pipeline benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tide-gpu-out}
@@ -24,6 +24,12 @@ fail=0
 if [ "${1:-all}" = reduce ]; then
   timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
     --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+  cat "$out/report.md"
+  exit $fail
+fi
+if [ "${1:-all}" = diff ]; then
+  timeout 500 .gpu/bin/tide bench --diff --backend cuda --repeats 5 \
+    --json "$out/bench-diff-cuda.json" >> "$out/report.md" 2>&1 || fail=1
   cat "$out/report.md"
   exit $fail
 fi
@@ -52,6 +58,9 @@ echo "## benchmarks" >> "$out/report.md"
 echo "## reduction (tide bench --reduce)" >> "$out/report.md"
 timeout 400 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
   --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+echo "## difference pipeline (tide bench --diff)" >> "$out/report.md"
+timeout 400 .gpu/bin/tide bench --diff --backend cuda --repeats 5 \
+  --json "$out/bench-diff-cuda.json" >> "$out/report.md" 2>&1 || fail=1
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \

@@ -75,5 +75,7 @@ int tide_bench_xmatch(int argc, char **argv);
 int tide_bench_store(int argc, char **argv);
 /** `tide bench --calib` (bench_calib.c): the complete reduce of issue 4. */
 int tide_bench_calib(int argc, char **argv);
+/** `tide bench --diff` (bench_diff.c): the difference pipeline of issue 5. */
+int tide_bench_diff(int argc, char **argv);
 
 #endif

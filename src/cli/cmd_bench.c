@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_diff.h"
 #include "bench_reduce.h"
 #include "bench_util.h"
 #include "cli.h"
@@ -57,6 +58,9 @@ static const char *help =
     "  --store               instead, benchmark catalog-store inserts (tide bench --store --help)\n"
     "  --calib               instead, time the complete reduce with calibration and store\n"
     "                        (tide bench --calib --help)\n"
+    "  --diff                instead, time the difference pipeline (tide diff) per stage and\n"
+    "                        end to end, and its parts alone, on a simulated pair\n"
+    "                        (tide bench --diff --help)\n"
     "  --reduce              instead, time the whole reduction (tide reduce) per stage and end\n"
     "                        to end on simulated frames, beside its floors and targets\n"
     "  --stars-sparse N      --reduce: stars on each sparse frame; 0 = none [300]\n"
@@ -183,6 +187,15 @@ static int measure_bandwidth(tide_ctx *ctx, const bench_opts *o, size_t bytes, d
         tide_host_pinned_free(ctx, a.dst);
     }
     return st;
+}
+
+int tide_bench_copy_bandwidth(tide_ctx *ctx, int repeats, int warmup, size_t bytes,
+                              double *bpms) {
+    bench_opts o;
+    memset(&o, 0, sizeof o);
+    o.repeats = repeats;
+    o.warmup = warmup;
+    return measure_bandwidth(ctx, &o, bytes, bpms);
 }
 
 static void make_kernels(float *k, int n, int ksz) {
@@ -426,6 +439,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_store(argc, argv);
         if (!strcmp(argv[i], "--calib"))
             return tide_bench_calib(argc, argv);
+        if (!strcmp(argv[i], "--diff"))
+            return tide_bench_diff(argc, argv);
     }
     tide_cli_common c;
     tide_cli_common_init(&c);

@@ -55,6 +55,7 @@ typedef struct diff_run {
     tide_table cands;
     float *psf; /* PSF stamp of the fits (host), or NULL: a Gaussian */
     int psf_side;
+    tide_diffp_prefault pf; /* host memory of the results, made ready meanwhile (CUDA) */
 } diff_run;
 
 static void run_release(diff_run *r) {
@@ -64,6 +65,7 @@ static void run_release(diff_run *r) {
     tide_subtract_result_free(r->ctx, &r->sr);
     tide_table_free(&r->cands);
     free(r->psf);
+    tide_diffp_prefault_cancel(&r->pf);
 }
 
 #define STAGE(ctx, name, call)                                                                     \
@@ -169,6 +171,31 @@ static int kernels(const tide_subtract_result *sr, tide_diff_result *out) {
                 return st;
         }
     return 0;
+}
+
+/* The difference and the matched image into the host result. On the CPU they are host
+ * images already: the result takes them over and the run keeps views (no copy, no fresh
+ * pages). On CUDA they are copied into the memory the helper thread made resident (or, if it
+ * could not, into fresh memory); tide_memcpy stages pageable copies through pinned memory. */
+static int download(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
+    if (run->sr.diff.location == TIDE_HOST && run->sr.matched.location == TIDE_HOST) {
+        out->diff = run->sr.diff;
+        out->matched = run->sr.matched;
+        run->sr.diff.owns = 0;
+        run->sr.matched.owns = 0;
+        return 0;
+    }
+    if (tide_diffp_prefault_take(&run->pf, &out->diff, &run->sr.diff, &out->matched,
+                                 &run->sr.matched)) {
+        int st = tide_image_copy(ctx, &out->diff, &run->sr.diff);
+        if (!st)
+            st = tide_image_copy(ctx, &out->matched, &run->sr.matched);
+        return st;
+    }
+    int st = tide_image_clone(ctx, &out->diff, &run->sr.diff, TIDE_HOST);
+    if (!st)
+        st = tide_image_clone(ctx, &out->matched, &run->sr.matched, TIDE_HOST);
+    return st;
 }
 
 int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
@@ -284,6 +311,10 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
             gscale = gs.scale_arcsec;
         }
     }
+    /* The results' host memory is faulted in by a helper thread while the device
+     * reprojects and subtracts (diff_host.c). */
+    if (!st && ctx->backend == TIDE_BACKEND_CUDA)
+        tide_diffp_prefault_start(&run.pf, W, H, ctx->threads / 2);
     tide_diffp_frame *frames[2] = {&run.sci, &run.tmpl};
     for (int k = 0; k < 2 && !st; k++) {
         tide_diffp_frame *f = frames[k];
@@ -341,10 +372,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     }
 
     if (!st)
-        STAGE(ctx, "diff.download", tide_image_clone(ctx, &out->diff, &run.sr.diff, TIDE_HOST));
-    if (!st)
-        STAGE(ctx, "diff.download",
-              tide_image_clone(ctx, &out->matched, &run.sr.matched, TIDE_HOST));
+        STAGE(ctx, "diff.download", download(ctx, &run, out));
     /* The noise of the difference is correlated (resampling, convolution), so the propagated
      * per-pixel variance understates the noise of a PSF-sized sum and the matched-filter S/N
      * would be too high: the variance is scaled to the measured noise at that scale. */
@@ -353,7 +381,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     if (!st && p.calibrate_var) {
         out->var_scale = tide_diffp_noise_scale(&out->diff, fwhm_d);
         st = tide_diffp_scale_var(ctx, &run.sr.diff, (float)out->var_scale);
-        if (!st)
+        if (!st && out->diff.var != run.sr.diff.var) /* a host copy of its own */
             st = tide_diffp_scale_var(NULL, &out->diff, (float)out->var_scale);
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
                  "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compute/select_f64.h"
 #include "pipeline/diff_internal.h"
 #include "pipeline/diff_ops.h"
 #include "tide/memory.h"
@@ -150,11 +151,6 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
     return st;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double tide_diffp_noise_scale(const tide_image *d, double fwhm) {
     int b = (int)floor(1.5 * fwhm + 0.5) | 1;
     b = b < 3 ? 3 : (b > 31 ? 31 : b);
@@ -162,10 +158,18 @@ double tide_diffp_noise_scale(const tide_image *d, double fwhm) {
         return 1.0;
     const int64_t nx = d->width / b, ny = d->height / b;
     double *z = malloc(sizeof(double) * (size_t)(nx * ny));
-    if (!z)
+    int64_t *nrow = malloc(sizeof(int64_t) * (size_t)ny);
+    if (!z || !nrow) {
+        free(z);
+        free(nrow);
         return 1.0;
-    int64_t n = 0;
-    for (int64_t by = 0; by < ny; by++)
+    }
+    /* Rows of boxes in parallel, each into its own slice of z; the slices are then packed in
+     * order. Only the set of values matters (medians), and each box is summed as before. */
+#pragma omp parallel for schedule(static)
+    for (int64_t by = 0; by < ny; by++) {
+        double *zr = z + by * nx;
+        int64_t m = 0;
         for (int64_t bx = 0; bx < nx; bx++) {
             double s = 0, v = 0;
             int ok = 1;
@@ -180,16 +184,23 @@ double tide_diffp_noise_scale(const tide_image *d, double fwhm) {
                     v += d->var[i];
                 }
             if (ok)
-                z[n++] = s / sqrt(v);
+                zr[m++] = s / sqrt(v);
         }
+        nrow[by] = m;
+    }
+    int64_t n = 0;
+    for (int64_t by = 0; by < ny; by++) {
+        memmove(z + n, z + by * nx, sizeof(double) * (size_t)nrow[by]);
+        n += nrow[by];
+    }
+    free(nrow);
     double f = 1.0;
     if (n >= 50) {
-        qsort(z, (size_t)n, sizeof *z, cmp_dbl);
-        const double med = n % 2 ? z[n / 2] : 0.5 * (z[n / 2 - 1] + z[n / 2]);
+        /* Medians by selection (the same order statistics as a sort, O(n)). */
+        const double med = tide_median_f64(z, n);
         for (int64_t i = 0; i < n; i++)
             z[i] = fabs(z[i] - med);
-        qsort(z, (size_t)n, sizeof *z, cmp_dbl);
-        const double mad = n % 2 ? z[n / 2] : 0.5 * (z[n / 2 - 1] + z[n / 2]);
+        const double mad = tide_median_f64(z, n);
         const double sig = 1.482602218505602 * mad;
         f = sig * sig;
         f = f < 0.25 ? 0.25 : (f > 16 ? 16 : f);
