@@ -1,8 +1,9 @@
 /* cosmetics_cuda.cu — CUDA twins of the cosmetics kernels (cosmetics_kernels.h).
  *
  * One thread per pixel (grid-stride; the L.A.Cosmic planes one block per tile, see below),
- * the per-pixel math from cosmetics_math.h, so results equal the CPU twins bit for bit. Bleed trails run one thread per line: along columns the
- * threads of a warp read consecutive pixels of a row, so the walk is coalesced. Counts use
+ * the per-pixel math from cosmetics_math.h, so results equal the CPU twins bit for bit. Bleed
+ * trails and bad columns, scans along lines, are cut into short pieces (segments of a line,
+ * blocks of a column) with one thread each, so the serial depth stays short. Counts use
  * integer atomics only (a per-block shared sum, then one global add per block): integer sums
  * do not depend on their order. Small parameter structs are passed by value (kernel
  * parameter space). */
@@ -26,10 +27,16 @@ static unsigned grid_for(int64_t n) {
 }
 
 #define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
+/* Pixel i_ → (x, y): a 32-bit division when the frame has fewer than 2³² pixels (a 64-bit
+ * one is a long software routine on the GPU), the same quotient. */
 #define FOR_PIXELS(g, x, y)                                                                   \
     for (int64_t i_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n_ = (g).w * (g).h;     \
          i_ < n_; i_ += (int64_t)gridDim.x * blockDim.x)                                      \
-        for (int64_t y = i_ / (g).w, x = i_ - y * (g).w, once_ = 1; once_; once_ = 0)
+        for (int64_t y = n_ <= (int64_t)UINT32_MAX                                            \
+                             ? (int64_t)((uint32_t)i_ / (uint32_t)(g).w)                       \
+                             : i_ / (g).w,                                                    \
+                     x = i_ - y * (g).w, once_ = 1;                                           \
+             once_; once_ = 0)
 
 static __global__ void k_saturate(tide_cos_geom g, const float *pix, uint16_t *mask,
                                   float level) {
@@ -47,54 +54,104 @@ extern "C" int tide_cos_saturate_cuda(tide_ctx *ctx, const tide_cos_geom *g, con
     return 0;
 }
 
-static __global__ void k_bleed(tide_cos_geom g, const float *pix, uint16_t *mask, float hi,
-                               int axis, int grow, uint8_t *scratch) {
-    const int64_t nlines = axis == 0 ? g.w : g.h, len = axis == 0 ? g.h : g.w;
-    const int64_t ps_l = axis == 0 ? 1 : g.stride, ps_i = axis == 0 ? g.stride : 1;
-    const int64_t ss_l = axis == 0 ? 1 : g.w, ss_i = axis == 0 ? g.w : 1;
-    for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < nlines;
-         l += (int64_t)gridDim.x * blockDim.x) {
-        int prev = 0, dist = 1 << 30;
-        for (int64_t i = 0; i < len; i++)
-            scratch[l * ss_l + i * ss_i] =
-                cos_bleed_fwd(pix[l * ps_l + i * ps_i], mask[l * ps_l + i * ps_i], hi, &prev);
-        prev = 0;
-        for (int64_t i = len - 1; i >= 0; i--) {
-            const int64_t p = l * ps_l + i * ps_i, s = l * ss_l + i * ss_i;
-            scratch[s] = cos_bleed_bwd(pix[p], mask[p], hi, scratch[s], grow, &prev, &dist);
-        }
-        dist = 1 << 30;
-        for (int64_t i = 0; i < len; i++) {
-            const int64_t p = l * ps_l + i * ps_i, s = l * ss_l + i * ss_i;
-            if (cos_bleed_final(mask[p], scratch[s], grow, &dist))
-                mask[p] |= TIDE_MASK_BLEED;
-        }
-    }
+/* Bleed trails in the segmented form of cosmetics_math.h (cos_bleed_t_*): one thread per
+ * (line, segment of COS_SEG pixels) with consecutive lines in a warp, so along columns (axis
+ * 0) every step reads consecutive pixels of a row; the serial depth is COS_SEG pixels, plus
+ * 2·nseg summary bytes per line for the carries. Rows (axis 1) run the same code, with
+ * strided reads. The summaries (nlines·nseg bytes) come from the pool for the call. */
+static __global__ void k_bleed_sum(tide_cos_lines L, const float *pix, const uint16_t *mask,
+                                   float hi, uint8_t *sum) {
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < L.nlines * L.nseg;
+         t += (int64_t)gridDim.x * blockDim.x)
+        cos_bleed_t_sum(&L, pix, mask, hi, sum, t);
+}
+
+static __global__ void k_bleed_carry(tide_cos_lines L, uint8_t *sum) {
+    for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < L.nlines;
+         l += (int64_t)gridDim.x * blockDim.x)
+        cos_bleed_carry(sum + l, L.nlines, L.nseg);
+}
+
+static __global__ void k_bleed_run(tide_cos_lines L, const float *pix, const uint16_t *mask,
+                                   float hi, const uint8_t *sum, uint8_t *scratch) {
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < L.nlines * L.nseg;
+         t += (int64_t)gridDim.x * blockDim.x)
+        cos_bleed_t_run(&L, pix, mask, hi, sum, scratch, t);
+}
+
+static __global__ void k_bleed_grow(tide_cos_lines L, uint16_t *mask, const uint8_t *scratch,
+                                    const uint8_t *sum, int grow) {
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < L.nlines * L.nseg;
+         t += (int64_t)gridDim.x * blockDim.x)
+        cos_bleed_t_grow(&L, mask, scratch, sum, grow, t);
 }
 
 extern "C" int tide_cos_bleed_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
                                    uint16_t *mask, float hi, int axis, int grow,
                                    uint8_t *scratch) {
-    const int64_t nlines = axis == 0 ? g->w : g->h;
-    k_bleed<<<grid_for(nlines), BLOCK, 0, STREAM(ctx)>>>(*g, pix, mask, hi, axis, grow, scratch);
-    TIDE_CUDA_LAUNCHED();
+    const tide_cos_lines L = cos_bleed_lines(g, axis);
+    const int64_t nt = L.nlines * L.nseg;
+    if (nt == 0)
+        return 0;
+    uint8_t *sum = NULL;
+    int st = tide_device_alloc(ctx, (size_t)nt, (void **)&sum);
+    if (st)
+        return st;
+    cudaStream_t s = STREAM(ctx);
+    k_bleed_sum<<<grid_for(nt), BLOCK, 0, s>>>(L, pix, mask, hi, sum);
+    k_bleed_carry<<<grid_for(L.nlines), BLOCK, 0, s>>>(L, sum);
+    k_bleed_run<<<grid_for(nt), BLOCK, 0, s>>>(L, pix, mask, hi, sum, scratch);
+    k_bleed_grow<<<grid_for(nt), BLOCK, 0, s>>>(L, mask, scratch, sum, grow);
+    const cudaError_t ce = cudaGetLastError();
+    tide_device_free(ctx, sum);
+    if (ce != cudaSuccess)
+        return tide_error(TIDE_E_CUDA, "cosmetics bleed kernels: %s", cudaGetErrorString(ce));
     return 0;
 }
 
-static __global__ void k_badcol(tide_cos_geom g, const float *pix, const uint16_t *mask,
-                                tide_cos_noise nm, uint16_t excl, float k, int minrun,
-                                uint8_t *blk, uint8_t *out) {
+/* Bad columns, cos_col_scan split in two: one thread per (column, block of COS_COL_BLOCK
+ * rows) for the block signs (consecutive columns in a warp), then one thread per column for
+ * the runs, serial over the h/COS_COL_BLOCK block signs only; `out` is zeroed on the stream
+ * first (cos_col_scan's zeroing). A column with no marked block has no run, so its thread
+ * first ORs its block signs (independent loads) and skips cos_col_runs when they are all 0:
+ * cos_col_runs would write nothing. */
+static __global__ void k_badcol_blk(tide_cos_geom g, const float *pix, const uint16_t *mask,
+                                    tide_cos_noise nm, uint16_t excl, float k, uint8_t *blk) {
+    const int64_t nb = (g.h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < g.w * nb;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = t / g.w, x = t - b * g.w;
+        const int s = cos_col_block(pix, mask, &g, &nm, excl, k, x, b * COS_COL_BLOCK);
+        blk[t] = (uint8_t)(s > 0 ? 1 : (s < 0 ? 2 : 0));
+    }
+}
+
+static __global__ void k_badcol_runs(tide_cos_geom g, const float *pix, const uint16_t *mask,
+                                     tide_cos_noise nm, uint16_t excl, float k, int minrun,
+                                     const uint8_t *blk, uint8_t *out) {
+    const int64_t nb = (g.h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
     for (int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; x < g.w;
-         x += (int64_t)gridDim.x * blockDim.x)
-        cos_col_scan(pix, mask, &g, &nm, excl, k, minrun, x, blk, out);
+         x += (int64_t)gridDim.x * blockDim.x) {
+        unsigned any = 0;
+#pragma unroll 8
+        for (int64_t b = 0; b < nb; b++)
+            any |= blk[b * g.w + x];
+        if (any)
+            cos_col_runs(pix, mask, &g, &nm, excl, k, minrun, x, blk, out);
+    }
 }
 
 extern "C" int tide_cos_badcol_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
                                     const uint16_t *mask, const tide_cos_noise *nm,
                                     uint16_t excl, float k, int minrun, uint8_t *blk,
                                     uint8_t *out) {
-    k_badcol<<<(unsigned)((g->w + 63) / 64), 64, 0, STREAM(ctx)>>>(*g, pix, mask, *nm, excl, k, minrun, blk,
-                                                       out);
+    cudaStream_t s = STREAM(ctx);
+    const int64_t nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
+    TIDE_CUDA_TRY(cudaMemsetAsync(out, 0, (size_t)(g->w * g->h), s));
+    k_badcol_blk<<<grid_for(g->w * nb), BLOCK, 0, s>>>(*g, pix, mask, *nm, excl, k, blk);
+    TIDE_CUDA_LAUNCHED();
+    k_badcol_runs<<<(unsigned)((g->w + 63) / 64), 64, 0, s>>>(*g, pix, mask, *nm, excl, k,
+                                                              minrun, blk, out);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
@@ -102,7 +159,7 @@ extern "C" int tide_cos_badcol_cuda(tide_ctx *ctx, const tide_cos_geom *g, const
 static __global__ void k_hotcold(tide_cos_geom g, const float *pix, const uint16_t *mask,
                                  tide_cos_noise nm, tide_cos_hot hp, uint8_t *flag) {
     FOR_PIXELS(g, x, y) {
-        flag[y * g.w + x] = (uint8_t)cos_hotcold(pix, mask, &g, &nm, &hp, x, y);
+        flag[y * g.w + x] = (uint8_t)cos_hotcold_screened(pix, mask, &g, &nm, &hp, x, y);
     }
 }
 
@@ -140,20 +197,35 @@ static __global__ void k_apply(tide_cos_geom g, const uint8_t *flag, uint16_t *m
         *m = nw;
         c += nw != old;
     }
-    block_count(c, total);
+    if (total)
+        block_count(c, total);
 }
 
 /* Run a counting kernel launch into a fresh device counter array of @p n entries and copy it
  * to @p out (host). */
 static int counters_alloc(tide_ctx *ctx, int n, unsigned long long **d) {
     int st = tide_device_alloc(ctx, sizeof(unsigned long long) * (size_t)n, (void **)d);
-    if (!st)
-        st = tide_memzero(ctx, *d, 1, sizeof(unsigned long long) * (size_t)n);
-    return st;
+    if (st)
+        return st;
+    /* stream-ordered zeroing: the copy back (tide_memcpy) is the one wait */
+    const cudaError_t ce = cudaMemsetAsync(*d, 0, sizeof(unsigned long long) * (size_t)n,
+                                           STREAM(ctx));
+    if (ce != cudaSuccess) {
+        tide_device_free(ctx, *d);
+        *d = NULL;
+        return tide_error(TIDE_E_CUDA, "cosmetics counters: %s", cudaGetErrorString(ce));
+    }
+    return 0;
 }
 
 extern "C" int tide_cos_apply_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag,
                                    uint16_t *mask, uint16_t bit1, uint16_t bit2, int64_t *nnew) {
+    if (!nnew) { /* no count asked: no counter, no wait for the stream */
+        k_apply<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, flag, mask, bit1, bit2,
+                                                                  NULL);
+        TIDE_CUDA_LAUNCHED();
+        return 0;
+    }
     unsigned long long *d = NULL, h = 0;
     int st = counters_alloc(ctx, 1, &d);
     if (st)
@@ -210,17 +282,18 @@ extern "C" int tide_cos_fill_cuda(tide_ctx *ctx, const tide_cos_geom *g, const f
 /* ---- L.A.Cosmic planes: one block per tile --------------------------------------------------
  * The per-iteration planes run on blocks of COS_TILE × COS_TILE threads, one block per tile
  * of cosmetics_region.h and one output pixel per thread. With a `dirty` tile array (device,
- * ntx·nty bytes) a block whose tile is clean returns at once: the later iterations then
- * recompute only the tiles near the previous iteration's new hits, exactly as the CPU's
+ * ntx·nty bytes) only the dirty tiles run (FOR_TILES): the later iterations then recompute
+ * only the tiles near the previous iteration's new hits, exactly as the CPU's
  * tide_cos_update_cpu (cosmetics_region.h says why the planes stay current everywhere); with
  * dirty == NULL every tile runs (the full-frame kernels). Tile rows beyond the 65535 blocks a
  * grid's y extent allows are covered by a block-uniform loop.
  *
  * 5×5 medians: the (COS_TILE + 4)² neighbourhood of the tile is staged in shared memory
- * (edges clamped as cos_box_median clamps them), each thread sorts its five columns and takes
- * the 13th smallest with the selection network of cosmetics_network.h: the same comparators
- * on the same wires as the CPU twin (cosmetics_median_cpu.c), compares only, so the same
- * float. A window holding a NaN takes cos_box_median, as the CPU's NaN rows do. */
+ * (edges clamped as cos_box_median clamps them), its 5-row columns are sorted once per tile,
+ * and each thread takes the 13th smallest of its five sorted columns with the selection
+ * network of cosmetics_network.h: the same comparators on the same wires as the CPU twin
+ * (cosmetics_median_cpu.c), compares only, so the same float. A window holding a NaN takes
+ * cos_box_median, as the CPU's NaN rows do. */
 #define TS COS_TILE
 #define SW (COS_TILE + 4)
 
@@ -231,56 +304,116 @@ static dim3 tile_grid(const tide_cos_geom *g) {
 }
 #define TILE_BLOCK dim3(TS, TS)
 
-/* Loop over the tile rows ty_ of this block's tile column (block-uniform, so __syncthreads
- * inside is safe), skipping clean tiles. */
-#define FOR_TILES(g, dirty, ty_)                                                              \
-    for (int64_t ty_ = blockIdx.y; ty_ < ((g).h + TS - 1) / TS; ty_ += gridDim.y)             \
-        if (!(dirty) || (dirty)[ty_ * (int64_t)gridDim.x + blockIdx.x])
+/* With a dirty array, one block per chunk of consecutive tiles (one flag per thread, at most
+ * TILE_CHUNK): the block lists the chunk's dirty tiles in shared memory and runs only those,
+ * so a clean tile costs a byte read instead of a block of its own (the later iterations touch
+ * few tiles of a large frame). The chunk grows with the frame so that the grid keeps about
+ * CHUNK_BLOCKS blocks (a few waves on one GPU: a wholly dirty iteration still spreads over all
+ * SMs); the kernel finds it back from the grid size. The list's order depends on the atomics,
+ * but the tiles of one kernel are independent (each writes only its own pixels), so the
+ * planes do not. */
+#define TILE_CHUNK (TS * TS)
+#define CHUNK_BLOCKS 4096
+static dim3 tiles_grid(const tide_cos_geom *g, const uint8_t *dirty) {
+    if (!dirty)
+        return tile_grid(g);
+    const int64_t n = tide_cos_ntiles(g->w) * tide_cos_ntiles(g->h);
+    int64_t chunk = (n + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
+    chunk = chunk < 1 ? 1 : (chunk > TILE_CHUNK ? TILE_CHUNK : chunk);
+    const int64_t c = (n + chunk - 1) / chunk;
+    return dim3((unsigned)(c < 1 ? 1 : c));
+}
 
-/* Stage the clamped (TS+4)² neighbourhood of tile (blockIdx.x, ty) of a (stride ld). */
-static __device__ void stage5(const float *a, int64_t ld, int64_t w, int64_t h, int64_t ty,
-                              float *sh) {
-    const int64_t x0 = (int64_t)blockIdx.x * TS - 2, y0 = ty * TS - 2;
+/* The dirty tiles of this block's chunk (ceil(ntiles / gridDim.x) tiles, <= TILE_CHUNK by
+ * tiles_grid) into lst as tile indices; returns how many. Every thread of the block calls it. */
+static __device__ int tile_chunk(const uint8_t *dirty, int64_t ntiles, int64_t *lst, int *cnt) {
+    const int tid = threadIdx.y * TS + threadIdx.x;
+    const int64_t chunk = (ntiles + gridDim.x - 1) / gridDim.x;
+    const int64_t t = (int64_t)blockIdx.x * chunk + tid;
+    if (tid == 0)
+        *cnt = 0;
+    __syncthreads();
+    if (tid < chunk && t < ntiles && dirty[t])
+        lst[atomicAdd(cnt, 1)] = t;
+    __syncthreads();
+    return *cnt;
+}
+
+/* Loop over this block's tiles (tx_, ty_), block-uniform (so __syncthreads inside is safe):
+ * without `dirty` the tile column blockIdx.x, tile rows from blockIdx.y (grid tile_grid;
+ * rows beyond the grid's 65535 by the loop); with it the dirty tiles of the block's chunk
+ * (grid tiles_grid). Declares shared memory: once per kernel. */
+#define FOR_TILES(g, dirty, tx_, ty_)                                                         \
+    __shared__ int64_t lst_[TILE_CHUNK];                                                      \
+    __shared__ int cnt_;                                                                      \
+    const int64_t ntx_ = ((g).w + TS - 1) / TS, nty_ = ((g).h + TS - 1) / TS;                \
+    const int64_t nit_ = (dirty) ? tile_chunk((dirty), ntx_ * nty_, lst_, &cnt_)              \
+                                 : (nty_ - blockIdx.y + gridDim.y - 1) / gridDim.y;           \
+    for (int64_t j_ = 0; j_ < nit_; j_++)                                                     \
+        for (int64_t t_ = (dirty) ? lst_[j_] : 0,                                             \
+                     ty_ = (dirty) ? t_ / ntx_ : (int64_t)blockIdx.y + j_ * gridDim.y,        \
+                     tx_ = (dirty) ? t_ - ty_ * ntx_ : (int64_t)blockIdx.x, once_ = 1;        \
+             once_; once_ = 0)
+
+/* Stage the clamped (TS+4)² neighbourhood of tile (tx, ty) of a (stride ld). */
+static __device__ void stage5(const float *a, int64_t ld, int64_t w, int64_t h, int64_t tx,
+                              int64_t ty, float *sh) {
+    const int64_t x0 = tx * TS - 2, y0 = ty * TS - 2;
     for (int k = threadIdx.y * TS + threadIdx.x; k < SW * SW; k += TS * TS) {
         const int r = k / SW, c = k - r * SW;
         sh[k] = a[cos_clamp(y0 + r, h) * ld + cos_clamp(x0 + c, w)];
     }
 }
 
-/* 5×5 median of the staged window around this thread's pixel; NaN windows from global. */
-static __device__ float med5_staged(const float *sh, const float *a, int64_t ld, int64_t w,
-                                    int64_t h, int64_t x, int64_t y) {
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    /* wire 5c + r = window row r, column c (as the CPU's sorted columns) */
-#define SRC_SH(k) sh[(ty + (k) % 5) * SW + tx + (k) / 5]
-    DECL25(SRC_SH);
-#undef SRC_SH
-    const bool nan = v0 != v0 || v1 != v1 || v2 != v2 || v3 != v3 || v4 != v4 || v5 != v5 ||
-                     v6 != v6 || v7 != v7 || v8 != v8 || v9 != v9 || v10 != v10 ||
-                     v11 != v11 || v12 != v12 || v13 != v13 || v14 != v14 || v15 != v15 ||
-                     v16 != v16 || v17 != v17 || v18 != v18 || v19 != v19 || v20 != v20 ||
-                     v21 != v21 || v22 != v22 || v23 != v23 || v24 != v24;
-    if (nan)
+/* Step 1 of the 5×5 medians once per tile: each 5-row column of the staged window is shared
+ * by the five windows that contain it, so the tile sorts each of its TS × SW columns once
+ * (the SORT5 comparators, the same as SORT5_AT on a window's column wires) into srt[(r·SW +
+ * c)·5 + k] (odd stride: no bank conflicts across a row of threads), with a NaN flag per
+ * column; every thread then runs only MED25 on its five sorted columns. */
+static __device__ void sort_cols5(const float *sh, float *srt, uint8_t *nanc) {
+    for (int k = threadIdx.y * TS + threadIdx.x; k < TS * SW; k += TS * TS) {
+        const int r = k / SW, c = k - r * SW;
+        const float *col = sh + r * SW + c;
+        float v0 = col[0], v1 = col[SW], v2 = col[2 * SW], v3 = col[3 * SW], v4 = col[4 * SW];
+        nanc[k] = (uint8_t)(v0 != v0 || v1 != v1 || v2 != v2 || v3 != v3 || v4 != v4);
+        SORT5();
+        float *o = srt + 5 * k;
+        o[0] = v0, o[1] = v1, o[2] = v2, o[3] = v3, o[4] = v4;
+    }
+}
+
+/* 5×5 median of this thread's window from the sorted columns (wire 5c + r = row r of
+ * column c, as the CPU's sorted columns); windows holding a NaN from global. */
+static __device__ float med5_sorted(const float *srt, const uint8_t *nanc, const float *a,
+                                    int64_t ld, int64_t w, int64_t h, int64_t x, int64_t y) {
+    const int k0 = threadIdx.y * SW + threadIdx.x;
+    if (nanc[k0] | nanc[k0 + 1] | nanc[k0 + 2] | nanc[k0 + 3] | nanc[k0 + 4])
         return cos_box_median(a, ld, w, h, x, y, 2);
-    SORT5_AT(0, 1, 2, 3, 4);
-    SORT5_AT(5, 6, 7, 8, 9);
-    SORT5_AT(10, 11, 12, 13, 14);
-    SORT5_AT(15, 16, 17, 18, 19);
-    SORT5_AT(20, 21, 22, 23, 24);
+#define SRC_SRT(k) srt[5 * (k0 + (k) / 5) + (k) % 5]
+    DECL25(SRC_SRT);
+#undef SRC_SRT
     MED25();
     return v12;
 }
 
+/* Shared memory of the median kernels: the staged window, its sorted columns, NaN flags. */
+#define MED5_SHARED                                                                           \
+    __shared__ float sh[SW * SW];                                                             \
+    __shared__ float srt[TS * SW * 5];                                                        \
+    __shared__ uint8_t nanc[TS * SW]
+
 static __global__ void k_noise(tide_cos_geom g, const float *W, tide_cos_noise nm, float *N,
                                const uint8_t *dirty) {
-    __shared__ float sh[SW * SW];
-    FOR_TILES(g, dirty, ty) {
+    MED5_SHARED;
+    FOR_TILES(g, dirty, tx, ty) {
         __syncthreads(); /* the previous tile's reads are done */
-        stage5(W, g.w, g.w, g.h, ty, sh);
+        stage5(W, g.w, g.w, g.h, tx, ty, sh);
         __syncthreads();
-        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        sort_cols5(sh, srt, nanc);
+        __syncthreads();
+        const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
-            N[y * g.w + x] = cos_sigma(&nm, med5_staged(sh, W, g.w, g.w, g.h, x, y));
+            N[y * g.w + x] = cos_sigma(&nm, med5_sorted(srt, nanc, W, g.w, g.w, g.h, x, y));
     }
 }
 
@@ -293,8 +426,8 @@ extern "C" int tide_cos_noise_cuda(tide_ctx *ctx, const tide_cos_geom *g, const 
 
 static __global__ void k_lapl(tide_cos_geom g, const float *W, const float *N, float *S,
                               const uint8_t *dirty) {
-    FOR_TILES(g, dirty, ty) {
-        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+    FOR_TILES(g, dirty, tx, ty) {
+        const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
             S[y * g.w + x] =
                 COS_DIV(cos_lplus(W, g.w, g.w, g.h, x, y), COS_MUL(2.0f, N[y * g.w + x]));
@@ -303,25 +436,27 @@ static __global__ void k_lapl(tide_cos_geom g, const float *W, const float *N, f
 
 static __global__ void k_sprime(tide_cos_geom g, const float *S, float *SP, float low,
                                 const uint8_t *dirty) {
-    __shared__ float sh[SW * SW];
-    FOR_TILES(g, dirty, ty) {
+    MED5_SHARED;
+    FOR_TILES(g, dirty, tx, ty) {
         __syncthreads();
-        stage5(S, g.w, g.w, g.h, ty, sh);
+        stage5(S, g.w, g.w, g.h, tx, ty, sh);
         __syncthreads();
-        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        sort_cols5(sh, srt, nanc);
+        __syncthreads();
+        const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h) {
             const float s = sh[(threadIdx.y + 2) * SW + threadIdx.x + 2];
             SP[y * g.w + x] =
-                s > low ? COS_SUB(s, med5_staged(sh, S, g.w, g.w, g.h, x, y)) : s;
+                s > low ? COS_SUB(s, med5_sorted(srt, nanc, S, g.w, g.w, g.h, x, y)) : s;
         }
     }
 }
 
 static int launch_laplace(tide_ctx *ctx, const tide_cos_geom *g, const float *W, const float *N,
                           float *S, float *SP, float low, const uint8_t *dirty) {
-    k_lapl<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, N, S, dirty);
+    k_lapl<<<tiles_grid(g, dirty), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, N, S, dirty);
     TIDE_CUDA_LAUNCHED();
-    k_sprime<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, S, SP, low, dirty);
+    k_sprime<<<tiles_grid(g, dirty), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, S, SP, low, dirty);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
@@ -331,13 +466,47 @@ extern "C" int tide_cos_laplace_cuda(tide_ctx *ctx, const tide_cos_geom *g, cons
     return launch_laplace(ctx, g, W, N, S, SP, low, NULL);
 }
 
+/* Candidates (cos_candidate). F needs the 3×3 medians at the 49 (clamped) positions around
+ * a pixel; neighbouring candidates share most of them, so a tile holding any pixel that
+ * passes the cheap tests (S' > sigclip, may be flagged) first computes the (TS + 6)² medians
+ * of its neighbourhood once into shared memory, at the same clamped positions and by the
+ * same cos_box_median, and each such pixel gathers its 49 in cos_fine's order: the same
+ * floats, so the same F. Tiles with no such pixel compute no median. */
+#define SW3 (COS_TILE + 6)
 static __global__ void k_cand(tide_cos_geom g, const float *W, const float *N, const float *SP,
                               const uint16_t *mask, tide_cos_lacos lp, uint8_t *cand,
                               const uint8_t *dirty) {
-    FOR_TILES(g, dirty, ty) {
-        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
-        if (x < g.w && y < g.h)
-            cand[y * g.w + x] = (uint8_t)cos_candidate(W, N, SP, mask, &g, &lp, x, y);
+    __shared__ float m3s[SW3 * SW3];
+    FOR_TILES(g, dirty, tx, ty) {
+        __syncthreads(); /* the previous tile's reads of m3s are done */
+        const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+        const int64_t i = y * g.w + x;
+        const bool in = x < g.w && y < g.h;
+        const int pre = in && SP[i] > lp.sigclip && cos_may_flag(mask, &g, &lp, x, y);
+        if (!__syncthreads_or(pre)) {
+            if (in)
+                cand[i] = 0;
+            continue;
+        }
+        const int64_t x0 = tx * TS - 3, y0 = ty * TS - 3;
+        for (int k = threadIdx.y * TS + threadIdx.x; k < SW3 * SW3; k += TS * TS) {
+            const int r = k / SW3, c = k - r * SW3;
+            m3s[k] = cos_box_median(W, g.w, g.w, g.h, cos_clamp(x0 + c, g.w),
+                                    cos_clamp(y0 + r, g.h), 1);
+        }
+        __syncthreads();
+        if (!in)
+            continue;
+        int c = 0;
+        if (pre) {
+            float m3[49];
+            int n = 0;
+            for (int dy = 0; dy < 7; dy++)
+                for (int dx = 0; dx < 7; dx++)
+                    m3[n++] = m3s[(threadIdx.y + dy) * SW3 + threadIdx.x + dx];
+            c = cos_candidate_f(SP[i], cos_fine_of(m3), N[i], &lp);
+        }
+        cand[i] = (uint8_t)c;
     }
 }
 
@@ -352,8 +521,8 @@ extern "C" int tide_cos_candidates_cuda(tide_ctx *ctx, const tide_cos_geom *g, c
 static __global__ void k_grow(tide_cos_geom g, const uint8_t *in, const float *SP,
                               const uint16_t *mask, tide_cos_lacos lp, float thr,
                               uint8_t *out, const uint8_t *dirty) {
-    FOR_TILES(g, dirty, ty) {
-        const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
+    FOR_TILES(g, dirty, tx, ty) {
+        const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
             out[y * g.w + x] = (uint8_t)cos_grow_one(in, SP, mask, &g, &lp, thr, x, y);
     }
@@ -418,7 +587,7 @@ extern "C" int tide_cos_update_cuda(tide_ctx *ctx, const tide_cos_geom *g, const
                                     const tide_cos_lacos *lp, float low, float *N, float *S,
                                     float *SP, uint8_t *cand, uint8_t *flag2, uint8_t *flag,
                                     const uint8_t *dirty) {
-    const dim3 gr = tile_grid(g);
+    const dim3 gr = tiles_grid(g, dirty);
     cudaStream_t s = STREAM(ctx);
     k_noise<<<gr, TILE_BLOCK, 0, s>>>(*g, W, *nm, N, dirty);
     TIDE_CUDA_LAUNCHED();

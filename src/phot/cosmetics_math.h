@@ -137,6 +137,12 @@ TIDE_HD static inline float cos_lplus(const float *a, int64_t ld, int64_t w, int
     return cos_lplus5(c, l, r, u, d);
 }
 
+/** F from the 49 3×3 medians m3[7·(dy + 3) + dx + 3] around a pixel (sorts m3). */
+TIDE_HD static inline float cos_fine_of(float m3[49]) {
+    const float centre = m3[24];
+    return COS_SUB(centre, cos_median(m3, 49));
+}
+
 /** Fine-structure value F = med3(I) − med7(med3(I)) at (x, y) (van Dokkum 2001, eq. 11),
  *  edges clamped: the 7×7 median of the 3×3 medians around (x, y). */
 TIDE_HD static inline float cos_fine(const float *a, int64_t ld, int64_t w, int64_t h,
@@ -146,8 +152,7 @@ TIDE_HD static inline float cos_fine(const float *a, int64_t ld, int64_t w, int6
     for (int dy = -3; dy <= 3; dy++)
         for (int dx = -3; dx <= 3; dx++)
             m3[n++] = cos_box_median(a, ld, w, h, cos_clamp(x + dx, w), cos_clamp(y + dy, h), 1);
-    const float centre = m3[24];
-    return COS_SUB(centre, cos_median(m3, 49));
+    return cos_fine_of(m3);
 }
 
 /** 1 when a pixel within Chebyshev distance r of (x, y) is SATURATED or BLEED. */
@@ -237,6 +242,47 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
     return 0;
 }
 
+/** cos_hotcold with a screen that proves the answer 0 for most pixels without the median
+ *  (the CPU twin's screen, per pixel): where (x, y) is inside the frame's 1-pixel border and it
+ *  and its 8 neighbours are usable, the neighbours' median med lies in [mn, mx] (their min and
+ *  max) and every float step of cos_sigma is monotone, so a hot pixel needs v > mx and
+ *  v − mn > hot_sigma·σ(mn), a cold one v < mn and mx − v > cold_sigma·σ(mn) (with the
+ *  thresholds >= 0 as cos_hotcold's own shortcut assumes). Pixels that pass, and all others,
+ *  take cos_hotcold. The same answer as cos_hotcold everywhere. */
+TIDE_HD static inline int cos_hotcold_screened(const float *pix, const uint16_t *mask,
+                                               const tide_cos_geom *g,
+                                               const tide_cos_noise *nm,
+                                               const tide_cos_hot *hp, int64_t x, int64_t y) {
+    const int64_t ld = g->stride;
+    if (x >= 1 && x < g->w - 1 && y >= 1 && y < g->h - 1 && hp->isolation >= 0.0f &&
+        hp->hot_sigma >= 0.0f && hp->cold_sigma >= 0.0f) {
+        const float *a = pix + (y - 1) * ld + x, *b = a + ld, *c = b + ld;
+        const uint16_t *ma = mask + (y - 1) * ld + x, *mb = ma + ld, *mc = mb + ld;
+        const uint16_t mor = (uint16_t)(ma[-1] | ma[0] | ma[1] | mb[-1] | mb[0] | mb[1] |
+                                        mc[-1] | mc[0] | mc[1]);
+        const float u[8] = {a[-1], a[0], a[1], b[-1], b[1], c[-1], c[0], c[1]};
+        const float v = b[0];
+        int fin = isfinite(v);
+        float mx = u[0], mn = u[0];
+        for (int k = 0; k < 8; k++) {
+            fin &= isfinite(u[k]);
+            mx = u[k] > mx ? u[k] : mx;
+            mn = u[k] < mn ? u[k] : mn;
+        }
+        if (fin && !(mor & hp->excl)) {
+            if (!(v > mx) && !(v < mn))
+                return 0;
+            const float sg = cos_sigma(nm, mn);
+            const int maybe = v > mx
+                                  ? hp->do_hot && COS_SUB(v, mn) > COS_MUL(hp->hot_sigma, sg)
+                                  : hp->do_cold && COS_SUB(mx, v) > COS_MUL(hp->cold_sigma, sg);
+            if (!maybe)
+                return 0;
+        }
+    }
+    return cos_hotcold(pix, mask, g, nm, hp, x, y);
+}
+
 /** Median of the usable pixels of the 5×5 box around (x, y) of src: in frame, finite, no
  *  `excl` bit. Returns 0 when none (out untouched), 1 with *out set. */
 TIDE_HD static inline int cos_fill_value(const float *src, int64_t sld, const uint16_t *mask,
@@ -272,6 +318,15 @@ TIDE_HD static inline int cos_may_flag(const uint16_t *mask, const tide_cos_geom
            !cos_near_saturation(mask, g->stride, g->w, g->h, x, y, lp->protect);
 }
 
+/** The last step of cos_candidate, for a pixel that may be flagged with S' = sp > sigclip,
+ *  fine structure F and noise n. */
+TIDE_HD static inline int cos_candidate_f(float sp, float F, float n, const tide_cos_lacos *lp) {
+    float f = COS_DIV(F, n);
+    if (!(f > 0.01f))
+        f = 0.01f;
+    return COS_DIV(sp, f) > lp->objlim;
+}
+
 /** Candidate test at (x, y) (eqs. 11–13): S' > σ_lim and S'/f > f_lim with
  *  f = max(F/N, 0.01), the fine-structure contrast in units of the noise as lacosmic.cl. */
 TIDE_HD static inline int cos_candidate(const float *W, const float *N, const float *SP,
@@ -280,10 +335,7 @@ TIDE_HD static inline int cos_candidate(const float *W, const float *N, const fl
     const int64_t i = y * g->w + x;
     if (!(SP[i] > lp->sigclip) || !cos_may_flag(mask, g, lp, x, y))
         return 0;
-    float f = COS_DIV(cos_fine(W, g->w, g->w, g->h, x, y), N[i]);
-    if (!(f > 0.01f))
-        f = 0.01f;
-    return COS_DIV(SP[i], f) > lp->objlim;
+    return cos_candidate_f(SP[i], cos_fine(W, g->w, g->w, g->h, x, y), N[i], lp);
 }
 
 /** Growth step of the detection (lacosmic.cl): a flaggable pixel with S' > thr next to (or
@@ -466,6 +518,203 @@ TIDE_HD static inline int cos_bleed_final(uint16_t m, uint8_t s, int grow, int *
     *dist = (s & COS_B_RUN) ? 0 : (*dist < 1 << 30 ? *dist + 1 : *dist);
     const int in = (s & COS_B_GROW) || *dist <= grow;
     return in && !(m & TIDE_MASK_SATURATED);
+}
+
+/* ---- bleed trails, segmented: the same bits with a short serial depth (the GPU's form) ----
+ * What the three sweeps compute: a pixel is RUN when it is high (SATURATED, or finite and
+ * >= hi) and its maximal high run along the line contains a SATURATED pixel (sweep 1 finds
+ * one at or before it in the run, sweep 2 one at or after it); it gets BLEED when it is not
+ * SATURATED and some RUN pixel lies within ±grow along the line (sweep 2's GROW bit looks
+ * ahead, sweep 3 behind; a RUN pixel is within 0 of itself).
+ *
+ * Here a line is cut into segments of COS_SEG pixels (the last may be shorter):
+ *   1. per segment, with carries 0: all-high?, does the tail run (ending at its last pixel)
+ *      hold a SATURATED pixel (sweep 1's state at the end), does the head run (starting at
+ *      its first pixel; sweep 2's state at the start), any SATURATED, first/last pixel high;
+ *   2. per line, the carries: sweep 1's state entering segment s is FEND of s − 1, or, when
+ *      s − 1 is all high, also the carry entering s − 1 (cos_bleed_carry); sweep 2 mirrored;
+ *   3. per segment that holds a RUN pixel, RUN bits by the two sweeps started from the
+ *      carries (cos_bleed_seg_run);
+ *   4. per segment, BLEED from the RUN bits within ±grow (cos_bleed_seg_grow), reading RUN
+ *      only in segments that hold one (scratch elsewhere is never written).
+ * tests/unit/test_cosmetics_scan.c checks it against the sweeps on random lines. */
+#define COS_SEG 128
+/* Unrolled on the device, so that a thread has several pixels' loads in flight. */
+#ifdef __CUDA_ARCH__
+#define COS_UNROLL8 _Pragma("unroll 8")
+#else
+#define COS_UNROLL8
+#endif
+enum {
+    COS_S_ALL = 1,   /* every pixel high */
+    COS_S_FEND = 2,  /* tail run holds a SATURATED pixel (forward state at the end, carry 0) */
+    COS_S_BEND = 4,  /* head run holds one (backward state at the start, carry 0) */
+    COS_S_SAT = 8,   /* some pixel SATURATED */
+    COS_S_HEAD = 16, /* first pixel high */
+    COS_S_TAIL = 32, /* last pixel high */
+    COS_S_CINF = 64, /* forward carry in: the run entering from the left holds one */
+    COS_S_CINB = 128 /* backward carry in: the run entering from the right holds one */
+};
+
+/** Segments of a line of @p len pixels. */
+TIDE_HD static inline int64_t cos_bleed_nseg(int64_t len) { return (len + COS_SEG - 1) / COS_SEG; }
+
+/** The high test of the sweeps (cos_bleed_fwd). */
+TIDE_HD static inline int cos_bleed_high(float v, uint16_t m, float hi) {
+    return (m & TIDE_MASK_SATURATED) || (isfinite(v) && v >= hi);
+}
+
+/** Step 1: summary of the @p n (>= 1) pixels pix[i·ps], mask[i·ps] of one segment. */
+TIDE_HD static inline uint8_t cos_bleed_seg_sum(const float *pix, const uint16_t *mask,
+                                                int64_t ps, int64_t n, float hi) {
+    int all = 1, fend = 0, bend = 0, head_open = 1, any = 0, first = 0, last = 0;
+    COS_UNROLL8
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t m = mask[i * ps];
+        const int sat = (m & TIDE_MASK_SATURATED) != 0;
+        const int high = cos_bleed_high(pix[i * ps], m, hi);
+        if (i == 0)
+            first = high;
+        last = high;
+        all &= high;
+        any |= sat;
+        fend = high && (sat || fend);
+        head_open &= high;
+        bend |= head_open && sat;
+    }
+    return (uint8_t)((all ? COS_S_ALL : 0) | (fend ? COS_S_FEND : 0) | (bend ? COS_S_BEND : 0) |
+                     (any ? COS_S_SAT : 0) | (first ? COS_S_HEAD : 0) |
+                     (last ? COS_S_TAIL : 0));
+}
+
+/** Step 2 on one line: set CINF / CINB in its @p nseg summaries sum[s·sst]. */
+TIDE_HD static inline void cos_bleed_carry(uint8_t *sum, int64_t sst, int64_t nseg) {
+    int c = 0;
+    for (int64_t s = 0; s < nseg; s++) {
+        const uint8_t b = (uint8_t)((sum[s * sst] & ~COS_S_CINF) | (c ? COS_S_CINF : 0));
+        sum[s * sst] = b;
+        c = (b & COS_S_FEND) || ((b & COS_S_ALL) && c);
+    }
+    c = 0;
+    for (int64_t s = nseg - 1; s >= 0; s--) {
+        const uint8_t b = (uint8_t)((sum[s * sst] & ~COS_S_CINB) | (c ? COS_S_CINB : 0));
+        sum[s * sst] = b;
+        c = (b & COS_S_BEND) || ((b & COS_S_ALL) && c);
+    }
+}
+
+/** 1 when a segment with (carried) summary @p b holds a RUN pixel: a SATURATED one, or a
+ *  run entering from either side through a high end pixel. */
+TIDE_HD static inline int cos_bleed_hasrun(uint8_t b) {
+    return (b & COS_S_SAT) || ((b & COS_S_CINF) && (b & COS_S_HEAD)) ||
+           ((b & COS_S_CINB) && (b & COS_S_TAIL));
+}
+
+/** Step 3 on one segment of @p n pixels with carried summary @p b: scr[i·ss] = COS_B_RUN on
+ *  RUN pixels, else 0 (the two sweeps of cos_bleed_fwd / cos_bleed_bwd from the carries). */
+TIDE_HD static inline void cos_bleed_seg_run(const float *pix, const uint16_t *mask, int64_t ps,
+                                             int64_t n, float hi, uint8_t b, uint8_t *scr,
+                                             int64_t ss) {
+    int prev = (b & COS_S_CINF) != 0;
+    for (int64_t i = 0; i < n; i++)
+        scr[i * ss] = cos_bleed_fwd(pix[i * ps], mask[i * ps], hi, &prev);
+    prev = (b & COS_S_CINB) != 0;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        const int bwd = cos_bleed_fwd(pix[i * ps], mask[i * ps], hi, &prev) != 0;
+        scr[i * ss] = (uint8_t)((bwd || (scr[i * ss] & COS_B_FWD)) ? COS_B_RUN : 0);
+    }
+}
+
+/** RUN at position j of a line (scr stride ss, summaries stride sst). */
+TIDE_HD static inline int cos_bleed_run_at(const uint8_t *scr, int64_t ss, const uint8_t *sum,
+                                           int64_t sst, int64_t j) {
+    return cos_bleed_hasrun(sum[(j / COS_SEG) * sst]) && (scr[j * ss] & COS_B_RUN);
+}
+
+/** Step 4 on pixels [i0, i1) of a line of @p len pixels (mask stride ps; scr, sum as in
+ *  cos_bleed_run_at): mask |= BLEED where not SATURATED and a RUN pixel is within ±grow.
+ *  Walks forward once: `last` is the last RUN at or before i, `nxt` the first RUN in
+ *  [i, i + grow] (positions up to p − 1 already looked at, each once). */
+TIDE_HD static inline void cos_bleed_seg_grow(uint16_t *mask, int64_t ps, const uint8_t *scr,
+                                              int64_t ss, const uint8_t *sum, int64_t sst,
+                                              int64_t len, int64_t i0, int64_t i1, int grow) {
+    const int64_t j0 = i0 - grow > 0 ? i0 - grow : 0;
+    const int64_t j1 = i1 - 1 + grow < len - 1 ? i1 - 1 + grow : len - 1;
+    int any = 0;
+    for (int64_t s = j0 / COS_SEG; s <= j1 / COS_SEG && !any; s++)
+        any = cos_bleed_hasrun(sum[s * sst]);
+    if (!any)
+        return;
+    int64_t last = i0 - grow - 1; /* none within reach */
+    for (int64_t j = i0 - 1; j >= j0; j--)
+        if (cos_bleed_run_at(scr, ss, sum, sst, j)) {
+            last = j;
+            break;
+        }
+    int64_t nxt = -1, p = i0;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t lim = i + grow < len - 1 ? i + grow : len - 1;
+        while (nxt < i && p <= lim) {
+            if (cos_bleed_run_at(scr, ss, sum, sst, p))
+                nxt = p;
+            p++;
+        }
+        if (nxt == i)
+            last = i;
+        if ((nxt >= i || i - last <= grow) && !(mask[i * ps] & TIDE_MASK_SATURATED))
+            mask[i * ps] |= TIDE_MASK_BLEED;
+    }
+}
+
+/** Where the lines of the bleed pass lie: @p nlines lines of @p len pixels, @p nseg segments
+ *  each; pixel i of line l at l·ps_l + i·ps_i (pix/mask), at l·ss_l + i·ss_i (scratch).
+ *  Segment s of line l has its summary at sum[s·nlines + l] (consecutive lines adjacent, so
+ *  along columns the threads of a warp read consecutive pixels of a row). */
+typedef struct tide_cos_lines {
+    int64_t nlines, len, nseg, ps_l, ps_i, ss_l, ss_i;
+} tide_cos_lines;
+
+TIDE_HD static inline tide_cos_lines cos_bleed_lines(const tide_cos_geom *g, int axis) {
+    tide_cos_lines L;
+    L.nlines = axis == 0 ? g->w : g->h;
+    L.len = axis == 0 ? g->h : g->w;
+    L.nseg = cos_bleed_nseg(L.len);
+    L.ps_l = axis == 0 ? 1 : g->stride;
+    L.ps_i = axis == 0 ? g->stride : 1;
+    L.ss_l = axis == 0 ? 1 : g->w;
+    L.ss_i = axis == 0 ? g->w : 1;
+    return L;
+}
+
+/** Steps 1, 3 and 4 for work item t = s·nlines + l (segment s of line l), 0 <= t <
+ *  nlines·nseg; step 2 is cos_bleed_carry(sum + l, nlines, nseg) per line. */
+TIDE_HD static inline void cos_bleed_t_sum(const tide_cos_lines *L, const float *pix,
+                                           const uint16_t *mask, float hi, uint8_t *sum,
+                                           int64_t t) {
+    const int64_t s = t / L->nlines, l = t - s * L->nlines, i0 = s * COS_SEG;
+    const int64_t n = L->len - i0 < COS_SEG ? L->len - i0 : COS_SEG;
+    const int64_t o = l * L->ps_l + i0 * L->ps_i;
+    sum[t] = cos_bleed_seg_sum(pix + o, mask + o, L->ps_i, n, hi);
+}
+TIDE_HD static inline void cos_bleed_t_run(const tide_cos_lines *L, const float *pix,
+                                           const uint16_t *mask, float hi, const uint8_t *sum,
+                                           uint8_t *scr, int64_t t) {
+    const uint8_t b = sum[t];
+    if (!cos_bleed_hasrun(b))
+        return;
+    const int64_t s = t / L->nlines, l = t - s * L->nlines, i0 = s * COS_SEG;
+    const int64_t n = L->len - i0 < COS_SEG ? L->len - i0 : COS_SEG;
+    const int64_t o = l * L->ps_l + i0 * L->ps_i;
+    cos_bleed_seg_run(pix + o, mask + o, L->ps_i, n, hi, b, scr + l * L->ss_l + i0 * L->ss_i,
+                      L->ss_i);
+}
+TIDE_HD static inline void cos_bleed_t_grow(const tide_cos_lines *L, uint16_t *mask,
+                                            const uint8_t *scr, const uint8_t *sum, int grow,
+                                            int64_t t) {
+    const int64_t s = t / L->nlines, l = t - s * L->nlines, i0 = s * COS_SEG;
+    const int64_t i1 = L->len < i0 + COS_SEG ? L->len : i0 + COS_SEG;
+    cos_bleed_seg_grow(mask + l * L->ps_l, L->ps_i, scr + l * L->ss_l, L->ss_i, sum + l,
+                       L->nlines, L->len, i0, i1, grow);
 }
 
 #endif
