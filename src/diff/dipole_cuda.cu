@@ -30,25 +30,49 @@ __device__ static inline void dip_allbest(double *s, int *t) {
     }
 }
 
-__device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, const float *V,
-                               const uint16_t *M, uint16_t bits, const float *psf,
-                               int psf_side) {
-    const int npix = side * side;
+/* One fit's Levenberg–Marquardt loop for model KIND, a compile-time constant so that the
+ * per-pixel sums and the warp reductions cover only the model's own parameters (a PSF dipole
+ * has 5, a PSF point source 3, of DIP_MAXP = 8) and the sums stay in registers. */
+template <int KIND>
+__device__ static void dip_run_k(dip_lm *st, int lane, int side, const float *P, const float *V,
+                                 const uint16_t *M, uint16_t bits, const float *psf,
+                                 int psf_side) {
+    const int npix = side * side, np = dip_nparam(KIND);
     while (!st->done) {
         double S[DIP_NSUM];
 #pragma unroll
         for (int k = 0; k < DIP_NSUM; k++) S[k] = 0.0;
         dip_shape sh;
-        dip_shape_make(st->ptry, st->kind, &sh);
+        dip_shape_make(st->ptry, KIND, &sh);
         for (int t = lane; t < npix; t += DIP_LANES) {
             const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
             if (w > 0.0)
-                dip_accum(st->kind, st->ptry, &sh, psf, psf_side, (double)(t % side),
+                dip_accum(KIND, st->ptry, &sh, psf, psf_side, (double)(t % side),
                           (double)(t / side), (double)P[t], w, S);
         }
 #pragma unroll
-        for (int k = 0; k < DIP_NSUM; k++) S[k] = dip_allsum(S[k]);
+        for (int a = 0; a < DIP_MAXP; a++) {
+            if (a < np) {
+#pragma unroll
+                for (int b = a; b < DIP_MAXP; b++)
+                    if (b < np) S[dip_hidx(a, b)] = dip_allsum(S[dip_hidx(a, b)]);
+                S[DIP_NH + a] = dip_allsum(S[DIP_NH + a]);
+            }
+        }
+        S[DIP_NH + DIP_MAXP] = dip_allsum(S[DIP_NH + DIP_MAXP]);
+        S[DIP_NH + DIP_MAXP + 1] = dip_allsum(S[DIP_NH + DIP_MAXP + 1]);
         dip_lm_step(st, S);
+    }
+}
+
+__device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, const float *V,
+                               const uint16_t *M, uint16_t bits, const float *psf,
+                               int psf_side) {
+    switch (st->kind) {
+    case DIP_K_GDIP: dip_run_k<DIP_K_GDIP>(st, lane, side, P, V, M, bits, psf, psf_side); break;
+    case DIP_K_GPS: dip_run_k<DIP_K_GPS>(st, lane, side, P, V, M, bits, psf, psf_side); break;
+    case DIP_K_PDIP: dip_run_k<DIP_K_PDIP>(st, lane, side, P, V, M, bits, psf, psf_side); break;
+    default: dip_run_k<DIP_K_PPS>(st, lane, side, P, V, M, bits, psf, psf_side); break;
     }
 }
 

@@ -169,6 +169,11 @@ TIDE_HD static inline double dip_model(int kind, const double *q, const dip_shap
     return q[0] * pp;
 }
 
+/* Packed upper-triangle index of (a, b), a <= b. */
+TIDE_HD static inline int dip_hidx(int a, int b) {
+    return a * DIP_MAXP - a * (a - 1) / 2 + (b - a);
+}
+
 /* Add one pixel (value d, weight w > 0) to a lane's sums at parameters q. */
 TIDE_HD static inline void dip_accum(int kind, const double *q, const dip_shape *sh,
                                      const float *psf, int psf_side, double x, double y,
@@ -176,19 +181,15 @@ TIDE_HD static inline void dip_accum(int kind, const double *q, const dip_shape 
     double J[DIP_MAXP];
     const double m = dip_model(kind, q, sh, psf, psf_side, x, y, J);
     const double r = d - m;
-    int k = 0;
-    for (int a = 0; a < DIP_MAXP; a++) {
+    /* Only the model's own parameters: the other entries of J are zero and would add 0. */
+    const int np = dip_nparam(kind);
+    for (int a = 0; a < np; a++) {
         const double wa = w * J[a];
-        for (int b = a; b < DIP_MAXP; b++) S[k++] += wa * J[b];
+        for (int b = a; b < np; b++) S[dip_hidx(a, b)] += wa * J[b];
         S[DIP_NH + a] += wa * r;
     }
     S[DIP_NH + DIP_MAXP] += w * r * r;
     S[DIP_NH + DIP_MAXP + 1] += 1.0;
-}
-
-/* Packed upper-triangle index of (a, b), a <= b. */
-TIDE_HD static inline int dip_hidx(int a, int b) {
-    return a * DIP_MAXP - a * (a - 1) / 2 + (b - a);
 }
 
 /* Cholesky factor of the np×np matrix M (full, row-major, DIP_MAXP stride) into L, holding
