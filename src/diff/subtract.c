@@ -303,21 +303,22 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     /* host: stamp bookkeeping and the fit */
     {
         int64_t *centre = malloc((size_t)g.ns * sizeof *centre);
-        float *Wh = malloc((size_t)g.ns * (size_t)g.npx * sizeof *Wh);
         double *Qh = malloc(nQ * sizeof *Qh);
         int64_t *npix = calloc((size_t)g.ns, sizeof *npix);
         int *keep = calloc((size_t)g.ns, sizeof *keep);
         double *a = calloc((size_t)L.n, sizeof *a);
-        if (!centre || !Wh || !Qh || !npix || !keep || !a)
+        if (!centre || !Qh || !npix || !keep || !a)
             st = tide_error(TIDE_E_NOMEM, "subtract: stamp tables");
-        if (!st && !(st = to_host(ctx, centre, w->centre, (size_t)g.ns * sizeof *centre)) &&
-            !(st = to_host(ctx, Wh, w->W, (size_t)g.ns * (size_t)g.npx * sizeof *Wh)))
+        if (!st && !(st = to_host(ctx, centre, w->centre, (size_t)g.ns * sizeof *centre)))
             st = to_host(ctx, Qh, w->Q, nQ * sizeof *Qh);
         if (!st) {
             r->nstamps_total = 0;
             for (int s = 0; s < g.ns; s++) {
-                for (int64_t i = 0; i < g.npx; i++)
-                    npix[s] += Wh[(size_t)s * (size_t)g.npx + (size_t)i] > 0.0f;
+                /* the stamp's fit pixels, from Q instead of copying W back: Q[var][ones] =
+                 * sum_i W_i (1/W_i) 1 over pixels with W_i > 0 (0 elsewhere), each term 1 to
+                 * float rounding (2^-24), so the sum is the count to far better than 0.5 */
+                double cnt = Qh[((size_t)s * g.nc + (size_t)L.nb + 1) * g.nc + (size_t)L.nb];
+                npix[s] = isfinite(cnt) && cnt > 0.0 ? (int64_t)llround(cnt) : 0;
                 keep[s] = centre[s] >= 0 && npix[s] >= g.npx / 4;
                 r->nstamps_total += keep[s];
             }
@@ -325,7 +326,7 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);
-        free(centre); free(Wh); free(Qh); free(npix); free(keep); free(a);
+        free(centre); free(Qh); free(npix); free(keep); free(a);
         if (st)
             goto done;
     }

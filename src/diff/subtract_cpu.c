@@ -183,9 +183,7 @@ int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, c
         for (int a = 0; a < nc; a++)
             for (int b = a; b < nc; b++) {
                 const float *da = ds + (size_t)a * (size_t)npx, *db = ds + (size_t)b * (size_t)npx;
-                double acc = 0.0;
-                for (int64_t i = 0; i < npx; i++)
-                    acc += (double)ws[i] * (double)da[i] * (double)db[i];
+                double acc = tide_sub_normal_tile(0.0, ws, da, db, (int)npx);
                 q[a * nc + b] = acc;
                 q[b * nc + a] = acc;
             }

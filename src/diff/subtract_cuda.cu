@@ -17,13 +17,17 @@ static inline cudaStream_t stream_of(tide_ctx *ctx) { return (cudaStream_t)ctx->
 
 __device__ static inline uint16_t dmask(const uint16_t *m, int64_t i) { return m ? m[i] : 0; }
 
-/* One block per cell: the brightest usable pixel, ties to the smallest index. */
-__global__ void sub_select_kernel(const float *rp, const uint16_t *rm, int64_t rs,
-                                  const float *tp, const uint16_t *tm, int64_t ts, int64_t w,
-                                  int64_t h, int ncx, int ncy, int margin, float vmin,
-                                  uint16_t bits, int64_t *centre) {
-    __shared__ float sv[SUB_THREADS];
-    __shared__ int64_t si[SUB_THREADS];
+/* One block per cell: the brightest usable pixel, ties to the smallest index (a total order,
+ * so the result does not depend on how pixels are spread over threads). SEL_THREADS threads
+ * per block: a cell is ~40k px of a 4096^2 frame and there are only a few hundred cells, so
+ * wide blocks keep enough loads in flight to stream the frame. */
+#define SEL_THREADS 1024
+__global__ void __launch_bounds__(SEL_THREADS)
+    sub_select_kernel(const float *rp, const uint16_t *rm, int64_t rs, const float *tp,
+                      const uint16_t *tm, int64_t ts, int64_t w, int64_t h, int ncx, int ncy,
+                      int margin, float vmin, uint16_t bits, int64_t *centre) {
+    __shared__ float sv[SEL_THREADS];
+    __shared__ int64_t si[SEL_THREADS];
     int cell = blockIdx.x, cx = cell % ncx, cy = cell / ncx;
     int64_t x0 = w * cx / ncx, x1 = w * (cx + 1) / ncx;
     int64_t y0 = h * cy / ncy, y1 = h * (cy + 1) / ncy;
@@ -69,7 +73,7 @@ __global__ void sub_select_kernel(const float *rp, const uint16_t *rm, int64_t r
 extern "C" int tide_sub_select_cuda(tide_ctx *ctx, const tide_image *ref,
                                     const tide_image *tgt, const tide_sub_geom *g, int ncx,
                                     int ncy, int margin, float vmin, int64_t *centre) {
-    sub_select_kernel<<<ncx * ncy, SUB_THREADS, 0, stream_of(ctx)>>>(
+    sub_select_kernel<<<ncx * ncy, SEL_THREADS, 0, stream_of(ctx)>>>(
         ref->pix, ref->mask, ref->stride, tgt->pix, tgt->mask, tgt->stride, g->width,
         g->height, ncx, ncy, margin, vmin, g->bits, centre);
     TIDE_CUDA_LAUNCHED();
@@ -157,20 +161,31 @@ extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im,
     return TIDE_OK;
 }
 
-/* One block per (stamp, basis kernel): the stamp's patch (with its kernel halo, cleaned) and
- * the kernel in shared memory, one thread per stamp pixel, float sums in the CPU twin's order
- * (kernel rows, then taps). */
+/* Block (s, y): stamp s, basis kernels y*nbk.. (nbk <= STP_NB, as many as fit in shared
+ * memory beside the patch; one after the other, so the stamp's patch, with its kernel halo
+ * and cleaned, is loaded into shared memory once for them). Each thread computes STP_R
+ * consecutive pixels of a stamp row (tide_sub_corr_group): for every kernel row it slides a
+ * window of STP_R patch values along the taps, so one shared load of a tap and one of a patch
+ * value feed STP_R multiply-adds (instead of two loads per multiply-add). Every pixel sums in
+ * the CPU twin's order (kernel rows, then taps) in float, without fused multiply-add, so D is
+ * bit-identical to the CPU's. */
+#define STP_NB 7
+#define STP_R TIDE_SUB_CORR_R
+
 __global__ void sub_basis_stamps_kernel(const float *rp, const uint16_t *rm, int64_t rs,
-                                        tide_sub_geom g, const float *kernels,
-                                        const int64_t *centre, float *D) {
+                                        tide_sub_geom g, const float *kernels, int nb,
+                                        int nbk, const int64_t *centre, float *D) {
     extern __shared__ float sh[];
-    int s = blockIdx.x, b = blockIdx.y, kh = g.kh, kw = 2 * kh + 1;
-    int sw = 2 * g.hs + 1, pw = sw + 2 * kh;
+    int s = blockIdx.x, b0 = blockIdx.y * nbk, kh = g.kh, kw = 2 * kh + 1;
+    int b1 = b0 + nbk < nb ? b0 + nbk : nb;
+    int sw = 2 * g.hs + 1, pw = sw + 2 * kh, ngx = (sw + STP_R - 1) / STP_R;
     float *patch = sh, *ker = sh + pw * pw;
-    float *d = D + ((size_t)s * g.nc + (size_t)b) * g.npx;
     if (centre[s] < 0) {
-        for (int64_t i = threadIdx.x; i < g.npx; i += blockDim.x)
-            d[i] = 0.0f;
+        for (int b = b0; b < b1; b++) {
+            float *d = D + ((size_t)s * g.nc + (size_t)b) * g.npx;
+            for (int64_t i = threadIdx.x; i < g.npx; i += blockDim.x)
+                d[i] = 0.0f;
+        }
         return;
     }
     int64_t x0 = centre[s] % g.width - g.hs - kh, y0 = centre[s] / g.width - g.hs - kh;
@@ -179,18 +194,21 @@ __global__ void sub_basis_stamps_kernel(const float *rp, const uint16_t *rm, int
         float v = rp[idx];
         patch[i] = tide_sub_usable(v, dmask(rm, idx), g.bits) ? v : 0.0f;
     }
-    for (int i = threadIdx.x; i < kw * kw; i += blockDim.x)
-        ker[i] = kernels[(size_t)b * kw * kw + i];
+    for (int i = threadIdx.x; i < (b1 - b0) * kw * kw; i += blockDim.x)
+        ker[i] = kernels[(size_t)b0 * kw * kw + i];
     __syncthreads();
-    for (int i = threadIdx.x; i < sw * sw; i += blockDim.x) {
-        int py = i / sw, px = i % sw;
-        float acc = 0.0f;
-        for (int jy = 0; jy < kw; jy++) {
-            const float *pr = patch + (py + jy) * pw + px;
-            for (int jx = 0; jx < kw; jx++)
-                acc = __fadd_rn(acc, __fmul_rn(ker[jy * kw + jx], pr[jx]));
+    for (int b = b0; b < b1; b++) {
+        const float *kb = ker + (b - b0) * kw * kw;
+        float *d = D + ((size_t)s * g.nc + (size_t)b) * g.npx;
+        for (int it = threadIdx.x; it < sw * ngx; it += blockDim.x) {
+            int py = it / ngx, px = (it % ngx) * STP_R;
+            float acc[STP_R];
+            tide_sub_corr_group(patch, pw, py, px, kb, kw, acc);
+#pragma unroll
+            for (int r = 0; r < STP_R; r++)
+                if (px + r < sw)
+                    d[py * sw + px + r] = acc[r];
         }
-        d[i] = acc;
     }
 }
 
@@ -198,116 +216,160 @@ extern "C" int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref,
                                           const tide_sub_geom *g, const float *kernels, int nb,
                                           const int64_t *centre, float *D) {
     int kw = 2 * g->kh + 1, pw = 2 * g->hs + 1 + 2 * g->kh;
-    size_t shmem = (size_t)(pw * pw + kw * kw) * sizeof(float);
-    if (shmem > 200 * 1024)
+    const size_t limit = 200 * 1024 / sizeof(float);
+    size_t need = (size_t)pw * pw + (size_t)kw * kw; /* the patch and one kernel */
+    if (need > limit)
         return tide_error(TIDE_E_RANGE, "subtract: stamp of %d px with a %d px kernel needs %zu "
                           "bytes of shared memory; use a smaller stamp_half or fft_basis",
-                          2 * g->hs + 1, kw, shmem);
+                          2 * g->hs + 1, kw, need * sizeof(float));
+    /* as many kernels per block as fit beside the patch, at most STP_NB */
+    size_t fit = (limit - (size_t)pw * pw) / ((size_t)kw * kw);
+    int nbk = fit < STP_NB ? (int)fit : STP_NB;
+    size_t shmem = ((size_t)pw * pw + (size_t)nbk * kw * kw) * sizeof(float);
     if (shmem > 48 * 1024) {
         TIDE_CUDA_TRY(cudaFuncSetAttribute(sub_basis_stamps_kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)shmem));
     }
-    dim3 grid((unsigned)g->ns, (unsigned)nb);
+    dim3 grid((unsigned)g->ns, (unsigned)((nb + nbk - 1) / nbk));
     sub_basis_stamps_kernel<<<grid, SUB_THREADS, shmem, stream_of(ctx)>>>(
-        ref->pix, ref->mask, ref->stride, *g, kernels, centre, D);
+        ref->pix, ref->mask, ref->stride, *g, kernels, nb, nbk, centre, D);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
 
-/* One block per stamp; one thread per (a, b) pair, summing over the stamp's pixels in order. */
+/* Per-stamp normal matrices. Block (s, y): stamp s, pairs y*NRM_PAIRS.. of the upper
+ * triangle, NRM_PPT pairs per thread kept in registers. The stamp's columns and weights pass
+ * through shared memory NRM_TILE pixels at a time (coalesced loads; each value read from
+ * global memory once per block instead of once per pair), padded by one so the threads of a
+ * warp, which share a and walk along b, hit distinct banks. Every pair still sums its pixels
+ * one by one in order, as (w * da) * db with no fused multiply-add (__dmul_rn, __dadd_rn), so
+ * each entry is bit-identical to the CPU twin's loop. */
+#define NRM_TILE 32
+#define NRM_PPT 8
+#define NRM_PAIRS (NRM_PPT * SUB_THREADS)
+
 __global__ void sub_normal_kernel(tide_sub_geom g, const float *D, const float *W,
                                   double *Q) {
-    int s = blockIdx.x, nc = g.nc;
-    int npairs = nc * (nc + 1) / 2;
+    extern __shared__ float tile[]; /* (nc + 1) rows of NRM_TILE + 1: columns, then W */
+    int s = blockIdx.x, nc = g.nc, ld = NRM_TILE + 1;
     const float *ds = D + (size_t)s * nc * g.npx;
     const float *ws = W + (size_t)s * g.npx;
     double *q = Q + (size_t)s * nc * nc;
-    for (int pr = threadIdx.x; pr < npairs; pr += blockDim.x) {
-        /* pair index -> (a, b), a <= b, row by row of the upper triangle */
-        int a = 0, rem = pr;
-        while (rem >= nc - a) {
-            rem -= nc - a;
-            a++;
-        }
-        int b = a + rem;
-        const float *da = ds + (size_t)a * g.npx, *db = ds + (size_t)b * g.npx;
-        double acc = 0.0;
-        for (int64_t i = 0; i < g.npx; i++)
-            acc += (double)ws[i] * (double)da[i] * (double)db[i];
-        q[a * nc + b] = acc;
-        q[b * nc + a] = acc;
+    int pa[NRM_PPT], pb[NRM_PPT];
+    double acc[NRM_PPT];
+#pragma unroll
+    for (int k = 0; k < NRM_PPT; k++) {
+        tide_sub_pair(blockIdx.y * NRM_PAIRS + k * blockDim.x + threadIdx.x, nc, &pa[k], &pb[k]);
+        acc[k] = 0.0;
     }
+    for (int64_t i0 = 0; i0 < g.npx; i0 += NRM_TILE) {
+        int nt = g.npx - i0 < NRM_TILE ? (int)(g.npx - i0) : NRM_TILE;
+        __syncthreads(); /* the previous tile is consumed */
+        for (int e = threadIdx.x; e < (nc + 1) * NRM_TILE; e += blockDim.x) {
+            int c = e / NRM_TILE, i = e % NRM_TILE;
+            float v = 0.0f;
+            if (i < nt)
+                v = c < nc ? ds[(size_t)c * g.npx + i0 + i] : ws[i0 + i];
+            tile[c * ld + i] = v;
+        }
+        __syncthreads();
+        const float *tw = tile + nc * ld;
+#pragma unroll
+        for (int k = 0; k < NRM_PPT; k++) {
+            if (pa[k] < 0)
+                continue;
+            acc[k] = tide_sub_normal_tile(acc[k], tw, tile + pa[k] * ld, tile + pb[k] * ld, nt);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < NRM_PPT; k++)
+        if (pa[k] >= 0) {
+            q[pa[k] * nc + pb[k]] = acc[k];
+            q[pb[k] * nc + pa[k]] = acc[k];
+        }
 }
 
 extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const float *D,
                                     const float *W, double *Q) {
-    sub_normal_kernel<<<g->ns, SUB_THREADS, 0, stream_of(ctx)>>>(*g, D, W, Q);
+    int npairs = g->nc * (g->nc + 1) / 2;
+    size_t shmem = (size_t)(g->nc + 1) * (NRM_TILE + 1) * sizeof(float);
+    dim3 grid((unsigned)g->ns, (unsigned)((npairs + NRM_PAIRS - 1) / NRM_PAIRS));
+    sub_normal_kernel<<<grid, SUB_THREADS, shmem, stream_of(ctx)>>>(*g, D, W, Q);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
+}
+
+/* The full-frame kernels run on a 2-D grid, x along a row and rows striding by gridDim.y
+ * (<= 65535), so no thread divides a 64-bit pixel index by the width. */
+static inline dim3 row_grid(int64_t w, int64_t h) {
+    int64_t gy = h < 65535 ? h : 65535;
+    return dim3((unsigned)((w + SUB_THREADS - 1) / SUB_THREADS), (unsigned)(gy > 0 ? gy : 1));
 }
 
 __global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const float *tv,
                                    int64_t ts, int64_t w, int64_t h, float *dp, float *dv,
                                    int64_t ds, float *mp, int64_t ms) {
-    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= w * h)
+    int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= w)
         return;
-    int64_t x = k % w, y = k / w;
-    double mod = tide_sub_model_at(&m, x, y, w, h, k);
-    float t = tp[y * ts + x];
-    mp[y * ms + x] = (float)mod;
-    dp[y * ds + x] = (float)(m.sign * ((double)t - mod));
-    if (dv) {
-        float vt = tv ? tv[y * ts + x] : m.var_tgt_const;
-        float vc = m.k2 * (m.var_ref ? m.var_ref[y * m.var_ref_stride + x] : m.var_ref_const);
-        dv[y * ds + x] = (vt + vc) * m.var_scale;
+    for (int64_t y = blockIdx.y; y < h; y += gridDim.y) {
+        double mod = tide_sub_model_at(&m, x, y, w, h, y * w + x);
+        float t = tp[y * ts + x];
+        mp[y * ms + x] = (float)mod;
+        dp[y * ds + x] = (float)(m.sign * ((double)t - mod));
+        if (dv) {
+            float vt = tv ? tv[y * ts + x] : m.var_tgt_const;
+            float vc = m.k2 * (m.var_ref ? m.var_ref[y * m.var_ref_stride + x]
+                                         : m.var_ref_const);
+            dv[y * ds + x] = (vt + vc) * m.var_scale;
+        }
     }
 }
 
 extern "C" int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m,
                                      const tide_image *tgt, tide_image *diff,
                                      tide_image *matched) {
-    int64_t n = tgt->width * tgt->height;
-    sub_combine_kernel<<<(unsigned)((n + SUB_THREADS - 1) / SUB_THREADS), SUB_THREADS, 0,
-                         stream_of(ctx)>>>(*m, tgt->pix, tgt->var, tgt->stride, tgt->width,
-                                           tgt->height, diff->pix, diff->var, diff->stride,
-                                           matched->pix, matched->stride);
+    sub_combine_kernel<<<row_grid(tgt->width, tgt->height), SUB_THREADS, 0, stream_of(ctx)>>>(
+        *m, tgt->pix, tgt->var, tgt->stride, tgt->width, tgt->height, diff->pix, diff->var,
+        diff->stride, matched->pix, matched->stride);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
 
 __global__ void sub_mask_rows_kernel(const uint16_t *rm, int64_t rs, int64_t w, int64_t h,
                                      int kh, uint16_t bits, uint16_t *tmp) {
-    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= w * h)
+    int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= w)
         return;
-    int64_t x = k % w, y = k / w;
-    uint16_t o = 0;
-    if (rm) {
-        int64_t a = x - kh < 0 ? 0 : x - kh, b = x + kh >= w ? w - 1 : x + kh;
-        for (int64_t xx = a; xx <= b; xx++)
-            o |= rm[y * rs + xx];
+    for (int64_t y = blockIdx.y; y < h; y += gridDim.y) {
+        uint16_t o = 0;
+        if (rm) {
+            int64_t a = x - kh < 0 ? 0 : x - kh, b = x + kh >= w ? w - 1 : x + kh;
+            for (int64_t xx = a; xx <= b; xx++)
+                o |= rm[y * rs + xx];
+        }
+        tmp[y * w + x] = o & bits;
     }
-    tmp[k] = o & bits;
 }
 
 __global__ void sub_mask_cols_kernel(const uint16_t *tmp, const uint16_t *tm, int64_t ts,
                                      int64_t w, int64_t h, int kh, uint16_t *out,
                                      int64_t os) {
-    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= w * h)
+    int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= w)
         return;
-    int64_t x = k % w, y = k / w;
-    uint16_t o = 0;
-    int64_t a = y - kh < 0 ? 0 : y - kh, b = y + kh >= h ? h - 1 : y + kh;
-    for (int64_t yy = a; yy <= b; yy++)
-        o |= tmp[yy * w + x];
-    if (tm)
-        o |= tm[y * ts + x];
-    if (x < kh || y < kh || x >= w - kh || y >= h - kh)
-        o |= TIDE_MASK_EDGE;
-    out[y * os + x] = o;
+    for (int64_t y = blockIdx.y; y < h; y += gridDim.y) {
+        uint16_t o = 0;
+        int64_t a = y - kh < 0 ? 0 : y - kh, b = y + kh >= h ? h - 1 : y + kh;
+        for (int64_t yy = a; yy <= b; yy++)
+            o |= tmp[yy * w + x];
+        if (tm)
+            o |= tm[y * ts + x];
+        if (x < kh || y < kh || x >= w - kh || y >= h - kh)
+            o |= TIDE_MASK_EDGE;
+        out[y * os + x] = o;
+    }
 }
 
 extern "C" int tide_sub_mask_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
@@ -317,10 +379,10 @@ extern "C" int tide_sub_mask_cuda(tide_ctx *ctx, const tide_image *ref, const ti
     int st = tide_device_alloc(ctx, (size_t)n * sizeof(uint16_t), &tmp);
     if (st)
         return st;
-    unsigned blocks = (unsigned)((n + SUB_THREADS - 1) / SUB_THREADS);
-    sub_mask_rows_kernel<<<blocks, SUB_THREADS, 0, stream_of(ctx)>>>(
+    dim3 grid = row_grid(g->width, g->height);
+    sub_mask_rows_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
         ref->mask, ref->stride, g->width, g->height, g->kh, g->bits, (uint16_t *)tmp);
-    sub_mask_cols_kernel<<<blocks, SUB_THREADS, 0, stream_of(ctx)>>>(
+    sub_mask_cols_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
         (const uint16_t *)tmp, tgt->mask, tgt->stride, g->width, g->height, g->kh, diff->mask,
         diff->stride);
     cudaError_t ce = cudaGetLastError();

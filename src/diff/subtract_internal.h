@@ -31,6 +31,25 @@ void tide_sub_basis_free(tide_sub_basis *b);
 int tide_sub_solve(int n, const double *A, const double *rhs, double *x, double *cond,
                    int *regularised, const unsigned char *ridge_on);
 
+/** A factorised system (tide_sub_chol_factor): the Cholesky factor L of the Jacobi-scaled
+ *  matrix (plus the ridge, if one was needed), row-major n x n lower triangle, and the
+ *  scaling d. */
+typedef struct tide_sub_chol {
+    int n;
+    double *l, *d;
+    double cond;     /**< 2-norm condition number of the scaled matrix, before any ridge */
+    int regularised; /**< 1 when a ridge was added */
+} tide_sub_chol;
+
+/** The factorisation half of tide_sub_solve (same scaling, condition check and ridge). */
+int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on,
+                         tide_sub_chol *f);
+/** Solve the system of the leading m x m block of the factorised matrix (m <= f->n; m = n is
+ *  the whole system): the leading block of a Cholesky factor is the factor of the leading
+ *  block, so fixing the last unknowns needs no new factorisation. */
+void tide_sub_chol_solve(const tide_sub_chol *f, int m, const double *rhs, double *x);
+void tide_sub_chol_free(tide_sub_chol *f);
+
 struct tide_ctx;
 struct tide_subtract_result;
 struct tide_subtract_params;
@@ -43,6 +62,17 @@ typedef struct fit_layout {
     int nb, npk, nbg, nc, n; /* basis, spatial terms, background terms, D columns, unknowns */
     int sdeg, bgdeg;
 } fit_layout;
+
+/** The global normal equations A a = rhs (A n x n, full, row-major) over the stamps with
+ *  keep[s] != 0: A[u][v] = sum_s Q_s[c_u][c_v] f_u(s) f_v(s), rhs[u] = sum_s Q_s[c_u][t] f_u(s)
+ *  (c_u the design column of unknown u, f_u(s) its spatial monomial at stamp s's centre, t the
+ *  target column; Alard 2000). Computed as one product (column pairs x stamps) times (stamps x
+ *  monomial products), so each sum runs over the stamps in order whatever the thread count.
+ *  With @p flux_last the flux unknown a_0 is stored last (row and column n-1, unknown u >= 1
+ *  at u - 1), so a solve with a_0 fixed is the leading (n-1) block of the same factor. */
+int tide_sub_assemble(const fit_layout *L, const struct tide_sub_geom *g,
+                      const int64_t *centre, const double *Q, const int *keep, int flux_last,
+                      double *A, double *rhs);
 
 /** Fit with stamp clipping (subtract_fit.c): keep[s] in/out (stamps used), a[n] receives the
  *  solution; fills r->chi2, nfit, nstamps, cond, regularised, flux_from_stamps. */
