@@ -237,7 +237,9 @@ static void stars_free(psf_stars *s) {
 }
 
 /* Moffat fits at the centre and the corners. The corners hold beta at the centre's value, so
- * the centre goes first; the four corners are independent and fitted side by side. */
+ * the centre goes first; the four corners are independent, start from the centre's shape
+ * and are fitted side by side (one parallel region: no synchronisation inside a fit, which
+ * an oversubscribed host punishes). */
 static void summarise(const psf_plan *pl, tide_psf_model *m) {
     const int npix = m->stamp * m->stamp;
     float *st = malloc(sizeof(float) * (size_t)npix * 5);
@@ -245,7 +247,7 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     const double cu[5] = {0.0, -1.0, 1.0, -1.0, 1.0}, cv[5] = {0.0, -1.0, -1.0, 1.0, 1.0};
     psf_moffat f0;
     psf_eval_uv(m, cu[0], cv[0], st);
-    psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, 0.0, &f0);
+    psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, 0.0, NULL, &f0);
     m->fwhm = f0.ok ? f0.fwhm : 0.0;
     m->beta = f0.ok ? f0.beta : 0.0;
     m->ellipticity = f0.ok ? f0.ellip : 0.0;
@@ -257,7 +259,7 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     for (int c = 1; c < 5; c++) {
         float *sc = st + (size_t)c * npix;
         psf_eval_uv(m, cu[c], cv[c], sc);
-        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &fc[c - 1]);
+        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &f0, &fc[c - 1]);
     }
     for (int c = 0; c < 4; c++) {
         m->fwhm_corner[c] = fc[c].ok ? fc[c].fwhm : 0.0;
@@ -281,7 +283,7 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
             mean[p] = (float)(a / s->n);
         }
         psf_moffat f;
-        psf_moffat_fit(mean, pl->side, pl->p.fwhm_guess, 0.0, &f);
+        psf_moffat_fit(mean, pl->side, pl->p.fwhm_guess, 0.0, NULL, &f);
         free(mean);
         if (f.ok && f.fwhm > 0.5 && f.fwhm < 0.5 * pl->side) {
             fwhm = f.fwhm;

@@ -32,12 +32,19 @@ void psf_eval_uv(const tide_psf_model *m, double u, double v, float *out) {
         for (int q = 0; q < m->ncoef; q++) s += m->coef[b * m->ncoef + q] * t[q];
         c[b] = s;
     }
+    /* basis by basis over contiguous pixels (vectorised); each pixel's sum still runs over
+     * the bases in order from 0.0, so the values are the same as pixel by pixel */
+    double acc[TIDE_PSF_MAX_STAMP * TIDE_PSF_MAX_STAMP];
+    for (int p = 0; p < npix; p++) acc[p] = 0.0;
+    for (int b = 0; b < m->nbasis; b++) {
+        const float *B = m->basis + (size_t)b * npix;
+        const double cb = c[b];
+        for (int p = 0; p < npix; p++) acc[p] += cb * (double)B[p];
+    }
     double sum = 0.0;
     for (int p = 0; p < npix; p++) {
-        double s = 0.0;
-        for (int b = 0; b < m->nbasis; b++) s += c[b] * (double)m->basis[(size_t)b * npix + p];
-        out[p] = (float)s;
-        sum += s;
+        out[p] = (float)acc[p];
+        sum += acc[p];
     }
     if (sum != 0.0) {
         const double inv = 1.0 / sum;
@@ -46,8 +53,9 @@ void psf_eval_uv(const tide_psf_model *m, double u, double v, float *out) {
 }
 
 static int check_model(const tide_psf_model *m, const float *out, const char *fn) {
-    if (!m || !out || !m->basis || !m->coef || m->stamp < 1 || m->nbasis < 1 ||
-        m->nbasis > 1 + TIDE_PSF_MAX_K || m->degree < 0 || m->degree > TIDE_PSF_MAX_DEGREE ||
+    if (!m || !out || !m->basis || !m->coef || m->stamp < 1 || m->stamp > TIDE_PSF_MAX_STAMP ||
+        m->nbasis < 1 || m->nbasis > 1 + TIDE_PSF_MAX_K || m->degree < 0 ||
+        m->degree > TIDE_PSF_MAX_DEGREE ||
         m->ncoef != (m->degree + 1) * (m->degree + 2) / 2 || m->width < 1 || m->height < 1)
         return tide_error(TIDE_E_INVAL, "%s: not a valid PSF model", fn);
     return 0;

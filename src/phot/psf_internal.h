@@ -84,14 +84,18 @@ typedef struct psf_moffat {
     int ok;
 } psf_moffat;
 /** Fit a pixel-integrated elliptical Moffat to a side×side stamp (Levenberg–Marquardt);
- *  beta_fixed > 1 holds beta at that value, else beta is free. */
+ *  beta_fixed > 1 holds beta at that value, else beta is free. @p start: a fit of a
+ *  similar stamp whose centre and axes start the iteration (amplitude from the stamp's
+ *  peak, beta from beta_fixed or 3), or NULL: a round profile of fwhm_guess at the stamp
+ *  centre. out->ok = 0 when the fit failed. */
 int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
-                   psf_moffat *out);
+                   const psf_moffat *start, psf_moffat *out);
 
 /* psf_eval.c */
 /** Make @p m the circular Gaussian model of @p fwhm on a side×side stamp. */
 int psf_gaussian_model(tide_psf_model *m, int side, double fwhm);
-/** Evaluate the model at scaled position (u, v) (no clamping), normalised to sum 1. */
+/** Evaluate the model at scaled position (u, v) (no clamping), normalised to sum 1;
+ *  m->stamp <= TIDE_PSF_MAX_STAMP. */
 void psf_eval_uv(const tide_psf_model *m, double u, double v, float *out);
 
 #endif

@@ -96,8 +96,8 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     int na = 0;
     for (int i = 0; i < s->n; i++) na += act[i];
     int *idx = malloc(sizeof(int) * (size_t)s->n * 2);
-    double *wk = malloc(sizeof(double) * ((size_t)na * 4 + TIDE_PSF_MAX_K +
-                                          (size_t)TIDE_PSF_MAX_K * npix));
+    double *wk = malloc(sizeof(double) * ((size_t)na * (3 + TIDE_PSF_MAX_K) + TIDE_PSF_MAX_K +
+                                          (size_t)(TIDE_PSF_MAX_K + 1) * npix));
     double *dev = malloc(sizeof(double) * (size_t)na * npix);
     float *ref = malloc(sizeof(float) * (size_t)npix);
     if (!idx || !wk || !dev || !ref) {
@@ -105,8 +105,9 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         return tide_error(TIDE_E_NOMEM, "psf: model fit of %d stars", na);
     }
     int *which = idx + s->n, st = 0;
-    double *w = wk, *w2 = w + na, *noise = w2 + na, *acoef = noise + na;
-    double *evals = acoef + na, *evec = evals + TIDE_PSF_MAX_K; /* K × npix eigen-PSFs */
+    double *w = wk, *w2 = w + na, *noise = w2 + na, *acoef = noise + na; /* K × na */
+    double *evals = acoef + (size_t)na * TIDE_PSF_MAX_K, *evec = evals + TIDE_PSF_MAX_K;
+    double *ddev = evec + (size_t)TIDE_PSF_MAX_K * npix; /* K × npix eigen-PSFs, then npix */
     int k = 0;
     for (int i = 0; i < s->n; i++)
         if (act[i]) idx[k++] = i;
@@ -167,7 +168,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     }
     memcpy(basis, ref, sizeof(float) * (size_t)npix);
     coef[0] = 1.0;
-    for (int q = 0; q < K && !st; q++) {
+    for (int q = 0; q < K; q++) {
         const double *e = evec + (size_t)q * npix;
         double big = 0.0;
         int ib = 0;
@@ -176,15 +177,23 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         const double sc = e[ib] < 0 ? -1.0 : 1.0; /* the sign convention */
         float *E = basis + (size_t)(1 + q) * npix;
         for (int p = 0; p < npix; p++) E[p] = (float)(e[p] * sc);
-        /* star coefficients on the stored (float) eigen-PSF, unweighted deviations */
-        for (k = 0; k < na; k++) {
-            const float *sp = s->stamps + (size_t)idx[k] * npix;
+    }
+    /* star coefficients on the stored (float) eigen-PSFs, unweighted deviations: star by
+     * star, the deviation formed once for all K (acoef[q * na + k]) */
+    for (k = 0; k < na && K > 0; k++) {
+        const float *sp = s->stamps + (size_t)idx[k] * npix;
+        for (int p = 0; p < npix; p++) ddev[p] = (double)sp[p] - (double)ref[p];
+        for (int q = 0; q < K; q++) {
+            const float *E = basis + (size_t)(1 + q) * npix;
             double a = 0.0;
-            for (int p = 0; p < npix; p++) a += ((double)sp[p] - (double)ref[p]) * E[p];
-            acoef[k] = a;
+            for (int p = 0; p < npix; p++) a += ddev[p] * E[p];
+            acoef[(size_t)q * na + k] = a;
         }
+    }
+    for (int q = 0; q < K && !st; q++) {
         int dg = degree;
-        while ((st = poly_fit(dg, na, idx, s, w2, acoef, 1, coef + (size_t)(1 + q) * nc)) &&
+        while ((st = poly_fit(dg, na, idx, s, w2, acoef + (size_t)q * na, 1,
+                              coef + (size_t)(1 + q) * nc)) &&
                dg > 0) {
             dg--; /* degenerate star positions: a lower degree, padded with zeros */
             for (int t = 0; t < nc; t++) coef[(size_t)(1 + q) * nc + t] = 0.0;
