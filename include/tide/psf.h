@@ -100,6 +100,9 @@ typedef struct tide_psf_params {
                               Gaussian FWHM) differs from the median of the well-measured
                               candidates by more than this fraction are dropped: galaxies and
                               blends (PSFEx's SAMPLE_VARIABILITY in spirit) [0.25] */
+    int summary;         /**< 1: fit the Moffat summary (fwhm, beta, ellipticity, theta and
+                              the corner FWHMs of tide_psf_model); 0: leave them 0, for a
+                              caller that only needs the model (the fits take a few ms) [1] */
 } tide_psf_params;
 
 /** Fill @p p with the defaults in brackets above. */

@@ -34,6 +34,7 @@ void tide_psf_params_default(tide_psf_params *p) {
     p->clip_iters = 10;
     p->outlier_sigma = 5.0;
     p->size_tolerance = 0.25;
+    p->summary = 1;
 }
 
 static int make_plan(const tide_psf_params *in, psf_plan *pl) {
@@ -369,7 +370,7 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
             st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
             tide_timer_stop(ctx, &tm, NULL);
             tide_timer_start(ctx, &tm, "psf.summary");
-            if (!st) summarise(&pl, out);
+            if (!st && pl.p.summary) summarise(&pl, out);
             tide_timer_stop(ctx, &tm, NULL);
             if (!st)
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
