@@ -228,6 +228,11 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
         st = tide_error(TIDE_E_IO, "%s: libpng failed while writing", path);
     } else {
         png_init_io(png, f);
+        /* Pictures for people, often of noise-dominated frames that no setting compresses
+         * well: zlib's fastest level and the Sub filter write a 4096² difference ~4x faster
+         * than the defaults (level 6, adaptive filters) for a file a few % larger. */
+        png_set_compression_level(png, 1);
+        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
         png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY,
                      PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
         png_text txt;
