@@ -5,8 +5,10 @@
  * 4096² difference with its planes plus the matched image is 235 MB, i.e. ~57,000 pages of
  * 4 KiB that the kernel must fault in and zero on first touch; done inside the copy, that is
  * what made diff.download cost ~190 ms on the GPU machine (page faults under the driver's
- * pageable copy). Here the pages are touched by a helper thread (with a few OpenMP threads)
- * that runs while the GPU reprojects and subtracts, so by the download the memory is
+ * pageable copy). Here the pages are touched by a helper thread (and one more plain thread,
+ * no OpenMP: an OpenMP team here would compete with the stages' own teams, whose barriers
+ * an oversubscribed host punishes — it made the subtraction's fit 30x slower) that runs
+ * while the GPU reprojects and subtracts, so by the download the memory is
  * resident and the copy runs at the link's speed. The thread owns no context and calls no
  * CUDA: it only allocates and touches host memory. */
 #include <pthread.h>
@@ -19,12 +21,22 @@
 
 /* Write one byte per page (the kernel zeroes the page on the fault; calloc's memory is
  * zero already, so the contents stay zero). */
-static void touch(void *p, size_t bytes, size_t page, int threads) {
+static void touch(void *p, size_t bytes, size_t page) {
     unsigned char *c = p;
-    const int64_t np = (int64_t)((bytes + page - 1) / page);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t k = 0; k < np; k++)
-        c[(size_t)k * page] = 0;
+    for (size_t o = 0; o < bytes; o += page)
+        c[o] = 0;
+}
+
+typedef struct touch_job {
+    void *a, *b;
+    size_t abytes, bbytes, page;
+} touch_job;
+
+static void *touch_main(void *arg) {
+    touch_job *j = arg;
+    touch(j->a, j->abytes, j->page);
+    touch(j->b, j->bbytes, j->page);
+    return NULL;
 }
 
 static void *prefault_main(void *arg) {
@@ -40,10 +52,16 @@ static void *prefault_main(void *arg) {
         tide_error_clear(); /* thread-local: the caller falls back to plain allocation */
         return NULL;
     }
-    touch(pf->diff.pix, n * sizeof(float), page, pf->threads);
-    touch(pf->diff.var, n * sizeof(float), page, pf->threads);
-    touch(pf->diff.mask, n * sizeof(uint16_t), page, pf->threads);
-    touch(pf->matched.pix, n * sizeof(float), page, pf->threads);
+    /* two threads, ~half of the pages each */
+    touch_job j = {pf->diff.var, pf->diff.mask, n * sizeof(float), n * sizeof(uint16_t), page};
+    pthread_t other;
+    const int two = pf->threads > 1 && pthread_create(&other, NULL, touch_main, &j) == 0;
+    touch(pf->diff.pix, n * sizeof(float), page);
+    touch(pf->matched.pix, n * sizeof(float), page);
+    if (two)
+        pthread_join(other, NULL);
+    else
+        touch_main(&j);
     return NULL;
 }
 
@@ -52,7 +70,7 @@ void tide_diffp_prefault_start(tide_diffp_prefault *pf, int64_t width, int64_t h
     memset(pf, 0, sizeof *pf);
     pf->width = width;
     pf->height = height;
-    pf->threads = threads < 1 ? 1 : (threads > 8 ? 8 : threads);
+    pf->threads = threads < 2 ? 1 : 2;
     pf->started = pthread_create(&pf->thread, NULL, prefault_main, pf) == 0;
 }
 

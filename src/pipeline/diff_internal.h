@@ -84,7 +84,7 @@ typedef struct tide_diffp_prefault {
     pthread_t thread;
     int started;             /**< 1 while the thread may run */
     int64_t width, height;
-    int threads;             /**< OpenMP threads of the helper */
+    int threads;             /**< threads touching pages (1 or 2) */
     int status;              /**< the helper's allocation status */
     tide_image diff, matched; /**< pix + mask + var, and pix: host, resident */
 } tide_diffp_prefault;
