@@ -41,8 +41,12 @@
  * stores, so both return the same rows as a brute-force scan.
  *
  * Writes are one transaction per frame: the old rows of the same checksum are deleted, the image
- * row and all sources are inserted (SQLite: one prepared statement; PostgreSQL: binary COPY),
- * and the transaction commits; any error rolls back, so a store never holds half a frame.
+ * row and all sources are inserted (SQLite: one prepared statement; PostgreSQL: binary COPY of
+ * the rows in sky-cell order, so the q3c index takes its new keys leaf after leaf and a frame's
+ * rows of one patch of sky share heap pages), and the transaction commits; any error rolls back,
+ * so a store never holds half a frame. SQLite copies the WAL into the database file
+ * (checkpoints) on a thread of the store handle after each frame instead of inside every few
+ * commits; durability is that of the journal settings (tide_store_options), unchanged.
  *
  * A store handle is used by one thread at a time (SQLite runs without its per-call mutex).
  *

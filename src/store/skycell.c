@@ -21,14 +21,21 @@ static const double PI = 3.14159265358979323846;
 static const int JRLL[12] = {2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4};
 static const int JPLL[12] = {1, 3, 5, 7, 0, 2, 4, 6, 1, 3, 5, 7};
 
-/* Interleave the bits of x (even positions) and y (odd positions). */
+/* The low 30 bits of v moved to the even bit positions (the "binary magic numbers" spread:
+ * each step doubles the gap between groups of bits; Warren, Hacker's Delight, 2nd ed., 7-2). */
+static uint64_t spread_bits(uint64_t v) {
+    v &= 0x3fffffffULL;
+    v = (v | (v << 16)) & 0x0000ffff0000ffffULL;
+    v = (v | (v << 8)) & 0x00ff00ff00ff00ffULL;
+    v = (v | (v << 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    v = (v | (v << 2)) & 0x3333333333333333ULL;
+    v = (v | (v << 1)) & 0x5555555555555555ULL;
+    return v;
+}
+
+/* Interleave the bits of x (even positions) and y (odd positions); x, y < 2^30. */
 static int64_t xy2nest(int64_t x, int64_t y) {
-    int64_t r = 0;
-    for (int b = 0; b < 30; b++) {
-        r |= ((x >> b) & 1) << (2 * b);
-        r |= ((y >> b) & 1) << (2 * b + 1);
-    }
-    return r;
+    return (int64_t)(spread_bits((uint64_t)x) | (spread_bits((uint64_t)y) << 1));
 }
 
 static void nest2xy(int64_t p, int64_t *x, int64_t *y) {

@@ -260,20 +260,8 @@ int tide_store_delete_frame(tide_store *s, const char *checksum) {
         return tide_error(TIDE_E_NOTFOUND, "store: no frame with checksum %s", checksum);
     char sql[512];
     long long id = (long long)f.id;
-    if (s->kind == TIDE_STORE_SQLITE) {
-        st = s->ops->exec(s, "BEGIN IMMEDIATE");
-        if (!st)
-            st = tide_store_sqlite_delete_rows(s, f.id);
-        if (!st)
-            st = s->ops->exec(s, "COMMIT");
-        if (st) {
-            char keep[1024];
-            snprintf(keep, sizeof keep, "%s", tide_error_detail());
-            s->ops->exec(s, "ROLLBACK"); /* fails harmlessly when BEGIN did */
-            return tide_error(st, "%s", keep);
-        }
-        return st;
-    }
+    if (s->kind == TIDE_STORE_SQLITE)
+        return tide_store_sqlite_delete_frame(s, f.id);
     /* one PQexec string without BEGIN runs as one transaction */
     snprintf(sql, sizeof sql,
              "DELETE FROM sources WHERE \"IMAGE_ID\" = %lld; DELETE FROM images WHERE id = %lld",

@@ -86,6 +86,8 @@ struct tide_store {
 int tide_store_sqlite_open(tide_store *s, const char *path);
 /* Delete image @p id's sources, row layout and images row (inside the caller's transaction). */
 int tide_store_sqlite_delete_rows(tide_store *s, int64_t id);
+/* Delete image @p id's rows as above in a transaction of its own (rolled back on error). */
+int tide_store_sqlite_delete_frame(tide_store *s, int64_t id);
 int tide_store_pg_open(tide_store *s, const char *conninfo);
 
 /* Current UTC time as ISO 8601 ("2026-11-30T01:02:03Z"). */

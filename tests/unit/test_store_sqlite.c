@@ -1,7 +1,8 @@
 /* test_store_sqlite.c — the SQLite catalog store: HEALPix cells and disc covers, SHA-256,
  * URI dispatch, cone searches equal to a brute-force scan (RA wrap, poles, 1" to degrees),
  * round trips of every column, replacement of a re-processed frame, rollback of a frame that
- * fails half-way, and an unreachable PostgreSQL server failing fast after bounded retries. */
+ * fails half-way, an unreachable PostgreSQL server failing fast after bounded retries, and the
+ * background WAL checkpointer (frames reach the file while the store is open). */
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -189,6 +190,67 @@ static void test_frame_from_header(void) {
     tide_header_free(&h);
 }
 
+static int64_t file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* The background checkpointer: after a put the frame reaches the database file while the
+ * store stays open (SQLite's own checkpoint, now a backstop at 16384 pages, would leave it in
+ * the WAL); a second handle reading between puts sees every frame; after close the WAL is
+ * gone and a fresh handle reads everything. */
+static void test_checkpointer(const char *dir) {
+    char path[300], wal[310];
+    snprintf(path, sizeof path, "%s/ckpt.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    tide_store *s = NULL, *r = NULL;
+    CHECK_OK(tide_store_open(path, NULL, &s));
+    CHECK_OK(tide_store_open(path, NULL, &r));
+    if (!s || !r) {
+        tide_store_close(s);
+        tide_store_close(r);
+        return;
+    }
+    int64_t total = 0;
+    for (int k = 0; k < 6; k++) {
+        tide_table t;
+        CHECK_OK(sc_catalog(&t, 4000 + 500 * k, k % 4, 0.25 * k));
+        tide_store_frame f;
+        char name[32];
+        snprintf(name, sizeof name, "ckpt-%d.fits", k);
+        sc_frame(&f, name, name);
+        int64_t before = file_size(path), id = -1;
+        CHECK_OK(tide_store_put_frame(s, &f, &t, &id));
+        total += t.nrows;
+        /* the checkpoint runs on its own thread: wait for the file to grow (at most 5 s) */
+        int64_t after = file_size(path);
+        for (int w = 0; w < 500 && after <= before; w++) {
+            struct timespec ts = {0, 10000000L};
+            nanosleep(&ts, NULL);
+            after = file_size(path);
+        }
+        CHECK(after > before);
+        int64_t ni = -1, ns = -1;
+        CHECK_OK(tide_store_count(r, &ni, &ns));
+        CHECK(ni == k + 1 && ns == total);
+        tide_table_free(&t);
+    }
+    tide_store_close(r);
+    tide_store_close(s);
+    CHECK(file_size(wal) <= 0); /* the last close checkpoints and removes the WAL */
+    CHECK_OK(tide_store_open(path, NULL, &s));
+    int64_t ni = -1, ns = -1;
+    if (s)
+        CHECK_OK(tide_store_count(s, &ni, &ns));
+    CHECK(ni == 6 && ns == total);
+    tide_store_close(s);
+}
+
 int main(void) {
     test_frame_from_header();
     test_sha256();
@@ -221,6 +283,7 @@ int main(void) {
         CHECK(ni2 == ni && ns2 == ns);
         tide_store_close(s);
     }
+    test_checkpointer(dir);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
