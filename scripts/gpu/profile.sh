@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # profile.sh — there, on the GPU machine (repository root, carried .gpu/): per-kernel GPU time
-# of the reduction (151 MP dense, 2048² dense) and of `tide diff` on a simulated 4096² pair,
+# of the reduction (151 MP dense, 2048² dense) and of `tide diff` on a simulated 4096² pair
+# (or, with "benchdiff", of one `tide bench --diff` pass),
 # from Nsight Compute's gpu__time_duration (one pass per kernel, clocks left alone), summed by
 # kernel name. Writes the raw CSVs and a summary per workload to $OUT.
 set -uo pipefail
@@ -36,6 +37,11 @@ case "${1:-all}" in
       --stars-sparse 0 --stars-dense 130000 --repeats 1 --warmup 0
     ncu_run reduce2048 "$tide" bench --reduce --backend cuda --sizes 2048x2048 \
       --stars-sparse 0 --stars-dense 130000 --repeats 1 --warmup 0 ;;
+esac
+case "${1:-all}" in
+  benchdiff)
+    ncu_run benchdiff "$tide" bench --diff --backend cuda --repeats 1 --warmup 0 --stamps 1000 \
+      --no-disk ;;
 esac
 case "${1:-all}" in
   diff|all)
