@@ -24,6 +24,11 @@ int tide_timer_start(struct tide_ctx *ctx, tide_timer *t, const char *stage);
  *  in *ms if non-NULL (waits for the stream on a CUDA context). */
 int tide_timer_stop(struct tide_ctx *ctx, tide_timer *t, double *ms);
 
+/** Add @p ms measured by the caller to @p stage's total (one call): for work that runs
+ *  beside the stream, e.g. on the host while the device computes, which a stream-event
+ *  timer cannot see. */
+int tide_timer_add(struct tide_ctx *ctx, const char *stage, double ms);
+
 /** Number of stages timed so far. */
 int tide_timer_count(const struct tide_ctx *ctx);
 
