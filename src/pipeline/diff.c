@@ -55,7 +55,6 @@ typedef struct diff_run {
     tide_table cands;
     float *psf; /* PSF stamp of the fits (host), or NULL: a Gaussian */
     int psf_side;
-    tide_diffp_prefault pf; /* host memory of the results, made ready meanwhile (CUDA) */
 } diff_run;
 
 static void run_release(diff_run *r) {
@@ -65,7 +64,6 @@ static void run_release(diff_run *r) {
     tide_subtract_result_free(r->ctx, &r->sr);
     tide_table_free(&r->cands);
     free(r->psf);
-    tide_diffp_prefault_cancel(&r->pf);
 }
 
 #define STAGE(ctx, name, call)                                                                     \
@@ -175,8 +173,11 @@ static int kernels(const tide_subtract_result *sr, tide_diff_result *out) {
 
 /* The difference and the matched image into the host result. On the CPU they are host
  * images already: the result takes them over and the run keeps views (no copy, no fresh
- * pages). On CUDA they are copied into the memory the helper thread made resident (or, if it
- * could not, into fresh memory); tide_memcpy stages pageable copies through pinned memory. */
+ * pages). On CUDA they are copied into fresh host memory; tide_memcpy stages pageable copies
+ * through pinned memory with several threads, which also spreads the page faults of the
+ * fresh memory. (Faulting that memory in on a helper thread during the GPU work was tried:
+ * on the GPU machine the faults then stalled the host's own work — the subtraction's fit
+ * went from 3 to ~90 ms — for less than they saved in the copy.) */
 static int download(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
     if (run->sr.diff.location == TIDE_HOST && run->sr.matched.location == TIDE_HOST) {
         out->diff = run->sr.diff;
@@ -184,13 +185,6 @@ static int download(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
         run->sr.diff.owns = 0;
         run->sr.matched.owns = 0;
         return 0;
-    }
-    if (tide_diffp_prefault_take(&run->pf, &out->diff, &run->sr.diff, &out->matched,
-                                 &run->sr.matched)) {
-        int st = tide_image_copy(ctx, &out->diff, &run->sr.diff);
-        if (!st)
-            st = tide_image_copy(ctx, &out->matched, &run->sr.matched);
-        return st;
     }
     int st = tide_image_clone(ctx, &out->diff, &run->sr.diff, TIDE_HOST);
     if (!st)
@@ -311,10 +305,6 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
             gscale = gs.scale_arcsec;
         }
     }
-    /* The results' host memory is faulted in by a helper thread while the device
-     * reprojects and subtracts (diff_host.c). */
-    if (!st && ctx->backend == TIDE_BACKEND_CUDA)
-        tide_diffp_prefault_start(&run.pf, W, H, ctx->threads / 2);
     tide_diffp_frame *frames[2] = {&run.sci, &run.tmpl};
     for (int k = 0; k < 2 && !st; k++) {
         tide_diffp_frame *f = frames[k];

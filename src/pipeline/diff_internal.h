@@ -2,7 +2,6 @@
  * one frame's preparation, overlap check, candidate fits and pictures. */
 #ifndef TIDE_DIFF_INTERNAL_H
 #define TIDE_DIFF_INTERNAL_H
-#include <pthread.h>
 #include <stdint.h>
 
 #include "tide/cosmetics.h"
@@ -77,31 +76,5 @@ float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwh
  *  cubic); then the point source instead when its χ² is not worse. */
 void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side,
                             int stamp, double cx, double cy, float *out);
-
-/** Host images for the results of a CUDA run, allocated and faulted in by a helper thread
- *  while the device works (diff_host.c). */
-typedef struct tide_diffp_prefault {
-    pthread_t thread;
-    int started;             /**< 1 while the thread may run */
-    int64_t width, height;
-    int threads;             /**< threads touching pages (1 or 2) */
-    int status;              /**< the helper's allocation status */
-    tide_image diff, matched; /**< pix + mask + var, and pix: host, resident */
-} tide_diffp_prefault;
-
-/** Start the helper for a @p width × @p height output with up to @p threads threads (1..8).
- *  When no thread can be made, tide_diffp_prefault_take returns 0 (plain allocation). */
-void tide_diffp_prefault_start(tide_diffp_prefault *pf, int64_t width, int64_t height,
-                               int threads);
-
-/** Wait for the helper and move its images into @p diff and @p matched (both zeroed
- *  structs) when they have the size and planes of @p dlike and @p mlike (the device
- *  images, contiguous rows): 1. Otherwise 0 and both are left empty. Either way @p pf is
- *  released. */
-int tide_diffp_prefault_take(tide_diffp_prefault *pf, tide_image *diff, const tide_image *dlike,
-                             tide_image *matched, const tide_image *mlike);
-
-/** Wait for the helper and free what it made (no-op when it was taken or never started). */
-void tide_diffp_prefault_cancel(tide_diffp_prefault *pf);
 
 #endif
