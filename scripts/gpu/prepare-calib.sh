@@ -6,7 +6,8 @@
 # Then: device run with carry [".gpu-calib"] and `bash scripts/gpu/run-calib.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-grep -qx '/.gpu-calib/' .git/info/exclude 2>/dev/null || echo '/.gpu-calib/' >> .git/info/exclude
+ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
+grep -qx '/.gpu-calib/' "$ex" 2>/dev/null || echo '/.gpu-calib/' >> "$ex"
 [ -x build-gpu/tide ] || { echo "prepare-calib: run scripts/gpu/prepare.sh first" >&2; exit 1; }
 rm -rf .gpu-calib && mkdir -p .gpu-calib/bin
 ../shared/device/bundle-libs.sh .gpu-calib build-gpu/tide

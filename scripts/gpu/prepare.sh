@@ -4,7 +4,8 @@
 # data into .gpu/, so `device run` with carry [".gpu"] can run scripts/gpu/run.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
+grep -qx '/.gpu/' "$ex" 2>/dev/null || echo '/.gpu/' >> "$ex"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTIDE_SHARED_DATA=/nonexistent >/dev/null
 cmake --build build-gpu -j"$(nproc)"
