@@ -66,7 +66,8 @@ typedef struct tide_calib_params {
     double solve_timeout_s;    /**< per solve attempt [60; $TIDE_SOLVE_TIMEOUT overrides] */
     int64_t nbright;           /**< sources given to the solver [500] */
     double scale_tolerance;    /**< hinted scale range, fraction [0.1] */
-    double hint_radius_deg;    /**< hinted search radius [2] */
+    double hint_radius_deg;    /**< uncertainty of the header pointing, degrees: the hinted
+                                    search radius is this plus the field's half-diagonal [2] */
     int blind;                 /**< blind solve when the hinted one fails [1] */
     double pixsize_um;         /**< binned pixel size for the scale hint [NaN] */
     double focal_mm;           /**< focal length for the scale hint [NaN] */

@@ -106,7 +106,8 @@ static const tide_config_key schema[] = {
     {"astrometry", "scale_tolerance", TIDE_CFG_NUMBER, "0.1", 0.0, 0.9, 1, "",
      "fractional range around the expected pixel scale for a hinted solve"},
     {"astrometry", "hint_radius_deg", TIDE_CFG_NUMBER, "2.0", 0.0, 180.0, 1, "deg",
-     "search radius around the header pointing for a hinted solve"},
+     "uncertainty of the header pointing for a hinted solve (the search radius adds the "
+     "field's half-diagonal)"},
     {"astrometry", "blind", TIDE_CFG_BOOL, "true", NONE_LO, NONE_HI, 0, "",
      "try a blind solve when the hinted one fails"},
     {"astrometry", "sip_order", TIDE_CFG_INTEGER, "3", 0.0, 5.0, 0, "",

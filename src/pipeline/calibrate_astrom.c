@@ -201,6 +201,13 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
                                       p->pixsize_um, p->focal_mm, p->scale_tolerance, &sp);
     tide_header_free(&none);
+    /* The search radius: the pointing's uncertainty plus the field's half-diagonal.
+     * astrometry.net keeps only the index stars within the radius of the hint, so a radius
+     * smaller than the field leaves the small quads near its centre: a 5.8° x 4.3° field
+     * solved in 1.8 s with 1°, 43-84 ms with 2° and 9 ms with 3° or more. */
+    if (!st && sp.has_position && sp.scale_hi > 0)
+        sp.radius_deg = p->hint_radius_deg +
+                        0.5 * hypot((double)width, (double)height) * sp.scale_hi / 3600.0;
     field_guess g = hdr_wcs ? guess_from_wcs(hdr_wcs, width, height)
                             : guess_from_hints(&sp, width, height, p->hint_radius_deg);
     const int want_ref = tide_calib_has_refcat(p);
