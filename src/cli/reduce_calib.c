@@ -130,9 +130,9 @@ static int store_view(const tide_table *cat, tide_table *view, double **nan) {
     return 0;
 }
 
-int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
-                          const tide_header *frame_hdr, const tide_pipeline_result *res,
-                          int64_t *image_id, double *ms) {
+int tide_reduce_store_put(const char *uri, tide_store *open, const char *spec,
+                          const char *checksum, const tide_header *frame_hdr,
+                          const tide_pipeline_result *res, int64_t *image_id, double *ms) {
     const double t0 = tide_bench_now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);
@@ -156,12 +156,13 @@ int tide_reduce_store_put(const char *uri, const char *spec, const char *checksu
     double *nan = NULL;
     if (!st)
         st = store_view(&res->catalog, &view, &nan);
-    tide_store *s = NULL;
-    if (!st)
+    tide_store *s = open;
+    if (!st && !s)
         st = tide_store_open(uri, NULL, &s);
     if (!st)
         st = tide_store_put_frame(s, &f, &view, image_id);
-    tide_store_close(s);
+    if (s != open)
+        tide_store_close(s);
     if (nan)
         free(view.cols), free(nan);
     tide_store_frame_free(&f);
@@ -193,11 +194,11 @@ static void *write_thread(void *arg) {
     return NULL;
 }
 
-int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
-                              const char *checksum, const tide_header *frame_hdr,
-                              const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
-                              double *ms_write) {
-    if (!uri || !uri[0]) { /* no store: just the file */
+int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, tide_store *open,
+                              const char *spec, const char *checksum,
+                              const tide_header *frame_hdr, const tide_pipeline_result *res,
+                              int64_t *image_id, double *ms_store, double *ms_write) {
+    if ((!uri || !uri[0]) && !open) { /* no store: just the file */
         write_job j = {path, ldac, frame_hdr, res, 0, 0, ""};
         write_thread(&j);
         if (ms_write)
@@ -213,7 +214,8 @@ int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const
     const int threaded = !pthread_create(&th, NULL, write_thread, &j);
     if (!threaded)
         write_thread(&j);
-    int st = tide_reduce_store_put(uri, spec, checksum, frame_hdr, res, image_id, ms_store);
+    int st = tide_reduce_store_put(uri, open, spec, checksum, frame_hdr, res, image_id,
+                                   ms_store);
     if (threaded)
         pthread_join(th, NULL);
     if (ms_write)

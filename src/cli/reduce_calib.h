@@ -7,6 +7,7 @@
 
 #include "tide/calibrate.h"
 #include "tide/pipeline.h"
+#include "tide/store.h"
 
 /** The command-line choices that concern calibration and storing. */
 typedef struct tide_reduce_calib_opts {
@@ -46,23 +47,26 @@ int tide_reduce_checksum_start(tide_reduce_checksum *c, const char *spec);
 /** Wait for the hash; returns its status (with the error detail set again on this thread). */
 int tide_reduce_checksum_wait(tide_reduce_checksum *c);
 
-/** Put the frame's catalog into the store @p uri: one transaction, replacing an earlier run of
+/** Put the frame's catalog into the store @p uri (or into @p open, a store the caller keeps
+ *  open across frames, as a long-running process does; then @p uri is ignored and the store
+ *  stays open): one transaction, replacing an earlier run of
  *  the same file (by checksum: @p checksum, or computed here when NULL). A catalog without sky
  *  positions is stored with NaN ones (never found by cone searches); the catalog itself is
  *  only read. */
-int tide_reduce_store_put(const char *uri, const char *spec, const char *checksum,
-                          const tide_header *frame_hdr, const tide_pipeline_result *res,
-                          int64_t *image_id, double *ms);
+int tide_reduce_store_put(const char *uri, tide_store *open, const char *spec,
+                          const char *checksum, const tide_header *frame_hdr,
+                          const tide_pipeline_result *res, int64_t *image_id, double *ms);
 
 /** Write the FITS catalog (or FITS-LDAC with @p ldac) of @p res to @p path and, at the same
- *  time on another thread, put it into the store @p uri (when non-empty). The file is written
+ *  time on another thread, put it into the store @p uri (when non-empty) or @p open (as in
+ *  tide_reduce_store_put). The file is written
  *  under a side name and renamed into place only when the store has committed, so a store
  *  that fails (rolled back) leaves no file either. A file that cannot be written is an error
  *  too; the frame's store rows then remain (re-running replaces them). */
-int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, const char *spec,
-                              const char *checksum, const tide_header *frame_hdr,
-                              const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
-                              double *ms_write);
+int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, tide_store *open,
+                              const char *spec, const char *checksum,
+                              const tide_header *frame_hdr, const tide_pipeline_result *res,
+                              int64_t *image_id, double *ms_store, double *ms_write);
 
 /** Print what the calibration did: text lines, or JSON members (each line ",\n  \"key\": ..."
  *  so it can follow the other members of an object). */
