@@ -8,6 +8,7 @@
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "phot/cosmetics_lines_math.h"
 #include "phot/cosmetics_median.h"
 #include "tide/status.h"
 

@@ -31,7 +31,8 @@ COS_KERNEL(tide_cos_saturate, const tide_cos_geom *g, const float *pix, uint16_t
 COS_KERNEL(tide_cos_bleed, const tide_cos_geom *g, const float *pix, uint16_t *mask, float hi,
            int axis, int grow, uint8_t *scratch);
 
-/** out = 1 on bad column segments (cos_col_scan), one column per thread; @p blk: w·h bytes
+/** out = 1 on bad column segments (cos_col_scan; the GPU twin splits it per 32-row block,
+ *  cosmetics_lines_math.h); @p blk: w·h bytes
  *  of scratch. */
 COS_KERNEL(tide_cos_badcol, const tide_cos_geom *g, const float *pix, const uint16_t *mask,
            const tide_cos_noise *nm, uint16_t excl, float k, int minrun, uint8_t *blk,

@@ -20,6 +20,7 @@ int main(void) {
 }
 #else
 #include "phot/cosmetics_kernels.h"
+#include "phot/cosmetics_lines_math.h"
 
 static uint64_t rs = 0xD1B54A32D192ED03ull;
 static uint32_t urand32(void) {

@@ -22,6 +22,7 @@
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "phot/cosmetics_lines_math.h"
 #include "phot/cosmetics_region.h"
 #include "tide/tide.h"
 #include "tide_test.h"
