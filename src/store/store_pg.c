@@ -34,8 +34,12 @@ typedef struct pg {
     size_t stage_cap;
 } pg;
 
-static PGconn *CONN(tide_store *s) {
+PGconn *tide_store_pg_conn(tide_store *s) {
     return ((pg *)s->impl)->conn;
+}
+
+static PGconn *CONN(tide_store *s) {
+    return tide_store_pg_conn(s);
 }
 
 static void sleep_ms(int ms) {
@@ -131,7 +135,7 @@ void tide_store_pg_quiet(void *arg, const char *m) {
     (void)m;
 }
 
-static int pg_fail(tide_store *s, const char *what, PGresult *r) {
+int tide_store_pg_fail(tide_store *s, const char *what, PGresult *r) {
     char m[1024];
     const char *e = r ? PQresultErrorMessage(r) : NULL;
     if (e && *e)
@@ -142,16 +146,17 @@ static int pg_fail(tide_store *s, const char *what, PGresult *r) {
 }
 
 /* Run SQL that returns no rows (or rows we ignore). */
-static int pg_run(tide_store *s, const char *sql) {
+int tide_store_pg_run(tide_store *s, const char *sql) {
     PGresult *r = PQexec(CONN(s), sql);
     ExecStatusType t = PQresultStatus(r);
-    int st = t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? TIDE_OK : pg_fail(s, sql, r);
+    int st =
+        t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? TIDE_OK : tide_store_pg_fail(s, sql, r);
     PQclear(r);
     return st;
 }
 
 /* Reconnect when the server dropped us (restart, killed backend). */
-static int ensure_conn(tide_store *s) {
+int tide_store_pg_ensure(tide_store *s) {
     pg *p = s->impl;
     if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
         return TIDE_OK;
@@ -166,13 +171,14 @@ static int ensure_conn(tide_store *s) {
 /* A statement that may open a session's work (BEGIN, a read): when it fails because the
  * connection died since the last call (server restart, killed backend: libpq only notices on
  * the next use), reconnect with the bounded retries and run it once more. */
-static PGresult *pg_query(tide_store *s, const char *sql, int nparams, const char *const *vals) {
+PGresult *tide_store_pg_query(tide_store *s, const char *sql, int nparams,
+                              const char *const *vals) {
     PGresult *r = PQexecParams(CONN(s), sql, nparams, NULL, vals, NULL, NULL, 0);
     ExecStatusType t = PQresultStatus(r);
     if ((t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK) || PQstatus(CONN(s)) == CONNECTION_OK)
         return r;
     PQclear(r);
-    if (ensure_conn(s) != TIDE_OK)
+    if (tide_store_pg_ensure(s) != TIDE_OK)
         return NULL; /* the detail names the target and libpq's message */
     return PQexecParams(CONN(s), sql, nparams, NULL, vals, NULL, NULL, 0);
 }
@@ -191,13 +197,13 @@ static int create_schema(tide_store *s) {
     }
     snprintf(sql + k, sizeof sql - (size_t)k, ")");
     /* an advisory lock serialises two processes creating the schema at once */
-    int st = pg_run(s, "BEGIN; SELECT pg_advisory_xact_lock(7346915013)");
+    int st = tide_store_pg_run(s, "BEGIN; SELECT pg_advisory_xact_lock(7346915013)");
     if (!st)
-        st = pg_run(s, "CREATE EXTENSION IF NOT EXISTS q3c");
+        st = tide_store_pg_run(s, "CREATE EXTENSION IF NOT EXISTS q3c");
     if (!st)
-        st = pg_run(s, sql);
+        st = tide_store_pg_run(s, sql);
     if (!st)
-        st = pg_run(s, "CREATE INDEX IF NOT EXISTS images_file ON images (file);"
+        st = tide_store_pg_run(s, "CREATE INDEX IF NOT EXISTS images_file ON images (file);"
                        "CREATE TABLE IF NOT EXISTS sources (\"IMAGE_ID\" bigint NOT NULL, "
                        "\"SEQ\" bigint NOT NULL, \"ALPHA_J2000\" double precision, "
                        "\"DELTA_J2000\" double precision);"
@@ -206,7 +212,7 @@ static int create_schema(tide_store *s) {
                        "CREATE INDEX IF NOT EXISTS sources_image ON sources USING brin "
                        "(\"IMAGE_ID\");");
     if (!st)
-        return pg_run(s, "COMMIT");
+        return tide_store_pg_run(s, "COMMIT");
     PGresult *r = PQexec(CONN(s), "ROLLBACK");
     PQclear(r);
     return st;
@@ -255,7 +261,7 @@ static int column_kinds(tide_store *s, const store_schema *sc, const tide_table 
                                   "pg_attribute WHERE attrelid = 'sources'::regclass AND "
                                   "attnum > 0 AND NOT attisdropped");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int st = pg_fail(s, "reading the sources columns", r);
+        int st = tide_store_pg_fail(s, "reading the sources columns", r);
         PQclear(r);
         return st;
     }
@@ -289,7 +295,7 @@ static int column_kinds(tide_store *s, const store_schema *sc, const tide_table 
         if (have[i] < 0) {
             snprintf(sql, sizeof sql, "ALTER TABLE sources ADD COLUMN IF NOT EXISTS \"%s\" %s",
                      sc->cols[i].name, wire_sql[want]);
-            st = pg_run(s, sql);
+            st = tide_store_pg_run(s, sql);
             kind[i] = want;
         } else if (fits(want, have[i])) {
             kind[i] = have[i];
@@ -297,7 +303,7 @@ static int column_kinds(tide_store *s, const store_schema *sc, const tide_table 
             int w = is_int_wire(want) && is_int_wire(have[i]) ? want : W_F8;
             snprintf(sql, sizeof sql, "ALTER TABLE sources ALTER COLUMN \"%s\" TYPE %s",
                      sc->cols[i].name, wire_sql[w]);
-            st = pg_run(s, sql);
+            st = tide_store_pg_run(s, sql);
             kind[i] = w;
         }
     }
@@ -432,7 +438,7 @@ static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, 
     PGresult *r = PQexec(CONN(s), sql);
     free(sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
-        int st = pg_fail(s, "starting COPY", r);
+        int st = tide_store_pg_fail(s, "starting COPY", r);
         PQclear(r);
         free(buf);
         free(order);
@@ -458,17 +464,17 @@ static int copy_sources(tide_store *s, const store_schema *sc, const int *kind, 
         }
         if (n + row_bytes > bufcap - 8 || q == nrows) {
             if (PQputCopyData(CONN(s), (const char *)buf, (int)n) != 1)
-                st = pg_fail(s, "sending sources (COPY)", NULL);
+                st = tide_store_pg_fail(s, "sending sources (COPY)", NULL);
             n = 0;
         }
     }
     free(buf);
     free(order);
     if (PQputCopyEnd(CONN(s), st ? "tide: aborted" : NULL) != 1 && !st)
-        st = pg_fail(s, "ending COPY", NULL);
+        st = tide_store_pg_fail(s, "ending COPY", NULL);
     while ((r = PQgetResult(CONN(s))) != NULL) {
         if (!st && PQresultStatus(r) != PGRES_COMMAND_OK)
-            st = pg_fail(s, "COPY into sources", r);
+            st = tide_store_pg_fail(s, "COPY into sources", r);
         PQclear(r);
     }
     return st;
@@ -505,7 +511,7 @@ static int insert_image(tide_store *s, const tide_store_frame *f, int64_t *id) {
     PGresult *r = PQexecParams(CONN(s), sql, TIDE_STORE_NIMG, NULL, vals, NULL, NULL, 0);
     int st = TIDE_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        st = pg_fail(s, "inserting the image row", r);
+        st = tide_store_pg_fail(s, "inserting the image row", r);
     else
         *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
@@ -514,17 +520,17 @@ static int insert_image(tide_store *s, const tide_store_frame *f, int64_t *id) {
 
 static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *sc,
                   const tide_table *t, int64_t *id_out) {
-    int st = ensure_conn(s);
+    int st = tide_store_pg_ensure(s);
     if (st)
         return st;
     int *kind = calloc((size_t)sc->n + 1, sizeof *kind);
     if (!kind)
         return tide_error(TIDE_E_NOMEM, "store: column kinds");
-    PGresult *rb = pg_query(s, "BEGIN", 0, NULL);
+    PGresult *rb = tide_store_pg_query(s, "BEGIN", 0, NULL);
     if (!rb)
         st = TIDE_E_DB;
     else if (PQresultStatus(rb) != PGRES_COMMAND_OK)
-        st = pg_fail(s, "BEGIN", rb);
+        st = tide_store_pg_fail(s, "BEGIN", rb);
     PQclear(rb);
     if (!st)
         st = column_kinds(s, sc, t, kind);
@@ -535,7 +541,7 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
         PGresult *r = PQexecParams(CONN(s), "SELECT id FROM images WHERE checksum = $1 FOR UPDATE",
                                    1, NULL, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK)
-            st = pg_fail(s, "looking up the checksum", r);
+            st = tide_store_pg_fail(s, "looking up the checksum", r);
         else if (PQntuples(r) == 1) {
             char sql[256];
             long long old = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -543,7 +549,7 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
                      "DELETE FROM sources WHERE \"IMAGE_ID\" = %lld; "
                      "DELETE FROM images WHERE id = %lld",
                      old, old);
-            st = pg_run(s, sql);
+            st = tide_store_pg_run(s, sql);
         }
         PQclear(r);
     }
@@ -553,7 +559,7 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
     if (!st)
         st = copy_sources(s, sc, kind, t, id);
     if (!st)
-        st = pg_run(s, "COMMIT");
+        st = tide_store_pg_run(s, "COMMIT");
     free(kind);
     if (st) {
         char keep[1200];
@@ -566,168 +572,9 @@ static int pg_put(tide_store *s, const tide_store_frame *f, const store_schema *
     return TIDE_OK;
 }
 
-/* ---- reading -------------------------------------------------------------------------- */
-
-static int is_int_oid(Oid t) {
-    return t == 20 || t == 21 || t == 23;
-} /* int8, int2, int4 */
-
-/* real (float4): its text is the shortest that reads back as the same float, so it is parsed
- * as a float (strtod would give the nearest double to the decimal, not the float's value) */
-static int is_f4_oid(Oid t) {
-    return t == 700;
-}
-
-static int file_of(void *ctx, int64_t id, char *file, int n) {
-    tide_store *s = ctx;
-    char ids[32];
-    snprintf(ids, sizeof ids, "%lld", (long long)id);
-    const char *v[1] = {ids};
-    PGresult *r =
-        PQexecParams(CONN(s), "SELECT file FROM images WHERE id = $1", 1, NULL, v, NULL, NULL, 0);
-    int st = TIDE_OK;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        st = pg_fail(s, "reading image files", r);
-    else if (PQntuples(r) == 1)
-        snprintf(file, (size_t)n, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return st;
-}
-
-static int pg_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,
-                   tide_table *out) {
-    int st = ensure_conn(s);
-    if (st)
-        return st;
-    char a[3][40];
-    /* q3c selects with a hair of margin; the exact test below decides (same as SQLite) */
-    snprintf(a[0], sizeof a[0], "%.17g", ra);
-    snprintf(a[1], sizeof a[1], "%.17g", dec);
-    snprintf(a[2], sizeof a[2], "%.17g", radius * (1 + 1e-9) + 1e-9);
-    const char *v[3] = {a[0], a[1], a[2]};
-    PGresult *r;
-    if (radius < 0 || radius > 60) /* wide cones: a scan is as fast as the index */
-        r = pg_query(s, "SELECT * FROM sources", 0, NULL);
-    else
-        r = pg_query(s,
-                     "SELECT * FROM sources WHERE q3c_radial_query(\"ALPHA_J2000\", "
-                     "\"DELTA_J2000\", $1::float8, $2::float8, $3::float8)",
-                     3, v);
-    if (!r)
-        return TIDE_E_DB;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        st = pg_fail(s, "cone search", r);
-        PQclear(r);
-        return st;
-    }
-    int nc = PQnfields(r);
-    const char **names = calloc((size_t)nc + 1, sizeof *names);
-    int *is_int = calloc((size_t)nc + 1, sizeof *is_int);
-    int jra = -1, jdec = -1;
-    if (!names || !is_int)
-        st = tide_error(TIDE_E_NOMEM, "store: cone columns");
-    for (int j = 0; j < nc && !st; j++) {
-        names[j] = PQfname(r, j);
-        is_int[j] = is_int_oid(PQftype(r, j));
-        if (!strcmp(names[j], "ALPHA_J2000"))
-            jra = j;
-        if (!strcmp(names[j], "DELTA_J2000"))
-            jdec = j;
-    }
-    if (!st && (jra < 0 || jdec < 0))
-        st = tide_error(TIDE_E_DB, "%s: sources has no ALPHA_J2000 / DELTA_J2000", s->target);
-    store_result res;
-    memset(&res, 0, sizeof res);
-    if (!st)
-        st = tide_store_result_begin(&res, out, nc, names, is_int, NULL, 0);
-    int64_t nt = PQntuples(r);
-    for (int64_t i = 0; i < nt && !st; i++) {
-        if (radius >= 0) {
-            if (PQgetisnull(r, (int)i, jra) || PQgetisnull(r, (int)i, jdec))
-                continue;
-            double sra = strtod(PQgetvalue(r, (int)i, jra), NULL);
-            double sdec = strtod(PQgetvalue(r, (int)i, jdec), NULL);
-            if (!(tide_store_separation(ra, dec, sra, sdec) <= radius))
-                continue;
-        }
-        int64_t row = tide_store_result_row(&res);
-        if (row < 0) {
-            st = (int)row;
-            break;
-        }
-        for (int j = 0; j < nc; j++) {
-            const char *txt = PQgetvalue(r, (int)i, j);
-            if (PQgetisnull(r, (int)i, j))
-                tide_store_result_set_f(&res, row, j, NAN);
-            else if (is_int[j])
-                tide_store_result_set_i(&res, row, j, strtoll(txt, NULL, 10));
-            else if (is_f4_oid(PQftype(r, j)))
-                tide_store_result_set_f(&res, row, j, strtof(txt, NULL));
-            else
-                tide_store_result_set_f(&res, row, j, strtod(txt, NULL));
-        }
-    }
-    PQclear(r);
-    if (!st)
-        st = tide_store_result_finish(&res, limit, file_of, s);
-    tide_store_result_free(&res);
-    free(names);
-    free(is_int);
-    return st;
-}
-
-static int pg_image(tide_store *s, const char *key, const char *checksum, tide_store_frame *out) {
-    int st = ensure_conn(s);
-    if (st)
-        return st;
-    char sql[1024];
-    int k = snprintf(sql, sizeof sql, "SELECT id");
-    for (int i = 0; i < TIDE_STORE_NIMG; i++)
-        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s", tide_store_img_cols[i]);
-    snprintf(sql + k, sizeof sql - (size_t)k,
-             " FROM images WHERE checksum = $1 OR checksum = $2 OR file = $2 "
-             "ORDER BY checksum = $1 DESC, checksum = $2 DESC, id DESC LIMIT 1");
-    const char *v[2] = {checksum ? checksum : "", key};
-    PGresult *r = pg_query(s, sql, 2, v);
-    if (!r)
-        return TIDE_E_DB;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        st = pg_fail(s, "image look-up", r);
-    else if (PQntuples(r) == 0)
-        st = tide_error(TIDE_E_NOTFOUND, "%s: no image with file or checksum %s", s->target, key);
-    else {
-        out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        for (int i = 0; i < TIDE_STORE_NIMG && !st; i++)
-            st = tide_store_frame_set(out, i,
-                                      PQgetisnull(r, 0, i + 1) ? NULL : PQgetvalue(r, 0, i + 1));
-    }
-    PQclear(r);
-    return st;
-}
-
-static int pg_count(tide_store *s, int64_t *nimg, int64_t *nsrc) {
-    int st = ensure_conn(s);
-    if (st)
-        return st;
-    PGresult *r = pg_query(s,
-                           "SELECT (SELECT count(*) FROM images), "
-                           "(SELECT count(*) FROM sources)",
-                           0, NULL);
-    if (!r)
-        return TIDE_E_DB;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        st = pg_fail(s, "counting rows", r);
-    else {
-        *nimg = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        *nsrc = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-    }
-    PQclear(r);
-    return st;
-}
-
 static int pg_exec(tide_store *s, const char *sql) {
-    int st = ensure_conn(s);
-    return st ? st : pg_run(s, sql);
+    int st = tide_store_pg_ensure(s);
+    return st ? st : tide_store_pg_run(s, sql);
 }
 
 static void pg_close(tide_store *s) {
@@ -741,7 +588,8 @@ static void pg_close(tide_store *s) {
     s->impl = NULL;
 }
 
-static const store_ops pg_ops = {pg_put, pg_cone, pg_image, pg_count, pg_exec, pg_close};
+static const store_ops pg_ops = {pg_put, tide_store_pg_cone, tide_store_pg_image,
+                                  tide_store_pg_count, pg_exec, pg_close};
 
 int tide_store_pg_open(tide_store *s, const char *conninfo) {
     pg *p = calloc(1, sizeof *p);
