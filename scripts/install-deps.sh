@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
             libjansson-dev libpng-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
 # Peers the tests compare against (DESIGN §8).
-peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep
+peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libsep-dev
            python3-photutils python3-astroscrappy python3-reproject source-extractor
            astrometry.net astrometry-data-tycho2-08-littleendian
            astrometry-data-tycho2-09-littleendian astrometry-data-tycho2-10-19-littleendian

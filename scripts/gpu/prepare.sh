@@ -12,9 +12,12 @@ cmake --build build-gpu -j"$(nproc)"
 grep -q 'TIDE_HAVE_CUDA' build-gpu/CMakeFiles/tide_obj.dir/flags.make \
   || { echo "prepare: build-gpu has no CUDA backend" >&2; exit 1; }
 rm -rf .gpu && mkdir -p .gpu
-../shared/device/bundle-libs.sh .gpu build-gpu/tide build-gpu/tests/test_* build-gpu/libtide.so
+extra=()  # the detection-vs-sep comparison, built where libsep-dev is installed
+[ -x build-gpu/detect_vs_sep ] && extra=(build-gpu/detect_vs_sep)
+../shared/device/bundle-libs.sh .gpu build-gpu/tide build-gpu/tests/test_* build-gpu/libtide.so \
+  "${extra[@]}"
 mkdir -p .gpu/bin
-cp build-gpu/tide build-gpu/tests/test_* .gpu/bin/
+cp build-gpu/tide build-gpu/tests/test_* "${extra[@]}" .gpu/bin/
 cp -P build-gpu/libtide.so* .gpu/lib/
 # Debug sections are most of the size; the carried tree must stay under 64 MiB.
 strip --strip-unneeded .gpu/bin/* .gpu/lib/*.so* 2>/dev/null || true

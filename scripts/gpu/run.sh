@@ -61,6 +61,10 @@ timeout 400 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
 echo "## difference pipeline (tide bench --diff)" >> "$out/report.md"
 timeout 400 .gpu/bin/tide bench --diff --backend cuda --repeats 5 \
   --json "$out/bench-diff-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+if [ -x .gpu/bin/detect_vs_sep ]; then
+  echo "## detection beside sep (bench/detect_vs_sep.c)" >> "$out/report.md"
+  timeout 300 .gpu/bin/detect_vs_sep --backend cuda >> "$out/report.md" 2>&1 || fail=1
+fi
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \
