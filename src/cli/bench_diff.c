@@ -589,7 +589,8 @@ int tide_bench_diff(int argc, char **argv) {
     int st = r ? 0 : tide_error(TIDE_E_NOMEM, "bench: results");
     /* The copy bandwidth of the frame-sized working set, as tide bench measures it. */
     size_t bw = (size_t)(4.0 * (double)o.w * (double)o.h * sizeof(float));
-    bw = bw < ((size_t)64 << 20) ? ((size_t)64 << 20) : (bw > ((size_t)1 << 30) ? (size_t)1 << 30 : bw);
+    const size_t bw_lo = (size_t)64 << 20, bw_hi = (size_t)1 << 30;
+    bw = bw < bw_lo ? bw_lo : (bw > bw_hi ? bw_hi : bw);
     double bpms = 0.0;
     if (!st)
         st = tide_bench_copy_bandwidth(ctx, o.repeats, o.warmup, bw, &bpms);

@@ -440,8 +440,8 @@ int tide_cmd_reduce(int argc, char **argv) {
     int64_t image_id = -1;
     double ms_store = 0;
     if (!st && outp)
-        st = tide_reduce_write_outputs(outp, ldac, store, NULL, spec, sum.hex, &hdr, &res, &image_id,
-                                       &ms_store, NULL);
+        st = tide_reduce_write_outputs(outp, ldac, store, NULL, spec, sum.hex, &hdr, &res,
+                                       &image_id, &ms_store, NULL);
     else if (!st && store[0])
         st = tide_reduce_store_put(store, NULL, spec, sum.hex, &hdr, &res, &image_id, &ms_store);
     if (!st && csv)

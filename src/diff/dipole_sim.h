@@ -44,7 +44,8 @@ static inline void dsim_psf(float *psf, int psf_side, double sigma) {
 
 /* Draw stamp s: a dipole (or a point source when !dipole) of the model family, lobe S/N
  * between snr_lo and snr_hi, lobe separation between sep_lo and sep_hi times the Gaussian
- * width (geometric mean of the axes; the PSF's sigma_psf), noise sigma in [0.5, 2]. Writes side² pixels and variances. */
+ * width (geometric mean of the axes; the PSF's sigma_psf), noise sigma in [0.5, 2]. Writes
+ * side² pixels and variances. */
 static inline void dsim_stamp(uint64_t seed, int64_t s, int model, int dipole, int side,
                               double snr_lo, double snr_hi, double sep_lo, double sep_hi,
                               const float *psf, int psf_side, double sigma_psf, float *pix, float *var,
