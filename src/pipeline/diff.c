@@ -369,10 +369,13 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     const double fwhm_d = fmax(out->fwhm_sci, out->fwhm_tmpl);
     out->var_scale = 1.0;
     if (!st && p.calibrate_var) {
+        tide_timer tn;
+        tide_timer_start(ctx, &tn, "diff.noise");
         out->var_scale = tide_diffp_noise_scale(&out->diff, fwhm_d);
         st = tide_diffp_scale_var(ctx, &run.sr.diff, (float)out->var_scale);
         if (!st && out->diff.var != run.sr.diff.var) /* a host copy of its own */
             st = tide_diffp_scale_var(NULL, &out->diff, (float)out->var_scale);
+        tide_timer_stop(ctx, &tn, NULL);
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
                  "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
     }
@@ -395,7 +398,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     if (!st)
         st = tide_sync(ctx);
     if (!st)
-        st = make_header(on_tmpl ? tmpl_hdr : sci_hdr, gw, &run, &p, out);
+        STAGE(ctx, "diff.header", make_header(on_tmpl ? tmpl_hdr : sci_hdr, gw, &run, &p, out));
     if (!st) {
         size_t cur = 0;
         tide_device_usage(ctx, &cur, &out->device_peak);

@@ -12,6 +12,7 @@
 #include "tide/memory.h"
 #include "tide/psf.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
     if (!f)
@@ -106,6 +107,8 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         f->saturate = NAN;
 
     const tide_location where = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
+    tide_timer tm;
+    tide_timer_start(ctx, &tm, "diffp.upload");
     st = tide_image_alloc(ctx, &f->work, im->width, im->height, where,
                           TIDE_IMAGE_MASK | TIDE_IMAGE_VAR);
     if (!st) {
@@ -113,6 +116,7 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         src.var = NULL;
         st = tide_image_copy(ctx, &f->work, &src);
     }
+    tide_timer_stop(ctx, &tm, NULL);
     if (!st && cosp) {
         /* Cosmic rays, hot pixels, bleed trails: flagged, so the kernel fit and the
          * candidates ignore them (a cosmic ray is a change no survey wants to follow). */
@@ -179,7 +183,9 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         dp.deblend_nthresh = 1; /* blends are dropped, not split: fewer, cleaner stars */
         tide_table t;
         tide_table_init(&t);
+        tide_timer_start(ctx, &tm, "diffp.fwhm");
         st = tide_detect(ctx, &f->work, &rms, NULL, &dp, &t);
+        tide_timer_stop(ctx, &tm, NULL);
         if (!st) {
             const double fw = stars_fwhm(&t, &f->nfwhm);
             /* the unflagged bright sources, candidates for the PSF model of the fits */
