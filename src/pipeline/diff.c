@@ -361,24 +361,23 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
         st = kernels(&run.sr, out);
     }
 
-    if (!st)
-        STAGE(ctx, "diff.download", download(ctx, &run, out));
     /* The noise of the difference is correlated (resampling, convolution), so the propagated
      * per-pixel variance understates the noise of a PSF-sized sum and the matched-filter S/N
-     * would be too high: the variance is scaled to the measured noise at that scale. */
+     * would be too high: the variance is scaled to the measured noise at that scale, where
+     * the difference lives, before it is downloaded (so the host copy needs no pass). */
     const double fwhm_d = fmax(out->fwhm_sci, out->fwhm_tmpl);
     out->var_scale = 1.0;
     if (!st && p.calibrate_var) {
         tide_timer tn;
         tide_timer_start(ctx, &tn, "diff.noise");
-        out->var_scale = tide_diffp_noise_scale(&out->diff, fwhm_d);
+        out->var_scale = tide_diffp_noise_scale(ctx, &run.sr.diff, fwhm_d);
         st = tide_diffp_scale_var(ctx, &run.sr.diff, (float)out->var_scale);
-        if (!st && out->diff.var != run.sr.diff.var) /* a host copy of its own */
-            st = tide_diffp_scale_var(NULL, &out->diff, (float)out->var_scale);
         tide_timer_stop(ctx, &tn, NULL);
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
                  "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
     }
+    if (!st)
+        STAGE(ctx, "diff.download", download(ctx, &run, out));
 
     /* 6: candidates, with the matched PSF (the broader of the two). */
     if (!st) {

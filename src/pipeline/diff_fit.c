@@ -151,49 +151,39 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
     return st;
 }
 
-double tide_diffp_noise_scale(const tide_image *d, double fwhm) {
+double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *d, double fwhm) {
     int b = (int)floor(1.5 * fwhm + 0.5) | 1;
     b = b < 3 ? 3 : (b > 31 ? 31 : b);
     if (!d->var || d->width < 3 * b || d->height < 3 * b)
         return 1.0;
-    const int64_t nx = d->width / b, ny = d->height / b;
-    double *z = malloc(sizeof(double) * (size_t)(nx * ny));
-    int64_t *nrow = malloc(sizeof(int64_t) * (size_t)ny);
-    if (!z || !nrow) {
-        free(z);
-        free(nrow);
+    const int64_t nb = (d->width / b) * (d->height / b);
+    double *z = malloc(sizeof(double) * (size_t)nb);
+    if (!z)
         return 1.0;
-    }
-    /* Rows of boxes in parallel, each into its own slice of z; the slices are then packed in
-     * order. Only the set of values matters (medians), and each box is summed as before. */
-#pragma omp parallel for schedule(static)
-    for (int64_t by = 0; by < ny; by++) {
-        double *zr = z + by * nx;
-        int64_t m = 0;
-        for (int64_t bx = 0; bx < nx; bx++) {
-            double s = 0, v = 0;
-            int ok = 1;
-            for (int64_t y = by * b; ok && y < (by + 1) * b; y++)
-                for (int64_t x = bx * b; x < (bx + 1) * b; x++) {
-                    const int64_t i = y * d->stride + x;
-                    if ((d->mask && d->mask[i]) || !isfinite(d->pix[i]) || !(d->var[i] > 0)) {
-                        ok = 0;
-                        break;
-                    }
-                    s += d->pix[i];
-                    v += d->var[i];
-                }
-            if (ok)
-                zr[m++] = s / sqrt(v);
-        }
-        nrow[by] = m;
-    }
+    /* The box sums where the image lives (on the GPU a kernel over the device difference,
+     * before it is downloaded: the same sums in the same order, so the same values), then
+     * the medians here. */
+    int st = 0;
+#ifdef TIDE_HAVE_CUDA
+    if (ctx && ctx->backend == TIDE_BACKEND_CUDA && d->location == TIDE_DEVICE) {
+        void *dz = NULL;
+        st = tide_device_alloc(ctx, sizeof(double) * (size_t)nb, &dz);
+        if (!st)
+            st = tide_diffp_boxz_cuda(ctx, d->width, d->height, d->stride, d->pix, d->mask,
+                                      d->var, b, (double *)dz);
+        if (!st)
+            st = tide_memcpy(ctx, z, 0, dz, 1, sizeof(double) * (size_t)nb);
+        tide_device_free(ctx, dz);
+    } else
+#endif
+        st = tide_diffp_boxz_cpu(ctx, d->width, d->height, d->stride, d->pix, d->mask, d->var,
+                                 b, z);
     int64_t n = 0;
-    for (int64_t by = 0; by < ny; by++) {
-        memmove(z + n, z + by * nx, sizeof(double) * (size_t)nrow[by]);
-        n += nrow[by];
-    }
-    free(nrow);
+    for (int64_t k = 0; !st && k < nb; k++)
+        if (z[k] == z[k])
+            z[n++] = z[k];
+    if (st)
+        tide_error_clear(); /* the factor stays 1: the variance as propagated */
     double f = 1.0;
     if (n >= 50) {
         /* Medians by selection (the same order statistics as a sort, O(n)). */

@@ -50,11 +50,13 @@ int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cand
                    const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
                    const float *psf, int psf_side, tide_diff_result *r);
 
-/** The factor by which the variance of host image @p diff must be scaled so that sums over
- *  disjoint boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by
- *  the square root of their summed variance, have a robust variance (1.4826 MAD)^2 of 1.
- *  1 when fewer than 50 boxes qualify; clamped to [0.25, 16]. */
-double tide_diffp_noise_scale(const tide_image *diff, double fwhm);
+/** The factor by which the variance of @p diff must be scaled so that sums over disjoint
+ *  boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by the square
+ *  root of their summed variance, have a robust variance (1.4826 MAD)^2 of 1. 1 when fewer
+ *  than 50 boxes qualify (or on any error); clamped to [0.25, 16]. @p diff lives where @p ctx
+ *  computes (the box sums run there; the medians on the host); @p ctx NULL: a host image on
+ *  the calling thread's CPU. */
+double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *diff, double fwhm);
 
 /** Multiply the variance plane of @p im by @p f where the context computes (@p ctx NULL: a
  *  host image on the calling thread). */

@@ -18,7 +18,12 @@ int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, 
                            float gain, float saturate);
 /** a[y * stride + x] *= f over a w × h region. */
 int tide_diffp_scale_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a, float f);
+/** z[by * nx + bx] = tide_diffp_box_z of every box of side @p b (nx = w / b, ny = h / b). */
+int tide_diffp_boxz_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, const float *pix,
+                        const uint16_t *mask, const float *var, int b, double *z);
 #ifdef TIDE_HAVE_CUDA
+int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, const float *pix,
+                         const uint16_t *mask, const float *var, int b, double *z);
 int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a,
                           float f);
 int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,

@@ -23,3 +23,14 @@ int tide_diffp_scale_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, fl
             a[y * stride + x] *= f;
     return 0;
 }
+
+int tide_diffp_boxz_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, const float *pix,
+                        const uint16_t *mask, const float *var, int b, double *z) {
+    (void)ctx;
+    const int64_t nx = w / b, ny = h / b;
+#pragma omp parallel for schedule(static)
+    for (int64_t by = 0; by < ny; by++)
+        for (int64_t bx = 0; bx < nx; bx++)
+            z[by * nx + bx] = tide_diffp_box_z(pix, mask, var, stride, b, bx, by);
+    return 0;
+}

@@ -52,3 +52,25 @@ extern "C" int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
+
+/* One thread per box; a warp's boxes are neighbours along x, so its rows are read together. */
+__global__ void diffp_boxz_kernel(int64_t nx, int64_t ny, int64_t stride, const float *pix,
+                                  const uint16_t *mask, const float *var, int b, double *z) {
+    const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= nx * ny)
+        return;
+    const int64_t by = k / nx, bx = k - by * nx;
+    z[k] = tide_diffp_box_z(pix, mask, var, stride, b, bx, by);
+}
+
+extern "C" int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride,
+                                    const float *pix, const uint16_t *mask, const float *var,
+                                    int b, double *z) {
+    const int64_t n = (w / b) * (h / b);
+    if (n <= 0)
+        return 0;
+    diffp_boxz_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)ctx->stream>>>(
+        w / b, h / b, stride, pix, mask, var, b, z);
+    TIDE_CUDA_LAUNCHED();
+    return 0;
+}

@@ -33,4 +33,22 @@ TIDE_HD static inline void tide_diffp_prepare_one(float *pix, float bkg, float r
     *var = v;
 }
 
+/** The noise test of box (bx, by) of side b (diffp noise scale): the box's pixel sum over the
+ *  square root of its summed variance, both summed in double row by row; NaN when any pixel
+ *  is masked, non-finite or has no positive variance. */
+TIDE_HD static inline double tide_diffp_box_z(const float *pix, const uint16_t *mask,
+                                              const float *var, int64_t stride, int b,
+                                              int64_t bx, int64_t by) {
+    double s = 0, v = 0;
+    for (int64_t y = by * b; y < (by + 1) * b; y++)
+        for (int64_t x = bx * b; x < (bx + 1) * b; x++) {
+            const int64_t i = y * stride + x;
+            if ((mask && mask[i]) || !isfinite(pix[i]) || !(var[i] > 0))
+                return NAN;
+            s += pix[i];
+            v += var[i];
+        }
+    return s / sqrt(v);
+}
+
 #endif
