@@ -111,41 +111,59 @@ int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, con
         return st;
     const int64_t npx = prm->filter_w / 2, npy = prm->filter_h / 2;
     const int64_t wn = (2 * npx + 1) * (2 * npy + 1);
-    float *b2 = malloc(sizeof(float) * (size_t)(2 * np + 2 * wn));
+    float *b2 = malloc(sizeof(float) * (size_t)(2 * np));
     if (!b2)
         return tide_error(TIDE_E_NOMEM, "background: out of memory for the mesh filter");
-    float *s2 = b2 + np, *bw = s2 + np, *sw = bw + wn;
-    s->n_replaced = 0;
-    for (int64_t py = 0; py < ny; py++) {
-        int64_t ry = npy;
-        if (ry > py)
-            ry = py;
-        if (ry > ny - 1 - py)
-            ry = ny - 1 - py;
-        for (int64_t px = 0; px < nx; px++) {
-            int64_t rx = npx;
-            if (rx > px)
-                rx = px;
-            if (rx > nx - 1 - px)
-                rx = nx - 1 - px;
-            int64_t n = 0;
-            for (int64_t y = py - ry; y <= py + ry; y++)
-                for (int64_t x = px - rx; x <= px + rx; x++) {
-                    bw[n] = back[y * nx + x];
-                    sw[n++] = sig[y * nx + x];
+    float *s2 = b2 + np;
+    int64_t nrep = 0;
+    int fail = 0;
+    /* Rows of meshes in parallel (each mesh reads the unfiltered grid and writes its own
+     * cell), each thread with its own window buffers: the same values in any order. */
+#pragma omp parallel reduction(+ : nrep) reduction(| : fail)
+    {
+        float *bw = malloc(sizeof(float) * (size_t)(2 * wn)), *sw = bw ? bw + wn : NULL;
+        if (!bw)
+            fail = 1;
+#pragma omp for schedule(static)
+        for (int64_t py = 0; py < ny; py++) {
+            if (!bw)
+                continue;
+            int64_t ry = npy;
+            if (ry > py)
+                ry = py;
+            if (ry > ny - 1 - py)
+                ry = ny - 1 - py;
+            for (int64_t px = 0; px < nx; px++) {
+                int64_t rx = npx;
+                if (rx > px)
+                    rx = px;
+                if (rx > nx - 1 - px)
+                    rx = nx - 1 - px;
+                int64_t n = 0;
+                for (int64_t y = py - ry; y <= py + ry; y++)
+                    for (int64_t x = px - rx; x <= px + rx; x++) {
+                        bw[n] = back[y * nx + x];
+                        sw[n++] = sig[y * nx + x];
+                    }
+                const int64_t k = py * nx + px;
+                const float med = mesh_median(bw, n);
+                if (fabs((double)(med - back[k])) >= prm->filter_thresh) {
+                    nrep += med != back[k];
+                    b2[k] = med;
+                    s2[k] = mesh_median(sw, n);
+                } else {
+                    b2[k] = back[k];
+                    s2[k] = sig[k];
                 }
-            const int64_t k = py * nx + px;
-            const float med = mesh_median(bw, n);
-            if (fabs((double)(med - back[k])) >= prm->filter_thresh) {
-                s->n_replaced += med != back[k];
-                b2[k] = med;
-                s2[k] = mesh_median(sw, n);
-            } else {
-                b2[k] = back[k];
-                s2[k] = sig[k];
             }
         }
+        free(bw);
     }
+    if (fail) {
+        free(b2);
+        return tide_error(TIDE_E_NOMEM, "background: out of memory for the mesh filter");
+    }
+    s->n_replaced = nrep;
     memcpy(back, b2, sizeof(float) * (size_t)np);
     memcpy(sig, s2, sizeof(float) * (size_t)np);
     s->global_back = mesh_median(b2, np);
@@ -189,20 +207,34 @@ int tide_bkg_grid_spline(const tide_bkg_plan *p, const float *v, float *coef) {
     const int64_t nx = p->nx, ny = p->ny, np = p->nmesh;
     float *V = coef + TIDE_BKG_V * np, *DV = coef + TIDE_BKG_DV * np;
     float *XV = coef + TIDE_BKG_XV * np, *XDV = coef + TIDE_BKG_XDV * np;
-    float *u = malloc(sizeof(float) * (size_t)(nx > ny ? nx : ny));
-    if (!u)
-        return tide_error(TIDE_E_NOMEM, "background: out of memory for the spline");
+    /* Every line's recurrence is independent of the others: lines in parallel (a 151 MP
+     * frame has 222 x 167 meshes), each thread with its own scratch, the same floats. */
+    const int64_t nu = nx > ny ? nx : ny;
+    int fail = 0;
     memcpy(V, v, sizeof(float) * (size_t)np);
-    for (int64_t i = 0; i < nx; i++)
-        se_spline(V + i, ny, nx, DV + i, u);
     memset(XV, 0, sizeof(float) * (size_t)np);
     memset(XDV, 0, sizeof(float) * (size_t)np);
-    if (ny > 1 && nx > 1)
-        for (int64_t j = 0; j < ny; j++) {
-            se_spline(V + j * nx, nx, 1, XV + j * nx, u);
-            se_spline(DV + j * nx, nx, 1, XDV + j * nx, u);
+#pragma omp parallel reduction(| : fail)
+    {
+        float *u = malloc(sizeof(float) * (size_t)nu);
+        if (!u)
+            fail = 1;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < nx; i++)
+            if (u)
+                se_spline(V + i, ny, nx, DV + i, u);
+        if (ny > 1 && nx > 1) {
+#pragma omp for schedule(static)
+            for (int64_t j = 0; j < ny; j++)
+                if (u) {
+                    se_spline(V + j * nx, nx, 1, XV + j * nx, u);
+                    se_spline(DV + j * nx, nx, 1, XDV + j * nx, u);
+                }
         }
-    free(u);
+        free(u);
+    }
+    if (fail)
+        return tide_error(TIDE_E_NOMEM, "background: out of memory for the spline");
     return TIDE_OK;
 }
 
