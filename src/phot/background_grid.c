@@ -117,9 +117,11 @@ int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, con
     float *s2 = b2 + np;
     int64_t nrep = 0;
     int fail = 0;
-    /* Rows of meshes in parallel (each mesh reads the unfiltered grid and writes its own
-     * cell), each thread with its own window buffers: the same values in any order. */
-#pragma omp parallel reduction(+ : nrep) reduction(| : fail)
+    /* Rows of meshes in parallel on large grids (each mesh reads the unfiltered grid and
+     * writes its own cell), each thread with its own window buffers: the same values in any
+     * order. A small grid (a 2048² frame has 1,024 meshes) stays on the calling thread: waking
+     * a team costs more than its work. */
+#pragma omp parallel if (np >= 8192) reduction(+ : nrep) reduction(| : fail)
     {
         float *bw = malloc(sizeof(float) * (size_t)(2 * wn)), *sw = bw ? bw + wn : NULL;
         if (!bw)
@@ -214,7 +216,7 @@ int tide_bkg_grid_spline(const tide_bkg_plan *p, const float *v, float *coef) {
     memcpy(V, v, sizeof(float) * (size_t)np);
     memset(XV, 0, sizeof(float) * (size_t)np);
     memset(XDV, 0, sizeof(float) * (size_t)np);
-#pragma omp parallel reduction(| : fail)
+#pragma omp parallel if (np >= 8192) reduction(| : fail)
     {
         float *u = malloc(sizeof(float) * (size_t)nu);
         if (!u)
