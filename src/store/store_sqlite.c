@@ -25,7 +25,7 @@
 
 #include "skycell.h"
 #include "sqlite_ckpt.h"
-#include "store_internal.h"
+#include "store_sqlite_internal.h"
 #include "tide/status.h"
 
 typedef struct sq {
@@ -42,11 +42,11 @@ typedef struct sq {
 #define SQ_WAL_BOUND ((int64_t)256 << 20)
 #define SQ_AUTOCKPT_BACKSTOP "PRAGMA wal_autocheckpoint=16384"
 
-static sqlite3 *DB(tide_store *s) {
+sqlite3 *tide_sq_db(tide_store *s) {
     return ((sq *)s->impl)->db;
 }
 
-static int sq_fail(tide_store *s, const char *what) {
+int tide_sq_fail(tide_store *s, const char *what) {
     return tide_error(TIDE_E_DB, "sqlite %s: %s: %s", s->target, what, sqlite3_errmsg(DB(s)));
 }
 
@@ -103,7 +103,7 @@ static int create_schema(tide_store *s) {
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(DB(s), "SELECT value FROM tide_meta WHERE key='skycell'", -1, &q,
                            NULL) != SQLITE_OK)
-        return sq_fail(s, "reading tide_meta");
+        return tide_sq_fail(s, "reading tide_meta");
     if (sqlite3_step(q) == SQLITE_ROW) {
         const char *v = (const char *)sqlite3_column_text(q, 0);
         if (!v || strcmp(v, "healpix-nested-11"))
@@ -124,25 +124,18 @@ static int create_schema(tide_store *s) {
     return st;
 }
 
-/* Names and kinds of the stored source columns (source_columns, in first-seen order). */
-typedef struct colset {
-    char (*name)[96];
-    int *is_int;
-    int n;
-} colset;
-
-static void colset_free(colset *c) {
+void tide_sq_colset_free(tide_sq_colset *c) {
     free(c->name);
     free(c->is_int);
     memset(c, 0, sizeof *c);
 }
 
-static int table_columns(tide_store *s, colset *c) {
+int tide_sq_columns(tide_store *s, tide_sq_colset *c) {
     memset(c, 0, sizeof *c);
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(DB(s), "SELECT name, is_int FROM source_columns ORDER BY ord", -1, &q,
                            NULL) != SQLITE_OK)
-        return sq_fail(s, "reading the source columns");
+        return tide_sq_fail(s, "reading the source columns");
     int cap = 0, st = TIDE_OK, rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (c->n == cap) {
@@ -164,14 +157,14 @@ static int table_columns(tide_store *s, colset *c) {
         c->n++;
     }
     if (!st && rc != SQLITE_DONE)
-        st = sq_fail(s, "reading the source columns");
+        st = tide_sq_fail(s, "reading the source columns");
     sqlite3_finalize(q);
     if (st)
-        colset_free(c);
+        tide_sq_colset_free(c);
     return st;
 }
 
-static int colset_find(const colset *c, const char *name) {
+static int colset_find(const tide_sq_colset *c, const char *name) {
     for (int i = 0; i < c->n; i++)
         if (!strcasecmp(c->name[i], name))
             return i;
@@ -181,8 +174,8 @@ static int colset_find(const colset *c, const char *name) {
 /* Add the catalog's columns source_columns does not list yet (inside the frame's
  * transaction). */
 static int add_columns(tide_store *s, const store_schema *sc) {
-    colset have;
-    int st = table_columns(s, &have);
+    tide_sq_colset have;
+    int st = tide_sq_columns(s, &have);
     for (int i = 0; i < sc->n && !st; i++) {
         if (i == sc->ira || i == sc->idec || colset_find(&have, sc->cols[i].name) >= 0)
             continue;
@@ -191,16 +184,16 @@ static int add_columns(tide_store *s, const store_schema *sc) {
                                "INSERT INTO source_columns VALUES (?1, ?2, (SELECT "
                                "coalesce(max(ord), 0) + 1 FROM source_columns))",
                                -1, &q, NULL) != SQLITE_OK) {
-            st = sq_fail(s, "adding a source column");
+            st = tide_sq_fail(s, "adding a source column");
             break;
         }
         sqlite3_bind_text(q, 1, sc->cols[i].name, -1, SQLITE_STATIC);
         sqlite3_bind_int(q, 2, sc->cols[i].is_int);
         if (sqlite3_step(q) != SQLITE_DONE)
-            st = sq_fail(s, "adding a source column");
+            st = tide_sq_fail(s, "adding a source column");
         sqlite3_finalize(q);
     }
-    colset_free(&have);
+    tide_sq_colset_free(&have);
     return st;
 }
 
@@ -221,7 +214,7 @@ static int bind_image(tide_store *s, sqlite3_stmt *q, const tide_store_frame *f)
         else
             rc = sqlite3_bind_double(q, i + 1, num[i]);
     }
-    return rc == SQLITE_OK ? TIDE_OK : sq_fail(s, "binding the image row");
+    return rc == SQLITE_OK ? TIDE_OK : tide_sq_fail(s, "binding the image row");
 }
 
 static int insert_sources(tide_store *s, const store_schema *sc, const tide_table *t, int64_t id) {
@@ -253,19 +246,19 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(DB(s), "INSERT INTO source_layouts VALUES (?1, ?2)", -1, &q, NULL) !=
         SQLITE_OK)
-        st = sq_fail(s, "preparing the layout insert");
+        st = tide_sq_fail(s, "preparing the layout insert");
     if (!st) {
         sqlite3_bind_int64(q, 1, id);
         sqlite3_bind_text(q, 2, layout, -1, SQLITE_STATIC);
         if (sqlite3_step(q) != SQLITE_DONE)
-            st = sq_fail(s, "inserting the row layout");
+            st = tide_sq_fail(s, "inserting the row layout");
     }
     sqlite3_finalize(q);
     q = NULL;
     /* the frame's cells and the rank span of each */
     if (!st && sqlite3_prepare_v2(DB(s), "INSERT INTO source_cells VALUES (?1, ?2, ?3, ?4)", -1, &q,
                                   NULL) != SQLITE_OK)
-        st = sq_fail(s, "preparing the cell insert");
+        st = tide_sq_fail(s, "preparing the cell insert");
     if (!st)
         sqlite3_bind_int64(q, 2, id);
     for (int64_t k = 0, k1; k < n && !st; k = k1) {
@@ -276,7 +269,7 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
         sqlite3_bind_int64(q, 3, k + 1);
         sqlite3_bind_int64(q, 4, k1);
         if (sqlite3_step(q) != SQLITE_DONE)
-            st = sq_fail(s, "inserting the frame's cells");
+            st = tide_sq_fail(s, "inserting the frame's cells");
         sqlite3_reset(q);
     }
     sqlite3_finalize(q);
@@ -286,7 +279,7 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
                                   "\"ALPHA_J2000\", \"DELTA_J2000\", DATA) VALUES (?1, ?2, ?3, "
                                   "?4, ?5, ?6, ?7)",
                                   -1, &q, NULL) != SQLITE_OK)
-        st = sq_fail(s, "preparing the sources insert");
+        st = tide_sq_fail(s, "preparing the sources insert");
     const double *ra = t->cols[sc->cols[sc->ira].src].data;
     const double *dec = t->cols[sc->cols[sc->idec].src].data;
     if (!st)
@@ -306,7 +299,7 @@ static int insert_sources(tide_store *s, const store_schema *sc, const tide_tabl
             sqlite3_bind_double(q, 6, dec[r]);
         sqlite3_bind_blob(q, 7, rows + r * rowbytes, (int)rowbytes, SQLITE_STATIC);
         if (sqlite3_step(q) != SQLITE_DONE)
-            st = sq_fail(s, "inserting sources");
+            st = tide_sq_fail(s, "inserting sources");
         sqlite3_reset(q);
     }
     sqlite3_finalize(q);
@@ -381,7 +374,7 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
     /* the old frame of the same checksum: its sources are one rowid range */
     if (!st && sqlite3_prepare_v2(DB(s), "SELECT id FROM images WHERE checksum = ?1", -1, &q,
                                   NULL) != SQLITE_OK)
-        st = sq_fail(s, "looking up the checksum");
+        st = tide_sq_fail(s, "looking up the checksum");
     int64_t old = -1;
     if (!st) {
         sqlite3_bind_text(q, 1, f->checksum, -1, SQLITE_STATIC);
@@ -389,7 +382,7 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
         if (rc == SQLITE_ROW)
             old = sqlite3_column_int64(q, 0);
         else if (rc != SQLITE_DONE)
-            st = sq_fail(s, "looking up the checksum");
+            st = tide_sq_fail(s, "looking up the checksum");
         sqlite3_finalize(q);
         q = NULL;
     }
@@ -406,11 +399,11 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
             k += snprintf(sql + k, sizeof sql - (size_t)k, "%s?", i ? ", " : "");
         snprintf(sql + k, sizeof sql - (size_t)k, ")");
         if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK)
-            st = sq_fail(s, "preparing the image insert");
+            st = tide_sq_fail(s, "preparing the image insert");
         if (!st)
             st = bind_image(s, q, f);
         if (!st && sqlite3_step(q) != SQLITE_DONE)
-            st = sq_fail(s, "inserting the image row");
+            st = tide_sq_fail(s, "inserting the image row");
         sqlite3_finalize(q);
     }
     int64_t id = sqlite3_last_insert_rowid(DB(s));
@@ -433,278 +426,6 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
     return TIDE_OK;
 }
 
-static int file_of(void *ctx, int64_t id, char *file, int n) {
-    tide_store *s = ctx;
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s), "SELECT file FROM images WHERE id = ?1", -1, &q, NULL) !=
-        SQLITE_OK)
-        return sq_fail(s, "reading image files");
-    sqlite3_bind_int64(q, 1, id);
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-        snprintf(file, (size_t)n, "%s", (const char *)sqlite3_column_text(q, 0));
-    sqlite3_finalize(q);
-    return TIDE_OK;
-}
-
-/* The row layouts of the images a cone meets, sorted by image id (parsed once each). */
-typedef struct layout_cache {
-    sq_layout *l;
-    int n, cap;
-    sqlite3_stmt *q;
-} layout_cache;
-
-static void layout_cache_free(layout_cache *c) {
-    for (int i = 0; i < c->n; i++)
-        tide_sq_layout_free(&c->l[i]);
-    free(c->l);
-    sqlite3_finalize(c->q);
-    memset(c, 0, sizeof *c);
-}
-
-static int layout_get(tide_store *s, layout_cache *c, int64_t id, const char *const *names,
-                      int nnames, const sq_layout **out) {
-    int lo = 0, hi = c->n;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (c->l[mid].image_id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < c->n && c->l[lo].image_id == id) {
-        *out = &c->l[lo];
-        return TIDE_OK;
-    }
-    if (!c->q && sqlite3_prepare_v2(DB(s), "SELECT layout FROM source_layouts WHERE image_id = ?1",
-                                    -1, &c->q, NULL) != SQLITE_OK)
-        return sq_fail(s, "preparing the layout look-up");
-    sqlite3_bind_int64(c->q, 1, id);
-    int rc = sqlite3_step(c->q), st = TIDE_OK;
-    sq_layout L;
-    if (rc == SQLITE_ROW && sqlite3_column_text(c->q, 0))
-        st = tide_sq_layout_parse((const char *)sqlite3_column_text(c->q, 0), names, nnames, &L);
-    else
-        st = rc == SQLITE_DONE || rc == SQLITE_ROW
-                 ? tide_error(TIDE_E_DB, "sqlite %s: image %lld has no row layout", s->target,
-                              (long long)id)
-                 : sq_fail(s, "layout look-up");
-    sqlite3_reset(c->q);
-    if (st)
-        return st;
-    if (c->n == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 16;
-        sq_layout *m = realloc(c->l, (size_t)cap * sizeof *m);
-        if (!m) {
-            tide_sq_layout_free(&L);
-            return tide_error(TIDE_E_NOMEM, "store: row layouts");
-        }
-        c->l = m;
-        c->cap = cap;
-    }
-    memmove(c->l + lo + 1, c->l + lo, (size_t)(c->n - lo) * sizeof *c->l);
-    L.image_id = id;
-    c->l[lo] = L;
-    c->n++;
-    *out = &c->l[lo];
-    return TIDE_OK;
-}
-
-enum { NCORE = 4 }; /* IMAGE_ID, SEQ, ALPHA_J2000, DELTA_J2000 precede the packed columns */
-
-/* The rowid spans holding every source whose cell lies in the cover @p rg (nrg ranges): for
- * each range, each frame's rank span there (source_cells). *spans: malloc'd pairs. */
-static int cover_spans(tide_store *s, const int64_t *rg, int64_t nrg, int64_t **spans,
-                       int64_t *nspan) {
-    *spans = NULL;
-    *nspan = 0;
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s),
-                           "SELECT image_id, min(first), max(last) FROM source_cells WHERE cell "
-                           "BETWEEN ?1 AND ?2 GROUP BY image_id",
-                           -1, &q, NULL) != SQLITE_OK)
-        return sq_fail(s, "preparing the cell look-up");
-    int64_t cap = 0;
-    int st = TIDE_OK;
-    for (int64_t g = 0; g < nrg && !st; g++) {
-        sqlite3_bind_int64(q, 1, rg[2 * g]);
-        sqlite3_bind_int64(q, 2, rg[2 * g + 1]);
-        int rc;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            if (*nspan == cap) {
-                cap = cap ? 2 * cap : 256;
-                int64_t *m = realloc(*spans, (size_t)cap * 2 * sizeof *m);
-                if (!m) {
-                    st = tide_error(TIDE_E_NOMEM, "store: cone spans");
-                    break;
-                }
-                *spans = m;
-            }
-            int64_t id = sqlite3_column_int64(q, 0);
-            (*spans)[2 * *nspan] = (id << 32) + sqlite3_column_int64(q, 1);
-            (*spans)[2 * *nspan + 1] = (id << 32) + sqlite3_column_int64(q, 2);
-            (*nspan)++;
-        }
-        if (!st && rc != SQLITE_DONE)
-            st = sq_fail(s, "cell look-up");
-        sqlite3_reset(q);
-    }
-    sqlite3_finalize(q);
-    if (st) {
-        free(*spans);
-        *spans = NULL;
-        *nspan = 0;
-    }
-    return st;
-}
-
-static int sq_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,
-                   tide_table *out) {
-    int64_t *rg = NULL, nrg = 1;
-    int st = TIDE_OK;
-    if (radius >= 0) {
-        int64_t *cover = NULL, ncover = 0;
-        st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &cover, &ncover);
-        if (!st)
-            st = cover_spans(s, cover, ncover, &rg, &nrg);
-        free(cover);
-    } else if (!(rg = malloc(2 * sizeof *rg))) {
-        st = tide_error(TIDE_E_NOMEM, "store: cone spans");
-    } else { /* every source */
-        rg[0] = INT64_MIN;
-        rg[1] = INT64_MAX;
-    }
-    if (st)
-        return st;
-    colset cols;
-    st = table_columns(s, &cols);
-    if (st) {
-        free(rg);
-        return st;
-    }
-    sqlite3_stmt *q = NULL;
-    const char *sql = "SELECT IMAGE_ID, SEQ, \"ALPHA_J2000\", \"DELTA_J2000\", DATA FROM "
-                      "sources WHERE SRC_ID BETWEEN ?1 AND ?2";
-    if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK) {
-        free(rg);
-        colset_free(&cols);
-        return sq_fail(s, "preparing the cone search");
-    }
-    const int nn = NCORE + cols.n;
-    const char **names = calloc((size_t)nn, sizeof *names);
-    int *is_int = calloc((size_t)nn, sizeof *is_int);
-    if (!names || !is_int)
-        st = tide_error(TIDE_E_NOMEM, "store: cone columns");
-    if (!st) {
-        static const char *const core[NCORE] = {"IMAGE_ID", "SEQ", "ALPHA_J2000", "DELTA_J2000"};
-        for (int j = 0; j < NCORE; j++) {
-            names[j] = core[j];
-            is_int[j] = j < 2;
-        }
-        for (int j = 0; j < cols.n; j++) {
-            names[NCORE + j] = cols.name[j];
-            is_int[NCORE + j] = cols.is_int[j];
-        }
-    }
-    store_result res;
-    memset(&res, 0, sizeof res);
-    layout_cache lc;
-    memset(&lc, 0, sizeof lc);
-    if (!st)
-        st = tide_store_result_begin(&res, out, nn, names, is_int, NULL, 0);
-    for (int64_t g = 0; g < nrg && !st; g++) {
-        sqlite3_bind_int64(q, 1, rg[2 * g]);
-        sqlite3_bind_int64(q, 2, rg[2 * g + 1]);
-        int rc;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            double r = sqlite3_column_type(q, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 2);
-            double d = sqlite3_column_type(q, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 3);
-            if (radius >= 0 && !(tide_store_separation(ra, dec, r, d) <= radius))
-                continue;
-            int64_t id = sqlite3_column_int64(q, 0);
-            const sq_layout *L = NULL;
-            st = layout_get(s, &lc, id, names, nn, &L);
-            if (st)
-                break;
-            const unsigned char *data = sqlite3_column_blob(q, 4);
-            if (sqlite3_column_bytes(q, 4) != L->rowbytes || (L->rowbytes && !data)) {
-                st = tide_error(TIDE_E_DB,
-                                "sqlite %s: a source of image %lld has %d packed "
-                                "bytes, its layout %lld",
-                                s->target, (long long)id, sqlite3_column_bytes(q, 4),
-                                (long long)L->rowbytes);
-                break;
-            }
-            int64_t row = tide_store_result_row(&res);
-            if (row < 0) {
-                st = (int)row;
-                break;
-            }
-            tide_store_result_set_i(&res, row, 0, id);
-            tide_store_result_set_i(&res, row, 1, sqlite3_column_int64(q, 1));
-            tide_store_result_set_f(&res, row, 2, r);
-            tide_store_result_set_f(&res, row, 3, d);
-            tide_sq_unpack(L, data, &res, row, NCORE, nn);
-        }
-        if (!st && rc != SQLITE_DONE && rc != SQLITE_ROW)
-            st = sq_fail(s, "cone search");
-        sqlite3_reset(q);
-    }
-    sqlite3_finalize(q);
-    free(rg);
-    layout_cache_free(&lc);
-    if (!st)
-        st = tide_store_result_finish(&res, limit, file_of, s);
-    tide_store_result_free(&res);
-    free(names);
-    free(is_int);
-    colset_free(&cols);
-    return st;
-}
-
-static int sq_image(tide_store *s, const char *key, const char *checksum, tide_store_frame *out) {
-    char sql[1024];
-    int k = snprintf(sql, sizeof sql, "SELECT id");
-    for (int i = 0; i < TIDE_STORE_NIMG; i++)
-        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s", tide_store_img_cols[i]);
-    snprintf(sql + k, sizeof sql - (size_t)k,
-             " FROM images WHERE checksum = ?1 OR checksum = ?2 OR file = ?2 "
-             "ORDER BY checksum = ?1 DESC, checksum = ?2 DESC, id DESC LIMIT 1");
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK)
-        return sq_fail(s, "preparing the image look-up");
-    sqlite3_bind_text(q, 1, checksum ? checksum : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(q), st = TIDE_OK;
-    if (rc == SQLITE_ROW) {
-        out->id = sqlite3_column_int64(q, 0);
-        for (int i = 0; i < TIDE_STORE_NIMG && !st; i++)
-            st = tide_store_frame_set(out, i, (const char *)sqlite3_column_text(q, i + 1));
-    } else if (rc == SQLITE_DONE) {
-        st = tide_error(TIDE_E_NOTFOUND, "sqlite %s: no image with file or checksum %s", s->target,
-                        key);
-    } else {
-        st = sq_fail(s, "image look-up");
-    }
-    sqlite3_finalize(q);
-    return st;
-}
-
-static int count_of(tide_store *s, const char *sql, int64_t *n) {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK)
-        return sq_fail(s, sql);
-    int st = sqlite3_step(q) == SQLITE_ROW ? TIDE_OK : sq_fail(s, sql);
-    if (!st)
-        *n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return st;
-}
-
-static int sq_count(tide_store *s, int64_t *nimg, int64_t *nsrc) {
-    int st = count_of(s, "SELECT count(*) FROM images", nimg);
-    return st ? st : count_of(s, "SELECT count(*) FROM sources", nsrc);
-}
-
 static void sq_close(tide_store *s) {
     sq *p = s->impl;
     if (p) {
@@ -716,7 +437,8 @@ static void sq_close(tide_store *s) {
     s->impl = NULL;
 }
 
-static const store_ops sqlite_ops = {sq_put, sq_cone, sq_image, sq_count, sq_exec, sq_close};
+static const store_ops sqlite_ops = {sq_put, tide_sq_cone, tide_sq_image, tide_sq_count, sq_exec,
+                                      sq_close};
 
 int tide_store_sqlite_open(tide_store *s, const char *path) {
     if (!*path)
