@@ -22,7 +22,6 @@
 #include "bench_diff_int.h"
 #include "bench_util.h"
 #include "cli.h"
-#include "diff/dipole_sim.h"
 #include "pipeline/diff_internal.h"
 #include "tide/sim.h"
 
@@ -53,11 +52,8 @@ static const char *help =
 
 /* ---- timing helpers --------------------------------------------------------------------- */
 
-typedef int (*bd_fn)(tide_ctx *ctx, void *arg);
-
-/* Median ms (and the minimum) of o->repeats calls after o->warmup, each between timer marks
- * (CUDA events on the context's stream, waited for; a monotonic clock on the CPU). */
-static int time_median(tide_ctx *ctx, const bd_opts *o, bd_fn fn, void *arg, double *ms) {
+int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bd_fn fn, void *arg,
+                        double *ms) {
     double t[BD_MAX_REPEATS];
     int st = 0;
     for (int i = 0; i < o->warmup && !st; i++)
@@ -105,7 +101,7 @@ static int bench_link(tide_ctx *ctx, const bd_opts *o, bd_result *r) {
     a.src = dev;
     double ms = 0;
     if (!st)
-        st = time_median(ctx, o, do_d2h, &a, &ms);
+        st = tide_bd_time_median(ctx, o, do_d2h, &a, &ms);
     if (!st)
         r->d2h_gbps = (double)a.bytes / (ms > 0 ? ms : 1e-9) * 1e-6;
     tide_host_pinned_free(ctx, a.dst);
@@ -331,11 +327,11 @@ static int fft_pair(tide_ctx *ctx, const bd_opts *o, int64_t w, int64_t h, int k
     if (!st)
         st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, px, py, 1, &a.plan);
     if (!st)
-        st = time_median(ctx, o, do_fft, &a, r2c_ms);
+        st = tide_bd_time_median(ctx, o, do_fft, &a, r2c_ms);
     if (!st)
         st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, px, py, 1, &a.plan);
     if (!st)
-        st = time_median(ctx, o, do_fft, &a, c2r_ms);
+        st = tide_bd_time_median(ctx, o, do_fft, &a, c2r_ms);
     tide_fft_buffer_free(ctx, a.buf);
     return st;
 }
@@ -363,7 +359,7 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
     ra.w = o->w;
     ra.h = o->h;
     if (!st)
-        st = time_median(ctx, o, do_reproject, &ra, &r->reproj_call_ms);
+        st = tide_bd_time_median(ctx, o, do_reproject, &ra, &r->reproj_call_ms);
     tide_reproject_params rp;
     tide_reproject_params_default(&rp);
     double t0 = tide_now();
@@ -377,7 +373,7 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
         tide_reproject_info inf;
         tide_reproject_plan_info(ra.plan, &inf);
         r->reproj_exact = inf.exact;
-        st = time_median(ctx, o, do_reproject, &ra, &r->reproj_exec_ms);
+        st = tide_bd_time_median(ctx, o, do_reproject, &ra, &r->reproj_exec_ms);
     }
     r->reproj_floor_ms = 20.0 * npx / bpms;
     tide_reproject_plan_free(ctx, ra.plan);
@@ -394,7 +390,7 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
         sa.p.spatial_degree = k ? 2 : 0;
         bd_sub *b = &r->sub[k];
         b->degree = sa.p.spatial_degree;
-        st = time_median(ctx, o, do_subtract, &sa, &b->ms);
+        st = tide_bd_time_median(ctx, o, do_subtract, &sa, &b->ms);
         if (!st) {
             b->kernel_w = sa.r.kernel_w;
             b->npoly = sa.r.npoly;
@@ -412,90 +408,6 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
     tide_diffp_frame_free(ctx, &tmpl);
     tide_fft_cache_clear(ctx);
     return st ? tide_error_prefix(st, "reprojection / subtraction alone: ") : 0;
-}
-
-/* ---- d. dipole fits --------------------------------------------------------------------- */
-
-typedef struct dip_arg {
-    int64_t n;
-    int side, device;
-    const float *pix, *var;
-    tide_dipole_params p;
-    tide_dipole_fit *out;
-} dip_arg;
-
-static int do_dipole(tide_ctx *ctx, void *p) {
-    dip_arg *a = p;
-    if (a->device)
-        return tide_dipole_fit_device(ctx, a->n, a->side, a->pix, a->var, NULL, NULL, NULL,
-                                      &a->p, a->out);
-    return tide_dipole_fit_stamps(ctx, a->n, a->side, a->pix, a->var, NULL, NULL, NULL, &a->p,
-                                  a->out);
-}
-
-static int bench_dipoles(tide_ctx *ctx, const bd_opts *o, bd_result *r) {
-    const int side = 21, ps = 25;
-    const int64_t n = o->stamps, np = (int64_t)side * side;
-    const size_t pbytes = sizeof(float) * (size_t)(n * np);
-    float *pix = malloc(pbytes), *var = malloc(pbytes);
-    float hpsf[25 * 25];
-    tide_dipole_fit *fits = malloc(sizeof *fits * (size_t)n);
-    if (!pix || !var || !fits) {
-        free(pix);
-        free(var);
-        free(fits);
-        return tide_error(TIDE_E_NOMEM, "bench: dipole stamps");
-    }
-    /* Gaussian dipoles of lobe S/N 20-60, separations 3-5 widths: test_gpu_dipole's set. */
-    for (int64_t s = 0; s < n; s++) {
-        dsim_truth tr;
-        dsim_stamp(11, s, TIDE_DIPOLE_GAUSS, 1, side, 20.0, 60.0, 3.0, 5.0, NULL, 0, 1.6,
-                   pix + s * np, var + s * np, &tr);
-    }
-    dsim_psf(hpsf, ps, 1.6);
-    const int dev = ctx->backend == TIDE_BACKEND_CUDA;
-    void *dpix = NULL, *dvar = NULL, *dout = NULL, *dpsf = NULL;
-    int st = 0;
-    if (dev) {
-        st = tide_device_alloc(ctx, pbytes, &dpix);
-        if (!st)
-            st = tide_device_alloc(ctx, pbytes, &dvar);
-        if (!st)
-            st = tide_device_alloc(ctx, sizeof *fits * (size_t)n, &dout);
-        if (!st)
-            st = tide_device_alloc(ctx, sizeof hpsf, &dpsf);
-        if (!st)
-            st = tide_memcpy(ctx, dpix, 1, pix, 0, pbytes);
-        if (!st)
-            st = tide_memcpy(ctx, dvar, 1, var, 0, pbytes);
-        if (!st)
-            st = tide_memcpy(ctx, dpsf, 1, hpsf, 0, sizeof hpsf);
-    }
-    dip_arg a = {n, side, dev, dev ? dpix : pix, dev ? dvar : var, {0}, dev ? dout : fits};
-    for (int k = 0; k < BD_NDIP && !st; k++) {
-        tide_dipole_params_default(&a.p);
-        if (k == 1)
-            a.p.fit_ps = 0;
-        if (k == 2) {
-            a.p.model = TIDE_DIPOLE_PSF;
-            a.p.psf = dev ? dpsf : hpsf;
-            a.p.psf_side = ps;
-        }
-        st = time_median(ctx, o, do_dipole, &a, &r->dip[k].ms);
-        r->dip[k].n = n;
-        r->dip[k].per_s = r->dip[k].ms > 0 ? (double)n / (r->dip[k].ms * 1e-3) : 0.0;
-        r->dip[k].device = dev;
-    }
-    if (dev) {
-        tide_device_free(ctx, dpix);
-        tide_device_free(ctx, dvar);
-        tide_device_free(ctx, dout);
-        tide_device_free(ctx, dpsf);
-    }
-    free(pix);
-    free(var);
-    free(fits);
-    return st ? tide_error_prefix(st, "dipole fits: ") : 0;
 }
 
 /* ---- the command ------------------------------------------------------------------------ */
@@ -603,7 +515,7 @@ int tide_bench_diff(int argc, char **argv) {
     if (!st)
         st = bench_parts(ctx, &o, &pr, bpms, r);
     if (!st)
-        st = bench_dipoles(ctx, &o, r);
+        st = tide_bd_dipoles(ctx, &o, r);
     if (!st) {
         r->bpms = bpms;
         if (!o.json_stdout)
