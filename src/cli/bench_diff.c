@@ -52,25 +52,9 @@ static const char *help =
 
 /* ---- timing helpers --------------------------------------------------------------------- */
 
-int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bd_fn fn, void *arg,
+int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg,
                         double *ms) {
-    double t[BD_MAX_REPEATS];
-    int st = 0;
-    for (int i = 0; i < o->warmup && !st; i++)
-        st = fn(ctx, arg);
-    if (!st)
-        st = tide_sync(ctx);
-    for (int i = 0; i < o->repeats && !st; i++) {
-        tide_timer tm;
-        st = tide_timer_start(ctx, &tm, "bench.diff");
-        if (!st)
-            st = fn(ctx, arg);
-        if (!st)
-            st = tide_timer_stop(ctx, &tm, &t[i]);
-    }
-    if (!st)
-        *ms = tide_bench_median(t, o->repeats);
-    return st;
+    return tide_bench_time(ctx, o->repeats, o->warmup, "bench.diff", fn, arg, ms);
 }
 
 /* ---- the host link ---------------------------------------------------------------------- */

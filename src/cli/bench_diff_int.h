@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bench_util.h"
 #include "tide/tide.h"
 
 #define BD_MAX_REPEATS 64
@@ -73,11 +74,8 @@ void tide_bd_print_text(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd
 /** JSON report on @p f. */
 void tide_bd_print_json(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd_result *r);
 
-/** One timed call of a benchmark part. */
-typedef int (*tide_bd_fn)(tide_ctx *ctx, void *arg);
-/** Median ms of o->repeats calls of @p fn after o->warmup untimed ones, each between timer
- *  marks (CUDA events on the context's stream, waited for; a monotonic clock on the CPU). */
-int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bd_fn fn, void *arg,
+/** tide_bench_time (bench_util.h) with the options' repeats and warm-up. */
+int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg,
                         double *ms);
 /** Part d: dipole fit throughput (bench_diff_dipole.c), into r->dip. */
 int tide_bd_dipoles(tide_ctx *ctx, const bd_opts *o, bd_result *r);

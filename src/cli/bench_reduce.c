@@ -56,27 +56,16 @@ typedef struct fft_arg {
     float *buf;
 } fft_arg;
 
+static int do_fft(tide_ctx *ctx, void *p) {
+    fft_arg *a = p;
+    return tide_fft_execute(ctx, a->plan, a->buf);
+}
+
 /* Median ms of o->repeats executions of @p plan after o->warmup untimed ones. */
 static int time_fft(tide_ctx *ctx, const tide_br_opts *o, tide_fft_plan *plan, float *buf,
                     double *ms) {
-    double t[BR_MAX_REPEATS];
-    const int n = o->repeats < BR_MAX_REPEATS ? o->repeats : BR_MAX_REPEATS;
-    int st = 0;
-    for (int i = 0; i < o->warmup && !st; i++)
-        st = tide_fft_execute(ctx, plan, buf);
-    if (!st)
-        st = tide_sync(ctx);
-    for (int i = 0; i < n && !st; i++) {
-        tide_timer tm;
-        st = tide_timer_start(ctx, &tm, "bench.fft");
-        if (!st)
-            st = tide_fft_execute(ctx, plan, buf);
-        if (!st)
-            st = tide_timer_stop(ctx, &tm, &t[i]);
-    }
-    if (!st)
-        *ms = tide_bench_median(t, n);
-    return st;
+    fft_arg a = {plan, buf};
+    return tide_bench_time(ctx, o->repeats, o->warmup, "bench.fft", do_fft, &a, ms);
 }
 
 /* Wall time of making (and releasing) a correlator of f's shape with f->nk flat kernels. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "bench_util.h"
+#include "tide/memory.h"
 #include "tide/timer.h"
 
 int tide_bench_cmp_double(const void *a, const void *b) {
@@ -12,6 +13,28 @@ int tide_bench_cmp_double(const void *a, const void *b) {
 double tide_bench_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, tide_bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, tide_bench_fn fn,
+                    void *arg, double *ms) {
+    double t[64];
+    const int n = repeats < 64 ? repeats : 64;
+    int st = 0;
+    for (int i = 0; i < warmup && !st; i++)
+        st = fn(ctx, arg);
+    if (!st)
+        st = tide_sync(ctx);
+    for (int i = 0; i < n && !st; i++) {
+        tide_timer tm;
+        st = tide_timer_start(ctx, &tm, stage);
+        if (!st)
+            st = fn(ctx, arg);
+        if (!st)
+            st = tide_timer_stop(ctx, &tm, &t[i]);
+    }
+    if (!st)
+        *ms = tide_bench_median(t, n);
+    return st;
 }
 
 double tide_bench_now_ms(void) {

@@ -4,11 +4,22 @@
 #define TIDE_CLI_BENCH_UTIL_H
 #include <stdint.h>
 
+#include "tide/ctx.h"
+
 /** qsort comparison of doubles, ascending. */
 int tide_bench_cmp_double(const void *a, const void *b);
 
 /** Median of @p n values (sorts @p v in place); the mean of the two middle ones when n is even. */
 double tide_bench_median(double *v, int n);
+
+/** One benchmarked call. */
+typedef int (*tide_bench_fn)(tide_ctx *ctx, void *arg);
+
+/** Median milliseconds of @p repeats timed calls of @p fn (at most 64) after @p warmup untimed
+ *  ones, each between timer marks of stage @p stage (CUDA events on the context's stream,
+ *  waited for; a monotonic clock on the CPU). */
+int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, tide_bench_fn fn,
+                    void *arg, double *ms);
 
 /** Milliseconds on a monotonic clock. */
 double tide_bench_now_ms(void);

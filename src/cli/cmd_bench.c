@@ -68,30 +68,10 @@ static const char *help =
     "                        area (at least 2000) on smaller ones; 0 = none [130000]\n"
     "  --json FILE           also write the results as JSON to FILE ('-' = stdout)\n";
 
-/* The thing being timed, called with an opaque argument; returns a status. */
-typedef int (*bench_fn)(tide_ctx *ctx, void *arg);
-
-/* Median milliseconds of o->repeats timed calls after o->warmup untimed ones. */
-static int time_median(tide_ctx *ctx, const bench_opts *o, const char *stage, bench_fn fn,
+/* Median ms of o->repeats timed calls after o->warmup untimed ones (bench_util.c). */
+static int time_median(tide_ctx *ctx, const bench_opts *o, const char *stage, tide_bench_fn fn,
                        void *arg, double *ms) {
-    double t[64];
-    int n = o->repeats < 64 ? o->repeats : 64;
-    int st = TIDE_OK;
-    for (int i = 0; i < o->warmup && !st; i++)
-        st = fn(ctx, arg);
-    if (!st)
-        st = tide_sync(ctx);
-    for (int i = 0; i < n && !st; i++) {
-        tide_timer tm;
-        st = tide_timer_start(ctx, &tm, stage);
-        if (!st)
-            st = fn(ctx, arg);
-        if (!st)
-            st = tide_timer_stop(ctx, &tm, &t[i]);
-    }
-    if (!st)
-        *ms = tide_bench_median(t, n);
-    return st;
+    return tide_bench_time(ctx, o->repeats, o->warmup, stage, fn, arg, ms);
 }
 
 /* ---- the timed operations --------------------------------------------------------------- */
@@ -165,9 +145,11 @@ static int do_reduce(tide_ctx *ctx, void *p) {
 static int measure_bandwidth(tide_ctx *ctx, const bench_opts *o, size_t bytes, double *bpms) {
     int dev = ctx->backend == TIDE_BACKEND_CUDA;
     copy_arg a = {NULL, NULL, dev, dev, bytes, ctx->threads > 0 ? ctx->threads : 1};
-    int st = dev ? tide_device_alloc(ctx, bytes, &a.src) : tide_host_pinned_alloc(ctx, bytes, &a.src);
-    if (!st)
-        st = dev ? tide_device_alloc(ctx, bytes, &a.dst) : tide_host_pinned_alloc(ctx, bytes, &a.dst);
+    void **ends[2] = {&a.src, &a.dst};
+    int st = 0;
+    for (int k = 0; k < 2 && !st; k++)
+        st = dev ? tide_device_alloc(ctx, bytes, ends[k])
+                 : tide_host_pinned_alloc(ctx, bytes, ends[k]);
     if (!st && !dev) {
         memset(a.src, 1, bytes); /* touch the pages outside the timing */
         memset(a.dst, 0, bytes);
