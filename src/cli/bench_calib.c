@@ -308,22 +308,12 @@ int tide_bench_calib(int argc, char **argv) {
     o.repeats = 5, o.warmup = 1, o.stars = 130000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--calib"))
-            continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("%s\n%s", help, tide_cli_common_help);
-            return 0;
+        const int cm = tide_bench_common_arg(cmd, "--calib", help, &c, argc, argv, &i, &o.json);
+        if (cm != TIDE_BENCH_ARG_OWN) {
+            if (cm == TIDE_BENCH_ARG_TAKEN)
+                continue;
+            return cm == TIDE_BENCH_ARG_EXIT_OK ? 0 : 2;
         }
-        /* --json FILE here, before the common --json flag takes it */
-        if (!strcmp(a, "--json") && i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) {
-            o.json = argv[++i];
-            continue;
-        }
-        const int cm = tide_cli_common_option(&c, cmd, argc, argv, &i);
-        if (cm < 0)
-            return 2;
-        if (cm > 0)
-            continue;
         const int takes = !strcmp(a, "--sizes") || !strcmp(a, "--stars") ||
                           !strcmp(a, "--repeats") || !strcmp(a, "--warmup") ||
                           !strcmp(a, "--store") || !strcmp(a, "--workdir");

@@ -416,22 +416,13 @@ int tide_bench_diff(int argc, char **argv) {
     const char *workdir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--diff"))
-            continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("%s\n%s", help, tide_cli_common_help);
-            return 0;
+        const int cm =
+            tide_bench_common_arg(cmd, "--diff", help, &c, argc, argv, &i, &o.json_path);
+        if (cm != TIDE_BENCH_ARG_OWN) {
+            if (cm == TIDE_BENCH_ARG_TAKEN)
+                continue;
+            return cm == TIDE_BENCH_ARG_EXIT_OK ? 0 : 2;
         }
-        /* --json FILE here, before the common --json flag takes it */
-        if (!strcmp(a, "--json") && i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) {
-            o.json_path = argv[++i];
-            continue;
-        }
-        const int cm = tide_cli_common_option(&c, cmd, argc, argv, &i);
-        if (cm < 0)
-            return 2;
-        if (cm > 0)
-            continue;
         const int takes = !strcmp(a, "--size") || !strcmp(a, "--repeats") ||
                           !strcmp(a, "--warmup") || !strcmp(a, "--transients") ||
                           !strcmp(a, "--stamps") || !strcmp(a, "--workdir");

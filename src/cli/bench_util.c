@@ -1,5 +1,7 @@
 /* bench_util.c — helpers shared by the `tide bench` families (bench_util.h). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "tide/memory.h"
@@ -61,4 +63,24 @@ int tide_bench_parse_sizes(const char *s, int64_t (*sizes)[2], int max, int64_t 
             return -1;
     }
     return *n ? 0 : -1;
+}
+
+int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
+                          tide_cli_common *c, int argc, char **argv, int *i, const char **json) {
+    const char *a = argv[*i];
+    if (!strcmp(a, mode))
+        return TIDE_BENCH_ARG_TAKEN;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        printf("%s\n%s", help, tide_cli_common_help);
+        return TIDE_BENCH_ARG_EXIT_OK;
+    }
+    /* --json FILE here, before the common --json flag takes it */
+    if (!strcmp(a, "--json") && *i + 1 < argc &&
+        (argv[*i + 1][0] != '-' || !strcmp(argv[*i + 1], "-"))) {
+        *json = argv[++*i];
+        return TIDE_BENCH_ARG_TAKEN;
+    }
+    const int cm = tide_cli_common_option(c, cmd, argc, argv, i);
+    return cm < 0 ? TIDE_BENCH_ARG_EXIT_USAGE : cm > 0 ? TIDE_BENCH_ARG_TAKEN
+                                                        : TIDE_BENCH_ARG_OWN;
 }

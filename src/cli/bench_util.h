@@ -4,6 +4,7 @@
 #define TIDE_CLI_BENCH_UTIL_H
 #include <stdint.h>
 
+#include "cli.h"
 #include "tide/ctx.h"
 
 /** qsort comparison of doubles, ascending. */
@@ -20,6 +21,18 @@ typedef int (*tide_bench_fn)(tide_ctx *ctx, void *arg);
  *  waited for; a monotonic clock on the CPU). */
 int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, tide_bench_fn fn,
                     void *arg, double *ms);
+
+/** What argv[*i] was to tide_bench_common_arg. */
+enum { TIDE_BENCH_ARG_OWN = 0, TIDE_BENCH_ARG_TAKEN = 1, TIDE_BENCH_ARG_EXIT_OK = 2,
+       TIDE_BENCH_ARG_EXIT_USAGE = 3 };
+
+/** The options every `tide bench` family reads alike, at argv[*i]: its own mode flag
+ *  (@p mode, e.g. "--calib": skipped), --help / -h (prints @p help and the common options'
+ *  help: EXIT_OK), --json FILE (FILE, or "-" for standard output, into *json; a bare --json
+ *  is the common flag) and the common options (cli.h; a bad one: EXIT_USAGE, reported).
+ *  TAKEN when consumed (*i may have advanced), OWN when the family must read it. */
+int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
+                          tide_cli_common *c, int argc, char **argv, int *i, const char **json);
 
 /** Milliseconds on a monotonic clock. */
 double tide_bench_now_ms(void);

@@ -386,26 +386,17 @@ int tide_bench_xmatch(int argc, char **argv) {
     o.field = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--xmatch"))
-            continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("%s\n%s", help, tide_cli_common_help);
-            return 0;
+        const int r =
+            tide_bench_common_arg(cmd, "--xmatch", help, &c, argc, argv, &i, &o.json_path);
+        if (r != TIDE_BENCH_ARG_OWN) {
+            if (r == TIDE_BENCH_ARG_TAKEN)
+                continue;
+            return r == TIDE_BENCH_ARG_EXIT_OK ? 0 : 2;
         }
         if (!strcmp(a, "--mutual")) {
             o.mutual = 1;
             continue;
         }
-        if (!strcmp(a, "--json") && i + 1 < argc &&
-            (argv[i + 1][0] != '-' || !strcmp(argv[i + 1], "-"))) {
-            o.json_path = argv[++i];
-            continue;
-        }
-        const int r = tide_cli_common_option(&c, cmd, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
         if (i + 1 >= argc)
             return tide_cli_usage_error(cmd, "unknown option '%s' or missing value", a);
         const char *v = argv[++i];
