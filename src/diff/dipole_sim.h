@@ -9,13 +9,12 @@
 #include <string.h>
 
 #include "diff/dipole_math.h"
+#include "sim/sim_rng.h"
 #include "tide/dipole.h"
 
+/* splitmix64 step: the simulator's finaliser (sim_rng.h) after the golden-ratio increment */
 static inline uint64_t dsim_mix(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return sim_mix64(z + 0x9E3779B97F4A7C15ull);
 }
 static inline double dsim_unif(uint64_t seed, uint64_t i) {
     return ((double)(dsim_mix(seed * 0x100000001B3ull + i) >> 11) + 0.5) / 9007199254740992.0;
