@@ -2,7 +2,6 @@
  * figure beside its issue 5 target (one H200, 4096x4096), its floor and the anchors. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_diff_int.h"
 #include "cli.h"
@@ -121,10 +120,7 @@ static void jfig(FILE *f, const char *key, double ms, double target, double floo
 
 void tide_bd_print_json(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd_result *r) {
     char date[32];
-    const time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tide_bench_utc_now(date);
     fprintf(f, "{\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n  \"backend\": \"%s\",\n"
                "  \"device\": ",
             TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));

@@ -3,9 +3,9 @@
  * Every figure stands beside its floor and, where issue 3 sets one, its target. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_reduce.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -212,10 +212,7 @@ static void json_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const 
 void tide_br_print_json(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, double bpms,
                         const tide_br_run *r, int n) {
     char date[32];
-    const time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tide_bench_utc_now(date);
     fprintf(f, "{\n  \"bench\": \"reduce\",\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n"
                "  \"backend\": \"%s\",\n  \"device\": ",
             TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "tide/memory.h"
@@ -37,6 +38,13 @@ int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, t
     if (!st)
         *ms = tide_bench_median(t, n);
     return st;
+}
+
+void tide_bench_utc_now(char out[32]) {
+    const time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tmv);
 }
 
 double tide_bench_now_ms(void) {

@@ -34,6 +34,9 @@ enum { TIDE_BENCH_ARG_OWN = 0, TIDE_BENCH_ARG_TAKEN = 1, TIDE_BENCH_ARG_EXIT_OK 
 int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
                           tide_cli_common *c, int argc, char **argv, int *i, const char **json);
 
+/** The current UTC time as ISO 8601, "2026-11-30T01:02:03Z", for the benches' JSON. */
+void tide_bench_utc_now(char out[32]);
+
 /** Milliseconds on a monotonic clock. */
 double tide_bench_now_ms(void);
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_util.h"
 #include "cli.h"
@@ -307,10 +306,7 @@ static void print_text(FILE *f, const tide_ctx *cpu, const tide_ctx *gpu, const 
 static void print_json(FILE *f, const tide_ctx *cpu, const tide_ctx *gpu, const xb_opts *o,
                        double bpms, const xb_res *r, int n) {
     char date[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tide_bench_utc_now(date);
     fprintf(f,
             "{\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n  \"benchmark\": \"xmatch\",\n"
             "  \"cpu\": ",

@@ -357,10 +357,7 @@ static void json_corr(FILE *f, const corr_res *c) {
 static void print_json(FILE *f, const tide_ctx *ctx, const bench_opts *o, double bpms,
                        const size_res *r, int n) {
     char date[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tide_bench_utc_now(date);
     fprintf(f, "{\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n  \"backend\": \"%s\",\n"
                "  \"device\": ", TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));
     tide_cli_json_string(f, ctx->device_name);
