@@ -32,8 +32,9 @@ enum {
 /** Where an image's buffers live. */
 typedef enum { TIDE_HOST = 0, TIDE_DEVICE = 1 } tide_location;
 
-/** Optional planes requested at allocation. */
-enum { TIDE_IMAGE_MASK = 1, TIDE_IMAGE_VAR = 2 };
+/** Optional planes requested at allocation, and TIDE_IMAGE_UNINIT: leave the planes'
+ *  contents undefined instead of zeroing them (for callers that write every pixel). */
+enum { TIDE_IMAGE_MASK = 1, TIDE_IMAGE_VAR = 2, TIDE_IMAGE_UNINIT = 4 };
 
 /** A 2-D float32 image with optional mask and variance planes. */
 typedef struct tide_image {
@@ -48,7 +49,11 @@ typedef struct tide_image {
 } tide_image;
 
 /** Allocate a zeroed width×height image (stride = width) on the host or on the context's
- *  device, with the planes named in @p planes (TIDE_IMAGE_MASK | TIDE_IMAGE_VAR). */
+ *  device, with the planes named in @p planes (TIDE_IMAGE_MASK | TIDE_IMAGE_VAR, plus
+ *  TIDE_IMAGE_UNINIT to skip the zeroing). Host planes of 4 MiB or more come from a
+ *  process-wide cache of freed planes (TIDE_HOST_CACHE_MB in the environment caps the idle
+ *  memory it keeps [4096]; 0 turns it off), so a warm process touches no fresh page; on a CUDA
+ *  build they are page-locked on their first copy to or from the device. */
 int tide_image_alloc(struct tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
                      tide_location where, int planes);
 
@@ -61,6 +66,12 @@ int tide_image_clone(struct tide_ctx *ctx, tide_image *dst, const tide_image *sr
 
 /** Copy the planes both images have; sizes must match, locations may differ. */
 int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
+
+/** Start copying the planes both images have from device image @p src into host image @p dst
+ *  (same size): with page-locked host planes the copies overlap the context's later work and
+ *  are complete after tide_download_wait (memory.h), before which @p src must not be freed;
+ *  otherwise (or for any other pair of locations) the copy is complete on return. */
+int tide_image_download_start(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
 
 /** Number of pixels (width × height). */
 static inline int64_t tide_image_npix(const tide_image *im) { return im->width * im->height; }

@@ -62,6 +62,16 @@ void tide_device_reset_peak(struct tide_ctx *ctx);
 int tide_memcpy(struct tide_ctx *ctx, void *dst, int dst_on_device, const void *src,
                 int src_on_device, size_t bytes);
 
+/** Start copying @p bytes from device @p src to host @p dst after the work queued so far on
+ *  the context's stream. When @p dst is page-locked (a host image plane after its first
+ *  device copy, see image.h) the copy runs on a side stream, overlapping the context's later
+ *  work, and is complete only after tide_download_wait; the device memory must stay
+ *  allocated until then. Otherwise it is complete on return (as tide_memcpy). */
+int tide_download_start(struct tide_ctx *ctx, void *dst, const void *src, size_t bytes);
+
+/** Wait until the copies started with tide_download_start are complete (no-op without any). */
+int tide_download_wait(struct tide_ctx *ctx);
+
 /** Set @p bytes at @p ptr to zero (on the device when @p on_device, stream-ordered and waited
  *  for). */
 int tide_memzero(struct tide_ctx *ctx, void *ptr, int on_device, size_t bytes);

@@ -159,10 +159,11 @@ int tide_memcpy(tide_ctx *ctx, void *dst, int dst_on_device, const void *src, in
     }
 #ifdef TIDE_HAVE_CUDA
     if (bytes >= TIDE_STAGED_MIN_BYTES && dst_on_device != src_on_device) {
-        if (dst_on_device && tide_host_is_pageable(src))
-            return tide_staged_upload(ctx, dst, src, bytes);
-        if (src_on_device && tide_host_is_pageable(dst))
-            return tide_staged_download(ctx, dst, src, bytes);
+        /* cached host blocks are page-locked on first use: then a direct DMA */
+        const void *host = dst_on_device ? src : dst;
+        if (!tide_host_block_pin(host, bytes) && tide_host_is_pageable(host))
+            return dst_on_device ? tide_staged_upload(ctx, dst, src, bytes)
+                                 : tide_staged_download(ctx, dst, src, bytes);
     }
     enum cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
                                                               : cudaMemcpyHostToDevice)
@@ -174,6 +175,24 @@ int tide_memcpy(tide_ctx *ctx, void *dst, int dst_on_device, const void *src, in
     (void)ctx;
     return tide_error(TIDE_E_NODEVICE, "device copy in a build without CUDA");
 #endif
+}
+
+int tide_download_start(tide_ctx *ctx, void *dst, const void *src, size_t bytes) {
+#ifdef TIDE_HAVE_CUDA
+    if (bytes >= TIDE_STAGED_MIN_BYTES && ctx->backend == TIDE_BACKEND_CUDA &&
+        tide_host_block_pin(dst, bytes))
+        return tide_side_download(ctx, dst, src, bytes);
+#endif
+    return tide_memcpy(ctx, dst, 0, src, ctx->backend == TIDE_BACKEND_CUDA, bytes);
+}
+
+int tide_download_wait(tide_ctx *ctx) {
+#ifdef TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        return tide_side_wait(ctx);
+#endif
+    (void)ctx;
+    return TIDE_OK;
 }
 
 int tide_memzero(tide_ctx *ctx, void *ptr, int on_device, size_t bytes) {

@@ -2,28 +2,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core_internal.h"
 #include "tide/ctx.h"
 #include "tide/image.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 
-/* Allocate one zeroed plane of @p bytes where the image lives. */
-static int plane_alloc(tide_ctx *ctx, tide_location where, size_t bytes, void **p) {
+/* Allocate one plane of @p bytes where the image lives, zeroed when @p zero. Host planes go
+ * through the block cache (host_blocks.c). */
+static int plane_alloc(tide_ctx *ctx, tide_location where, size_t bytes, int zero, void **p) {
     if (where == TIDE_HOST) {
-        *p = calloc(1, bytes ? bytes : 1);
+        *p = tide_host_block_alloc(bytes, zero);
         return *p ? TIDE_OK : tide_error(TIDE_E_NOMEM, "cannot allocate %zu bytes", bytes);
     }
     int st = tide_device_alloc(ctx, bytes, p);
-    if (st)
+    if (st || !zero)
         return st;
     return tide_memzero(ctx, *p, 1, bytes);
 }
 
 static void plane_free(tide_ctx *ctx, tide_location where, void *p) {
-    if (where == TIDE_HOST)
-        free(p);
-    else
+    if (where == TIDE_HOST) {
+        if (!tide_host_block_free(p))
+            free(p);
+    } else {
         tide_device_free(ctx, p);
+    }
 }
 
 int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
@@ -39,14 +43,15 @@ int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t heigh
     im->owns = 1;
     size_t n = (size_t)width * (size_t)height;
     void *p = NULL;
-    int st = plane_alloc(ctx, where, n * sizeof(float), &p);
+    const int zero = !(planes & TIDE_IMAGE_UNINIT);
+    int st = plane_alloc(ctx, where, n * sizeof(float), zero, &p);
     im->pix = p;
     if (!st && (planes & TIDE_IMAGE_MASK)) {
-        st = plane_alloc(ctx, where, n * sizeof(uint16_t), &p);
+        st = plane_alloc(ctx, where, n * sizeof(uint16_t), zero, &p);
         im->mask = p;
     }
     if (!st && (planes & TIDE_IMAGE_VAR)) {
-        st = plane_alloc(ctx, where, n * sizeof(float), &p);
+        st = plane_alloc(ctx, where, n * sizeof(float), zero, &p);
         im->var = p;
     }
     if (st)
@@ -96,11 +101,29 @@ int tide_image_copy(tide_ctx *ctx, tide_image *dst, const tide_image *src) {
 }
 
 int tide_image_clone(tide_ctx *ctx, tide_image *dst, const tide_image *src, tide_location where) {
-    int planes = (src->mask ? TIDE_IMAGE_MASK : 0) | (src->var ? TIDE_IMAGE_VAR : 0);
+    /* every plane is copied whole, so none needs zeroing first */
+    int planes = (src->mask ? TIDE_IMAGE_MASK : 0) | (src->var ? TIDE_IMAGE_VAR : 0) |
+                 TIDE_IMAGE_UNINIT;
     int st = tide_image_alloc(ctx, dst, src->width, src->height, where, planes);
     if (!st)
         st = tide_image_copy(ctx, dst, src);
     if (st)
         tide_image_free(ctx, dst);
+    return st;
+}
+
+int tide_image_download_start(tide_ctx *ctx, tide_image *dst, const tide_image *src) {
+    if (src->location != TIDE_DEVICE || dst->location != TIDE_HOST)
+        return tide_image_copy(ctx, dst, src);
+    if (dst->width != src->width || dst->height != src->height)
+        return tide_image_copy(ctx, dst, src); /* which reports the mismatch */
+    const int contiguous = dst->stride == dst->width && src->stride == src->width;
+    const size_t n = (size_t)(src->width * src->height);
+    int st = contiguous ? tide_download_start(ctx, dst->pix, src->pix, n * sizeof(float))
+                        : tide_image_copy(ctx, dst, src);
+    if (!st && contiguous && dst->mask && src->mask)
+        st = tide_download_start(ctx, dst->mask, src->mask, n * sizeof(uint16_t));
+    if (!st && contiguous && dst->var && src->var)
+        st = tide_download_start(ctx, dst->var, src->var, n * sizeof(float));
     return st;
 }

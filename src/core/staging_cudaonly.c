@@ -27,6 +27,9 @@
 typedef struct staging {
     unsigned char *buf[STAGE_NBUF];
     cudaEvent_t done[STAGE_NBUF];
+    cudaStream_t side;    /* downloads that overlap the context's later work */
+    cudaEvent_t queued;   /* the context's stream up to a side download's start */
+    int side_busy;        /* a side download was queued and not waited for */
 } staging;
 
 static void staging_destroy(tide_ctx *ctx, void *data) {
@@ -38,6 +41,12 @@ static void staging_destroy(tide_ctx *ctx, void *data) {
         if (s->done[i])
             cudaEventDestroy(s->done[i]);
     }
+    if (s->side) {
+        cudaStreamSynchronize(s->side);
+        cudaStreamDestroy(s->side);
+    }
+    if (s->queued)
+        cudaEventDestroy(s->queued);
     free(s);
 }
 
@@ -128,5 +137,31 @@ int tide_staged_download(tide_ctx *ctx, void *dst, const void *src, size_t bytes
             TIDE_CUDA_TRY(cudaEventRecord(s->done[b], stream));
         }
     }
+    return TIDE_OK;
+}
+
+int tide_side_download(tide_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    staging *s = NULL;
+    int st = staging_get(ctx, &s);
+    if (st)
+        return st;
+    if (!s->side) {
+        TIDE_CUDA_TRY(cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking));
+        TIDE_CUDA_TRY(cudaEventCreateWithFlags(&s->queued, cudaEventDisableTiming));
+    }
+    /* after everything queued so far on the context's stream, then concurrently with it */
+    TIDE_CUDA_TRY(cudaEventRecord(s->queued, (cudaStream_t)ctx->stream));
+    TIDE_CUDA_TRY(cudaStreamWaitEvent(s->side, s->queued, 0));
+    TIDE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s->side));
+    s->side_busy = 1;
+    return TIDE_OK;
+}
+
+int tide_side_wait(tide_ctx *ctx) {
+    staging *s = ctx->ext[TIDE_EXT_STAGING].data;
+    if (!s || !s->side_busy)
+        return TIDE_OK;
+    s->side_busy = 0;
+    TIDE_CUDA_TRY(cudaStreamSynchronize(s->side));
     return TIDE_OK;
 }

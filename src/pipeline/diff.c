@@ -173,12 +173,13 @@ static int kernels(const tide_subtract_result *sr, tide_diff_result *out) {
 
 /* The difference and the matched image into the host result. On the CPU they are host
  * images already: the result takes them over and the run keeps views (no copy, no fresh
- * pages). On CUDA they are copied into fresh host memory; tide_memcpy stages pageable copies
- * through pinned memory with several threads, which also spreads the page faults of the
- * fresh memory. (Faulting that memory in on a helper thread during the GPU work was tried:
- * on the GPU machine the faults then stalled the host's own work — the subtraction's fit
- * went from 3 to ~90 ms — for less than they saved in the copy.) */
-static int download(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
+ * pages). On CUDA the copies start here and overlap the candidate search, which reads only
+ * the device images; download_wait finishes them. The host planes come from the block cache
+ * (image.h), so in a warm process they are page-locked memory reused from the previous run:
+ * no page faults, and the copies run by DMA on a side stream. (Faulting fresh memory in on
+ * a helper thread during the GPU work was tried: on the GPU machine the faults then stalled
+ * the host's own work — the subtraction's fit went from 3 to ~90 ms.) */
+static int download_start(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
     if (run->sr.diff.location == TIDE_HOST && run->sr.matched.location == TIDE_HOST) {
         out->diff = run->sr.diff;
         out->matched = run->sr.matched;
@@ -186,9 +187,16 @@ static int download(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
         run->sr.matched.owns = 0;
         return 0;
     }
-    int st = tide_image_clone(ctx, &out->diff, &run->sr.diff, TIDE_HOST);
-    if (!st)
-        st = tide_image_clone(ctx, &out->matched, &run->sr.matched, TIDE_HOST);
+    const tide_image *src[2] = {&run->sr.diff, &run->sr.matched};
+    tide_image *dst[2] = {&out->diff, &out->matched};
+    int st = 0;
+    for (int k = 0; k < 2 && !st; k++) {
+        const int planes = (src[k]->mask ? TIDE_IMAGE_MASK : 0) |
+                           (src[k]->var ? TIDE_IMAGE_VAR : 0) | TIDE_IMAGE_UNINIT;
+        st = tide_image_alloc(ctx, dst[k], src[k]->width, src[k]->height, TIDE_HOST, planes);
+        if (!st)
+            st = tide_image_download_start(ctx, dst[k], src[k]);
+    }
     return st;
 }
 
@@ -377,13 +385,21 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
                  "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
     }
     if (!st)
-        STAGE(ctx, "diff.download", download(ctx, &run, out));
+        STAGE(ctx, "diff.download", download_start(ctx, &run, out));
 
-    /* 6: candidates, with the matched PSF (the broader of the two). */
+    /* 6: candidates, with the matched PSF (the broader of the two), while the download runs. */
     if (!st) {
         p.cand.det.fwhm_guess = fwhm_d;
         STAGE(ctx, "diff.candidates", tide_diff_candidates(ctx, &run.sr.diff, &p.cand,
                                                             &run.cands));
+    }
+    { /* also after an error: the copies read the run's device images */
+        tide_timer tw;
+        tide_timer_start(ctx, &tw, "diff.download_wait");
+        const int wst = tide_download_wait(ctx);
+        tide_timer_stop(ctx, &tw, NULL);
+        if (!st)
+            st = wst;
     }
     if (!st)
         st = tide_diffp_screen(&out->diff, p.reject_bits, &run.cands, &out->nrejected);
