@@ -1,5 +1,8 @@
 /* select_f64.c — selection on host arrays of doubles and floats (select_f64.h): one Hoare
  * selection, instantiated per element type. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "compute/select_f64.h"
 
 #define DEFINE_SELECT_KTH(name, T)                                                            \
@@ -44,4 +47,72 @@ double tide_median_f64(double *v, int64_t n) {
     for (int64_t i = 1; i < n / 2; i++)
         lo = v[i] > lo ? v[i] : lo;
     return 0.5 * (lo + hi);
+}
+
+/* Floyd & Rivest (1975, CACM 18, 165) bracketing, with the partition pass in parallel. */
+double tide_median_f64_par(double *v, int64_t n, int threads) {
+    enum { SAMPLE = 8192, MAXT = 64 };
+    if (n < 16 * SAMPLE || threads < 2)
+        return tide_median_f64(v, n);
+    if (threads > MAXT)
+        threads = MAXT;
+    /* a deterministic spread sample (multiplicative hashing of the index) */
+    double *smp = malloc(sizeof(double) * SAMPLE);
+    if (!smp)
+        return tide_median_f64(v, n);
+    for (int64_t i = 0; i < SAMPLE; i++)
+        smp[i] = v[(int64_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) % (uint64_t)n)];
+    /* ranks k0 = lower middle, k1 = upper middle; bracket them by ~4 sigma of the sample's
+     * rank error (sqrt(SAMPLE) / 2 per side) */
+    const int64_t k1 = n / 2, k0 = n % 2 ? k1 : k1 - 1;
+    const int64_t c = (int64_t)((double)k1 / (double)n * SAMPLE), d = 200;
+    const int64_t slo = c - d < 0 ? 0 : c - d, shi = c + d >= SAMPLE ? SAMPLE - 1 : c + d;
+    const double lo = tide_select_kth_f64(smp, SAMPLE, slo);
+    const double hi = tide_select_kth_f64(smp, SAMPLE, shi);
+    free(smp);
+    int64_t below[MAXT], inside[MAXT];
+    memset(below, 0, sizeof below);
+    memset(inside, 0, sizeof inside);
+    const int64_t chunk = (n + threads - 1) / threads;
+    /* pass 1: counts per thread's chunk */
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        const int64_t a = t * chunk, b = a + chunk < n ? a + chunk : n;
+        int64_t nb = 0, ni = 0;
+        for (int64_t i = a; i < b; i++) {
+            nb += v[i] < lo;
+            ni += v[i] >= lo && v[i] <= hi;
+        }
+        below[t] = nb;
+        inside[t] = ni;
+    }
+    int64_t nbelow = 0, ninside = 0, off[MAXT];
+    for (int t = 0; t < threads; t++) {
+        nbelow += below[t];
+        off[t] = ninside;
+        ninside += inside[t];
+    }
+    if (k0 < nbelow || k1 >= nbelow + ninside || ninside == 0)
+        return tide_median_f64(v, n); /* the bracket missed (rare): plain selection */
+    double *w = malloc(sizeof(double) * (size_t)ninside);
+    if (!w)
+        return tide_median_f64(v, n);
+    /* pass 2: gather the bracket, each thread into its own slice */
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        const int64_t a = t * chunk, b = a + chunk < n ? a + chunk : n;
+        int64_t o = off[t];
+        for (int64_t i = a; i < b; i++)
+            if (v[i] >= lo && v[i] <= hi)
+                w[o++] = v[i];
+    }
+    const double m1 = tide_select_kth_f64(w, ninside, k1 - nbelow);
+    double m0 = m1;
+    if (k0 != k1) { /* the lower middle: the largest of w[0..k1-nbelow) after the selection */
+        m0 = w[0];
+        for (int64_t i = 1; i < k1 - nbelow; i++) /* k0 >= nbelow: not empty */
+            m0 = w[i] > m0 ? w[i] : m0;
+    }
+    free(w);
+    return k0 == k1 ? m1 : 0.5 * (m0 + m1);
 }

@@ -15,4 +15,11 @@ float tide_select_kth_f32(float *v, int64_t n, int64_t k);
  *  values; v is reordered. */
 double tide_median_f64(double *v, int64_t n);
 
+/** tide_median_f64 for large arrays, with up to @p threads threads and v left unchanged: a
+ *  sample of v brackets the middle ranks, one parallel pass counts the values below the
+ *  bracket and gathers those inside it, and selection within the bracket gives the same
+ *  order statistics (so the same value) as tide_median_f64. Falls back to tide_median_f64
+ *  (reordering v) for small n or when the sample's bracket misses. */
+double tide_median_f64_par(double *v, int64_t n, int threads);
+
 #endif

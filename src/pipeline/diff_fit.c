@@ -187,10 +187,11 @@ double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *d, double fwhm) {
     double f = 1.0;
     if (n >= 50) {
         /* Medians by selection (the same order statistics as a sort, O(n)). */
-        const double med = tide_median_f64(z, n);
+        const int nt = ctx && ctx->threads > 1 ? ctx->threads : 1;
+        const double med = tide_median_f64_par(z, n, nt);
         for (int64_t i = 0; i < n; i++)
             z[i] = fabs(z[i] - med);
-        const double mad = tide_median_f64(z, n);
+        const double mad = tide_median_f64_par(z, n, nt);
         const double sig = 1.482602218505602 * mad;
         f = sig * sig;
         f = f < 0.25 ? 0.25 : (f > 16 ? 16 : f);
