@@ -32,9 +32,16 @@ enum {
 /** Where an image's buffers live. */
 typedef enum { TIDE_HOST = 0, TIDE_DEVICE = 1 } tide_location;
 
-/** Optional planes requested at allocation, and TIDE_IMAGE_UNINIT: leave the planes'
- *  contents undefined instead of zeroing them (for callers that write every pixel). */
-enum { TIDE_IMAGE_MASK = 1, TIDE_IMAGE_VAR = 2, TIDE_IMAGE_UNINIT = 4 };
+/** Optional planes requested at allocation; TIDE_IMAGE_UNINIT: leave the planes' contents
+ *  undefined instead of zeroing them (for callers that write every pixel), and with it
+ *  TIDE_IMAGE_ZERO_MASK: all but the mask plane, which is zeroed (for readers that only set
+ *  the bits of flagged pixels). */
+enum {
+    TIDE_IMAGE_MASK = 1,
+    TIDE_IMAGE_VAR = 2,
+    TIDE_IMAGE_UNINIT = 4,
+    TIDE_IMAGE_ZERO_MASK = 8
+};
 
 /** A 2-D float32 image with optional mask and variance planes. */
 typedef struct tide_image {

@@ -47,7 +47,8 @@ int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t heigh
     int st = plane_alloc(ctx, where, n * sizeof(float), zero, &p);
     im->pix = p;
     if (!st && (planes & TIDE_IMAGE_MASK)) {
-        st = plane_alloc(ctx, where, n * sizeof(uint16_t), zero, &p);
+        st = plane_alloc(ctx, where, n * sizeof(uint16_t),
+                         zero || (planes & TIDE_IMAGE_ZERO_MASK), &p);
         im->mask = p;
     }
     if (!st && (planes & TIDE_IMAGE_VAR)) {

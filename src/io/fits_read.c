@@ -273,8 +273,10 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
         var_hdu = tide_plane_hdu(&src, "TIDEVAR", w, h);
     }
     if (!st)
+        /* every pixel and variance value is read; the mask only gets the flagged ones */
         st = tide_image_alloc(ctx, im, w, h, TIDE_HOST,
-                              TIDE_IMAGE_MASK | (var_hdu > 0 ? TIDE_IMAGE_VAR : 0));
+                              TIDE_IMAGE_MASK | (var_hdu > 0 ? TIDE_IMAGE_VAR : 0) |
+                                  TIDE_IMAGE_UNINIT | TIDE_IMAGE_ZERO_MASK);
     if (st && src.f && !strstr(tide_error_detail(), src.root))
         tide_error_prefix(st, "%s[HDU %d]: ", src.root, hdu);
     /* Plain images: parallel pread straight into the planes (fits_fast_read.c), which also
