@@ -11,11 +11,20 @@
  * them. Pixels left outside the final objects are given to the object whose elliptical
  * Gaussian (moments of its pixels, amplitude its peak) is largest there.
  *
+ * Work. A level only visits the pixels still above the previous level (an ordered list that
+ * shrinks as the levels rise), so a parent costs the sum of its level areas rather than
+ * nthresh times its area. A parent whose S/N has a single regional maximum is not split at
+ * all (every superlevel set of it is connected), and is recognised before the levels; the
+ * others stop once the level passes their second highest local maximum (at most one branch
+ * can be left above it). The results are those of visiting every pixel at every level
+ * (tests/unit/test_detect_deblend.c keeps that formulation and compares).
+ *
  * Scratch. Everything lives in one caller-provided block of tide_det_deblend_scratch_bytes(n,
- * minarea, limit) bytes: 4 neighbour links, union-find, owner, seed and root-map words per
- * pixel, one double per pixel, and per-object records for at most 2 min(limit, n/minarea) + 2
- * objects (each split adds at least one live object; live objects are disjoint and hold at
- * least minarea pixels, so the count is a true bound and nothing can overflow). */
+ * minarea, limit) bytes: 4 neighbour links, union-find, owner, seed, root-map and active-list
+ * words per pixel, one double per pixel, and per-object records for at most
+ * 2 min(limit, n/minarea) + 2 objects (each split adds at least one live object; live objects
+ * are disjoint and hold at least minarea pixels, so the count is a true bound and nothing can
+ * overflow). */
 #ifndef TIDE_DETECT_DEBLEND_MATH_H
 #define TIDE_DETECT_DEBLEND_MATH_H
 #include <math.h>
@@ -38,7 +47,7 @@ TIDE_HD static inline int64_t tide_det_deblend_ocap(int64_t n, int64_t minarea, 
 TIDE_HD static inline int64_t tide_det_deblend_scratch_bytes(int64_t n, int64_t minarea,
                                                              int limit) {
     int64_t oc = tide_det_deblend_ocap(n, minarea, limit);
-    int64_t b = 8 * (n + TIDE_DET_OBJ_NMOM * oc) + 4 * (8 * n + 4 * oc);
+    int64_t b = 8 * (n + TIDE_DET_OBJ_NMOM * oc) + 4 * (9 * n + 4 * oc);
     return (b + 7) / 8 * 8;
 }
 
@@ -56,17 +65,6 @@ TIDE_HD static inline void tide_det_uf_union(int32_t *uf, int32_t a, int32_t b) 
     b = tide_det_uf_find(uf, b);
     if (a < b) uf[b] = a;
     else if (b < a) uf[a] = b;
-}
-
-/* First index in [lo, hi) of the sorted list with pidx >= key. */
-TIDE_HD static inline int32_t tide_det_lower_bound(const int32_t *pidx, int32_t lo, int32_t hi,
-                                                   int32_t key) {
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (pidx[mid] < key) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
 }
 
 /** Deblend one parent: @p n pixels with flat indices @p pidx (raster order) and S/N @p val in a
@@ -88,7 +86,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t *owner = uf + n;
     int32_t *seed = owner + n;
     int32_t *cmap = seed + n;
-    int32_t *onsig = cmap + n;
+    int32_t *act = cmap + n;
+    int32_t *onsig = act + n;
     int32_t *oalive = onsig + oc;
     int32_t *olocal = oalive + oc;
 
@@ -96,65 +95,126 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
         return 1;
 
-    /* Neighbour links to earlier pixels of the list: W, NW, N, NE. */
+    /* Neighbour links to earlier pixels of the list, slot 0..3 = W, NW, N, NE (-1: none).
+     * The row above starts at a list position that only grows with i (the list is sorted). */
+    int32_t j0 = 0;
     for (int32_t i = 0; i < n; i++) {
-        int32_t p = pidx[i];
-        int64_t x = p % width;
+        const int64_t p = pidx[i], x = p % width, up = p - width;
         int32_t *l = nb + 4 * (int64_t)i;
         l[0] = l[1] = l[2] = l[3] = -1;
         if (x > 0 && i > 0 && pidx[i - 1] == p - 1) l[0] = i - 1;
-        int32_t lo = x > 0 ? p - (int32_t)width - 1 : p - (int32_t)width;
-        int32_t hi = x < width - 1 ? p - (int32_t)width + 1 : p - (int32_t)width;
-        if (hi < 0) continue;
-        int32_t j = tide_det_lower_bound(pidx, 0, i, lo);
-        int k = 1;
-        for (; j < i && pidx[j] <= hi && k < 4; j++) l[k++] = j;
+        if (up < 0) continue;
+        const int64_t lo = x > 0 ? up - 1 : up, hi = x < width - 1 ? up + 1 : up;
+        while (j0 < i && pidx[j0] < lo) j0++;
+        for (int32_t j = j0; j < i && pidx[j] <= hi; j++) l[2 + (int)(pidx[j] - up)] = j;
     }
+    /* A single regional maximum: when every pixel but one has a strictly higher neighbour,
+     * every pixel climbs to that one through pixels no lower than itself, so every level's
+     * pixels are one branch and nothing splits (ties fall through to the levels). */
+    for (int32_t i = 0; i < n; i++) seed[i] = 0; /* 1: has a strictly higher neighbour */
+    for (int32_t i = 0; i < n; i++)
+        for (int m = 0; m < 4; m++) {
+            const int32_t j = nb[4 * (int64_t)i + m];
+            if (j < 0) continue;
+            if (val[j] > val[i]) seed[i] = 1;
+            else if (val[i] > val[j]) seed[j] = 1;
+        }
+    /* Every branch at every level holds a pixel without a strictly higher neighbour (its
+     * highest: a neighbour outside the branch left the active pixels at a level its S/N was
+     * below), so once the level passes the second highest of those pixels, at most one
+     * branch is left and nothing can split any more. */
+    int32_t ntop = 0;
+    float top1 = -INFINITY, top2 = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        if (seed[i]) continue;
+        ntop++;
+        if (val[i] > top1) {
+            top2 = top1;
+            top1 = val[i];
+        } else if (val[i] > top2) {
+            top2 = val[i];
+        }
+    }
+    if (ntop < 2) return 1;
 
     double total = 0.0;
     for (int32_t i = 0; i < n; i++) {
         total += (double)val[i];
         owner[i] = 0;
-        seed[i] = 0;
+        act[i] = i;
     }
     const double minflux = mincont * total;
     int64_t nobj = 1, alive = 1;
     oalive[0] = 1;
 
+    /* act[0..na) lists the pixels still active, in list order. A pixel leaving it keeps its
+     * owner of the moment as its seed; that seed becomes -1 if the object splits later (see
+     * after the loop). While a pixel is active, its seed is its owner. */
+    int32_t na = n;
     for (int k = 1; k < nthresh; k++) {
         double t = thresh * pow(peak / thresh, (double)k / (double)nthresh);
-        int64_t nact = 0;
-        for (int32_t i = 0; i < n; i++) {
+        if (t > (double)top2) break;
+        int32_t nact = 0;
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
             if (owner[i] >= 0 && (double)val[i] >= t) {
                 uf[i] = i;
-                nact++;
+                act[nact++] = i;
             } else {
                 uf[i] = -1;
+                seed[i] = owner[i];
                 owner[i] = -1;
             }
         }
+        na = nact;
         if (nact < 2 * minarea) break;
-        for (int32_t i = 0; i < n; i++) {
-            if (uf[i] < 0) continue;
-            for (int m = 0; m < 4; m++) {
-                int32_t j = nb[4 * (int64_t)i + m];
-                if (j >= 0 && uf[j] >= 0 && owner[j] == owner[i]) tide_det_uf_union(uf, i, j);
+        /* Branches: 8-connected components of the active pixels. Adjacent active pixels
+         * always share their owner (they were in one branch at every level before), so
+         * owners need no test. The raster-scan decision tree of Wu, Otoo & Suzuki (2009,
+         * Pattern Anal. Appl. 12, 117) skips the links that join pixels already joined: NW,
+         * W and NE all touch N, and NW touches W. A root is its component's first pixel
+         * whatever the order of the unions. */
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
+            const int32_t *l = nb + 4 * (int64_t)i;
+            if (l[2] >= 0 && uf[l[2]] >= 0) {
+                tide_det_uf_union(uf, i, l[2]);
+                continue;
             }
+            if (l[0] >= 0 && uf[l[0]] >= 0) tide_det_uf_union(uf, i, l[0]);
+            else if (l[1] >= 0 && uf[l[1]] >= 0) tide_det_uf_union(uf, i, l[1]);
+            if (l[3] >= 0 && uf[l[3]] >= 0) tide_det_uf_union(uf, i, l[3]);
         }
-        for (int32_t i = 0; i < n; i++) {
-            if (uf[i] < 0) continue;
-            int32_t r = tide_det_uf_find(uf, i);
+        /* Roots and sums. A pixel's link points to an earlier active pixel, already pointed
+         * at its root, so one step finds it. Each root's sum runs over its pixels in list
+         * order (kept in a register while consecutive pixels share the root). */
+        int32_t cr = -1, cn = 0;
+        double cs = 0.0;
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
+            const int32_t r = uf[uf[i]];
             uf[i] = r;
-            if (r == i) {
-                cflux[i] = 0.0;
-                cmap[i] = 0;
+            if (r != cr) {
+                if (cr >= 0) {
+                    cflux[cr] = cs;
+                    cmap[cr] = cn;
+                }
+                cr = r;
+                cs = r == i ? 0.0 : cflux[r];
+                cn = r == i ? 0 : cmap[r];
             }
-            cflux[r] += (double)val[i];
-            cmap[r]++;
+            cs += (double)val[i];
+            cn++;
+        }
+        if (cr >= 0) {
+            cflux[cr] = cs;
+            cmap[cr] = cn;
         }
         for (int64_t o = 0; o < nobj; o++) onsig[o] = 0;
-        for (int32_t i = 0; i < n; i++)
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
             if (uf[i] == i && cmap[i] >= minarea && cflux[i] >= minflux) onsig[owner[i]]++;
+        }
         int64_t newalive = alive, nsplit = 0;
         for (int64_t o = 0; o < nobj; o++)
             if (oalive[o] && onsig[o] >= 2) {
@@ -168,7 +228,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             return 1;
         }
         const int64_t nold = nobj;
-        for (int32_t i = 0; i < n; i++) {
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
             if (uf[i] != i) continue;
             int32_t o = owner[i];
             if (onsig[o] >= 2 && cmap[i] >= minarea && cflux[i] >= minflux) {
@@ -182,15 +243,22 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
         }
         for (int64_t o = 0; o < nold; o++)
             if (oalive[o] && onsig[o] >= 2) oalive[o] = 0;
-        for (int32_t i = 0; i < n; i++) {
-            int32_t s = seed[i];
-            if (s >= 0 && s < nold && onsig[s] >= 2)
-                seed[i] = uf[i] >= 0 ? cmap[uf[i]] : -1;
-            if (uf[i] >= 0 && onsig[owner[i]] >= 2) owner[i] = cmap[uf[i]];
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = act[a];
+            if (onsig[owner[i]] >= 2) owner[i] = cmap[uf[i]];
         }
         alive = newalive;
     }
     if (alive <= 1) return 1;
+    /* Seeds. The pixels still active have their owner. A pixel that left keeps the owner it
+     * had then, unless that object split later: a split hands on only the pixels still
+     * above the level, and ends the object (nothing else does), so the others lose their
+     * seed, as the per-level update of every pixel did. */
+    for (int32_t a = 0; a < na; a++) seed[act[a]] = owner[act[a]];
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t s = seed[i];
+        seed[i] = s >= 0 && oalive[s] ? s : -1;
+    }
 
     /* Elliptical Gaussian of every live object from the S/N moments of its seed pixels,
      * about the parent's first pixel (conditioning). */

@@ -118,6 +118,12 @@ void tide_det_work_free_cpu(tide_ctx *ctx, tide_det_work *w);
 #define TIDE_DET_HOST_DEBLEND_PIXELS 400000
 #define TIDE_DET_HOST_DEBLEND_ALWAYS 1024
 
+/** The smallest area the host takes among @p np parents of areas @p area:
+ *  TIDE_DET_HOST_DEBLEND_AREA, raised so that the host's parents, largest first, hold at most
+ *  TIDE_DET_HOST_DEBLEND_PIXELS pixels (parents of equal area go to the same side), but never
+ *  above TIDE_DET_HOST_DEBLEND_ALWAYS. Linear in @p np. */
+int64_t tide_det_deblend_host_area(const int64_t *area, int64_t np);
+
 /** Deblend @p nbig parents on the host, in parallel over ctx->threads: parent b has
  *  @p area[b] pixels at offset @p off[b] of the packed arrays @p pidx / @p pval, peak S/N
  *  @p peak[b]; its child index per pixel goes to @p local (same packing), its child count to

@@ -114,32 +114,6 @@ static void big_free(tide_ctx *ctx, big_parents *b) {
     memset(b, 0, sizeof *b);
 }
 
-static int cmp_area_desc(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x < y) - (x > y);
-}
-
-/* The smallest area the host takes (detect_kernels.h): TIDE_DET_HOST_DEBLEND_AREA, raised so
- * that the host's parents, largest first, hold at most TIDE_DET_HOST_DEBLEND_PIXELS pixels,
- * but never above TIDE_DET_HOST_DEBLEND_ALWAYS. Parents of equal area go to the same side.
- * -1 when out of memory. */
-static int64_t host_threshold(const int64_t *area, int64_t np) {
-    int64_t *v = (int64_t *)malloc(sizeof(int64_t) * (size_t)(np + 1));
-    if (!v) return -1;
-    memcpy(v, area, sizeof(int64_t) * (size_t)np);
-    qsort(v, (size_t)np, sizeof *v, cmp_area_desc);
-    int64_t t = TIDE_DET_HOST_DEBLEND_AREA, sum = 0;
-    for (int64_t k = 0; k < np && v[k] >= TIDE_DET_HOST_DEBLEND_AREA; k++) {
-        sum += v[k];
-        if (sum > TIDE_DET_HOST_DEBLEND_PIXELS) {
-            t = v[k] + 1; /* this parent and all of its size stay on the GPU */
-            break;
-        }
-    }
-    free(v);
-    return t < TIDE_DET_HOST_DEBLEND_ALWAYS ? t : TIDE_DET_HOST_DEBLEND_ALWAYS;
-}
-
 /* Find the large parents and bring their pixels to the host (one gather, one copy each way). */
 static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     const int64_t np = w->nparent;
@@ -152,8 +126,7 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     }
     int st = tide_memcpy(ctx, area, 0, w->par_area, 1, sizeof(int64_t) * (size_t)np);
     if (!st) st = tide_memcpy(ctx, peak, 0, w->par_peak, 1, sizeof(float) * (size_t)np);
-    b->host_area = host_threshold(area, np);
-    if (b->host_area < 0) st = tide_error(TIDE_E_NOMEM, "tide_detect: parent areas");
+    if (!st) b->host_area = tide_det_deblend_host_area(area, np);
     int64_t n = 0;
     for (int64_t k = 0; !st && k < np; k++) n += area[k] >= b->host_area;
     if (st || n == 0) {
