@@ -4,10 +4,13 @@
  * Frames go in with one transaction each: delete the rows of the same checksum, insert the
  * image row (RETURNING id), stream the sources with COPY in PostgreSQL's binary format (no
  * text formatting or parsing of ~50 numbers per row) in sky-cell order (send_order), commit.
- * Where the time goes (130,000 rows of 62 values, PostgreSQL 15, one backend): parsing the
- * binary fields (~35 ns each: ReceiveFunctionCall per value) and forming the tuples ~60%, the
- * q3c B-tree ~25%, WAL ~58 MB per frame (heap 48 MB + index 10 MB; more after a checkpoint,
- * full-page images of the index leaves). One backend does all of it; COPY cannot be split over
+ * Where the time goes (130,000 rows of 62 values, PostgreSQL 15; docs/postgresql.md has the
+ * measurements and the server settings a facility should use): ~550 ms of one backend's CPU
+ * on a 2-core VM, of which reading the binary fields 32% (~21 ns each: a receive-function call
+ * per value), forming tuples 8%, heap pages 19% (PostgreSQL 15 extends the file one zero-filled
+ * page at a time), the q3c B-tree 22% + q3c_ang2ipix 5%, BRIN 4%; WAL ~57 MB per frame. Into an
+ * unlogged table with no index the same COPY still takes ~320 ms, so one COPY in one
+ * transaction cannot reach 200 ms per frame on this schema; COPY cannot be split over
  * connections inside one transaction. sources is indexed by
  * q3c_ang2ipix(ALPHA_J2000, DELTA_J2000) (Koposov & Bartunov 2006, ASP Conf. 351, 735) and by a
  * BRIN index on IMAGE_ID (ids grow with insertion, so a few block ranges per frame: cheap to
