@@ -49,8 +49,7 @@ typedef struct tide_diffp_input {
  *  beside the first: the frames are independent, and each leaves the GPU idle while its
  *  host work runs. Its device memory is then handed to @p ctx and its timers merged, so the
  *  result is as if both ran on @p ctx. *helper_peak gets the helper's peak device bytes (0
- *  when it was not used). TIDE_DIFF_SERIAL_PREPARE=1 in the environment: one after the
- *  other on @p ctx. */
+ *  when it was not used). */
 int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double fwhm_guess,
                             const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
                             tide_diffp_frame *out[2], size_t *helper_peak);

@@ -260,10 +260,7 @@ int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double 
                             tide_diffp_frame *out[2], size_t *helper_peak) {
     *helper_peak = 0;
     tide_ctx *h = NULL;
-    /* TIDE_DIFF_SERIAL_PREPARE=1: one after the other (to compare, or to debug) */
-    const char *serial = getenv("TIDE_DIFF_SERIAL_PREPARE");
-    int par = ctx->backend == TIDE_BACKEND_CUDA && !(serial && *serial && *serial != '0') &&
-              tide_ctx_helper(ctx, &h) == TIDE_OK;
+    int par = ctx->backend == TIDE_BACKEND_CUDA && tide_ctx_helper(ctx, &h) == TIDE_OK;
     if (!par)
         tide_error_clear(); /* no helper: one after the other on ctx */
     prep_job jobs[2];
