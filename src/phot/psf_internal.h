@@ -47,6 +47,9 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
                      int *pick, tide_psf_model *m);
 
 /* psf_stack.c */
+/** The k-th smallest (0-based) of a[0..n), 0 <= k < n, the values finite; a is reordered,
+ *  with a[0..k) <= a[k] on return. */
+double psf_select_kth(double *a, int n, int k);
 /** Per-pixel iteratively sigma-clipped mean of the stamps listed in @p which (m of them),
  *  normalised to sum 1, into @p out (npix floats). */
 int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
@@ -66,7 +69,8 @@ int psf_eigen_sym(int n, double *a, double *evals, double *evecs);
 /** The k leading eigenpairs of D^T D (D: n stars × p pixels, row-major; equivalently the
  *  principal components of the rows, uncentred): eigenvalues in descending order into
  *  evals, unit pixel-space eigenvectors into evecs (k × p); zero where the rank runs out.
- *  Lanczos with full reorthogonalisation from a fixed start vector: deterministic. */
+ *  Lanczos with full reorthogonalisation from a fixed start vector: deterministic.
+ *  k <= TIDE_PSF_MAX_K (else TIDE_E_INVAL). */
 int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
                 double *evecs);
 /** Solve a x = b for symmetric positive definite a (n×n, destroyed); x replaces b.

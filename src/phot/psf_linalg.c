@@ -66,6 +66,15 @@ static void tridiagonalise(int n, double *a, double *d, double *e, double *q, do
     e[n - 1] = 0.0;
 }
 
+/* sqrt(a^2 + b^2): the plain formula where the squares can neither overflow nor underflow
+ * (everywhere the Lanczos tridiagonals go: their entries are the stamps' Gram eigenvalues),
+ * hypot's careful scaling only outside (libm's hypot was a tenth of the Lanczos time). */
+static inline double pyth(double a, double b) {
+    const double s = fabs(a) + fabs(b);
+    if (s > 1e150 || s < 1e-150) return hypot(a, b);
+    return sqrt(a * a + b * b);
+}
+
 /* Implicit QL iterations on the tridiagonal (d, e), applying each plane rotation to the
  * columns of z (rows × n: the whole eigenvector matrix, or only its last row for the Ritz
  * residuals of the Lanczos convergence test). An off-diagonal element is negligible when it
@@ -90,13 +99,13 @@ static int tridiagonal_ql(int n, int rows, double *d, double *e, double *z) {
             if (++iter > 64) return -1;
             /* Wilkinson shift from the leading 2×2 block */
             double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-            double r = hypot(g, 1.0);
+            double r = pyth(g, 1.0);
             g = d[m] - d[l] + e[l] / (g + (g >= 0.0 ? r : -r));
             double s = 1.0, c = 1.0, p = 0.0;
             int i, deflated = 0;
             for (i = m - 1; i >= l; i--) {
                 const double f = s * e[i], b = c * e[i];
-                r = hypot(f, g);
+                r = pyth(f, g);
                 e[i + 1] = r;
                 if (r == 0.0) { /* an off-diagonal underflowed: split the matrix there */
                     d[i + 1] -= p;
@@ -218,26 +227,34 @@ static void mul_t(int n, int p, const double *D, const double *v, double *out, i
     }
 }
 
-/* out[r] = sum_c D[r][c] v[c], each row summed in column order. Four rows at a time: four
+/* out[r] = sum_c D[r][c] v[c], each row summed in column order. Eight rows at a time: eight
  * independent accumulation chains share each load of v (the same sums, bit for bit, as one
- * row at a time, in a quarter of the dependent-add latency). */
+ * row at a time; a row's sum is one chain of dependent adds, so the rows in flight are what
+ * hides the add latency: four left the adders half idle). */
 static void mul(int n, int p, const double *D, const double *v, double *out, int threads) {
-    const int nq = (n + 3) / 4;
+    const int nq = (n + 7) / 8;
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) \
     if ((int64_t)n * p >= TIDE_PSF_PAR_MIN)
     for (int q = 0; q < nq; q++) {
-        const int r = 4 * q;
-        if (r + 4 <= n) {
+        const int r = 8 * q;
+        if (r + 8 <= n) {
             const double *r0 = D + (size_t)r * p, *r1 = r0 + p, *r2 = r1 + p, *r3 = r2 + p;
-            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            const double *r4 = r3 + p, *r5 = r4 + p, *r6 = r5 + p, *r7 = r6 + p;
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0,
+                   s7 = 0.0;
             for (int c = 0; c < p; c++) {
                 const double vc = v[c];
                 s0 += r0[c] * vc;
                 s1 += r1[c] * vc;
                 s2 += r2[c] * vc;
                 s3 += r3[c] * vc;
+                s4 += r4[c] * vc;
+                s5 += r5[c] * vc;
+                s6 += r6[c] * vc;
+                s7 += r7[c] * vc;
             }
             out[r] = s0, out[r + 1] = s1, out[r + 2] = s2, out[r + 3] = s3;
+            out[r + 4] = s4, out[r + 5] = s5, out[r + 6] = s6, out[r + 7] = s7;
         } else {
             for (int rr = r; rr < n; rr++) {
                 const double *row = D + (size_t)rr * p;
@@ -270,9 +287,11 @@ static double dot(int n, const double *a, const double *b) {
 /* Whether the top k Ritz pairs of the j-step Lanczos tridiagonal (alpha, beta) have
  * converged: the residual of Ritz pair i is |beta_{j-1} y_i[j-1]| (Golub & Van Loan §10.1.4),
  * y_i[j-1] the last component of the eigenvector of T_j; all of the k largest must be below
- * 1e-14 of the largest Ritz value (their vectors are then exact to 1e-14 over the
- * eigenvalue gap, far below the float eigen-PSFs' precision). Eigenvalues and last
- * components only (QL on the last row of the eigenvector matrix): O(j^2). work: 3j. */
+ * 1e-12 of the largest Ritz value (their vectors are then exact to 1e-12 over the relative
+ * eigenvalue gap: below the float eigen-PSFs' precision, 6e-8, for any gap over 2e-5 of the
+ * top, and closer pairs have no stable vectors anyway; 1e-14 took 4 more of ~30 steps on
+ * stamps for the same stored model). Eigenvalues and last components only (QL on the last
+ * row of the eigenvector matrix): O(j^2). work: 3j. */
 static int ritz_converged(int j, int k, const double *alpha, const double *beta, double *work) {
     double *d = work, *e = d + j, *z = e + j;
     for (int i = 0; i < j; i++) {
@@ -283,7 +302,7 @@ static int ritz_converged(int j, int k, const double *alpha, const double *beta,
     if (tridiagonal_ql(j, 1, d, e, z)) return 0;
     double top = 0.0;
     for (int i = 0; i < j; i++) top = fmax(top, d[i]);
-    const double tol = 1e-14 * top;
+    const double tol = 1e-12 * top;
     for (int i = 0; i < j; i++) {
         if (!(fabs(beta[j - 1] * z[i]) > tol)) continue;
         int above = 0; /* an unconverged pair matters when it is among the k largest */
@@ -296,6 +315,8 @@ static int ritz_converged(int j, int k, const double *alpha, const double *beta,
 int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
                 double *evecs) {
     if (k <= 0) return 0;
+    if (k > TIDE_PSF_MAX_K)
+        return tide_error(TIDE_E_INVAL, "psf: %d eigenvectors (at most %d)", k, TIDE_PSF_MAX_K);
     const int star_side = n <= p, L = star_side ? n : p;
     int m = 2 * k + 40; /* Krylov dimension at most: the top k Ritz pairs converge before */
     if (m > L) m = L;
@@ -326,13 +347,33 @@ int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals
         for (int i = 0; i < L; i++) w[i] -= alpha[j] * vj[i];
         if (j > 0)
             for (int i = 0; i < L; i++) w[i] -= beta[j - 1] * V[(size_t)(j - 1) * L + i];
-        /* full reorthogonalisation, twice (Parlett's "twice is enough") */
-        for (int pass = 0; pass < 2; pass++)
-            for (int q = 0; q <= j; q++) {
+        /* full reorthogonalisation, twice (Parlett's "twice is enough"; it holds for
+         * classical Gram–Schmidt as for modified: Giraud, Langou & Rozložník 2005): all
+         * the projections c = V^T w at once (mul: eight independent sums at a time, where
+         * one dot product after another waited on each add), then w -= V c, four vectors
+         * per sweep, subtracted in order */
+        for (int pass = 0; pass < 2; pass++) {
+            double cq[2 * TIDE_PSF_MAX_K + 40]; /* j + 1 <= m <= 2k + 40 */
+            mul(j + 1, L, V, w, cq, 1);
+            int q = 0;
+            for (; q + 4 <= j + 1; q += 4) {
+                const double *v0 = V + (size_t)q * L, *v1 = v0 + L, *v2 = v1 + L, *v3 = v2 + L;
+                const double c0 = cq[q], c1 = cq[q + 1], c2 = cq[q + 2], c3 = cq[q + 3];
+                for (int i = 0; i < L; i++) {
+                    double x = w[i];
+                    x -= c0 * v0[i];
+                    x -= c1 * v1[i];
+                    x -= c2 * v2[i];
+                    x -= c3 * v3[i];
+                    w[i] = x;
+                }
+            }
+            for (; q <= j; q++) {
                 const double *vq = V + (size_t)q * L;
-                const double c = dot(L, w, vq);
+                const double c = cq[q];
                 for (int i = 0; i < L; i++) w[i] -= c * vq[i];
             }
+        }
         beta[j] = sqrt(dot(L, w, w));
         if (j == m - 1) break;
         /* stop once the top k have converged (25-40 of the 2k+40 steps on stamps): tested

@@ -100,16 +100,35 @@ static int valid(const double *p, int side) {
            p[6] < 60.0 && p[1] > -1 && p[1] < side && p[2] > -1 && p[2] < side;
 }
 
+/* The most any step can gain under the linear model at the current point: the undamped
+ * Gauss–Newton decrease g^T H^-1 g (g = J^T r, H = J^T J; chi2(p + d) ~ chi2 - 2 d.g +
+ * d^T H d, least at d = H^-1 g), or INFINITY when H is not positive definite. */
+static double gn_gain(int np, const double *jtj, const double *jtr) {
+    double a[NP * NP], x[NP];
+    for (int r = 0; r < np; r++) {
+        for (int c = 0; c < np; c++) a[r * np + c] = jtj[r * NP + c];
+        x[r] = jtr[r];
+    }
+    if (psf_cholesky_solve(np, a, x)) return INFINITY;
+    double g = 0.0;
+    for (int k = 0; k < np; k++) g += x[k] * jtr[k];
+    return g;
+}
+
 /* Levenberg–Marquardt from p (updated in place) on the stamp integrated with nsub × nsub
- * sub-samples within rsub; returns the final chi2. Stops when an accepted step gains less
- * than gtol of chi2, or when the next step would change no parameter by more than rtol of
- * itself (such a step is not taken: at 1e-9 it is rounding noise, which would only be
- * evaluated and rejected a few times over while lambda grows). */
+ * sub-samples within rsub; returns the final chi2. Stops when no step can gain more than
+ * gtol of chi2 (gn_gain, tested before a trial is evaluated: the last steps of a fit are
+ * otherwise rounding noise, each evaluated and rejected while lambda grows, and were half
+ * the evaluations of a free-beta fit), when an accepted step gains less than gtol of chi2,
+ * or when the next step would change no parameter by more than rtol of itself. */
 static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np, double gtol,
                      double rtol, double *p) {
     double jtj[NP * NP], jtr[NP], a[NP * NP], dlt[NP], trial[NP], tj[NP * NP], tr_[NP];
     double chi2 = evaluate(stamp, side, nsub, rsub, p, np, jtj, jtr), lambda = 1e-3;
+    int fresh = 1; /* jtj, jtr are new since the last gn_gain test */
     for (int it = 0; it < 200 && lambda < 1e10; it++) {
+        if (fresh && gn_gain(np, jtj, jtr) <= gtol * chi2) break; /* converged */
+        fresh = 0;
         for (int r = 0; r < np; r++)
             for (int c = 0; c < np; c++) a[r * np + c] = jtj[r * NP + c];
         for (int k = 0; k < np; k++) {
@@ -133,6 +152,7 @@ static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np
             memcpy(p, trial, sizeof trial);
             memcpy(jtj, tj, sizeof jtj);
             memcpy(jtr, tr_, sizeof jtr);
+            fresh = 1;
             const double gain = chi2 - c2;
             chi2 = c2;
             lambda = fmax(lambda * 0.1, 1e-12);

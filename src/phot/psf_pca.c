@@ -89,9 +89,18 @@ static int poly_fit(int degree, int na, const int *idx, const psf_stars *s, cons
     return psf_cholesky_solve(nc, nm, c);
 }
 
+/* The previous pass's reference stack and the stars it was made of: a pass whose outliers
+ * all lie outside the central region stacks the same stars again, bit for bit the same
+ * reference, so it is copied instead (the stack is a fifth of a pass). */
+typedef struct ref_cache {
+    int n;       /**< stars of the cached stack; -1 = none yet */
+    int *which;  /**< their indices (s->n slots) */
+    float *ref;  /**< the stack (npix) */
+} ref_cache;
+
 /* One fit of the model to the active stars. */
 static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char *act,
-                    tide_psf_model *m) {
+                    ref_cache *rc, tide_psf_model *m) {
     const int npix = s->side * s->side;
     int na = 0;
     for (int i = 0; i < s->n; i++) na += act[i];
@@ -118,9 +127,16 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         st = nref;
         goto done;
     }
-    st = psf_stack_clip(s->stamps, npix, which, nref, pl->p.clip_sigma, pl->p.clip_iters,
-                        pl->threads, ref);
-    if (st) goto done;
+    if (rc->n == nref && memcmp(rc->which, which, sizeof(int) * (size_t)nref) == 0) {
+        memcpy(ref, rc->ref, sizeof(float) * (size_t)npix);
+    } else {
+        st = psf_stack_clip(s->stamps, npix, which, nref, pl->p.clip_sigma, pl->p.clip_iters,
+                            pl->threads, ref);
+        if (st) goto done;
+        rc->n = nref;
+        memcpy(rc->which, which, sizeof(int) * (size_t)nref);
+        memcpy(rc->ref, ref, sizeof(float) * (size_t)npix);
+    }
 
     /* weights and weighted deviations */
     for (k = 0; k < na; k++) noise[k] = s->noise[idx[k]];
@@ -179,11 +195,31 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         for (int p = 0; p < npix; p++) E[p] = (float)(e[p] * sc);
     }
     /* star coefficients on the stored (float) eigen-PSFs, unweighted deviations: star by
-     * star, the deviation formed once for all K (acoef[q * na + k]) */
+     * star, the deviation formed once for all K (acoef[q * na + k]); four eigen-PSFs per
+     * sweep, so four independent sums share each pixel's load (each still summed in pixel
+     * order: the values are those of one dot product at a time, which left the adder
+     * waiting on its own previous result) */
     for (k = 0; k < na && K > 0; k++) {
         const float *sp = s->stamps + (size_t)idx[k] * npix;
         for (int p = 0; p < npix; p++) ddev[p] = (double)sp[p] - (double)ref[p];
-        for (int q = 0; q < K; q++) {
+        int q = 0;
+        for (; q + 4 <= K; q += 4) {
+            const float *E0 = basis + (size_t)(1 + q) * npix, *E1 = E0 + npix;
+            const float *E2 = E1 + npix, *E3 = E2 + npix;
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            for (int p = 0; p < npix; p++) {
+                const double d = ddev[p];
+                a0 += d * E0[p];
+                a1 += d * E1[p];
+                a2 += d * E2[p];
+                a3 += d * E3[p];
+            }
+            acoef[(size_t)q * na + k] = a0;
+            acoef[(size_t)(q + 1) * na + k] = a1;
+            acoef[(size_t)(q + 2) * na + k] = a2;
+            acoef[(size_t)(q + 3) * na + k] = a3;
+        }
+        for (; q < K; q++) {
             const float *E = basis + (size_t)(1 + q) * npix;
             double a = 0.0;
             for (int p = 0; p < npix; p++) a += ddev[p] * E[p];
@@ -253,8 +289,10 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
     const int n = s->n;
     unsigned char *act = malloc((size_t)n);
     double *rms = malloc(sizeof(double) * (size_t)n * 4);
-    if (!act || !rms) {
-        free(act), free(rms);
+    ref_cache rc = {-1, malloc(sizeof(int) * (size_t)(n + 1)),
+                    malloc(sizeof(float) * (size_t)s->side * s->side)};
+    if (!act || !rms || !rc.which || !rc.ref) {
+        free(act), free(rms), free(rc.which), free(rc.ref);
         return tide_error(TIDE_E_NOMEM, "psf: model fit");
     }
     double *peak = rms + n, *ex = peak + n, *tmp = ex + n;
@@ -263,7 +301,8 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
     m->height = height;
     int st = 0;
     for (int pass = 0; pass < PSF_FIT_PASSES; pass++) {
-        if ((st = fit_once(pl, s, act, m)) || (st = residuals(pl, s, act, m, rms, peak))) break;
+        if ((st = fit_once(pl, s, act, &rc, m)) || (st = residuals(pl, s, act, m, rms, peak)))
+            break;
         if (pass == PSF_FIT_PASSES - 1) break;
         /* excess residual over the noise; robust outliers that are also significant go */
         int na = 0;
@@ -308,5 +347,6 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
     }
     free(act);
     free(rms);
+    free(rc.which), free(rc.ref);
     return st;
 }
