@@ -76,6 +76,15 @@ int tide_download_wait(struct tide_ctx *ctx);
  *  for). */
 int tide_memzero(struct tide_ctx *ctx, void *ptr, int on_device, size_t bytes);
 
+/** @p bytes of host memory for a large working buffer, uninitialised (NULL when out of
+ *  memory). Buffers of 4 MiB or more come from the process-wide block cache that image planes
+ *  use (image.h), so a warm process touches no fresh page, and are page-locked on their first
+ *  copy to or from a device. Free with tide_host_free. */
+void *tide_host_alloc(size_t bytes);
+
+/** Free memory from tide_host_alloc (NULL is a no-op). */
+void tide_host_free(void *ptr);
+
 /** Page-locked host memory for fast transfers (plain malloc on a CPU context). */
 int tide_host_pinned_alloc(struct tide_ctx *ctx, size_t bytes, void **ptr);
 /** Free memory from tide_host_pinned_alloc. */

@@ -25,6 +25,7 @@
 #endif
 
 #include "core/core_internal.h"
+#include "tide/memory.h"
 
 #define HB_MAX 256 /* blocks tracked at once; beyond that plain calloc/free */
 
@@ -214,4 +215,11 @@ int tide_host_block_pin(const void *ptr, size_t bytes) {
     (void)bytes;
     return 0;
 #endif
+}
+
+void *tide_host_alloc(size_t bytes) { return tide_host_block_alloc(bytes, 0); }
+
+void tide_host_free(void *ptr) {
+    if (!tide_host_block_free(ptr))
+        free(ptr);
 }

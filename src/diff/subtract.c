@@ -303,7 +303,7 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     /* host: stamp bookkeeping and the fit */
     {
         int64_t *centre = malloc((size_t)g.ns * sizeof *centre);
-        double *Qh = malloc(nQ * sizeof *Qh);
+        double *Qh = tide_host_alloc(nQ * sizeof *Qh); /* ~8 MB: reused, page-locked */
         int64_t *npix = calloc((size_t)g.ns, sizeof *npix);
         int *keep = calloc((size_t)g.ns, sizeof *keep);
         double *a = calloc((size_t)L.n, sizeof *a);
@@ -326,7 +326,7 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);
-        free(centre); free(Qh); free(npix); free(keep); free(a);
+        free(centre); tide_host_free(Qh); free(npix); free(keep); free(a);
         if (st)
             goto done;
     }

@@ -15,6 +15,7 @@
 #include "tide/ctx.h"
 #include "tide/log.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 #include "tide/subtract.h"
 
 /* ---- the global normal equations ------------------------------------------------------- */
@@ -285,11 +286,15 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
                             "or clipped)");
             break;
         }
+        double t0 = tide_now();
         if ((st = tide_sub_assemble(L, g, centre, Q, keep, 1, A, rhs)))
             break;
+        tide_timer_add(ctx, "subtract.assemble", 1e3 * (tide_now() - t0));
+        t0 = tide_now();
         tide_sub_chol f;
         if ((st = tide_sub_chol_factor(n, A, ridge_on, &f)))
             break;
+        tide_timer_add(ctx, "subtract.cholesky", 1e3 * (tide_now() - t0));
         r->cond = f.cond;
         r->regularised = f.regularised;
         tide_sub_chol_solve(&f, n, rhs, x);
