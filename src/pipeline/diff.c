@@ -357,7 +357,10 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
         /* The difference's PSF is the unconvolved frame's: its model for the fits. */
         const tide_diffp_frame *u =
             run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? &run.tmpl : &run.sci;
+        tide_timer tp;
+        tide_timer_start(ctx, &tp, "diff.psf");
         run.psf = tide_diffp_psf_stamp(ctx, u, u->fwhm_out, &run.psf_side);
+        tide_timer_stop(ctx, &tp, NULL);
     }
     if (!st) {
         tide_image_free(ctx, &run.sci.work);
