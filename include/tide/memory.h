@@ -57,8 +57,10 @@ void tide_device_usage(const struct tide_ctx *ctx, size_t *current, size_t *peak
 /** Start a new peak measurement (peak = current). */
 void tide_device_reset_peak(struct tide_ctx *ctx);
 
-/** Copy @p bytes between host and device (or within either) on the context's stream and
- *  wait for it. @p dst_on_device and @p src_on_device say where each pointer lives. */
+/** Copy @p bytes between host and device (or within either) on the context's stream.
+ *  @p dst_on_device and @p src_on_device say where each pointer lives. A copy that reads or
+ *  writes host memory is complete on return; a device-to-device copy is stream-ordered (the
+ *  context's later work, and any later copy to the host, see its result). */
 int tide_memcpy(struct tide_ctx *ctx, void *dst, int dst_on_device, const void *src,
                 int src_on_device, size_t bytes);
 
@@ -72,8 +74,8 @@ int tide_download_start(struct tide_ctx *ctx, void *dst, const void *src, size_t
 /** Wait until the copies started with tide_download_start are complete (no-op without any). */
 int tide_download_wait(struct tide_ctx *ctx);
 
-/** Set @p bytes at @p ptr to zero (on the device when @p on_device, stream-ordered and waited
- *  for). */
+/** Set @p bytes at @p ptr to zero (on the device when @p on_device: stream-ordered, like a
+ *  device-to-device copy). */
 int tide_memzero(struct tide_ctx *ctx, void *ptr, int on_device, size_t bytes);
 
 /** @p bytes of host memory for a large working buffer, uninitialised (NULL when out of

@@ -94,8 +94,9 @@ static int measure(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p
     return TIDE_OK;
 }
 
+/* A map of im's size where it lives; every pixel is written by the interpolation. */
 static int alloc_like(tide_ctx *ctx, tide_image *out, const tide_image *im) {
-    return tide_image_alloc(ctx, out, im->width, im->height, im->location, 0);
+    return tide_image_alloc(ctx, out, im->width, im->height, im->location, TIDE_IMAGE_UNINIT);
 }
 
 /* The estimate on an image that lives where the context computes. */
