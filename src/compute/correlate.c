@@ -303,9 +303,7 @@ static int run_device_input(tide_ctx *ctx, tide_correlator *c, const tide_image 
                     st = TIDE_DISPATCH(ctx, tide_corr_crop, c, &out[k]);
             }
         }
-    if (!st)
-        st = tide_sync(ctx);
-    return st;
+    return st; /* stream-ordered: later work and copies to the host see the outputs */
 }
 
 int tide_correlator_run(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
@@ -395,9 +393,7 @@ int tide_correlator_run_one(tide_ctx *ctx, tide_correlator *c, int k, tide_image
         st = tide_fft_execute(ctx, c->inv, c->Y);
     if (!st)
         st = TIDE_DISPATCH(ctx, tide_corr_crop, c, out);
-    if (!st)
-        st = tide_sync(ctx);
-    return st;
+    return st; /* stream-ordered: later work and copies to the host see out */
 }
 
 int tide_correlator_run_one_view(tide_ctx *ctx, tide_correlator *c, int k, tide_image *view) {

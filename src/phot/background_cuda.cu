@@ -295,9 +295,7 @@ extern "C" int tide_bkg_interp_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const
             st = tide_error(TIDE_E_CUDA, "background: interpolation launch failed: %s",
                             cudaGetErrorString(ce));
     }
-    if (!st)
-        st = tide_sync(ctx); /* d_coef is freed below; keep the maps complete on return */
-    tide_device_free(ctx, d_coef);
+    tide_device_free(ctx, d_coef); /* stream-ordered: after the interpolation that reads it */
     return st;
 }
 
@@ -330,7 +328,7 @@ extern "C" int tide_bkg_poly_cuda(tide_ctx *ctx, const tide_bkg_plan *p, const t
         *p, poly[0], poly[1], bkg ? bkg->pix : NULL, bkg ? bkg->stride : 0, rms ? rms->pix : NULL,
         rms ? rms->stride : 0);
     TIDE_CUDA_LAUNCHED();
-    return tide_sync(ctx);
+    return TIDE_OK; /* stream-ordered: later work and copies to the host see the maps */
 }
 
 /* ---- noise model ----------------------------------------------------------------------- */
@@ -356,5 +354,5 @@ extern "C" int tide_noise_model_cuda(tide_ctx *ctx, const tide_image *bkg, doubl
                                                              var->stride, bkg->width, bkg->height,
                                                              inv_gain, rn2g2, inv_n);
     TIDE_CUDA_LAUNCHED();
-    return tide_sync(ctx);
+    return TIDE_OK; /* stream-ordered */
 }

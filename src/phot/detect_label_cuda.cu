@@ -211,8 +211,7 @@ static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64
                                                                w->pix_idx, w->pix_val);
         LAUNCH_OK("gather");
     }
-    if (!st) st = tide_sync(ctx);
-    return st;
+    return st; /* stream-ordered: the deblending reads the gathered pixels after it */
 }
 
 extern "C" int tide_det_label_cuda(tide_ctx *ctx, const tide_image *snr, double thresh,

@@ -305,10 +305,10 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
     k_src_init<<<nbp, 128, 0, s>>>(*w);
     k_scatter<<<tide_det_blocks(w->npixon, 256), 256, 0, s>>>(*w);
     LAUNCH_OK("segmentation");
-    /* the scratch is large and no longer needed */
+    /* the scratch is large and no longer needed (freed in stream order, after the scatter) */
     tide_device_free(ctx, w->scratch);
     w->scratch = NULL;
-    return tide_sync(ctx);
+    return TIDE_OK;
 }
 
 /* ---- measurements: one warp per source ------------------------------------------------- */
@@ -436,7 +436,7 @@ extern "C" int tide_det_measure_cuda(tide_ctx *ctx, const tide_image *sub, const
     v.height = w->height;
     k_measure<<<tide_det_blocks(ns * 32, 128), 128, 0, s>>>(v, *mp, *w);
     LAUNCH_OK("measurement");
-    return tide_sync(ctx);
+    return TIDE_OK; /* stream-ordered: the table's copies to the host wait for it */
 }
 
 extern "C" void tide_det_work_free_cuda(tide_ctx *ctx, tide_det_work *w) {

@@ -53,8 +53,7 @@ extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tid
         if (e != cudaSuccess) st = tide_error(TIDE_E_CUDA, "tide_detect: S/N kernel: %s",
                                               cudaGetErrorString(e));
     }
-    if (!st) st = tide_sync(ctx);
-    tide_device_free(ctx, df);
+    tide_device_free(ctx, df); /* stream-ordered: after the kernel that reads it */
     return st;
 }
 
@@ -96,7 +95,7 @@ static int launched(tide_ctx *ctx, const char *what) {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return tide_error(TIDE_E_CUDA, "tide_detect: %s kernel: %s", what, cudaGetErrorString(e));
-    return tide_sync(ctx);
+    return TIDE_OK; /* stream-ordered: no wait between the launches */
 }
 
 extern "C" int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int b,
