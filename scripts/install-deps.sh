@@ -5,7 +5,7 @@ set -euo pipefail
 
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
-            libjansson-dev libpng-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
+            libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libsep-dev
            python3-photutils python3-astroscrappy python3-reproject source-extractor

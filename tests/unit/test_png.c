@@ -112,6 +112,36 @@ int main(void) {
     CHECK(read_png(path, &w, &h, NULL) == 0);
     CHECK(w == 3 * 44 + 4 * 2 && h == 4 * 44 + 5 * 2);
 
+    /* a frame large enough for many compressed pieces (png_encode.c: ~1 MB of rows each):
+     * every pixel back through libpng, against the linear stretch computed here */
+    {
+        const int BW = 1999, BH = 1501;
+        float *big = malloc(sizeof(float) * BW * BH);
+        uint64_t r = 12345;
+        for (int i = 0; i < BW * BH; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            big[i] = (float)(r % 1000); /* noise: compresses poorly, like a difference */
+        }
+        tide_png_stretch b;
+        tide_png_stretch_default(&b);
+        b.lo = 0.0;
+        b.hi = 999.0;
+        snprintf(path, sizeof path, "%s/b.png", dir);
+        CHECK_OK(tide_png_write_image(path, big, BW, BH, BW, &b));
+        unsigned char *bp = NULL;
+        CHECK(read_png(path, &w, &h, &bp) == 0);
+        CHECK(w == BW && h == BH);
+        int64_t bad = 0;
+        for (int y = 0; bp && y < BH; y++)
+            for (int x = 0; x < BW; x++) {
+                const double t = (double)big[(size_t)(BH - 1 - y) * BW + x] / 999.0;
+                bad += bp[(size_t)y * BW + x] != (unsigned char)floor(t * 255.0 + 0.5);
+            }
+        CHECK(bad == 0);
+        free(bp);
+        free(big);
+    }
+
     /* failures: no directory, bad sizes; nothing left behind */
     snprintf(path, sizeof path, "%s/missing/x.png", dir);
     CHECK(tide_png_write_image(path, im, W, H, W, &s) == TIDE_E_IO);
@@ -119,8 +149,8 @@ int main(void) {
     CHECK(tide_png_write_image(path, im, 0, H, W, &s) == TIDE_E_INVAL);
     CHECK(tide_png_write_mosaic(path, 0, 3, 11, tiles, &m) == TIDE_E_INVAL);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 2", dir);
-    CHECK(system(cmd) == 0); /* a.png, m.png and no temporary file */
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 3", dir);
+    CHECK(system(cmd) == 0); /* a.png, m.png, b.png and no temporary file */
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     free(im);
