@@ -39,4 +39,10 @@ int tide_fits_fast_write_rows(fitsfile *f, const tide_table *t, const char *path
 int tide_fits_write_table_by(const char *path, const tide_table *t, const tide_header *hdr,
                              const char *extname, int by_column);
 
+/** Write @p n contiguous values (float32, or uint16 when @p u16, stored with BZERO 32768) as
+ *  the current image HDU's whole data unit, converted by several threads (fits_fast_planes.c);
+ *  the same bytes as fits_write_pixll. 0 or a tide status naming @p path. */
+int tide_fits_fast_write_plane(fitsfile *f, const char *path, const void *data, int64_t n,
+                               int u16);
+
 #endif

@@ -2,7 +2,7 @@
  * extensions, atomically (fits_atomic.c). */
 #include <string.h>
 
-#include "fits_internal.h"
+#include "fits_fast.h"
 #include "tide/status.h"
 
 /* Names of the mask bits, written as BITn cards so a reader of the file knows them
@@ -10,10 +10,14 @@
 static const char *const mask_bit_names[] = {"NODATA", "SATURATED", "BAD",  "HOT",    "COLD",
                                              "COSMIC", "BLEED",     "EDGE", "INTERP", "USER"};
 
-/* Write one plane (rows of @p w elements, @p stride apart) to the current HDU. */
+/* Write one plane (rows of @p w elements, @p stride apart) to the current HDU, whose header
+ * is complete: a contiguous float or uint16 plane by the parallel converter
+ * (fits_fast_planes.c), anything else through cfitsio. */
 static int write_plane(tide_fits_out *o, int datatype, const void *data, size_t elem, int64_t w,
                        int64_t h, int64_t stride, const char *what) {
     int cst = 0;
+    if (stride == w && (datatype == TFLOAT || datatype == TUSHORT))
+        return tide_fits_fast_write_plane(o->f, o->path, data, w * h, datatype == TUSHORT);
     if (stride == w) {
         LONGLONG fp[2] = {1, 1};
         fits_write_pixll(o->f, datatype, fp, (LONGLONG)w * h, (void *)data, &cst);
