@@ -139,29 +139,6 @@ static int make_pair(tide_ctx *ctx, const bd_opts *o, bd_pair *pr, bd_result *r)
 
 /* ---- a. the whole run ------------------------------------------------------------------- */
 
-/* Add this run's context timers (all but the bench's own) to the per-stage samples. */
-static void collect_stages(const tide_ctx *ctx, bd_result *r, int rep) {
-    const int nt = tide_timer_count(ctx);
-    for (int i = 0; i < nt; i++) {
-        const char *name;
-        double ms;
-        int calls;
-        if (tide_timer_get(ctx, i, &name, &ms, &calls) || !strncmp(name, "bench.", 6))
-            continue;
-        int k = 0;
-        while (k < r->nstages && strcmp(r->stages[k].name, name))
-            k++;
-        if (k == r->nstages) {
-            if (k == BD_MAX_STAGES)
-                continue;
-            r->nstages++;
-            snprintf(r->stages[k].name, sizeof r->stages[k].name, "%s", name);
-        }
-        r->stages[k].samples[rep] = ms;
-        r->stages[k].calls = calls;
-    }
-}
-
 /* One tide diff: read both frames (from disk, or the simulated frames as they are), run,
  * write. Parts in ms[0..2] (read, run, write); the result's counts into r. */
 static int diff_once(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_result *r,
@@ -229,7 +206,7 @@ static int bench_whole(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_re
         for (int j = 0; j < 3 && !st; j++)
             samples[j][k] = ms[j];
         if (!st)
-            collect_stages(ctx, r, k);
+            tide_bench_collect_stages(ctx, r->stages, &r->nstages, BD_MAX_STAGES, k);
     }
     if (st)
         return tide_error_prefix(st, "tide diff: ");
@@ -243,7 +220,7 @@ static int bench_whole(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_re
     r->run_ms = tide_bench_median(samples[1], o->repeats);
     r->write_ms = tide_bench_median(samples[2], o->repeats);
     for (int k = 0; k < r->nstages; k++)
-        r->stages[k].ms = tide_bench_median(r->stages[k].samples, o->repeats);
+        r->stage_ms[k] = tide_bench_median(r->stages[k].samples, o->repeats);
     return 0;
 }
 
@@ -286,39 +263,6 @@ static int do_subtract(tide_ctx *ctx, void *p) {
     return st;
 }
 
-typedef struct fft_arg {
-    tide_fft_plan *plan;
-    float *buf;
-} fft_arg;
-
-static int do_fft(tide_ctx *ctx, void *p) {
-    fft_arg *a = p;
-    return tide_fft_execute(ctx, a->plan, a->buf);
-}
-
-/* The bare forward and inverse transforms of the padded shape of a ks × ks correlation of a
- * w × h frame (correlate.c's shape: tide_fft_good_size(side + ks - 1)). */
-static int fft_pair(tide_ctx *ctx, const bd_opts *o, int64_t w, int64_t h, int ks,
-                    double *r2c_ms, double *c2r_ms) {
-    const int64_t px = tide_fft_good_size(w + ks - 1), py = tide_fft_good_size(h + ks - 1);
-    const int64_t n = py * tide_fft_row_pitch(px);
-    fft_arg a = {NULL, NULL};
-    int st = tide_fft_buffer_alloc(ctx, n, &a.buf);
-    if (!st && ctx->backend == TIDE_BACKEND_CUDA)
-        st = tide_memzero(ctx, a.buf, 1, (size_t)n * sizeof(float));
-    else if (!st)
-        memset(a.buf, 0, (size_t)n * sizeof(float));
-    if (!st)
-        st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, px, py, 1, &a.plan);
-    if (!st)
-        st = tide_bd_time_median(ctx, o, do_fft, &a, r2c_ms);
-    if (!st)
-        st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, px, py, 1, &a.plan);
-    if (!st)
-        st = tide_bd_time_median(ctx, o, do_fft, &a, c2r_ms);
-    tide_fft_buffer_free(ctx, a.buf);
-    return st;
-}
 
 static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, double bpms,
                        bd_result *r) {
@@ -381,7 +325,9 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
             b->nstamps = sa.r.nstamps;
             /* In: both frames' pix, var, mask; out: difference pix, var, mask + matched. */
             b->bytes_floor_ms = 34.0 * npx / bpms;
-            st = fft_pair(ctx, o, o->w, o->h, sa.r.kernel_w, &b->r2c_ms, &b->c2r_ms);
+            st = tide_bench_fft_pair(ctx, tide_fft_good_size(o->w + sa.r.kernel_w - 1),
+                                     tide_fft_good_size(o->h + sa.r.kernel_w - 1), o->repeats,
+                                     o->warmup, &b->r2c_ms, &b->c2r_ms);
             b->fft_floor_ms = b->r2c_ms + (b->npoly > 0 ? b->npoly : 1) * b->c2r_ms;
         }
         if (sa.have)

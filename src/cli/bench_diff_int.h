@@ -8,7 +8,7 @@
 #include "bench_util.h"
 #include "tide/tide.h"
 
-#define BD_MAX_REPEATS 64
+#define BD_MAX_REPEATS TIDE_BENCH_MAX_REPEATS
 #define BD_MAX_STAGES 64
 #define BD_NDIP 3 /* Gaussian dipole + point source, Gaussian dipole only, PSF dipole + PS */
 
@@ -22,14 +22,6 @@ typedef struct bd_opts {
     const char *json_path;
     int json_stdout;
 } bd_opts;
-
-/* One context timer over the runs. */
-typedef struct bd_stage {
-    char name[48];
-    double samples[BD_MAX_REPEATS];
-    double ms; /* median */
-    int calls; /* per run */
-} bd_stage;
 
 /* The subtraction alone at one spatial degree. */
 typedef struct bd_sub {
@@ -59,7 +51,8 @@ typedef struct bd_result {
     int kernel_w, spatial_degree;
     size_t peak_bytes;
     int nstages;
-    bd_stage stages[BD_MAX_STAGES];
+    tide_bench_stage stages[BD_MAX_STAGES]; /* context timers over the runs */
+    double stage_ms[BD_MAX_STAGES];         /* their medians */
     /* b. reprojection */
     double reproj_call_ms, reproj_plan_ms, reproj_exec_ms, reproj_floor_ms;
     int reproj_exact;

@@ -67,12 +67,12 @@ void tide_bd_print_text(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd
     fprintf(f, "  stages (ms per run, calls):\n");
     for (int pass = 0; pass < 2; pass++) /* the pipeline's stages first, then the others */
         for (int k = 0; k < r->nstages; k++) {
-            const bd_stage *s = &r->stages[k];
+            const tide_bench_stage *s = &r->stages[k];
             if ((strncmp(s->name, "diff.", 5) == 0) != (pass == 0))
                 continue;
             char lab[80];
             snprintf(lab, sizeof lab, "%s%s (%d)", pass ? "    " : "  ", s->name, s->calls);
-            fprintf(f, "  %-38s %10.3f\n", lab, s->ms);
+            fprintf(f, "  %-38s %10.3f\n", lab, r->stage_ms[k]);
         }
 
     fprintf(f, "b. reprojection of the prepared science frame onto the template grid (%s, %s)\n",
@@ -150,7 +150,7 @@ void tide_bd_print_json(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd
     for (int k = 0; k < r->nstages; k++) {
         fprintf(f, "%s\n      {\"name\": ", k ? "," : "");
         tide_cli_json_string(f, r->stages[k].name);
-        fprintf(f, ", \"ms\": %.6g, \"calls\": %d}", r->stages[k].ms, r->stages[k].calls);
+        fprintf(f, ", \"ms\": %.6g, \"calls\": %d}", r->stage_ms[k], r->stages[k].calls);
     }
     fputs("\n    ]\n  },\n  \"reproject\": {\n", f);
     fprintf(f, "    \"exact\": %s,\n    \"device_resident\": %s,\n",

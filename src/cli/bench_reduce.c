@@ -30,7 +30,7 @@
 #endif
 
 #define BR_MAX_RUNS 64
-#define BR_MAX_REPEATS 64
+#define BR_MAX_REPEATS TIDE_BENCH_MAX_REPEATS
 #define NPIX_151MP (14200.0 * 10650.0)
 
 /* Bytes per pixel of one mask-carrying image pixel as the per-source stages read it: the
@@ -51,22 +51,6 @@ void tide_br_targets(const tide_br_run *r, double *e2e_ms, double *peak_gib) {
 
 /* ---- the matched filter's FFT floor ----------------------------------------------------- */
 
-typedef struct fft_arg {
-    tide_fft_plan *plan;
-    float *buf;
-} fft_arg;
-
-static int do_fft(tide_ctx *ctx, void *p) {
-    fft_arg *a = p;
-    return tide_fft_execute(ctx, a->plan, a->buf);
-}
-
-/* Median ms of o->repeats executions of @p plan after o->warmup untimed ones. */
-static int time_fft(tide_ctx *ctx, const tide_br_opts *o, tide_fft_plan *plan, float *buf,
-                    double *ms) {
-    fft_arg a = {plan, buf};
-    return tide_bench_time(ctx, o->repeats, o->warmup, "bench.fft", do_fft, &a, ms);
-}
 
 /* Wall time of making (and releasing) a correlator of f's shape with f->nk flat kernels. */
 static int corr_setup(tide_ctx *ctx, int64_t w, int64_t h, tide_br_fft *f) {
@@ -105,23 +89,8 @@ static int fft_floor(tide_ctx *ctx, const tide_br_opts *o, int64_t w, int64_t h,
         f->r2c_ms = same->r2c_ms;
         f->c2r_ms = same->c2r_ms;
     } else {
-        const int64_t n = f->py * tide_fft_row_pitch(f->px);
-        float *buf = NULL;
-        tide_fft_plan *plan = NULL;
-        int st = tide_fft_buffer_alloc(ctx, n, &buf);
-        if (!st && ctx->backend == TIDE_BACKEND_CUDA)
-            st = tide_memzero(ctx, buf, 1, (size_t)n * sizeof(float));
-        else if (!st)
-            memset(buf, 0, (size_t)n * sizeof(float));
-        if (!st)
-            st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, f->px, f->py, 1, &plan);
-        if (!st)
-            st = time_fft(ctx, o, plan, buf, &f->r2c_ms);
-        if (!st)
-            st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, f->px, f->py, 1, &plan);
-        if (!st)
-            st = time_fft(ctx, o, plan, buf, &f->c2r_ms);
-        tide_fft_buffer_free(ctx, buf);
+        const int st = tide_bench_fft_pair(ctx, f->px, f->py, o->repeats, o->warmup,
+                                           &f->r2c_ms, &f->c2r_ms);
         if (st)
             return st;
     }
@@ -218,35 +187,11 @@ static double stage_bytes(const char *name, const tide_pipeline_result *res,
 
 /* ---- one run ---------------------------------------------------------------------------- */
 
-/* Per-stage totals of the repeats: names in first-seen order. */
+/* Per-stage samples of the repeats: names in first-seen order. */
 typedef struct stage_acc {
     int n;
-    char name[TIDE_BR_MAX_STAGES][48];
-    int calls[TIDE_BR_MAX_STAGES];
-    double ms[TIDE_BR_MAX_STAGES][BR_MAX_REPEATS];
+    tide_bench_stage st[TIDE_BR_MAX_STAGES];
 } stage_acc;
-
-static void collect_timers(const tide_ctx *ctx, stage_acc *a, int rep) {
-    const int nt = tide_timer_count(ctx);
-    for (int i = 0; i < nt; i++) {
-        const char *name;
-        double ms;
-        int calls;
-        if (tide_timer_get(ctx, i, &name, &ms, &calls) || !strncmp(name, "bench.", 6))
-            continue;
-        int k = 0;
-        while (k < a->n && strcmp(a->name[k], name))
-            k++;
-        if (k == a->n) {
-            if (a->n == TIDE_BR_MAX_STAGES)
-                continue;
-            snprintf(a->name[k], sizeof a->name[k], "%s", name);
-            a->calls[k] = calls;
-            a->n++;
-        }
-        a->ms[k][rep] = ms;
-    }
-}
 
 /* The pipeline's parameters for a simulated frame: defaults (== config/default.json) and the
  * simulator's detector, as `tide reduce --bias SIMBIAS` gets them from the header. */
@@ -283,7 +228,7 @@ static int timed_runs(tide_ctx *ctx, const tide_br_opts *o, const tide_image *in
             st = tide_timer_stop(ctx, &tm, &e2e[k]);
         if (st)
             break;
-        collect_timers(ctx, acc, k);
+        tide_bench_collect_stages(ctx, acc->st, &acc->n, TIDE_BR_MAX_STAGES, k);
         if (last->device_peak > r->peak_bytes)
             r->peak_bytes = last->device_peak;
     }
@@ -322,7 +267,7 @@ static int summarise(tide_ctx *ctx, const tide_br_opts *o, double bpms, const st
      * reduce.* stage followed by the sub-stages that finished since the previous one. */
     int order[TIDE_BR_MAX_STAGES], no = 0, pending[TIDE_BR_MAX_STAGES], np = 0;
     for (int k = 0; k < acc->n; k++) {
-        if (strncmp(acc->name[k], "reduce.", 7)) {
+        if (strncmp(acc->st[k].name, "reduce.", 7)) {
             pending[np++] = k;
             continue;
         }
@@ -340,10 +285,10 @@ static int summarise(tide_ctx *ctx, const tide_br_opts *o, double bpms, const st
         const int k = order[i];
         tide_br_stage *s = &r->stages[i];
         double v[BR_MAX_REPEATS];
-        memcpy(v, acc->ms[k], sizeof(double) * (size_t)nrep);
-        snprintf(s->name, sizeof s->name, "%s", acc->name[k]);
+        memcpy(v, acc->st[k].samples, sizeof(double) * (size_t)nrep);
+        snprintf(s->name, sizeof s->name, "%s", acc->st[k].name);
         s->ms = tide_bench_median(v, nrep);
-        s->calls = acc->calls[k];
+        s->calls = acc->st[k].calls;
         s->bytes = stage_bytes(s->name, res, p, r->w * r->h);
         s->bytes_floor_ms = s->bytes >= 0 ? s->bytes / bpms : -1.0;
         s->fft_floor_ms = -1.0;

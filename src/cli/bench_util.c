@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "bench_util.h"
+#include "tide/fft.h"
 #include "tide/memory.h"
 #include "tide/timer.h"
 
@@ -91,4 +92,58 @@ int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
     const int cm = tide_cli_common_option(c, cmd, argc, argv, i);
     return cm < 0 ? TIDE_BENCH_ARG_EXIT_USAGE : cm > 0 ? TIDE_BENCH_ARG_TAKEN
                                                         : TIDE_BENCH_ARG_OWN;
+}
+
+void tide_bench_collect_stages(const tide_ctx *ctx, tide_bench_stage *st, int *n, int max,
+                               int rep) {
+    const int nt = tide_timer_count(ctx);
+    for (int i = 0; i < nt; i++) {
+        const char *name;
+        double ms;
+        int calls;
+        if (tide_timer_get(ctx, i, &name, &ms, &calls) || !strncmp(name, "bench.", 6))
+            continue;
+        int k = 0;
+        while (k < *n && strcmp(st[k].name, name))
+            k++;
+        if (k == *n) {
+            if (k == max)
+                continue;
+            (*n)++;
+            snprintf(st[k].name, sizeof st[k].name, "%s", name);
+        }
+        st[k].samples[rep] = ms;
+        st[k].calls = calls;
+    }
+}
+
+typedef struct fft_arg {
+    tide_fft_plan *plan;
+    float *buf;
+} fft_arg;
+
+static int do_fft(tide_ctx *ctx, void *p) {
+    fft_arg *a = p;
+    return tide_fft_execute(ctx, a->plan, a->buf);
+}
+
+int tide_bench_fft_pair(tide_ctx *ctx, int64_t px, int64_t py, int repeats, int warmup,
+                        double *r2c_ms, double *c2r_ms) {
+    const int64_t n = py * tide_fft_row_pitch(px);
+    fft_arg a = {NULL, NULL};
+    int st = tide_fft_buffer_alloc(ctx, n, &a.buf);
+    if (!st && ctx->backend == TIDE_BACKEND_CUDA)
+        st = tide_memzero(ctx, a.buf, 1, (size_t)n * sizeof(float));
+    else if (!st)
+        memset(a.buf, 0, (size_t)n * sizeof(float));
+    if (!st)
+        st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, px, py, 1, &a.plan);
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.fft_r2c", do_fft, &a, r2c_ms);
+    if (!st)
+        st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, px, py, 1, &a.plan);
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.fft_c2r", do_fft, &a, c2r_ms);
+    tide_fft_buffer_free(ctx, a.buf);
+    return st;
 }

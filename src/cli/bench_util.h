@@ -22,6 +22,27 @@ typedef int (*tide_bench_fn)(tide_ctx *ctx, void *arg);
 int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, tide_bench_fn fn,
                     void *arg, double *ms);
 
+/** Most repeats a benchmark keeps per-run samples of. */
+#define TIDE_BENCH_MAX_REPEATS 64
+
+/** One context timer over a benchmark's repeats. */
+typedef struct tide_bench_stage {
+    char name[48];
+    int calls;                                /**< per run (the last repeat's count) */
+    double samples[TIDE_BENCH_MAX_REPEATS];   /**< milliseconds per repeat */
+} tide_bench_stage;
+
+/** Add the context's stage timers of repeat @p rep (all but the benchmark's own "bench."
+ *  stages) to @p st, *n of at most @p max stages, names in first-seen order. */
+void tide_bench_collect_stages(const tide_ctx *ctx, tide_bench_stage *st, int *n, int max,
+                               int rep);
+
+/** Median milliseconds of an R2C and of a C2R FFT of a @p px × @p py frame (the planned
+ *  transforms of tide_fft, in place on a zeroed buffer), each @p repeats times after
+ *  @p warmup: the FFT floors of the benchmarks. */
+int tide_bench_fft_pair(tide_ctx *ctx, int64_t px, int64_t py, int repeats, int warmup,
+                        double *r2c_ms, double *c2r_ms);
+
 /** What argv[*i] was to tide_bench_common_arg. */
 enum { TIDE_BENCH_ARG_OWN = 0, TIDE_BENCH_ARG_TAKEN = 1, TIDE_BENCH_ARG_EXIT_OK = 2,
        TIDE_BENCH_ARG_EXIT_USAGE = 3 };

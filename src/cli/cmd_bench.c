@@ -99,15 +99,6 @@ static int do_copy(tide_ctx *ctx, void *p) {
     return TIDE_OK;
 }
 
-typedef struct fft_arg {
-    tide_fft_plan *plan;
-    float *buf;
-} fft_arg;
-
-static int do_fft(tide_ctx *ctx, void *p) {
-    fft_arg *a = p;
-    return tide_fft_execute(ctx, a->plan, a->buf);
-}
 
 typedef struct corr_arg {
     tide_correlator *c;
@@ -193,25 +184,6 @@ static void make_kernels(float *k, int n, int ksz) {
     }
 }
 
-static int bench_fft_pair(tide_ctx *ctx, const bench_opts *o, size_res *r) {
-    fft_arg a = {NULL, NULL};
-    int64_t n = r->py * tide_fft_row_pitch(r->px);
-    int st = tide_fft_buffer_alloc(ctx, n, &a.buf);
-    if (!st && ctx->backend == TIDE_BACKEND_CUDA)
-        st = tide_memzero(ctx, a.buf, 1, (size_t)n * sizeof(float));
-    else if (!st)
-        memset(a.buf, 0, (size_t)n * sizeof(float));
-    if (!st)
-        st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, r->px, r->py, 1, &a.plan);
-    if (!st)
-        st = time_median(ctx, o, "bench.fft_r2c", do_fft, &a, &r->r2c_ms);
-    if (!st)
-        st = tide_fft_plan_get(ctx, TIDE_FFT_C2R, r->px, r->py, 1, &a.plan);
-    if (!st)
-        st = time_median(ctx, o, "bench.fft_c2r", do_fft, &a, &r->c2r_ms);
-    tide_fft_buffer_free(ctx, a.buf);
-    return st;
-}
 
 static int bench_corr(tide_ctx *ctx, const bench_opts *o, const tide_image *in, int nk,
                       double bpms, size_res *r, corr_res *cr) {
@@ -294,7 +266,8 @@ static int bench_size(tide_ctx *ctx, const bench_opts *o, double bpms, size_res 
     if (!st)
         st = bench_corr(ctx, o, in, NK_MAX, bpms, r, &r->corr[1]);
     if (!st)
-        st = bench_fft_pair(ctx, o, r);
+        st = tide_bench_fft_pair(ctx, r->px, r->py, o->repeats, o->warmup, &r->r2c_ms,
+                                 &r->c2r_ms);
     for (int i = 0; i < 2; i++)
         r->corr[i].fft_floor_ms = r->r2c_ms + r->corr[i].nk * r->c2r_ms;
     r->read_floor_ms = (double)(r->w * r->h) * sizeof(float) / (bpms / 2.0);
