@@ -1,9 +1,11 @@
 /* fits_fast.h — direct (cfitsio-bypassing) data transfer for the common plain cases: reading an
- * uncompressed image's data unit with parallel pread(2) and writing a binary table's data unit
- * in one call. Each reproduces, bit for bit, what the cfitsio path it replaces produces, and
+ * uncompressed image's data unit with parallel pread(2), writing a binary table's data unit
+ * in one call and an image's data unit converted by several threads. Each reproduces, bit for bit, what the cfitsio path it replaces produces, and
  * declines (returns 1) for anything else so the caller takes that path. Not public. */
 #ifndef TIDE_FITS_FAST_H
 #define TIDE_FITS_FAST_H
+#include <string.h>
+
 #include "fits_internal.h"
 #include "tide/ctx.h"
 #include "tide/image.h"
@@ -38,6 +40,40 @@ int tide_fits_fast_write_rows(fitsfile *f, const tide_table *t, const char *path
  *  by tide_fits_fast_write_rows. */
 int tide_fits_write_table_by(const char *path, const tide_table *t, const tide_header *hdr,
                              const char *extname, int by_column);
+
+/** Store @p n values from host order at @p src to big-endian (FITS order) at @p dst, 8, 4 or
+ *  2 bytes each (a byte swap each: the compiler vectorises it as a shuffle). */
+static inline void tide_fits_put_be8(unsigned char *restrict dst, const unsigned char *restrict src,
+                                     int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t v;
+        memcpy(&v, src + 8 * k, 8);
+        v = __builtin_bswap64(v);
+        memcpy(dst + 8 * k, &v, 8);
+    }
+}
+
+/** 4-byte values (tide_fits_put_be8). */
+static inline void tide_fits_put_be4(unsigned char *restrict dst, const unsigned char *restrict src,
+                                     int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t v;
+        memcpy(&v, src + 4 * k, 4);
+        v = __builtin_bswap32(v);
+        memcpy(dst + 4 * k, &v, 4);
+    }
+}
+
+/** 2-byte values (tide_fits_put_be8). */
+static inline void tide_fits_put_be2(unsigned char *restrict dst, const unsigned char *restrict src,
+                                     int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        uint16_t v;
+        memcpy(&v, src + 2 * k, 2);
+        v = __builtin_bswap16(v);
+        memcpy(dst + 2 * k, &v, 2);
+    }
+}
 
 /** Write @p n contiguous values (float32, or uint16 when @p u16, stored with BZERO 32768) as
  *  the current image HDU's whole data unit, converted by several threads (fits_fast_planes.c);

@@ -19,15 +19,6 @@
 
 enum { BLOCK_VALUES = 1 << 21 }; /* values converted per pass: 8 MiB of float32 */
 
-static void to_be32(unsigned char *restrict dst, const float *restrict src, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t v;
-        memcpy(&v, src + i, 4);
-        v = __builtin_bswap32(v); /* one instruction (vectorised: a byte shuffle) */
-        memcpy(dst + 4 * i, &v, 4);
-    }
-}
-
 static void to_be16_bzero(unsigned char *restrict dst, const uint16_t *restrict src,
                           int64_t n) {
     for (int64_t i = 0; i < n; i++) {
@@ -60,7 +51,7 @@ int tide_fits_fast_write_plane(fitsfile *f, const char *path, const void *data, 
             if (u16)
                 to_be16_bzero(buf + a * es, (const uint16_t *)data + i0 + a, c);
             else
-                to_be32(buf + a * es, (const float *)data + i0 + a, c);
+                tide_fits_put_be4(buf + a * es, (const unsigned char *)data + 4 * (i0 + a), c);
         }
         ffpbyt(f, (LONGLONG)(m * es), buf, &cst); /* consecutive: the position advances */
     }

@@ -32,36 +32,6 @@ static int64_t elem_size(tide_col_type type) {
     return 0;
 }
 
-/* Store @p n values from host order at @p src to big-endian at @p dst (8, 4, 2 bytes each). */
-static inline void put_be8(unsigned char *dst, const unsigned char *src, int64_t n) {
-    for (int64_t k = 0; k < n; k++, dst += 8, src += 8) {
-        uint64_t v;
-        memcpy(&v, src, 8);
-        for (int b = 7; b >= 0; b--, v >>= 8)
-            dst[b] = (unsigned char)v;
-    }
-}
-
-static inline void put_be4(unsigned char *dst, const unsigned char *src, int64_t n) {
-    for (int64_t k = 0; k < n; k++, dst += 4, src += 4) {
-        uint32_t v;
-        memcpy(&v, src, 4);
-        dst[0] = (unsigned char)(v >> 24);
-        dst[1] = (unsigned char)(v >> 16);
-        dst[2] = (unsigned char)(v >> 8);
-        dst[3] = (unsigned char)v;
-    }
-}
-
-static inline void put_be2(unsigned char *dst, const unsigned char *src, int64_t n) {
-    for (int64_t k = 0; k < n; k++, dst += 2, src += 2) {
-        uint16_t v;
-        memcpy(&v, src, 2);
-        dst[0] = (unsigned char)(v >> 8);
-        dst[1] = (unsigned char)v;
-    }
-}
-
 /* Lay out rows [r0, r0 + nr) of @p t at @p out (@p row_bytes each; @p offs = field offsets). */
 static void build_rows(const tide_table *t, const int64_t *offs, int64_t row_bytes, int64_t r0,
                        int64_t nr, unsigned char *out) {
@@ -81,13 +51,13 @@ static void build_rows(const tide_table *t, const int64_t *offs, int64_t row_byt
                 memcpy(dst, src, (size_t)field);
         } else if (size == 8) {
             for (int64_t r = 0; r < nr; r++, src += field, dst += row_bytes)
-                put_be8(dst, src, rep);
+                tide_fits_put_be8(dst, src, rep);
         } else if (size == 4) {
             for (int64_t r = 0; r < nr; r++, src += field, dst += row_bytes)
-                put_be4(dst, src, rep);
+                tide_fits_put_be4(dst, src, rep);
         } else {
             for (int64_t r = 0; r < nr; r++, src += field, dst += row_bytes)
-                put_be2(dst, src, rep);
+                tide_fits_put_be2(dst, src, rep);
         }
     }
 }
