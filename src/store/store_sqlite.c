@@ -339,6 +339,15 @@ static void ckpt_start(tide_store *s) {
         sqlite3_exec(p->db, SQ_AUTOCKPT_BACKSTOP, NULL, NULL, NULL);
 }
 
+/* Roll back the open transaction after failure @p st, keeping its message (+ @p what). */
+static int rollback(tide_store *s, int st, const char *what) {
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", tide_error_detail());
+    if (!sqlite3_get_autocommit(DB(s)))
+        sqlite3_exec(DB(s), "ROLLBACK", NULL, NULL, NULL);
+    return tide_error(st, "%s%s", keep, what);
+}
+
 int tide_store_sqlite_delete_frame(tide_store *s, int64_t id) {
     sq *p = s->impl;
     if (!p->ckpt_tried)
@@ -349,13 +358,8 @@ int tide_store_sqlite_delete_frame(tide_store *s, int64_t id) {
         st = tide_store_sqlite_delete_rows(s, id);
     if (!st)
         st = sq_exec(s, "COMMIT");
-    if (st) {
-        char keep[1024];
-        snprintf(keep, sizeof keep, "%s", tide_error_detail());
-        if (!sqlite3_get_autocommit(DB(s)))
-            sqlite3_exec(DB(s), "ROLLBACK", NULL, NULL, NULL);
-        return tide_error(st, "%s", keep);
-    }
+    if (st)
+        return rollback(s, st, "");
     tide_sq_ckpt_kick(p->ckpt);
     return TIDE_OK;
 }
@@ -415,11 +419,9 @@ static int sq_put(tide_store *s, const tide_store_frame *f, const store_schema *
     if (!st)
         st = sq_exec(s, "COMMIT");
     if (st) {
-        char keep[1024];
-        snprintf(keep, sizeof keep, "%s", tide_error_detail());
-        if (!sqlite3_get_autocommit(DB(s)))
-            sqlite3_exec(DB(s), "ROLLBACK", NULL, NULL, NULL);
-        return tide_error(st, "%s (frame %s rolled back)", keep, f->file);
+        char why[1100];
+        snprintf(why, sizeof why, " (frame %s rolled back)", f->file);
+        return rollback(s, st, why);
     }
     tide_sq_ckpt_kick(p->ckpt); /* copy the frame into the file while the caller goes on */
     *id_out = id;
