@@ -303,14 +303,17 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     /* host: stamp bookkeeping and the fit */
     {
         int64_t *centre = malloc((size_t)g.ns * sizeof *centre);
-        double *Qh = tide_host_alloc(nQ * sizeof *Qh); /* ~8 MB: reused, page-locked */
+        /* the per-stamp normal matrices on the host: the CPU's own, or the GPU's copied into
+         * a reused, page-locked buffer (~8 MB) */
+        const int dev = ctx->backend == TIDE_BACKEND_CUDA;
+        double *Qh = dev ? tide_host_alloc(nQ * sizeof *Qh) : w->Q;
         int64_t *npix = calloc((size_t)g.ns, sizeof *npix);
         int *keep = calloc((size_t)g.ns, sizeof *keep);
         double *a = calloc((size_t)L.n, sizeof *a);
         if (!centre || !Qh || !npix || !keep || !a)
             st = tide_error(TIDE_E_NOMEM, "subtract: stamp tables");
-        if (!st && !(st = to_host(ctx, centre, w->centre, (size_t)g.ns * sizeof *centre)))
-            st = to_host(ctx, Qh, w->Q, nQ * sizeof *Qh);
+        if (!st && !(st = to_host(ctx, centre, w->centre, (size_t)g.ns * sizeof *centre)) && dev)
+            st = tide_memcpy(ctx, Qh, 0, w->Q, 1, nQ * sizeof *Qh);
         if (!st) {
             r->nstamps_total = 0;
             for (int s = 0; s < g.ns; s++) {
@@ -326,7 +329,9 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);
-        free(centre); tide_host_free(Qh); free(npix); free(keep); free(a);
+        free(centre); free(npix); free(keep); free(a);
+        if (dev)
+            tide_host_free(Qh);
         if (st)
             goto done;
     }
