@@ -157,46 +157,53 @@ double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *d, double fwhm) {
     if (!d->var || d->width < 3 * b || d->height < 3 * b)
         return 1.0;
     const int64_t nb = (d->width / b) * (d->height / b);
-    double *z = malloc(sizeof(double) * (size_t)nb);
-    if (!z)
-        return 1.0;
-    /* The box sums where the image lives (on the GPU a kernel over the device difference,
-     * before it is downloaded: the same sums in the same order, so the same values), then
-     * the medians here. */
+    int64_t n = 0;
+    double med = NAN, mad = NAN;
     int st = 0;
 #ifdef TIDE_HAVE_CUDA
     if (ctx && ctx->backend == TIDE_BACKEND_CUDA && d->location == TIDE_DEVICE) {
+        /* The box sums and both medians on the device (the same sums in the same order, the
+         * same order statistics by sorting: the same values as the host's selection), so
+         * only the two medians come back. */
         void *dz = NULL;
         st = tide_device_alloc(ctx, sizeof(double) * (size_t)nb, &dz);
         if (!st)
             st = tide_diffp_boxz_cuda(ctx, d->width, d->height, d->stride, d->pix, d->mask,
                                       d->var, b, (double *)dz);
         if (!st)
-            st = tide_memcpy(ctx, z, 0, dz, 1, sizeof(double) * (size_t)nb);
+            st = tide_diffp_median_mad_cuda(ctx, (const double *)dz, nb, &n, &med, &mad);
         tide_device_free(ctx, dz);
     } else
 #endif
+    {
+        double *z = malloc(sizeof(double) * (size_t)nb);
+        if (!z)
+            return 1.0;
         st = tide_diffp_boxz_cpu(ctx, d->width, d->height, d->stride, d->pix, d->mask, d->var,
                                  b, z);
-    int64_t n = 0;
-    for (int64_t k = 0; !st && k < nb; k++)
-        if (z[k] == z[k])
-            z[n++] = z[k];
-    if (st)
+        for (int64_t k = 0; !st && k < nb; k++)
+            if (z[k] == z[k])
+                z[n++] = z[k];
+        if (!st && n >= 50) {
+            /* Medians by selection (the same order statistics as a sort, O(n)). */
+            const int nt = ctx && ctx->threads > 1 ? ctx->threads : 1;
+            med = tide_median_f64_par(z, n, nt);
+            for (int64_t i = 0; i < n; i++)
+                z[i] = fabs(z[i] - med);
+            mad = tide_median_f64_par(z, n, nt);
+        }
+        free(z);
+    }
+    if (st) {
         tide_error_clear(); /* the factor stays 1: the variance as propagated */
+        return 1.0;
+    }
     double f = 1.0;
     if (n >= 50) {
-        /* Medians by selection (the same order statistics as a sort, O(n)). */
-        const int nt = ctx && ctx->threads > 1 ? ctx->threads : 1;
-        const double med = tide_median_f64_par(z, n, nt);
-        for (int64_t i = 0; i < n; i++)
-            z[i] = fabs(z[i] - med);
-        const double mad = tide_median_f64_par(z, n, nt);
         const double sig = 1.482602218505602 * mad;
         f = sig * sig;
         f = f < 0.25 ? 0.25 : (f > 16 ? 16 : f);
     }
-    free(z);
     return f;
 }
 

@@ -24,6 +24,12 @@ int tide_diffp_boxz_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, con
 #ifdef TIDE_HAVE_CUDA
 int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, const float *pix,
                          const uint16_t *mask, const float *var, int b, double *z);
+/** The median of the n box values z (device memory; NaN are left out), the median of their
+ *  absolute deviations from it, and how many were not NaN: by two radix sorts, the same order
+ *  statistics as tide_median_f64 on the host, so the same values. NaN results when none is
+ *  valid. */
+int tide_diffp_median_mad_cuda(tide_ctx *ctx, const double *z, int64_t n, int64_t *nvalid,
+                               double *med, double *mad);
 int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a,
                           float f);
 int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,

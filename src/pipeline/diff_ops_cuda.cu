@@ -1,9 +1,14 @@
 /* diff_ops_cuda.cu — CUDA twins of the difference pipeline's kernels (diff_ops.h):
  * grid-stride loops over the formulas of diff_ops_math.h. */
 #include <cuda_runtime.h>
+#include <math.h>
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include "core/cuda_check.h"
 #include "pipeline/diff_ops.h"
+#include "tide/memory.h"
+#include "tide/status.h"
 
 __global__ void diffp_prepare_kernel(int64_t w, int64_t h, int64_t stride, float *pix,
                                      uint16_t *mask, float *var, const float *bkg,
@@ -73,4 +78,98 @@ extern "C" int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t
         w / b, h / b, stride, pix, mask, var, b, z);
     TIDE_CUDA_LAUNCHED();
     return 0;
+}
+
+/* ---- the median and MAD of the box values, on the device ------------------------------ */
+
+/* keys[i] = z[i], NaN -> +Inf (sorted last), and the count of NaN. */
+__global__ void diffp_nan_last_kernel(int64_t n, const double *z, double *keys,
+                                      unsigned long long *nnan) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int isn = 0;
+    if (i < n) {
+        const double v = z[i];
+        isn = isnan(v);
+        keys[i] = isn ? INFINITY : v;
+    }
+    const unsigned bal = __ballot_sync(0xffffffffu, isn);
+    if ((threadIdx.x & 31) == 0 && bal)
+        atomicAdd(nnan, (unsigned long long)__popc(bal));
+}
+
+/* numpy.median of the first m values of the sorted array (the same order statistics and the
+ * same mean of the two middles as tide_median_f64 on the host). */
+__device__ static double diffp_sorted_median(const double *v, int64_t m) {
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+/* out[0] = median of the valid values (n minus the NaN), out[2] = their count. */
+__global__ void diffp_median_kernel(int64_t n, const double *sorted,
+                                    const unsigned long long *nnan, double *out, int slot) {
+    const int64_t m = n - (int64_t)*nnan;
+    out[slot] = m > 0 ? diffp_sorted_median(sorted, m) : NAN;
+    out[2] = (double)m;
+}
+
+/* keys[i] = |sorted[i] - median| over the valid values, +Inf after them. */
+__global__ void diffp_absdev_kernel(int64_t n, const double *sorted,
+                                    const unsigned long long *nnan, const double *med,
+                                    double *keys) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    keys[i] = i < n - (int64_t)*nnan ? fabs(sorted[i] - *med) : INFINITY;
+}
+
+extern "C" int tide_diffp_median_mad_cuda(tide_ctx *ctx, const double *z, int64_t n,
+                                          int64_t *nvalid, double *med, double *mad) {
+    *nvalid = 0;
+    *med = *mad = NAN;
+    if (n <= 0)
+        return 0;
+    if (n > 0x7fffffff)
+        return tide_error(TIDE_E_RANGE, "diff: %lld box values are too many to sort",
+                          (long long)n);
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    size_t tmp = 0;
+    TIDE_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, tmp, (const double *)nullptr,
+                                                 (double *)nullptr, (int)n, 0, 64, s));
+    /* two key arrays, the sort's scratch, three results and the NaN count */
+    const size_t keys = sizeof(double) * (size_t)n, small = 4 * sizeof(double);
+    const size_t off_tmp = 2 * keys, off_small = off_tmp + ((tmp + 255) / 256) * 256;
+    unsigned char *d = NULL;
+    int st = tide_device_alloc(ctx, off_small + small, (void **)&d);
+    if (st)
+        return st;
+    double *ka = (double *)d, *kb = (double *)(d + keys), *res = (double *)(d + off_small);
+    unsigned long long *nnan = (unsigned long long *)(res + 3);
+    void *scratch = d + off_tmp;
+    const unsigned grid = (unsigned)((n + 255) / 256);
+    cudaError_t ce = cudaMemsetAsync(nnan, 0, sizeof *nnan, s);
+    if (ce == cudaSuccess) {
+        diffp_nan_last_kernel<<<grid, 256, 0, s>>>(n, z, ka, nnan);
+        ce = cub::DeviceRadixSort::SortKeys(scratch, tmp, ka, kb, (int)n, 0, 64, s);
+    }
+    if (ce == cudaSuccess) {
+        diffp_median_kernel<<<1, 1, 0, s>>>(n, kb, nnan, res, 0);
+        diffp_absdev_kernel<<<grid, 256, 0, s>>>(n, kb, nnan, res, ka);
+        ce = cub::DeviceRadixSort::SortKeys(scratch, tmp, ka, kb, (int)n, 0, 64, s);
+    }
+    if (ce == cudaSuccess) {
+        diffp_median_kernel<<<1, 1, 0, s>>>(n, kb, nnan, res, 1);
+        ce = cudaGetLastError();
+    }
+    if (ce != cudaSuccess)
+        st = tide_error(TIDE_E_CUDA, "diff: median of the box values: %s",
+                        cudaGetErrorString(ce));
+    double h[3] = {NAN, NAN, 0.0};
+    if (!st)
+        st = tide_memcpy(ctx, h, 0, res, 1, sizeof h);
+    tide_device_free(ctx, d);
+    if (!st) {
+        *med = h[0];
+        *mad = h[1];
+        *nvalid = (int64_t)h[2];
+    }
+    return st;
 }
