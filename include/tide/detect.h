@@ -169,6 +169,15 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                    const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources,
                    tide_detect_maps *maps);
 
+/** tide_detect with the matched-filter S/N map given instead of made: @p snr is the map
+ *  tide_detect_ex would return for these arguments (width × height, row stride = width, where
+ *  the context computes; read only). The filtering is skipped; footprints, deblending and
+ *  measurements are tide_detect's. For the negated difference image, whose S/N is exactly
+ *  minus the difference's (the filter is linear and IEEE negation is exact). */
+int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                         const tide_psf_model *psf, const tide_detect_params *p,
+                         const tide_image *snr, tide_table *sources);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,13 +30,17 @@ typedef struct cpair {
     int64_t i, j;
 } cpair;
 
+/* The detections of im as a list. The S/N map is made and handed back in @p maps, or, when
+ * @p snr is given, taken from it. */
 static int detect_list(tide_ctx *ctx, const tide_image *im, const tide_image *rms,
-                       const tide_candidate_params *p, cdet **out, int64_t *n) {
+                       const tide_candidate_params *p, const tide_image *snr,
+                       tide_detect_maps *maps, cdet **out, int64_t *n) {
     tide_table t;
     tide_table_init(&t);
     *out = NULL;
     *n = 0;
-    int st = tide_detect(ctx, im, rms, p->psf, &p->det, &t);
+    int st = snr ? tide_detect_with_snr(ctx, im, rms, p->psf, &p->det, snr, &t)
+                 : tide_detect_ex(ctx, im, rms, p->psf, &p->det, &t, maps);
     if (!st && t.nrows > 0) {
         const double *x = tide_table_f64(&t, "XWIN"), *y = tide_table_f64(&t, "YWIN");
         const double *snr = tide_table_f64(&t, "SNR"), *fl = tide_table_f64(&t, "FLUX_ISO");
@@ -292,8 +296,24 @@ int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candi
         sv.owns = rv.owns = nv.owns = 0;
         rv.width = nv.width = diff->width;
         nv.mask = diff->mask;
-        st = detect_list(ctx, &sv, &rv, &p, &pos, &np);
-        if (!st) st = detect_list(ctx, &nv, &rv, &p, &ng, &nn);
+        /* The negative detections reuse the S/N map negated: the matched filter is linear
+         * and IEEE negation exact, so it is the map of -diff to the bit, without a second
+         * filtering. */
+        tide_detect_maps maps;
+        memset(&maps, 0, sizeof maps);
+        st = detect_list(ctx, &sv, &rv, &p, NULL, &maps, &pos, &np);
+        if (!st) {
+            const int64_t n = maps.snr.width * maps.snr.height;
+            if (maps.location == TIDE_DEVICE) { /* a CUDA context's map, whatever diff's */
+#ifdef TIDE_HAVE_CUDA
+                st = tide_cand_negate_cuda(ctx, maps.snr.pix, n);
+#endif
+            } else {
+                st = tide_cand_negate_cpu(ctx, maps.snr.pix, n);
+            }
+        }
+        if (!st) st = detect_list(ctx, &nv, &rv, &p, &maps.snr, NULL, &ng, &nn);
+        tide_detect_maps_free(ctx, &maps);
     }
     tide_image_free(ctx, &neg);
     tide_image_free(ctx, &rms);

@@ -8,3 +8,10 @@ int tide_cand_prep_cpu(tide_ctx *ctx, const tide_cand_prep_job *job) {
         for (int64_t x = 0; x < job->width; x++) tide_cand_prep_pixel(job, x, y);
     return 0;
 }
+
+int tide_cand_negate_cpu(tide_ctx *ctx, float *a, int64_t n) {
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) a[i] = -a[i];
+    return 0;
+}

@@ -1,5 +1,5 @@
 /* candidates_kernels.h — the per-pixel preparation of candidate detection (rms = sqrt(var),
- * negated difference), CPU and CUDA twins (DESIGN §3). */
+ * negated difference, negated S/N map), CPU and CUDA twins (DESIGN §3). */
 #ifndef TIDE_CANDIDATES_KERNELS_H
 #define TIDE_CANDIDATES_KERNELS_H
 #include <math.h>
@@ -27,8 +27,11 @@ TIDE_HD static inline void tide_cand_prep_pixel(const tide_cand_prep_job *jb, in
 }
 
 int tide_cand_prep_cpu(tide_ctx *ctx, const tide_cand_prep_job *job);
+/* a[i] = -a[i], i < n: the S/N map of the difference into that of its negation. */
+int tide_cand_negate_cpu(tide_ctx *ctx, float *a, int64_t n);
 #ifdef TIDE_HAVE_CUDA
 int tide_cand_prep_cuda(tide_ctx *ctx, const tide_cand_prep_job *job);
+int tide_cand_negate_cuda(tide_ctx *ctx, float *a, int64_t n);
 #endif
 
 #ifdef __cplusplus

@@ -70,8 +70,7 @@ static int check_image(const tide_image *im, const char *name, int64_t w, int64_
 
 /* The matched-filter kernels (host), their Gram matrix and coefficient polynomials. */
 static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, int64_t w,
-                        int64_t h, float **kbuf, int64_t *ks, tide_det_filter *f,
-                        double fwhm_corner[4]) {
+                        int64_t h, float **kbuf, int64_t *ks, tide_det_filter *f) {
     memset(f, 0, sizeof *f);
     if (psf) {
         int nt = (psf->degree + 1) * (psf->degree + 2) / 2;
@@ -93,10 +92,6 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
         memcpy(f->coef, psf->coef, sizeof(double) * (size_t)(psf->nbasis * psf->ncoef));
         f->width = psf->width > 0 ? psf->width : w;
         f->height = psf->height > 0 ? psf->height : h;
-        for (int c = 0; c < 4; c++)
-            fwhm_corner[c] = psf->fwhm_corner[c] > 0.0 ? psf->fwhm_corner[c]
-                             : psf->fwhm > 0.0        ? psf->fwhm
-                                                      : p->fwhm_guess;
     } else {
         /* unit-sum Gaussian out to ~3.1 sigma */
         double sig = p->fwhm_guess / 2.3548200450309493;
@@ -122,7 +117,6 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
         f->coef[0] = 1.0;
         f->width = w;
         f->height = h;
-        for (int c = 0; c < 4; c++) fwhm_corner[c] = p->fwhm_guess;
     }
     const int64_t kk = *ks * *ks;
     for (int a = 0; a < f->nbasis; a++)
@@ -134,6 +128,17 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
         }
     f->nodata_bits = TIDE_MASK_NODATA;
     return 0;
+}
+
+/* The PSF FWHM at the corners, for the centroid windows: the model's summary, its FWHM where
+ * a corner fit failed, the guess without either (or without a model). */
+static void corner_fwhm(const tide_psf_model *psf, const tide_detect_params *p,
+                        double fwhm_corner[4]) {
+    for (int c = 0; c < 4; c++)
+        fwhm_corner[c] = !psf                         ? p->fwhm_guess
+                         : psf->fwhm_corner[c] > 0.0 ? psf->fwhm_corner[c]
+                         : psf->fwhm > 0.0           ? psf->fwhm
+                                                     : p->fwhm_guess;
 }
 
 static const struct {
@@ -259,9 +264,10 @@ static int matched_filter(tide_ctx *ctx, const tide_image *s_in, const tide_imag
     return st;
 }
 
-int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                   const tide_psf_model *psf, const tide_detect_params *pin, tide_table *sources,
-                   tide_detect_maps *maps) {
+/* tide_detect_ex, with the S/N map made here (snr_given NULL) or given. */
+static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                  const tide_psf_model *psf, const tide_detect_params *pin,
+                  const tide_image *snr_given, tide_table *sources, tide_detect_maps *maps) {
     tide_detect_params p;
     if (pin) p = *pin;
     else tide_detect_params_default(&p);
@@ -293,7 +299,7 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     const tide_image *s_in = sub, *r_in = rms;
 
     if (tide_table_column(sources, "XWIN") == NULL) st = add_columns(sources);
-    if (!st) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f, mp.fwhm_corner);
+    if (!st) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
     /* A CUDA context works on device images: upload host inputs once. */
     if (!st && cuda && sub->location == TIDE_HOST) {
         st = tide_image_clone(ctx, &dsub, sub, TIDE_DEVICE);
@@ -303,8 +309,19 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         st = tide_image_clone(ctx, &drms, rms, TIDE_DEVICE);
         r_in = &drms;
     }
+    if (!st && snr_given &&
+        (snr_given->location != loc || snr_given->width != W || snr_given->height != H ||
+         snr_given->stride != W || !snr_given->pix))
+        st = tide_error(TIDE_E_INVAL, "tide_detect: the given S/N map must be %lld x %lld "
+                                      "(row stride %lld) where the context computes",
+                        (long long)W, (long long)H, (long long)W);
     tide_timer tm;
-    if (!st) {
+    if (!st && snr_given) {
+        snr = *snr_given; /* a view: never freed here */
+        snr.owns = 0;
+        snr.mask = NULL;
+        snr.var = NULL;
+    } else if (!st) {
         const float *kp[TIDE_DET_MAX_BASIS];
         for (int b = 0; b < f.nbasis; b++) kp[b] = kbuf + (size_t)b * (size_t)(ks * ks);
         tide_correlate_options opt = {0};
@@ -331,6 +348,7 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         tide_timer_stop(ctx, &tm, NULL);
     }
     if (!st && w.nsrc > 0) {
+        corner_fwhm(psf, &p, mp.fwhm_corner);
         mp.width = W;
         mp.height = H;
         mp.saturation = p.saturation;
@@ -343,6 +361,7 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         tide_timer_stop(ctx, &tm, NULL);
     }
     if (!st) st = fill_table(ctx, &w, cuda, sources);
+    if (snr_given) memset(&snr, 0, sizeof snr); /* the caller's */
     if (!st && maps) {
         maps->snr = snr;
         memset(&snr, 0, sizeof snr);
@@ -382,6 +401,20 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     free(kbuf);
     if (st) tide_table_resize(sources, 0);
     return st;
+}
+
+int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                   const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources,
+                   tide_detect_maps *maps) {
+    return detect(ctx, sub, rms, psf, p, NULL, sources, maps);
+}
+
+int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                         const tide_psf_model *psf, const tide_detect_params *p,
+                         const tide_image *snr, tide_table *sources) {
+    if (!snr)
+        return tide_error(TIDE_E_INVAL, "tide_detect_with_snr: NULL S/N map");
+    return detect(ctx, sub, rms, psf, p, snr, sources, NULL);
 }
 
 int tide_detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
