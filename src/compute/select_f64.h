@@ -11,6 +11,11 @@ double tide_select_kth_f64(double *v, int64_t n, int64_t k);
 /** tide_select_kth_f64 for floats. */
 float tide_select_kth_f32(float *v, int64_t n, int64_t k);
 
+/** The median (5th smallest) of 9 floats with no NaN, by a fixed network of 19
+ *  compare-exchanges (no branches, no reordering of the caller's array): the value
+ *  tide_select_kth_f32(v, 9, 4) gives. */
+float tide_median9_f32(const float *v);
+
 /** numpy.median of v[0..n) (n > 0, no NaN): the middle value, or the mean of the two middle
  *  values; v is reordered. */
 double tide_median_f64(double *v, int64_t n);

@@ -104,7 +104,10 @@ static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *
                     tide_image *rms, tide_bkg_summary *s) {
     tide_bkg_plan pl;
     float *mesh = NULL, *work = NULL;
+    double t0 = tide_now();
     int st = measure(ctx, im, p, &pl, &mesh);
+    tide_timer_add(ctx, "background.mesh", 1e3 * (tide_now() - t0));
+    t0 = tide_now();
     if (st)
         goto done;
     const int64_t np = pl.nmesh;
@@ -127,6 +130,8 @@ static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *
         if (!st)
             st = tide_bkg_grid_spline(&pl, sig, coef + 4 * np);
     }
+    tide_timer_add(ctx, "background.grid", 1e3 * (tide_now() - t0));
+    t0 = tide_now();
     if (!st && bkg)
         st = alloc_like(ctx, bkg, im);
     if (!st && rms)
@@ -137,6 +142,7 @@ static int estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *
         else
             st = TIDE_DISPATCH(ctx, tide_bkg_interp, &pl, coef, bkg, rms);
     }
+    tide_timer_add(ctx, "background.maps", 1e3 * (tide_now() - t0));
     if (!st)
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "background",
                  "%lldx%lld meshes of %lldx%lld: global %.6g, rms %.6g, %lld bad, %lld filtered",

@@ -7,6 +7,7 @@
  * Arnouts 1996, §3.1), whose arithmetic is mirrored in float where it matters for agreement
  * with its check-images. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,11 +149,12 @@ int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, con
                         sw[n++] = sig[y * nx + x];
                     }
                 const int64_t k = py * nx + px;
-                const float med = mesh_median(bw, n);
+                /* the 3x3 window of the default filter by a sorting network (~3x faster) */
+                const float med = n == 9 ? tide_median9_f32(bw) : mesh_median(bw, n);
                 if (fabs((double)(med - back[k])) >= prm->filter_thresh) {
                     nrep += med != back[k];
                     b2[k] = med;
-                    s2[k] = mesh_median(sw, n);
+                    s2[k] = n == 9 ? tide_median9_f32(sw) : mesh_median(sw, n);
                 } else {
                     b2[k] = back[k];
                     s2[k] = sig[k];
@@ -181,62 +183,67 @@ int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, con
     return TIDE_OK;
 }
 
-/* Source Extractor's spline recurrence over n values v[0], v[st], ... into d (same stride):
- * the tridiagonal system of a natural cubic spline on unit spacing, swept in float as in its
- * makebackspline and subbackline (including its back-substitution, which divides the whole
- * right-hand side by 6). u: n floats of scratch. */
-static void se_spline(const float *v, int64_t n, int64_t st, float *d, float *u) {
+/* Source Extractor's spline recurrence (makebackspline, subbackline) along m lines at once:
+ * value i of line l is v[i * st + l * ls]. Each line is the tridiagonal system of a natural
+ * cubic spline on unit spacing, swept in float as Source Extractor does (including its
+ * back-substitution, which divides the whole right-hand side by 6). The lines advance in
+ * lockstep, so their independent recurrences overlap (one line alone is a chain of dependent
+ * divisions). u: n * m floats of scratch. */
+static void se_spline_lines(const float *v, int64_t n, int64_t st, int64_t m, int64_t ls,
+                            float *d, float *u) {
     for (int64_t i = 0; i < n; i++)
-        d[i * st] = 0.0f;
+        for (int64_t l = 0; l < m; l++)
+            d[i * st + l * ls] = 0.0f;
     if (n < 3)
         return;
-    u[0] = 0.0f;
-    for (int64_t i = 1; i < n - 1; i++) {
-        float t = -1.0f / (d[(i - 1) * st] + 4.0f);
-        d[i * st] = t;
-        const float c = v[(i + 1) * st] + v[(i - 1) * st] - 2.0f * v[i * st];
-        t *= u[i - 1] - 6.0f * c;
-        u[i] = t;
-    }
-    d[(n - 1) * st] = 0.0f;
-    for (int64_t i = n - 2; i >= 1; i--) {
-        const float t = d[i * st] * d[(i + 1) * st] + u[i];
-        d[i * st] = (float)((double)t / 6.0);
-    }
+    for (int64_t l = 0; l < m; l++)
+        u[l] = 0.0f;
+    for (int64_t i = 1; i < n - 1; i++)
+        for (int64_t l = 0; l < m; l++) {
+            const int64_t o = l * ls;
+            float t = -1.0f / (d[(i - 1) * st + o] + 4.0f);
+            d[i * st + o] = t;
+            const float c = v[(i + 1) * st + o] + v[(i - 1) * st + o] - 2.0f * v[i * st + o];
+            t *= u[(i - 1) * m + l] - 6.0f * c;
+            u[i * m + l] = t;
+        }
+    for (int64_t i = n - 2; i >= 1; i--)
+        for (int64_t l = 0; l < m; l++) {
+            const int64_t o = l * ls;
+            const float t = d[i * st + o] * d[(i + 1) * st + o] + u[i * m + l];
+            d[i * st + o] = (float)((double)t / 6.0);
+        }
 }
 
 int tide_bkg_grid_spline(const tide_bkg_plan *p, const float *v, float *coef) {
     const int64_t nx = p->nx, ny = p->ny, np = p->nmesh;
     float *V = coef + TIDE_BKG_V * np, *DV = coef + TIDE_BKG_DV * np;
     float *XV = coef + TIDE_BKG_XV * np, *XDV = coef + TIDE_BKG_XDV * np;
-    /* Every line's recurrence is independent of the others: lines in parallel (a 151 MP
-     * frame has 222 x 167 meshes), each thread with its own scratch, the same floats. */
-    const int64_t nu = nx > ny ? nx : ny;
-    int fail = 0;
     memcpy(V, v, sizeof(float) * (size_t)np);
     memset(XV, 0, sizeof(float) * (size_t)np);
     memset(XDV, 0, sizeof(float) * (size_t)np);
-#pragma omp parallel if (np >= 8192) reduction(| : fail)
-    {
-        float *u = malloc(sizeof(float) * (size_t)nu);
-        if (!u)
-            fail = 1;
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < nx; i++)
-            if (u)
-                se_spline(V + i, ny, nx, DV + i, u);
-        if (ny > 1 && nx > 1) {
-#pragma omp for schedule(static)
-            for (int64_t j = 0; j < ny; j++)
-                if (u) {
-                    se_spline(V + j * nx, nx, 1, XV + j * nx, u);
-                    se_spline(DV + j * nx, nx, 1, XDV + j * nx, u);
-                }
-        }
-        free(u);
-    }
-    if (fail)
+    float *u = malloc(sizeof(float) * (size_t)np);
+    if (!u)
         return tide_error(TIDE_E_NOMEM, "background: out of memory for the spline");
+    /* Every line is independent of the others: on large grids (a 151 MP frame has 222 x 167
+     * meshes) the threads take bands of lines, each with its band of the scratch; the same
+     * floats whatever the split. */
+    const int par = np >= 8192;
+#pragma omp parallel if (par)
+    {
+        const int nt = par ? omp_get_num_threads() : 1, id = par ? omp_get_thread_num() : 0;
+        /* the columns (along y), contiguous across lines */
+        int64_t l0 = nx * id / nt, l1 = nx * (id + 1) / nt;
+        se_spline_lines(V + l0, ny, nx, l1 - l0, 1, DV + l0, u + ny * l0);
+        if (ny > 1 && nx > 1) {
+#pragma omp barrier
+            l0 = ny * id / nt;
+            l1 = ny * (id + 1) / nt;
+            se_spline_lines(V + l0 * nx, nx, 1, l1 - l0, nx, XV + l0 * nx, u + nx * l0);
+            se_spline_lines(DV + l0 * nx, nx, 1, l1 - l0, nx, XDV + l0 * nx, u + nx * l0);
+        }
+    }
+    free(u);
     return TIDE_OK;
 }
 

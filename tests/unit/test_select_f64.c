@@ -37,6 +37,21 @@ static double median_sorted(const double *v, int64_t n) {
 }
 
 int main(void) {
+    /* median of 9 by the network against selection: random values, many ties, +-0, Inf */
+    for (int t = 0; t < 200000; t++) {
+        float v[9], w[9];
+        for (int k = 0; k < 9; k++) {
+            const double u = urand();
+            v[k] = t % 3 == 0 ? (float)floor(4 * u) : t % 3 == 1 ? (float)gauss() : 0.0f;
+            if (t % 7 == 0 && k == t % 9)
+                v[k] = t % 2 ? INFINITY : -0.0f;
+        }
+        memcpy(w, v, sizeof v);
+        const float a = tide_median9_f32(v), b = tide_select_kth_f32(w, 9, 4);
+        if (a != b)
+            printf("median9 %g vs select %g\n", a, b);
+        CHECK(a == b);
+    }
     const int64_t sizes[] = {1000, 131071, 131072, 200001, 342000};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
         for (int shape = 0; shape < 6; shape++)
