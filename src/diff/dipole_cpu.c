@@ -68,7 +68,8 @@ static void fit_one(const tide_dipole_job *jb, int64_t s) {
     run_fit(&ps, side, P, V, M, p->mask_bits, psf, p->psf_side);
     const double h = (double)((side - 1) / 2);
     const double ox = jb->x0 ? jb->x0[s] - h : 0.0, oy = jb->y0 ? jb->y0[s] - h : 0.0;
-    dip_finish(&dp, &ps, p->fit_ps, ox, oy, &jb->out[s]);
+    dip_finish_dipole(&dp, ox, oy, &jb->out[s]);
+    dip_finish_ps(&ps, p->fit_ps, ox, oy, &jb->out[s]);
 }
 
 int tide_dipole_batch_cpu(tide_ctx *ctx, const tide_dipole_job *job) {

@@ -1,8 +1,9 @@
-/* dipole_cuda.cu — CUDA twin of the batched dipole fits: one warp per stamp. Lanes stride the
- * stamp (pixel t in lane t mod 32), the normal-equation sums are merged by a fixed
- * __shfl_down tree and broadcast, and every lane runs the same Levenberg–Marquardt step on
- * them, so the loop is warp-uniform and a converged fit's warp simply leaves (no atomics,
- * deterministic). Also the stamp cutter: one thread per stamp pixel. */
+/* dipole_cuda.cu — CUDA twin of the batched dipole fits: one warp per fit, two per stamp (the
+ * dipole and the point source, independent). Lanes stride the stamp (pixel t in lane t mod
+ * 32), the normal-equation sums are merged by a fixed __shfl_down tree and broadcast, and
+ * every lane runs the same Levenberg–Marquardt step on them, so the loop is warp-uniform (no
+ * atomics, deterministic) and a converged fit's warp simply leaves. Also the stamp cutter:
+ * one thread per stamp pixel. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include "core/cuda_check.h"
@@ -11,7 +12,12 @@
 #include "diff/dipole_stamp_math.h"
 
 #define DIP_WARPS 4
+/* Resident blocks per multiprocessor the registers must allow: 3 (168 registers, a few
+ * spilled) measured as fast as 1 (190) on the 4096² pipeline's 1,587 fits and 1.4 M dipole
+ * fits/s, so the larger count stays. */
+#define DIP_MIN_BLOCKS 3
 
+/* The warp's sum, in every lane (a fixed __shfl_down tree: the same order every time). */
 __device__ static inline double dip_allsum(double v) {
     for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
     return __shfl_sync(0xffffffffu, v, 0);
@@ -76,54 +82,59 @@ __device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, c
     }
 }
 
-__global__ void dipole_kernel(const tide_dipole_job jb) {
+/* Two warps per stamp: the even one fits the dipole, the odd one the point source, side by
+ * side and independently (each fills its own fields of the output), so a stamp takes the time
+ * of its slower fit instead of the sum of both and no warp waits for another. */
+__global__ void __launch_bounds__(32 * DIP_WARPS, DIP_MIN_BLOCKS)
+    dipole_kernel(const tide_dipole_job jb) {
     const int lane = threadIdx.x & 31;
-    const int64_t s = (int64_t)blockIdx.x * DIP_WARPS + (threadIdx.x >> 5);
+    const int64_t w = (int64_t)blockIdx.x * DIP_WARPS + (threadIdx.x >> 5);
+    const int64_t s = w >> 1;
+    const int is_ps = (int)(w & 1);
     if (s >= jb.n) return;
-    const int side = jb.side, npix = side * side;
     const tide_dipole_params &p = jb.p;
+    const int side = jb.side, npix = side * side;
     const float *P = jb.pix + s * npix, *V = jb.var + s * npix;
     const uint16_t *M = jb.mask ? jb.mask + s * npix : NULL;
-    const float *psf =
-        p.psf ? p.psf + (p.psf_per_stamp ? s * p.psf_side * p.psf_side : 0) : NULL;
-    int tp = -1, tn = -1, ta = -1;
-    double sp = NAN, sn = NAN, sa = NAN;
+    const float *psf = p.psf ? p.psf + (p.psf_per_stamp ? s * p.psf_side * p.psf_side : 0) : NULL;
+    /* Start pixels: the dipole's lobes from the most positive and most negative S/N, the
+     * point source from the largest |S/N|. */
+    int tp = -1, tn = -1;
+    double sp = NAN, sn = NAN;
     for (int t = lane; t < npix; t += DIP_LANES) {
         const double sc = dip_score(P, V, M, p.mask_bits, side, t);
-        if (dip_better(sc, t, sp, tp)) sp = sc, tp = t;
-        if (dip_better(-sc, t, sn, tn)) sn = -sc, tn = t;
-        if (dip_better(fabs(sc), t, sa, ta)) sa = fabs(sc), ta = t;
+        if (is_ps) {
+            if (dip_better(fabs(sc), t, sp, tp)) sp = fabs(sc), tp = t;
+        } else {
+            if (dip_better(sc, t, sp, tp)) sp = sc, tp = t;
+            if (dip_better(-sc, t, sn, tn)) sn = -sc, tn = t;
+        }
     }
     dip_allbest(&sp, &tp);
-    dip_allbest(&sn, &tn);
-    dip_allbest(&sa, &ta);
-    const int kd = p.model == TIDE_DIPOLE_PSF ? DIP_K_PDIP : DIP_K_GDIP;
+    if (!is_ps) dip_allbest(&sn, &tn);
+    const int kind = (p.model == TIDE_DIPOLE_PSF ? DIP_K_PDIP : DIP_K_GDIP) + is_ps;
     double q[DIP_MAXP];
-    dip_lm dp, ps;
-    dip_start(kd, side, tp, tn, p.sigma_guess, q);
-    dip_lm_init(&dp, kd, q, p.max_iter, p.tol, p.lambda0, side);
-    if (tp < 0 || tn < 0 || tp == tn) {
-        dp.status = TIDE_DIPOLE_BADINPUT;
-        dp.done = 1;
+    dip_lm st;
+    dip_start(kind, side, tp, is_ps ? -1 : tn, p.sigma_guess, q);
+    dip_lm_init(&st, kind, q, p.max_iter, p.tol, p.lambda0, side);
+    if (is_ps ? (tp < 0 || !p.fit_ps) : (tp < 0 || tn < 0 || tp == tn)) {
+        st.status = TIDE_DIPOLE_BADINPUT;
+        st.done = 1;
     }
-    dip_run(&dp, lane, side, P, V, M, p.mask_bits, psf, p.psf_side);
-    dip_start(kd + 1, side, ta, -1, p.sigma_guess, q);
-    dip_lm_init(&ps, kd + 1, q, p.max_iter, p.tol, p.lambda0, side);
-    if (ta < 0 || !p.fit_ps) {
-        ps.status = TIDE_DIPOLE_BADINPUT;
-        ps.done = 1;
-    }
-    dip_run(&ps, lane, side, P, V, M, p.mask_bits, psf, p.psf_side);
+    dip_run(&st, lane, side, P, V, M, p.mask_bits, psf, p.psf_side);
     if (lane == 0) {
         const double h = (double)((side - 1) / 2);
         const double ox = jb.x0 ? jb.x0[s] - h : 0.0, oy = jb.y0 ? jb.y0[s] - h : 0.0;
-        dip_finish(&dp, &ps, p.fit_ps, ox, oy, &jb.out[s]);
+        if (is_ps)
+            dip_finish_ps(&st, p.fit_ps, ox, oy, &jb.out[s]);
+        else
+            dip_finish_dipole(&st, ox, oy, &jb.out[s]);
     }
 }
 
 extern "C" int tide_dipole_batch_cuda(tide_ctx *ctx, const tide_dipole_job *job) {
     if (job->n <= 0) return 0;
-    const int64_t blocks = (job->n + DIP_WARPS - 1) / DIP_WARPS;
+    const int64_t blocks = (2 * job->n + DIP_WARPS - 1) / DIP_WARPS; /* two warps a stamp */
     if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "dipole fits: too many stamps");
     dipole_kernel<<<(unsigned)blocks, 32 * DIP_WARPS, 0, (cudaStream_t)ctx->stream>>>(*job);
     TIDE_CUDA_LAUNCHED();

@@ -444,9 +444,10 @@ TIDE_HD static inline void dip_start(int kind, int side, int tp, int tn, double 
     }
 }
 
-/* Fill the output of one stamp from the finished dipole and point-source fits. */
-TIDE_HD static inline void dip_finish(const dip_lm *dp, const dip_lm *ps, int fit_ps,
-                                      double ox, double oy, tide_dipole_fit *o) {
+/* Fill the dipole's fields of one stamp's output (all but ps_* and chi2_ps) from its
+ * finished fit; (ox, oy) turn stamp coordinates into the frame's. */
+TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double oy,
+                                             tide_dipole_fit *o) {
     double e[DIP_MAXP];
     const double nan = NAN;
     o->npix = (int64_t)dp->npix;
@@ -455,10 +456,7 @@ TIDE_HD static inline void dip_finish(const dip_lm *dp, const dip_lm *ps, int fi
     o->xpos = o->ypos = o->xneg = o->yneg = o->flux = nan;
     o->xpos_err = o->ypos_err = o->xneg_err = o->yneg_err = o->flux_err = nan;
     o->sigma1 = o->sigma2 = o->theta = o->sigma1_err = o->sigma2_err = o->theta_err = nan;
-    o->chi2_dip = o->chi2_ps = nan;
-    o->ps_x = o->ps_y = o->ps_flux = o->ps_x_err = o->ps_y_err = o->ps_flux_err = nan;
-    o->ps_status = TIDE_DIPOLE_BADINPUT;
-    o->ps_niter = 0;
+    o->chi2_dip = nan;
     if (dp->status != TIDE_DIPOLE_BADINPUT && dp->phase == 2) {
         const int ix = dip_ix(dp->kind);
         if (dip_lm_errors(dp, e) && dp->status == TIDE_DIPOLE_CONVERGED)
@@ -488,6 +486,18 @@ TIDE_HD static inline void dip_finish(const dip_lm *dp, const dip_lm *ps, int fi
             o->theta_err = e[3];
         }
     }
+}
+
+/* Fill the point source's fields (ps_* and chi2_ps) of one stamp's output; NaN and status
+ * BADINPUT when it was not fitted. */
+TIDE_HD static inline void dip_finish_ps(const dip_lm *ps, int fit_ps, double ox, double oy,
+                                         tide_dipole_fit *o) {
+    double e[DIP_MAXP];
+    const double nan = NAN;
+    o->chi2_ps = nan;
+    o->ps_x = o->ps_y = o->ps_flux = o->ps_x_err = o->ps_y_err = o->ps_flux_err = nan;
+    o->ps_status = TIDE_DIPOLE_BADINPUT;
+    o->ps_niter = 0;
     if (fit_ps) {
         o->ps_status = ps->status;
         o->ps_niter = ps->niter;
