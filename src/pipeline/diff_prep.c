@@ -88,6 +88,7 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
     if (!hdr)
         return tide_error(TIDE_E_NOTFOUND, "%s: no header, hence no WCS; tide diff needs the "
                                            "celestial WCS of both frames", f->name);
+    const double t_wcs = tide_now();
     int st = tide_wcs_from_header(hdr, f->name, &f->wcs);
     if (st == TIDE_E_NOTFOUND)
         return tide_error(st, "%s: no celestial WCS in the header; tide diff needs the WCS of "
@@ -96,6 +97,7 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         return st;
     tide_wcs_summary sum;
     st = tide_wcs_summarize(f->wcs, im->width, im->height, &sum);
+    tide_timer_add(ctx, "diffp.wcs", 1e3 * (tide_now() - t_wcs));
     if (st)
         return tide_error_prefix(st, "%s: ", f->name);
     f->scale = sum.scale_arcsec;
