@@ -157,6 +157,33 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
                   const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *p,
                   tide_diff_result *out);
 
+/** A template prepared once for any number of science frames: stages 1-3 (WCS, cosmetics,
+ *  background, variance, FWHM and its clean stars) done on the template, kept where the
+ *  context computes (on CUDA ~10 bytes a pixel of device memory). A survey differencing
+ *  exposure after exposure against one template pays for them once. */
+typedef struct tide_diff_template tide_diff_template;
+
+/** Prepare @p tmpl (host image in ADU with its header, which must hold a celestial WCS) as
+ *  tide_diff_run would, with @p p's template settings (tmpl_name, gain_tmpl, sat_tmpl,
+ *  fwhm_tmpl, fwhm_guess, bkg, cosmetics, cos; NULL: defaults). @p tmpl is not kept. On
+ *  success *out is the template (tide_diff_template_free); on failure NULL. Errors: those of
+ *  tide_diff_run's stages 1-3. */
+int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide_header *hdr,
+                               const tide_diff_params *p, tide_diff_template **out);
+
+/** tide_diff_run against a prepared template: the same stages and results as with the
+ *  template frame itself, without preparing it again. The output grid is the template's
+ *  (p->grid must be TIDE_DIFF_GRID_TEMPLATE, else TIDE_E_INVAL); the template settings of
+ *  @p p are those given to tide_diff_template_prepare, not @p p's. The template is read, not
+ *  changed, so it serves any number of runs (one at a time, with the context it was prepared
+ *  with). */
+int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+                           const tide_diff_template *tmpl, const tide_diff_params *p,
+                           tide_diff_result *out);
+
+/** Release a prepared template (with the context it was prepared with). NULL is a no-op. */
+void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t);
+
 /** Release a result and zero it. NULL is a no-op. */
 void tide_diff_result_free(tide_diff_result *r);
 

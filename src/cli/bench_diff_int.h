@@ -53,6 +53,8 @@ typedef struct bd_result {
     int nstages;
     tide_bench_stage stages[BD_MAX_STAGES]; /* context timers over the runs */
     double stage_ms[BD_MAX_STAGES];         /* their medians */
+    /* a2. per exposure against a prepared template */
+    double tmpl_prep_ms, run_tmpl_ms, run_tmpl_min_ms, run_tmpl_max_ms;
     /* b. reprojection */
     double reproj_call_ms, reproj_plan_ms, reproj_exec_ms, reproj_floor_ms;
     int reproj_exact;

@@ -1,16 +1,20 @@
 /* cmd_diff.c — `tide diff SCIENCE.fits TEMPLATE.fits -o DIR`: the difference path
  * (diffpipe.h): reprojection onto one grid, PSF-matched subtraction, candidates and dipole
- * fits, written as FITS files and PNG pictures into DIR, all or nothing. */
+ * fits, written as FITS files and PNG pictures into DIR, all or nothing. With --template,
+ * one template prepared once and any number of science frames, each into DIR/STEM. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "tide/diffpipe.h"
 
 static const char *help =
     "usage: tide diff SCIENCE.fits TEMPLATE.fits -o DIR [OPTIONS]\n"
+    "       tide diff --template TEMPLATE.fits SCIENCE.fits... -o DIR [OPTIONS]\n"
     "\n"
     "Difference imaging: put the science frame on the template's pixel grid (Lanczos-3,\n"
     "flux-conserving, through both frames' WCS), measure both PSF FWHMs, match the PSFs\n"
@@ -27,9 +31,15 @@ static const char *help =
     "  kernel.png, matched.png, difference.png, candidates.png (stamp, model, residual of\n"
     "                    the top candidates)\n"
     "\n"
+    "With --template, the template is prepared once (cosmetics, background, variance, FWHM,\n"
+    "stars) and every science frame is differenced against it on the template's grid, each\n"
+    "into DIR/STEM (STEM: the frame's file name without .fits/.fit/.fz); a frame that fails\n"
+    "is reported and the others go on (exit code 1 if any failed).\n"
+    "\n"
     "options:\n"
     "  -o, --output DIR         output directory [required]; an existing DIR is replaced\n"
     "                           only when it holds nothing but a previous run's files\n"
+    "  --template FILE          the template of every SCIENCE frame given (see above)\n"
     "  --grid template|science|north-up\n"
     "                           pixel grid of the difference [template]\n"
     "  --fwhm-sci PX, --fwhm-tmpl PX\n"
@@ -117,36 +127,129 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
     }
 }
 
-int tide_cmd_diff(int argc, char **argv) {
+/* The output directory of science frame @p path in batch mode: DIR/STEM. */
+static void batch_dir(const char *dir, const char *path, char *out, size_t cap) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    static const char *const ext[] = {".fz", ".gz", ".fits", ".fit", ".fts"};
+    for (int k = 0; k < 5; k++) {
+        const size_t e = strlen(ext[k]);
+        if (n > e && !strcmp(b + n - e, ext[k]))
+            n -= e;
+    }
+    snprintf(out, cap, "%s/%.*s", dir, (int)n, b);
+}
+
+/* --template: prepare the template once, then difference each science frame against it. */
+static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpath,
+                     const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
+                     int64_t ntop, int timings) {
     const char *cmd = "diff";
-    tide_cli_common com;
-    tide_cli_common_init(&com);
-    tide_diff_params p;
-    tide_diff_params_default(&p);
-    const char *pos[2] = {NULL, NULL}, *outp = NULL;
-    int npos = 0, timings = 0;
-    int64_t ntop = 16;
+    char (*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
+    if (!outs)
+        return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+    for (int i = 0; i < nsci; i++) {
+        batch_dir(dir, sci[i], outs[i], sizeof outs[i]);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(outs[i], outs[j])) {
+                free(outs);
+                return tide_cli_usage_error(cmd, "%s and %s would both write %s", sci[j],
+                                            sci[i], outs[i]);
+            }
+    }
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        free(outs);
+        return tide_cli_fail(cmd, tide_error(TIDE_E_IO, "%s: cannot create the output "
+                                                        "directory: %s", dir, strerror(errno)));
+    }
+    tide_image tmpl = {0};
+    tide_header ht;
+    tide_header_init(&ht);
+    tide_diff_template *t = NULL;
+    snprintf(p->tmpl_name, sizeof p->tmpl_name, "%s", tpath);
+    const double t0 = tide_now();
+    int st = tide_fits_read_image(ctx, tpath, &tmpl, &ht);
+    if (!st)
+        st = tide_diff_template_prepare(ctx, &tmpl, &ht, p, &t);
+    tide_image_free(ctx, &tmpl);
+    tide_header_free(&ht);
+    if (st) {
+        free(outs);
+        return tide_cli_fail(cmd, st);
+    }
+    if (!com->json)
+        printf("template %s prepared in %.1f ms\n", tpath, 1e3 * (tide_now() - t0));
+    else
+        printf("[\n");
+    int failed = 0;
+    for (int i = 0; i < nsci; i++) {
+        tide_timer_clear(ctx);
+        tide_image im = {0};
+        tide_header hs;
+        tide_header_init(&hs);
+        tide_diff_result r;
+        memset(&r, 0, sizeof r);
+        snprintf(p->sci_name, sizeof p->sci_name, "%s", sci[i]);
+        st = tide_fits_read_image(ctx, sci[i], &im, &hs);
+        if (!st)
+            st = tide_diff_run_template(ctx, &im, &hs, t, p, &r);
+        tide_image_free(ctx, &im);
+        tide_header_free(&hs);
+        if (!st)
+            st = tide_diff_write(outs[i], &r, ntop);
+        if (st) {
+            tide_cli_fail(cmd, st);
+            failed++;
+        } else {
+            if (com->json && i > 0 && failed < i)
+                printf(",\n");
+            print_summary(com, ctx, sci[i], tpath, outs[i], &r, timings);
+        }
+        tide_diff_result_free(&r);
+    }
+    if (com->json)
+        printf("]\n");
+    tide_diff_template_free(ctx, t);
+    free(outs);
+    if (failed && !com->json)
+        fprintf(stderr, "tide diff: %d of %d science frames failed\n", failed, nsci);
+    return failed ? 1 : 0;
+}
+
+/* The command line of tide diff. */
+typedef struct diff_args {
+    const char **pos; /* the frames, argc entries of room */
+    int npos, timings;
+    const char *outp, *tpath;
+    int64_t ntop;
+} diff_args;
+
+/* Parse argv into @p com, @p p and @p d: 0, 2 on a usage error (printed), -1 after --help. */
+static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_params *p,
+                      diff_args *d) {
+    const char *cmd = "diff";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("%s\n%s", help, tide_cli_common_help);
-            return 0;
+            return -1;
         }
-        const int c = tide_cli_common_option(&com, cmd, argc, argv, &i);
+        const int c = tide_cli_common_option(com, cmd, argc, argv, &i);
         if (c < 0)
             return 2;
         if (c > 0)
             continue;
         if (!strcmp(a, "--timings")) {
-            timings = 1;
+            d->timings = 1;
             continue;
         }
         if (!strcmp(a, "--no-cosmetics")) {
-            p.cosmetics = 0;
+            p->cosmetics = 0;
             continue;
         }
         if (!strcmp(a, "--decorrelate")) {
-            p.sub.decorrelate = 1;
+            p->sub.decorrelate = 1;
             continue;
         }
         if (a[0] == '-' && a[1]) {
@@ -155,14 +258,16 @@ int tide_cmd_diff(int argc, char **argv) {
             const char *v = argv[++i];
             double x = 0;
             if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-                outp = v;
+                d->outp = v;
+            } else if (!strcmp(a, "--template")) {
+                d->tpath = v;
             } else if (!strcmp(a, "--grid")) {
                 if (!strcmp(v, "template"))
-                    p.grid = TIDE_DIFF_GRID_TEMPLATE;
+                    p->grid = TIDE_DIFF_GRID_TEMPLATE;
                 else if (!strcmp(v, "science"))
-                    p.grid = TIDE_DIFF_GRID_SCIENCE;
+                    p->grid = TIDE_DIFF_GRID_SCIENCE;
                 else if (!strcmp(v, "north-up") || !strcmp(v, "northup"))
-                    p.grid = TIDE_DIFF_GRID_NORTHUP;
+                    p->grid = TIDE_DIFF_GRID_NORTHUP;
                 else
                     return tide_cli_usage_error(
                         cmd, "--grid takes template, science or north-up (got '%s')", v);
@@ -170,25 +275,25 @@ int tide_cmd_diff(int argc, char **argv) {
                 if (parse_num(v, 0.3, 100, &x))
                     return tide_cli_usage_error(cmd, "%s needs a FWHM in (0.3, 100] px (got '%s')",
                                                 a, v);
-                *(!strcmp(a, "--fwhm-sci") ? &p.fwhm_sci : &p.fwhm_tmpl) = x;
+                *(!strcmp(a, "--fwhm-sci") ? &p->fwhm_sci : &p->fwhm_tmpl) = x;
             } else if (!strcmp(a, "--resample")) {
-                if (tide_resample_parse(v, &p.reproj.kernel))
+                if (tide_resample_parse(v, &p->reproj.kernel))
                     return tide_cli_usage_error(
                         cmd, "--resample takes lanczos3, bilinear or nearest (got '%s')", v);
             } else if (!strcmp(a, "--convolve")) {
                 if (!strcmp(v, "auto"))
-                    p.sub.convolve = TIDE_SUB_AUTO;
+                    p->sub.convolve = TIDE_SUB_AUTO;
                 else if (!strcmp(v, "template"))
-                    p.sub.convolve = TIDE_SUB_CONVOLVE_TEMPLATE;
+                    p->sub.convolve = TIDE_SUB_CONVOLVE_TEMPLATE;
                 else if (!strcmp(v, "science"))
-                    p.sub.convolve = TIDE_SUB_CONVOLVE_SCIENCE;
+                    p->sub.convolve = TIDE_SUB_CONVOLVE_SCIENCE;
                 else
                     return tide_cli_usage_error(
                         cmd, "--convolve takes auto, template or science (got '%s')", v);
             } else if (!strcmp(a, "--spatial-degree") || !strcmp(a, "--bg-degree")) {
                 if (parse_num(v, 0, 6, &x) || x != floor(x))
                     return tide_cli_usage_error(cmd, "%s needs an integer 0..6 (got '%s')", a, v);
-                *(!strcmp(a, "--bg-degree") ? &p.sub.bg_degree : &p.sub.spatial_degree) = (int)x;
+                *(!strcmp(a, "--bg-degree") ? &p->sub.bg_degree : &p->sub.spatial_degree) = (int)x;
             } else if (!strcmp(a, "--basis")) {
                 int d[4], k = 0;
                 const char *q = v;
@@ -206,46 +311,84 @@ int tide_cmd_diff(int argc, char **argv) {
                     return tide_cli_usage_error(
                         cmd, "--basis needs 1 to 4 polynomial degrees 0..8, e.g. 6,4,2 (got '%s')",
                         v);
-                p.sub.ngauss = k;
-                p.basis_fixed = 1;
+                p->sub.ngauss = k;
+                p->basis_fixed = 1;
                 for (int j = 0; j < k; j++)
-                    p.sub.degrees[j] = d[j], p.sub.sigmas[j] = 0;
+                    p->sub.degrees[j] = d[j], p->sub.sigmas[j] = 0;
             } else if (!strcmp(a, "--thresh")) {
                 if (parse_num(v, 0.5, 1e6, &x))
                     return tide_cli_usage_error(cmd, "--thresh needs an S/N >= 0.5 (got '%s')", v);
-                p.cand.det.thresh = x;
+                p->cand.det.thresh = x;
             } else if (!strcmp(a, "--stamp")) {
                 if (parse_num(v, 5, 255, &x) || x != floor(x) || !((int)x & 1))
                     return tide_cli_usage_error(cmd, "--stamp needs an odd side 5..255 (got '%s')",
                                                 v);
-                p.stamp = (int)x;
+                p->stamp = (int)x;
             } else if (!strcmp(a, "--max-fit") || !strcmp(a, "--top")) {
                 if (parse_num(v, 0, 1e9, &x) || x != floor(x))
                     return tide_cli_usage_error(cmd, "%s needs a count >= 0 (got '%s')", a, v);
                 if (!strcmp(a, "--top"))
-                    ntop = (int64_t)x;
+                    d->ntop = (int64_t)x;
                 else
-                    p.max_fit = (int64_t)x;
+                    p->max_fit = (int64_t)x;
             } else {
                 return tide_cli_usage_error(cmd, "unknown option %s", a);
             }
             continue;
         }
-        if (npos >= 2)
-            return tide_cli_usage_error(cmd, "too many frames ('%s'): give SCIENCE TEMPLATE", a);
-        pos[npos++] = a;
+        d->pos[d->npos++] = a;
     }
-    if (npos < 2)
-        return tide_cli_usage_error(cmd, "needs two frames: SCIENCE.fits TEMPLATE.fits");
-    if (!outp)
-        return tide_cli_usage_error(cmd, "needs -o DIR");
-    p.keep_stamps = ntop;
+    return 0;
+}
+
+int tide_cmd_diff(int argc, char **argv) {
+    const char *cmd = "diff";
+    tide_cli_common com;
+    tide_cli_common_init(&com);
+    tide_diff_params p;
+    tide_diff_params_default(&p);
+    diff_args d = {calloc((size_t)argc, sizeof(const char *)), 0, 0, NULL, NULL, 16};
+    if (!d.pos)
+        return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+    int rc = parse_args(argc, argv, &com, &p, &d);
+    if (rc < 0)
+        rc = 0;
+    else if (!rc && !d.outp)
+        rc = tide_cli_usage_error(cmd, "needs -o DIR");
+    else if (!rc && d.tpath && d.npos < 1)
+        rc = tide_cli_usage_error(cmd, "--template needs one or more SCIENCE.fits frames");
+    else if (!rc && d.tpath && p.grid != TIDE_DIFF_GRID_TEMPLATE)
+        rc = tide_cli_usage_error(cmd, "--template works on the template's grid (no --grid)");
+    else if (!rc && !d.tpath && d.npos != 2)
+        rc = tide_cli_usage_error(cmd, d.npos < 2 ? "needs two frames: SCIENCE.fits TEMPLATE.fits"
+                                                  : "too many frames: give SCIENCE TEMPLATE, or "
+                                                    "--template TEMPLATE and the SCIENCE frames");
+    else if (!rc)
+        rc = -1; /* go on */
+    if (rc >= 0) {
+        free(d.pos);
+        return rc;
+    }
+    rc = 0;
+    p.keep_stamps = d.ntop;
+    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
+    if (!ctx) {
+        free(d.pos);
+        return 1;
+    }
+    if (d.tpath) {
+        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings);
+        tide_ctx_destroy(ctx);
+        free(d.pos);
+        return rc;
+    }
+    const char *pos[2] = {d.pos[0], d.pos[1]}, *outp = d.outp;
+    const int64_t ntop = d.ntop;
+    const int timings = d.timings;
+    free(d.pos);
     snprintf(p.sci_name, sizeof p.sci_name, "%s", pos[0]);
     snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pos[1]);
 
-    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
-    if (!ctx)
-        return 1;
     tide_image sci = {0}, tmpl = {0};
     tide_header hs, ht;
     tide_header_init(&hs);
@@ -263,7 +406,6 @@ int tide_cmd_diff(int argc, char **argv) {
     tide_header_free(&ht);
     if (!st)
         st = tide_diff_write(outp, &r, ntop);
-    int rc = 0;
     if (st)
         rc = tide_cli_fail(cmd, st);
     else

@@ -55,11 +55,13 @@ typedef struct diff_run {
     tide_table cands;
     float *psf; /* PSF stamp of the fits (host), or NULL: a Gaussian */
     int psf_side;
+    int tmpl_borrowed; /* tmpl is a prepared template's frame: read, never freed here */
 } diff_run;
 
 static void run_release(diff_run *r) {
     tide_diffp_frame_free(r->ctx, &r->sci);
-    tide_diffp_frame_free(r->ctx, &r->tmpl);
+    if (!r->tmpl_borrowed)
+        tide_diffp_frame_free(r->ctx, &r->tmpl);
     tide_image_free(r->ctx, &r->moved);
     tide_subtract_result_free(r->ctx, &r->sr);
     tide_table_free(&r->cands);
@@ -200,10 +202,12 @@ static int download_start(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
     return st;
 }
 
-int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
-                  const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *pp,
-                  tide_diff_result *out) {
-    if (!ctx || !sci || !tmpl || !out)
+/* The run, against the template frame (tmpl, tmpl_hdr) or a prepared template (pt). */
+static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+                    const tide_image *tmpl, const tide_header *tmpl_hdr,
+                    const tide_diff_template *pt, const tide_diff_params *pp,
+                    tide_diff_result *out) {
+    if (!ctx || !sci || !(tmpl || pt) || !out)
         return tide_error(TIDE_E_INVAL, "diff: NULL argument");
     memset(out, 0, sizeof *out);
     tide_header_init(&out->header);
@@ -215,11 +219,20 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
         tide_diff_params_default(&p);
     if (!p.sci_name[0])
         snprintf(p.sci_name, sizeof p.sci_name, "science");
+    if (pt) /* the template's own settings */
+        snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pt->name);
     if (!p.tmpl_name[0])
         snprintf(p.tmpl_name, sizeof p.tmpl_name, "template");
     int st = check_params(&p);
+    if (!st && pt && p.grid != TIDE_DIFF_GRID_TEMPLATE)
+        st = tide_error(TIDE_E_INVAL, "diff: a prepared template (%s) is the output grid; "
+                                      "the science or north-up grid needs the template frame",
+                        pt->name);
     if (st)
         return st;
+    const int64_t tw = pt ? pt->width : tmpl->width, th = pt ? pt->height : tmpl->height;
+    const tide_header *thdr = pt ? &pt->header : tmpl_hdr;
+    const int tmpl_measured = pt ? !pt->fwhm_given : p.fwhm_tmpl <= 0;
     const double t0 = tide_now();
     tide_device_reset_peak(ctx);
     diff_run run;
@@ -231,12 +244,13 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
      * overlap are checked before the expensive work. */
     st = tide_wcs_from_header(sci_hdr, p.sci_name, &run.sci.wcs);
     if (!st) {
-        tide_wcs *tw = NULL;
-        st = tide_wcs_from_header(tmpl_hdr, p.tmpl_name, &tw);
+        tide_wcs *twcs = NULL;
+        if (!pt)
+            st = tide_wcs_from_header(tmpl_hdr, p.tmpl_name, &twcs);
         if (!st)
-            st = tide_diffp_check_overlap(run.sci.wcs, sci->width, sci->height, p.sci_name, tw,
-                                          tmpl->width, tmpl->height, p.tmpl_name);
-        tide_wcs_free(tw);
+            st = tide_diffp_check_overlap(run.sci.wcs, sci->width, sci->height, p.sci_name,
+                                          pt ? pt->f.wcs : twcs, tw, th, p.tmpl_name);
+        tide_wcs_free(twcs);
     }
     tide_wcs_free(run.sci.wcs);
     run.sci.wcs = NULL;
@@ -247,11 +261,15 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
               tide_diffp_prepare_frame(ctx, sci, sci_hdr, p.sci_name, p.gain_sci, p.sat_sci,
                                        p.fwhm_sci, p.fwhm_guess, &p.bkg,
                                        p.cosmetics ? &p.cos : NULL, &run.sci));
-    if (!st)
+    if (!st && pt) {
+        run.tmpl = pt->f;
+        run.tmpl_borrowed = 1;
+    } else if (!st) {
         STAGE(ctx, "diff.prepare",
               tide_diffp_prepare_frame(ctx, tmpl, tmpl_hdr, p.tmpl_name, p.gain_tmpl,
                                        p.sat_tmpl, p.fwhm_tmpl, p.fwhm_guess, &p.bkg,
                                        p.cosmetics ? &p.cos : NULL, &run.tmpl));
+    }
     if (st) {
         run_release(&run);
         return st;
@@ -263,7 +281,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
      * DECam pair OBS18 leaves 1.6 sigma residuals with a constant kernel, 0.97 with degree 1
      * from 5 stars.) */
     const int64_t nstars = run.sci.nfwhm < run.tmpl.nfwhm ? run.sci.nfwhm : run.tmpl.nfwhm;
-    if (p.fwhm_sci <= 0 && p.fwhm_tmpl <= 0) {
+    if (p.fwhm_sci <= 0 && tmpl_measured) {
         const int d0 = p.sub.spatial_degree;
         while (p.sub.spatial_degree > 0 &&
                (p.sub.spatial_degree + 1) * (p.sub.spatial_degree + 2) / 2 > nstars - 1)
@@ -299,11 +317,11 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     const int on_tmpl = p.grid != TIDE_DIFF_GRID_SCIENCE;
     tide_wcs *grid_wcs = NULL; /* owned only for the north-up grid */
     const tide_wcs *gw = on_tmpl ? run.tmpl.wcs : run.sci.wcs;
-    int64_t W = on_tmpl ? tmpl->width : sci->width, H = on_tmpl ? tmpl->height : sci->height;
+    int64_t W = on_tmpl ? tw : sci->width, H = on_tmpl ? th : sci->height;
     double gscale = on_tmpl ? run.tmpl.scale : run.sci.scale;
     if (p.grid == TIDE_DIFF_GRID_NORTHUP) {
         const tide_wcs *ws[2] = {run.sci.wcs, run.tmpl.wcs};
-        const int64_t ww[2] = {sci->width, tmpl->width}, hh[2] = {sci->height, tmpl->height};
+        const int64_t ww[2] = {sci->width, tw}, hh[2] = {sci->height, th};
         tide_wcs_summary gs;
         st = tide_reproject_northup(ws, ww, hh, 2, &grid_wcs, &W, &H);
         if (!st)
@@ -364,7 +382,8 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     }
     if (!st) {
         tide_image_free(ctx, &run.sci.work);
-        tide_image_free(ctx, &run.tmpl.work);
+        if (!run.tmpl_borrowed)
+            tide_image_free(ctx, &run.tmpl.work);
         out->kernel_sum = run.sr.kernel_sum;
         out->chi2 = run.sr.chi2;
         out->nfit_pix = run.sr.nfit;
@@ -416,7 +435,7 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     if (!st)
         st = tide_sync(ctx);
     if (!st)
-        STAGE(ctx, "diff.header", make_header(on_tmpl ? tmpl_hdr : sci_hdr, gw, &run, &p, out));
+        STAGE(ctx, "diff.header", make_header(on_tmpl ? thdr : sci_hdr, gw, &run, &p, out));
     if (!st) {
         size_t cur = 0;
         tide_device_usage(ctx, &cur, &out->device_peak);
@@ -432,4 +451,20 @@ int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_h
     if (st)
         tide_diff_result_free(out);
     return st;
+}
+
+int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+                  const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *p,
+                  tide_diff_result *out) {
+    if (!tmpl)
+        return tide_error(TIDE_E_INVAL, "diff: NULL template");
+    return run_pair(ctx, sci, sci_hdr, tmpl, tmpl_hdr, NULL, p, out);
+}
+
+int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+                           const tide_diff_template *tmpl, const tide_diff_params *p,
+                           tide_diff_result *out) {
+    if (!tmpl)
+        return tide_error(TIDE_E_INVAL, "diff: NULL prepared template");
+    return run_pair(ctx, sci, sci_hdr, NULL, NULL, tmpl, p, out);
 }

@@ -26,6 +26,17 @@ typedef struct tide_diffp_frame {
                                           until moved to the output grid) and fluxes */
 } tide_diffp_frame;
 
+/** A template prepared once (diffpipe.h, tide_diff_template_prepare): its frame on its own
+ *  grid, which is the output grid of every run against it, and what the runs' outputs take
+ *  from it. */
+struct tide_diff_template {
+    tide_diffp_frame f;  /**< prepared frame (f.name points to name) */
+    tide_header header;  /**< the template's header: the outputs' cards */
+    int64_t width, height;
+    int fwhm_given;      /**< 1: its FWHM was given, not measured */
+    char name[256];
+};
+
 /** Build the WCS of @p hdr and prepare @p im (diffpipe.h stages 2-3) into @p f. @p gain,
  *  @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips the
  *  measurement. @p cos non-NULL: the cosmetics stage first (detector values from the header
@@ -54,8 +65,8 @@ int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cand
  *  boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by the square
  *  root of their summed variance, have a robust variance (1.4826 MAD)^2 of 1. 1 when fewer
  *  than 50 boxes qualify (or on any error); clamped to [0.25, 16]. @p diff lives where @p ctx
- *  computes (the box sums run there; the medians on the host); @p ctx NULL: a host image on
- *  the calling thread's CPU. */
+ *  computes (the box sums and their medians run there); @p ctx NULL: a host image on the
+ *  calling thread's CPU. */
 double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *diff, double fwhm);
 
 /** Multiply the variance plane of @p im by @p f where the context computes (@p ctx NULL: a

@@ -101,6 +101,30 @@ PYEOF
     fi
 done
 
+# 4. --template: the template prepared once, two science frames, each into DIR/STEM, each the
+# single run's output (only the science name in the header differs); a missing frame among
+# them is reported, the others written, exit 1
+cp "$tmp/b.fits" "$tmp/b2.fits"
+"$TIDE" diff "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/g1" --backend cpu >/dev/null 2>&1
+if "$TIDE" diff --template "$tmp/a.fits" "$tmp/b.fits" "$tmp/b2.fits" -o "$tmp/batch" \
+    --backend cpu >"$tmp/batch.out" 2>&1 && grep -q "prepared" "$tmp/batch.out" &&
+    cmp -s "$tmp/batch/b/difference.fits" "$tmp/g1/difference.fits" &&
+    cmp -s "$tmp/batch/b/candidates.fits" "$tmp/g1/candidates.fits" &&
+    [ -f "$tmp/batch/b2/candidates.fits" ]; then
+    ok "--template: $(head -1 "$tmp/batch.out"); outputs identical to the single run"
+else
+    cat "$tmp/batch.out"; bad "--template batch differs from the single run or failed"
+fi
+"$TIDE" diff --template "$tmp/a.fits" "$tmp/b.fits" "$tmp/gone.fits" -o "$tmp/batch2" \
+    --backend cpu >"$tmp/batch2.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "gone.fits" "$tmp/batch2.out" &&
+    [ -f "$tmp/batch2/b/difference.fits" ] && [ ! -e "$tmp/batch2/gone" ]; then
+    ok "--template with a missing frame: exit 1, the others written"
+else
+    cat "$tmp/batch2.out"; bad "--template with a missing frame (exit $rc)"
+fi
+
 # expect_fail NAME EXITCODE PATTERN ARGS...: the run fails with that code, says PATTERN,
 # leaves no $tmp/bad* directory and no hidden temporary directory.
 expect_fail() {
@@ -141,6 +165,11 @@ expect_fail "no -o" 2 "-o" "$tmp/b.fits" "$tmp/a.fits"
 expect_fail "bad grid" 2 "grid" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/bad7" --grid sideways
 expect_fail "even stamp" 2 "stamp" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/bad8" --stamp 20
 expect_fail "no parent dir" 1 "nodir" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/nodir/out"
+expect_fail "template, no science" 2 "SCIENCE" --template "$tmp/a.fits" -o "$tmp/bad9"
+expect_fail "template, same stem twice" 2 "both write" --template "$tmp/a.fits" \
+    "$tmp/b.fits" "$tmp/b.fits" -o "$tmp/bad10"
+expect_fail "template, science grid" 2 "template's grid" --template "$tmp/a.fits" \
+    "$tmp/b.fits" --grid science -o "$tmp/bad11"
 
 # a directory that holds someone else's files is not replaced
 mkdir "$tmp/mine" && echo keep >"$tmp/mine/notes.txt"
