@@ -58,6 +58,7 @@ enum {
     TIDE_EXT_XMATCH = 3, /**< crossmatch scratch (crossmatch.h) */
     TIDE_EXT_SOLVER = 4, /**< loaded astrometry.net index files (solve.h) */
     TIDE_EXT_STAGING = 5, /**< pinned staging ring of pageable host<->device copies */
+    TIDE_EXT_HELPER = 6,  /**< the helper context (tide_ctx_helper) */
     TIDE_EXT_COUNT = 8
 };
 
@@ -67,6 +68,14 @@ int tide_ctx_create(tide_ctx **out, const tide_ctx_options *opt);
 
 /** Release the context, its pool, plans and timers. NULL is a no-op. */
 void tide_ctx_destroy(tide_ctx *ctx);
+
+/** The context's helper: a second context of the same backend, device and device pool with
+ *  its own stream, plan caches and timers, for independent work that a second host thread runs
+ *  beside the context's own (e.g. the two frames of a difference). It has half the context's
+ *  CPU threads. Created on first use and kept (a warm process pays for its plans once) until
+ *  tide_ctx_destroy(ctx); never destroy it yourself. Device memory it allocates can be handed
+ *  to the context with tide_device_adopt (memory.h). */
+int tide_ctx_helper(tide_ctx *ctx, tide_ctx **helper);
 
 /** 1 if this build has the CUDA backend and at least one GPU is usable; *count devices. */
 int tide_cuda_available(int *count);

@@ -11,7 +11,9 @@
  *                 flagged in the mask: cosmetics.h); Source Extractor's mesh background and RMS
  *                 (background.h); saturation (SATURATE keyword or the parameter) flagged;
  *                 background subtracted; variance = rms² + max(pix − bkg, 0)/gain (gain from
- *                 GAIN, else sky only).
+ *                 GAIN, else sky only). On CUDA the two frames' stages 2-3 run side by side,
+ *                 the template's on a second thread with the context's helper (ctx.h), each
+ *                 with half the CPU threads.
  *   3. FWHM       per frame: matched-filter detection with a Gaussian of fwhm_guess
  *                 (detect.h) and the median FWHM of the clean (FLAGS without saturation,
  *                 truncation, masked pixels, deblending), isolated sources of S/N >= 20; fewer

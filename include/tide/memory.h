@@ -51,6 +51,11 @@ int tide_device_alloc(struct tide_ctx *ctx, size_t bytes, void **ptr);
 /** Return memory taken with tide_device_alloc to the pool (stream-ordered). NULL is a no-op. */
 void tide_device_free(struct tide_ctx *ctx, void *ptr);
 
+/** Hand device allocation @p ptr, made with tide_device_alloc on @p from, to @p to: both
+ *  share the device pool (a context and its helper, ctx.h), and @p from's stream must have
+ *  been synchronised. @p to then accounts for it and frees it. */
+void tide_device_adopt(struct tide_ctx *to, struct tide_ctx *from, void *ptr);
+
 /** Bytes currently allocated from the pool and the peak since the last reset. */
 void tide_device_usage(const struct tide_ctx *ctx, size_t *current, size_t *peak);
 

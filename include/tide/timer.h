@@ -36,6 +36,10 @@ int tide_timer_count(const struct tide_ctx *ctx);
 int tide_timer_get(const struct tide_ctx *ctx, int i, const char **stage, double *total_ms,
                    int *calls);
 
+/** Add every stage total of @p from (e.g. a helper context, ctx.h) to @p to, calls included,
+ *  and clear @p from's. */
+int tide_timer_merge(struct tide_ctx *to, struct tide_ctx *from);
+
 /** Forget all stage totals. */
 void tide_timer_clear(struct tide_ctx *ctx);
 

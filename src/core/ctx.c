@@ -129,3 +129,26 @@ void tide_ctx_destroy(tide_ctx *ctx) {
     tide_device_map_free(ctx->device_sizes);
     free(ctx);
 }
+
+static void helper_destroy(tide_ctx *ctx, void *data) {
+    (void)ctx;
+    tide_ctx_destroy(data);
+}
+
+int tide_ctx_helper(tide_ctx *ctx, tide_ctx **helper) {
+    *helper = ctx->ext[TIDE_EXT_HELPER].data;
+    if (*helper)
+        return TIDE_OK;
+    tide_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = ctx->backend;
+    o.device = ctx->device;
+    o.threads = ctx->threads > 1 ? ctx->threads / 2 : 1;
+    o.log = ctx->log;
+    int st = tide_ctx_create(helper, &o);
+    if (st)
+        return tide_error_prefix(st, "the context's helper: ");
+    ctx->ext[TIDE_EXT_HELPER].data = *helper;
+    ctx->ext[TIDE_EXT_HELPER].destroy = helper_destroy;
+    return TIDE_OK;
+}

@@ -140,6 +140,23 @@ void tide_device_free(tide_ctx *ctx, void *ptr) {
 #endif
 }
 
+void tide_device_adopt(tide_ctx *to, tide_ctx *from, void *ptr) {
+    if (!ptr || to == from)
+        return;
+#ifdef TIDE_HAVE_CUDA
+    const size_t n = map_take(from->device_sizes, (uintptr_t)ptr);
+    from->device_bytes -= n;
+    if (!to->device_sizes)
+        to->device_sizes = calloc(1, sizeof(size_map));
+    /* without bookkeeping memory the pointer is still freed right, only not counted */
+    if (to->device_sizes && map_put(to->device_sizes, (uintptr_t)ptr, n) == TIDE_OK) {
+        to->device_bytes += n;
+        if (to->device_bytes > to->device_bytes_peak)
+            to->device_bytes_peak = to->device_bytes;
+    }
+#endif
+}
+
 void tide_device_usage(const tide_ctx *ctx, size_t *current, size_t *peak) {
     if (current)
         *current = ctx->device_bytes;

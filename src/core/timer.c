@@ -47,7 +47,7 @@ int tide_timer_start(tide_ctx *ctx, tide_timer *t, const char *stage) {
     return TIDE_OK;
 }
 
-static int add_total(tide_ctx *ctx, const char *stage, double ms) {
+static int add_total_n(tide_ctx *ctx, const char *stage, double ms, int calls) {
     if (!ctx->timers) {
         ctx->timers = calloc(1, sizeof *ctx->timers);
         if (!ctx->timers)
@@ -57,7 +57,7 @@ static int add_total(tide_ctx *ctx, const char *stage, double ms) {
     for (int i = 0; i < s->count; i++) {
         if (!strcmp(s->items[i].name, stage)) {
             s->items[i].ms += ms;
-            s->items[i].calls++;
+            s->items[i].calls += calls;
             return TIDE_OK;
         }
     }
@@ -72,8 +72,12 @@ static int add_total(tide_ctx *ctx, const char *stage, double ms) {
     stage_total *it = &s->items[s->count++];
     snprintf(it->name, sizeof it->name, "%s", stage);
     it->ms = ms;
-    it->calls = 1;
+    it->calls = calls;
     return TIDE_OK;
+}
+
+static int add_total(tide_ctx *ctx, const char *stage, double ms) {
+    return add_total_n(ctx, stage, ms, 1);
 }
 
 int tide_timer_stop(tide_ctx *ctx, tide_timer *t, double *ms) {
@@ -121,6 +125,15 @@ int tide_timer_get(const tide_ctx *ctx, int i, const char **stage, double *total
     if (calls)
         *calls = it->calls;
     return TIDE_OK;
+}
+
+int tide_timer_merge(tide_ctx *to, tide_ctx *from) {
+    int st = TIDE_OK;
+    for (int i = 0; !st && i < tide_timer_count(from); i++)
+        st = add_total_n(to, from->timers->items[i].name, from->timers->items[i].ms,
+                         from->timers->items[i].calls);
+    tide_timer_clear(from);
+    return st;
 }
 
 void tide_timer_clear(tide_ctx *ctx) {

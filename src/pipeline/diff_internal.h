@@ -46,6 +46,25 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
                              double fwhm_guess, const tide_bkg_params *bkg,
                              const tide_cosmetics_params *cos, tide_diffp_frame *f);
 
+/** One input frame of tide_diffp_prepare_pair and its parameters (as
+ *  tide_diffp_prepare_frame's). */
+typedef struct tide_diffp_input {
+    const tide_image *im;
+    const tide_header *hdr;
+    const char *name;
+    double gain, sat, fwhm_given;
+} tide_diffp_input;
+
+/** tide_diffp_prepare_frame of both frames, each timed as stage "diff.prepare". On a CUDA
+ *  context the second frame is prepared on the context's helper (ctx.h) in a second thread,
+ *  beside the first: the frames are independent, and each leaves the GPU idle while its
+ *  host work runs. Its device memory is then handed to @p ctx and its timers merged, so the
+ *  result is as if both ran on @p ctx. *helper_peak gets the helper's peak device bytes (0
+ *  when it was not used). */
+int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double fwhm_guess,
+                            const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                            tide_diffp_frame *out[2], size_t *helper_peak);
+
 /** Release a frame. */
 void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f);
 

@@ -55,6 +55,50 @@ int main(void) {
     CHECK_OK(tide_timer_start(ctx, &t, "gpu_stage"));
     CHECK_OK(tide_timer_stop(ctx, &t, &ms));
     CHECK(ms >= 0);
-    tide_ctx_destroy(ctx);
+
+    /* The helper context: same device and pool, its own stream; memory it allocates is
+     * handed over with tide_device_adopt and freed by the context; its timers merge. */
+    tide_ctx *h = NULL, *h2 = NULL;
+    CHECK_OK(tide_ctx_helper(ctx, &h));
+    CHECK_OK(tide_ctx_helper(ctx, &h2));
+    CHECK(h != NULL && h == h2 && h->stream != ctx->stream && h->mempool == ctx->mempool);
+    if (h) {
+        tide_image hi, hd, back;
+        CHECK_OK(tide_image_alloc(h, &hi, 300, 200, TIDE_HOST, TIDE_IMAGE_MASK));
+        for (int64_t i = 0; i < 300 * 200; i++) {
+            hi.pix[i] = (float)i;
+            hi.mask[i] = (uint16_t)(i % 5);
+        }
+        CHECK_OK(tide_image_clone(h, &hd, &hi, TIDE_DEVICE));
+        CHECK_OK(tide_sync(h));
+        size_t hcur = 0;
+        tide_device_usage(h, &hcur, NULL);
+        CHECK(hcur == (size_t)300 * 200 * 6);
+        tide_device_adopt(ctx, h, hd.pix);
+        tide_device_adopt(ctx, h, hd.mask);
+        tide_device_usage(h, &hcur, NULL);
+        tide_device_usage(ctx, &cur, NULL);
+        CHECK(hcur == 0 && cur == (size_t)300 * 200 * 6);
+        CHECK_OK(tide_image_clone(ctx, &back, &hd, TIDE_HOST));
+        CHECK(!memcmp(back.pix, hi.pix, sizeof(float) * 300 * 200));
+        CHECK(!memcmp(back.mask, hi.mask, sizeof(uint16_t) * 300 * 200));
+        tide_image_free(ctx, &hd);
+        tide_device_usage(ctx, &cur, NULL);
+        CHECK(cur == 0);
+        tide_image_free(ctx, &back);
+        tide_image_free(ctx, &hi);
+        CHECK_OK(tide_timer_start(h, &t, "helper_stage"));
+        CHECK_OK(tide_timer_stop(h, &t, NULL));
+        CHECK_OK(tide_timer_merge(ctx, h));
+        CHECK(tide_timer_count(h) == 0);
+        const char *name = NULL;
+        int calls = 0, found = 0;
+        for (int i = 0; i < tide_timer_count(ctx); i++) {
+            CHECK_OK(tide_timer_get(ctx, i, &name, NULL, &calls));
+            found += !strcmp(name, "helper_stage") && calls == 1;
+        }
+        CHECK(found == 1);
+    }
+    tide_ctx_destroy(ctx); /* also the helper's */
     return TIDE_TEST_RESULT();
 }
