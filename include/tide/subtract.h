@@ -113,6 +113,11 @@ typedef struct tide_subtract_result {
     double decor_sigma_ref, decor_sigma_target; /**< noise levels used (rms, ADU) */
 } tide_subtract_result;
 
+/** The frame tide_subtract convolves for these parameters and FWHMs (px, <= 0 unknown):
+ *  p->convolve when set, else the sharper frame (TIDE_SUB_CONVOLVE_SCIENCE when
+ *  0 < fwhm_sci < fwhm_tmpl, TIDE_SUB_CONVOLVE_TEMPLATE otherwise). @p p NULL: defaults. */
+int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl);
+
 /** PSF-matched subtraction of @p tmpl from @p sci (same size and grid; host images, or device
  *  images on a CUDA context). @p fwhm_sci and @p fwhm_tmpl are the frames' PSF FWHMs in px
  *  (used to choose the frame to convolve and the basis widths; <= 0 means unknown: the

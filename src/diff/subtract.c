@@ -192,16 +192,21 @@ static void work_free(tide_ctx *ctx, sub_work *w) {
     tide_image_free(ctx, &w->dtmpl);
 }
 
+int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl) {
+    if (p && p->convolve != TIDE_SUB_AUTO)
+        return p->convolve;
+    return fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl
+               ? TIDE_SUB_CONVOLVE_SCIENCE
+               : TIDE_SUB_CONVOLVE_TEMPLATE;
+}
+
 static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
                         double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
                         tide_subtract_result *r, sub_work *w) {
     int st;
     tide_timer tm;
     memset(&tm, 0, sizeof tm);
-    int conv = p->convolve;
-    if (conv == TIDE_SUB_AUTO)
-        conv = fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl
-                   ? TIDE_SUB_CONVOLVE_SCIENCE : TIDE_SUB_CONVOLVE_TEMPLATE;
+    const int conv = tide_subtract_convolved(p, fwhm_sci, fwhm_tmpl);
     const tide_image *ref = conv == TIDE_SUB_CONVOLVE_SCIENCE ? sci : tmpl;
     const tide_image *tgt = conv == TIDE_SUB_CONVOLVE_SCIENCE ? tmpl : sci;
     double f_ref = conv == TIDE_SUB_CONVOLVE_SCIENCE ? fwhm_sci : fwhm_tmpl;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipeline/diff_internal.h"
+#include "pipeline/diff_side.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
@@ -44,6 +45,25 @@ void tide_diff_result_free(tide_diff_result *r) {
     free(r->stamps);
     free(r->models);
     memset(r, 0, sizeof *r);
+}
+
+/* The PSF stamp of the fits from the unconvolved frame u (tide_diffp_psf_stamp), as a job
+ * beside the subtraction (diff_side.h). It cannot fail: without a model the fits use a
+ * Gaussian. */
+typedef struct psf_job {
+    const tide_diffp_frame *u;
+    float *psf;
+    int side;
+} psf_job;
+
+static int psf_job_run(tide_ctx *ctx, void *arg) {
+    psf_job *j = arg;
+    tide_timer tp;
+    const int ts = tide_timer_start(ctx, &tp, "diff.psf");
+    j->psf = tide_diffp_psf_stamp(ctx, j->u, j->u->fwhm_out, &j->side);
+    if (!ts)
+        tide_timer_stop(ctx, &tp, NULL);
+    return tide_sync(ctx);
 }
 
 /* Everything a run holds; released in one place. */
@@ -365,7 +385,20 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
     out->fwhm_sci = run.sci.fwhm_out;
     out->fwhm_tmpl = run.tmpl.fwhm_out;
 
-    /* 5: PSF-matched subtraction. */
+    /* 5: PSF-matched subtraction, and beside it the PSF model of the fits: the difference's
+     * PSF is that of the frame the subtraction leaves unconvolved. */
+    psf_job pj = {NULL, NULL, 0};
+    tide_diffp_side side;
+    const int psf_beside = !st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf;
+    if (psf_beside) {
+        pj.u = tide_subtract_convolved(&p.sub, out->fwhm_sci, out->fwhm_tmpl) ==
+                       TIDE_SUB_CONVOLVE_SCIENCE
+                   ? &run.tmpl
+                   : &run.sci;
+        st = tide_sync(ctx); /* the frame is complete before another stream reads it */
+        if (!st)
+            tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
+    }
     if (!st) {
         STAGE(ctx, "diff.subtract",
               tide_subtract(ctx, &run.sci.work, &run.tmpl.work, out->fwhm_sci, out->fwhm_tmpl,
@@ -373,14 +406,12 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
         if (st)
             tide_error_prefix(st, "subtracting %s from %s: ", p.tmpl_name, p.sci_name);
     }
-    if (!st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf) {
-        /* The difference's PSF is the unconvolved frame's: its model for the fits. */
-        const tide_diffp_frame *u =
-            run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? &run.tmpl : &run.sci;
-        tide_timer tp;
-        tide_timer_start(ctx, &tp, "diff.psf");
-        run.psf = tide_diffp_psf_stamp(ctx, u, u->fwhm_out, &run.psf_side);
-        tide_timer_stop(ctx, &tp, NULL);
+    if (psf_beside) { /* also after an error: the job reads the frames freed below */
+        const int pst = tide_diffp_side_join(&side, NULL);
+        if (!st)
+            st = pst;
+        run.psf = pj.psf;
+        run.psf_side = pj.side;
     }
     if (!st) {
         tide_image_free(ctx, &run.sci.work);

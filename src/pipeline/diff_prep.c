@@ -1,14 +1,13 @@
 /* diff_prep.c — one input frame of the difference pipeline on its own grid: WCS, background,
  * variance, saturation and FWHM (diffpipe.h stages 1-3), and the overlap check. */
 #include <math.h>
-#include <omp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/diff_internal.h"
 #include "pipeline/diff_ops.h"
+#include "pipeline/diff_side.h"
 #include "tide/background.h"
 #include "tide/cosmetics.h"
 #include "tide/detect.h"
@@ -223,99 +222,58 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
     return st;
 }
 
-/* One frame's preparation, for a thread of its own. */
+/* One frame's preparation on the context given (the pipeline's or its helper), timed as
+ * "diff.prepare" and finished on the GPU before it returns. */
 typedef struct prep_job {
-    tide_ctx *ctx;
     const tide_diffp_input *in;
     double fwhm_guess;
     const tide_bkg_params *bkg;
     const tide_cosmetics_params *cos;
     tide_diffp_frame *f;
-    int st;
-    char err[512]; /* the error detail is per thread: carried back in here */
 } prep_job;
 
-static void prep_run(prep_job *j) {
+static int prep_one(tide_ctx *ctx, void *arg) {
+    const prep_job *j = arg;
     tide_timer tm;
-    const int ts = tide_timer_start(j->ctx, &tm, "diff.prepare");
-    j->st = ts ? ts
-               : tide_diffp_prepare_frame(j->ctx, j->in->im, j->in->hdr, j->in->name,
-                                          j->in->gain, j->in->sat, j->in->fwhm_given,
-                                          j->fwhm_guess, j->bkg, j->cos, j->f);
+    const int ts = tide_timer_start(ctx, &tm, "diff.prepare");
+    int st = ts ? ts
+                : tide_diffp_prepare_frame(ctx, j->in->im, j->in->hdr, j->in->name, j->in->gain,
+                                           j->in->sat, j->in->fwhm_given, j->fwhm_guess, j->bkg,
+                                           j->cos, j->f);
     if (!ts) {
-        const int te = tide_timer_stop(j->ctx, &tm, NULL);
-        if (!j->st)
-            j->st = te;
+        const int te = tide_timer_stop(ctx, &tm, NULL);
+        if (!st)
+            st = te;
     }
-    if (!j->st)
-        j->st = tide_sync(j->ctx);
-    if (j->st)
-        snprintf(j->err, sizeof j->err, "%s", tide_error_detail());
-}
-
-static void *prep_thread(void *arg) {
-    prep_job *j = arg;
-    /* this thread's OpenMP teams: the helper's half of the cores */
-    omp_set_num_threads(j->ctx->threads > 0 ? j->ctx->threads : 1);
-    prep_run(j);
-    return NULL;
+    if (!st)
+        st = tide_sync(ctx);
+    return st;
 }
 
 int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double fwhm_guess,
                             const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
                             tide_diffp_frame *out[2], size_t *helper_peak) {
-    *helper_peak = 0;
-    tide_ctx *h = NULL;
-    int par = ctx->backend == TIDE_BACKEND_CUDA && tide_ctx_helper(ctx, &h) == TIDE_OK;
-    if (!par)
-        tide_error_clear(); /* no helper: one after the other on ctx */
     prep_job jobs[2];
-    memset(jobs, 0, sizeof jobs);
     for (int k = 0; k < 2; k++)
-        jobs[k] = (prep_job){.ctx = ctx, .in = &in[k], .fwhm_guess = fwhm_guess, .bkg = bkg,
-                             .cos = cos, .f = out[k]};
-    pthread_t th;
-    /* Side by side, the two threads split the cores: a thread team larger than its share
-     * waits at every barrier for members the other thread's team has preempted. */
-    const int threads = ctx->threads, omp_threads = omp_get_max_threads();
-    if (par) {
-        jobs[1].ctx = h;
-        tide_device_reset_peak(h);
-        if (pthread_create(&th, NULL, prep_thread, &jobs[1]) != 0) {
-            par = 0;
-            jobs[1].ctx = ctx;
-        }
+        jobs[k] = (prep_job){&in[k], fwhm_guess, bkg, cos, out[k]};
+    tide_diffp_side side;
+    tide_diffp_side_start(ctx, &side, prep_one, &jobs[1]);
+    const int st0 = prep_one(ctx, &jobs[0]);
+    char err0[512] = "";
+    if (st0)
+        snprintf(err0, sizeof err0, "%s", tide_error_detail());
+    const int st1 = tide_diffp_side_join(&side, helper_peak);
+    if (st0)
+        return tide_error(st0, "%s", err0); /* the science frame's error first */
+    if (st1)
+        return st1;
+    tide_image *w = &out[1]->work;
+    if (side.helper && w->location == TIDE_DEVICE) {
+        /* the helper's stream is synchronised (prep_one): its frame becomes ctx's */
+        tide_device_adopt(ctx, side.helper, w->pix);
+        tide_device_adopt(ctx, side.helper, w->mask);
+        tide_device_adopt(ctx, side.helper, w->var);
     }
-    if (par) {
-        ctx->threads = threads > h->threads ? threads - h->threads : 1;
-        omp_set_num_threads(ctx->threads);
-    }
-    prep_run(&jobs[0]);
-    if (par) {
-        ctx->threads = threads;
-        omp_set_num_threads(omp_threads);
-        pthread_join(th, NULL);
-    }
-    else if (!jobs[0].st)
-        prep_run(&jobs[1]);
-    if (par) {
-        /* the helper's stream is synchronised (prep_run): its frame becomes ctx's */
-        tide_image *w = &out[1]->work;
-        if (w->location == TIDE_DEVICE) {
-            tide_device_adopt(ctx, h, w->pix);
-            tide_device_adopt(ctx, h, w->mask);
-            tide_device_adopt(ctx, h, w->var);
-        }
-        size_t cur = 0;
-        tide_device_usage(h, &cur, helper_peak);
-        const int tst = tide_timer_merge(ctx, h);
-        if (!jobs[1].st)
-            jobs[1].st = tst;
-    }
-    if (jobs[0].st)
-        return jobs[0].st; /* its detail is this thread's */
-    if (jobs[1].st)
-        return par ? tide_error(jobs[1].st, "%s", jobs[1].err) : jobs[1].st;
     return TIDE_OK;
 }
 
