@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tide/tide.h"
+
 static int tide_test_failures = 0;
 
 #define CHECK(cond)                                                                           \
@@ -38,6 +40,18 @@ static int tide_test_failures = 0;
             tide_test_failures++;                                                             \
         }                                                                                     \
     } while (0)
+
+/* A context of backend @p b with @p threads CPU threads (0: all cores); NULL, counted as a
+ * failure, when it cannot be made. */
+static inline tide_ctx *tide_test_ctx(tide_backend b, int threads) {
+    tide_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = b;
+    o.threads = threads;
+    tide_ctx *ctx = NULL;
+    CHECK_OK(tide_ctx_create(&ctx, &o));
+    return ctx;
+}
 
 /* Path of a file in ../shared/data (TIDE_SHARED_DATA); aborts the test if unset. */
 static inline const char *tide_test_data(const char *rel) {

@@ -26,14 +26,6 @@ static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o = {0};
-    o.backend = b;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* Host frame w × h with row padding @p pad, sky + noise + stars, NaN blocks, mask bits. */
 static void make_frame(tide_ctx *ctx, tide_image *im, int64_t w, int64_t h, int64_t pad,
                        double nan_frac, int masked) {
@@ -152,7 +144,7 @@ static void run_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no usable GPU");
-    tide_ctx *cpu = make_ctx(TIDE_BACKEND_CPU), *gpu = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     tide_bkg_params def, p2, p3, p4, p5;
     tide_bkg_params_default(&def);
     p2 = def; /* non-square meshes, a wide filter with a threshold */

@@ -12,15 +12,6 @@
 
 static double worst_cpu = 0.0, worst_ref = 0.0;
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o = {0};
-    o.backend = b;
-    o.threads = 0;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 static double max_rel(const tide_image *a, const tide_image *b, double scale) {
     double err = 0.0;
     for (int64_t y = 0; y < a->height; y++)
@@ -163,7 +154,7 @@ static void test_plans(tide_ctx *cpu, tide_ctx *gpu, int64_t nx, int64_t ny, int
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no GPU");
-    tide_ctx *cpu = make_ctx(TIDE_BACKEND_CPU), *gpu = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     if (!cpu || !gpu)
         return TIDE_TEST_RESULT();
     test_plans(cpu, gpu, 97, 89, 1);

@@ -28,15 +28,6 @@ static double urand(void) {
     return (double)(rs >> 11) * 0x1.0p-53;
 }
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = b;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* Host copies of two images (device or host) compared row by row, bitwise. */
 static int same_bits(tide_ctx *g, const tide_image *a, const tide_image *b) {
     tide_image ha = {0}, hb = {0};
@@ -171,7 +162,7 @@ static void run(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int nb, int 
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no CUDA device");
-    tide_ctx *cpu = make_ctx(TIDE_BACKEND_CPU), *gpu = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     if (!cpu || !gpu)
         return 1;
     run(cpu, gpu, 300, 41, 6, 2, 9);

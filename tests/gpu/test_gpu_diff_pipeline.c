@@ -100,7 +100,7 @@ static const struct {
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no usable GPU");
-    tide_ctx *cpu = make_ctx(TIDE_BACKEND_CPU), *gpu = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     test_prepare(gpu);
 
     tide_image sci, tmpl;

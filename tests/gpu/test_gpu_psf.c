@@ -21,15 +21,6 @@ int main(void) {
 #else
 #include "phot/psf_kernels.h"
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = b;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 typedef struct frame {
     tide_sim_frame f;
     tide_image sub, rms;
@@ -207,7 +198,7 @@ static void compare_models(const tide_psf_model *a, const tide_psf_model *b, dou
 
 int main(void) {
     if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no GPU");
-    tide_ctx *c = make_ctx(TIDE_BACKEND_CPU), *g = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *c = tide_test_ctx(TIDE_BACKEND_CPU, 0), *g = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     frame fr;
     make_frame(c, &fr, 1031, 777, 900);
     tide_image dsub, drms;

@@ -13,15 +13,6 @@
 #include "tide/tide.h"
 #include "tide_test.h"
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = b;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* ---- the pipeline's kernels ------------------------------------------------------------ */
 
 #ifdef TIDE_HAVE_CUDA
@@ -197,7 +188,7 @@ static void run_frame(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_
     /* run to run on one context, then on a fresh context */
     CHECK_OK(tide_pipeline_run(gpu, &fr.image, &fr.header, &p, &rg2));
     CHECK(tables_identical(&rg1.catalog, &rg2.catalog));
-    tide_ctx *gpu2 = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *gpu2 = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     CHECK_OK(tide_pipeline_run(gpu2, &fr.image, &fr.header, &p, &rg3));
     CHECK(tables_identical(&rg1.catalog, &rg3.catalog));
     /* a device frame gives the same catalog as a host frame, and is left untouched */
@@ -252,7 +243,7 @@ static void run_empty(tide_ctx *cpu, tide_ctx *gpu) {
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no usable GPU");
-    tide_ctx *cpu = make_ctx(TIDE_BACKEND_CPU), *gpu = make_ctx(TIDE_BACKEND_CUDA);
+    tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     if (!cpu || !gpu)
         return TIDE_TEST_RESULT();
 #ifdef TIDE_HAVE_CUDA

@@ -12,15 +12,6 @@
 
 #define N 256
 
-static tide_ctx *make_ctx(tide_backend b) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = b;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* Deterministic normal deviates (xorshift64* + Box-Muller). */
 static double gauss(uint64_t *s) {
     double u[2];

@@ -21,15 +21,6 @@ static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }
 
-static tide_ctx *make_ctx(int threads) {
-    tide_ctx_options o = {0};
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* sky(x, y) = b0 + gx·x + gy·y + q·((x − w/2)² + (y − h/2)²) */
 typedef struct sky {
     double b0, gx, gy, q, sigma;
@@ -217,7 +208,7 @@ static void test_gradient(tide_ctx *ctx) {
     CHECK_CLOSE(sm.global_back, sky_at(&s, 1000, 700, 500, 350), 2.0);
 
     /* threads: 1 and 2 give the same bits; so does a second run */
-    tide_ctx *c1 = make_ctx(1);
+    tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 1);
     tide_image b1 = {0}, r1 = {0};
     CHECK_OK(tide_background_estimate(c1, &im, NULL, &b1, &r1, NULL));
     CHECK(same_bits(&b, &b1) && same_bits(&r, &r1));
@@ -521,7 +512,7 @@ static void test_noise(tide_ctx *ctx) {
 }
 
 int main(void) {
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     test_walk();
     test_gradient(ctx);
     test_mask(ctx);

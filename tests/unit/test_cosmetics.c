@@ -20,16 +20,6 @@ static double nrand(void) {
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
-static tide_ctx *make_ctx(int threads) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* Sky of 1000 ADU with Poisson-like noise for gain 1, read noise 5 e-. */
 static void sky(tide_image *im, uint64_t seed) {
     rs = seed;
@@ -258,7 +248,7 @@ static void test_inpaint(tide_ctx *ctx) {
 
 /* One thread or two: the same mask. */
 static void test_threads(void) {
-    tide_ctx *c1 = make_ctx(1), *c2 = make_ctx(2);
+    tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 1), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 2);
     tide_sim_params sp;
     tide_sim_params_default(&sp);
     sp.width = 397;
@@ -293,7 +283,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     test_args(ctx);
     test_tiny_and_nan(ctx);
     test_noise(ctx);

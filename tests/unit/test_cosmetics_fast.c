@@ -118,16 +118,6 @@ static void test_med5_rows(void) {
     CHECK(bad == 0);
 }
 
-static tide_ctx *make_ctx(int threads) {
-    tide_ctx *ctx = NULL;
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 /* The noise and Laplacian kernels against plain loops over the per-pixel math. */
 static void test_lacosmic_kernels(tide_ctx *ctx) {
     const int64_t sizes[][2] = {{1, 1}, {4, 3}, {7, 5}, {61, 37}, {300, 70}};
@@ -224,7 +214,7 @@ static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate
 int main(void) {
     test_networks_exhaustive();
     test_med5_rows();
-    tide_ctx *c1 = make_ctx(1), *c2 = make_ctx(2);
+    tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 1), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 2);
     test_lacosmic_kernels(c1);
     test_lacosmic_kernels(c2);
     test_incremental(c2, 700, 517, 4000, 5);

@@ -20,15 +20,6 @@
 #include "tide/tide.h"
 #include "tide_test.h"
 
-static tide_ctx *make_ctx(void) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 static const void *column(const tide_table *t, const char *name) {
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->cols[i].name, name) == 0)
@@ -51,7 +42,7 @@ static void sim_params(tide_sim_params *p) {
 }
 
 int main(void) {
-    tide_ctx *ctx = make_ctx();
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_params sp;
     sim_params(&sp);
     tide_sim_frame f, clean;

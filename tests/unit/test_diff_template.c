@@ -44,7 +44,7 @@ static void same_results(const tide_diff_result *a, const tide_diff_result *b, c
 }
 
 static void run(tide_backend backend) {
-    tide_ctx *ctx = make_ctx(backend);
+    tide_ctx *ctx = tide_test_ctx(backend, 0);
     if (!ctx)
         return;
     tide_image sci, tmpl;

@@ -22,15 +22,6 @@ typedef struct frame {
     double *x, *y, *flux;
 } frame;
 
-static tide_ctx *make_ctx(void) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 static double gauss(uint64_t seed, uint64_t i) {
     sim_rng r = sim_rng_make(seed, 991, i);
     return sim_rng_gauss(&r);
@@ -139,7 +130,7 @@ static void star_residuals(const tide_psf_model *m, const frame *fr, double *med
 }
 
 static void test_truth(int noise) {
-    tide_ctx *ctx = make_ctx();
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     frame fr;
     const int64_t W = 2048, H = 2048;
     make_frame(ctx, &fr, W, H, 2000, noise, 11);
@@ -244,7 +235,7 @@ static void test_truth(int noise) {
 
 /* Three bright isolated stars: the Gaussian fallback, FWHM measured on them. */
 static void test_fallback(void) {
-    tide_ctx *ctx = make_ctx();
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     frame fr;
     make_frame(ctx, &fr, 512, 512, 150, 1, 5);
     /* the three brightest unsaturated isolated-looking stars near the centre */

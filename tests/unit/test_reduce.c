@@ -9,16 +9,6 @@
 #define TOL_SUM 1e-12
 #define TOL_STD 1e-10
 
-static tide_ctx *make_ctx(int threads) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    tide_ctx *c = NULL;
-    CHECK_OK(tide_ctx_create(&c, &o));
-    return c;
-}
-
 static void check_one(tide_ctx *c1, tide_ctx *c2, const tide_image *im, uint16_t bits,
                       const char *what) {
     const int64_t npix = im->width * im->height;
@@ -69,7 +59,7 @@ static void run_size(tide_ctx *c1, tide_ctx *c2, int64_t w, int64_t h, uint64_t 
 }
 
 int main(void) {
-    tide_ctx *c1 = make_ctx(0), *c2 = make_ctx(1);
+    tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 0), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 1);
     if (!c1 || !c2)
         return 1;
     const int64_t sizes[][2] = {{1, 1}, {97, 89}, {4097, 3}, {3, 4097}, {1, 4096},

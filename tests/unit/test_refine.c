@@ -14,15 +14,6 @@
 
 #define D2R (3.14159265358979323846 / 180.0)
 
-static tide_ctx *make_ctx(void) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 static double urand(uint64_t *s) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
     return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
@@ -390,7 +381,7 @@ static void test_big(tide_ctx *ctx, int64_t W, int64_t H, int64_t N, double scal
 }
 
 int main(void) {
-    tide_ctx *ctx = make_ctx();
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     if (!ctx)
         return TIDE_TEST_RESULT();
     test_sim(ctx);

@@ -9,16 +9,6 @@
 #include "tide/tide.h"
 #include "tide_test.h"
 
-static tide_ctx *make_ctx(int threads) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    return ctx;
-}
-
 static void small_params(tide_sim_params *p) {
     tide_sim_params_default(p);
     p->width = 517;
@@ -33,7 +23,7 @@ static void test_determinism(void) {
     tide_sim_params p;
     small_params(&p);
     p.with_mask = 1;
-    tide_ctx *c1 = make_ctx(1), *c2 = make_ctx(2);
+    tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 1), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 2);
     tide_sim_frame a, b, c;
     CHECK_OK(tide_sim_run(c1, &p, &a, NULL));
     CHECK_OK(tide_sim_run(c2, &p, &b, NULL));
@@ -73,7 +63,7 @@ static void test_flux_and_position(void) {
     p.mag_faint = 19;
     p.e2_nmoving = p.e2_nvariable = p.e2_ntransient = 0;
     p.seed = 7;
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_frame f;
     CHECK_OK(tide_sim_run(ctx, &p, &f, NULL));
     const int64_t n = f.truth.nrows;
@@ -123,7 +113,7 @@ static void test_galaxy_flux(void) {
     p.sky = 0;
     p.bias = 0;
     p.e2_nmoving = p.e2_nvariable = p.e2_ntransient = 0;
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_frame f;
     CHECK_OK(tide_sim_run(ctx, &p, &f, NULL));
     const double *X = tide_table_f64(&f.truth, "X_TRUE"), *Y = tide_table_f64(&f.truth, "Y_TRUE");
@@ -159,7 +149,7 @@ static void test_galaxy_flux(void) {
 static void test_wcs(void) {
     tide_sim_params p;
     small_params(&p);
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_sky *sky = NULL;
     tide_sim_frame f;
     CHECK_OK(tide_sim_sky_make(ctx, &p, &sky));
@@ -216,7 +206,7 @@ static void test_noise(void) {
     p.gain = 2.0;
     p.rdnoise = 6;
     p.e2_nmoving = p.e2_nvariable = p.e2_ntransient = 0;
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_frame f;
     CHECK_OK(tide_sim_run(ctx, &p, &f, NULL));
     double s = 0, s2 = 0, n = (double)(p.width * p.height);
@@ -269,7 +259,7 @@ static void test_bleed(void) {
     p.e2_nmoving = p.e2_nvariable = p.e2_ntransient = 0;
     p.e2_dra = p.e2_ddec = 0;
     p.e2_rotation = 0;
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_frame f;
     /* A seed that puts the star well inside, so the trail stays on the frame. (The margin of
      * a 1-star frame holds no stars.) */
@@ -310,7 +300,7 @@ static void test_epoch2_and_refcat(void) {
     p.width = 800;
     p.height = 700;
     p.e2_ntransient = 2;
-    tide_ctx *ctx = make_ctx(0);
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     tide_sim_sky *sky = NULL;
     tide_sim_frame f1, f2;
     tide_table ref;
