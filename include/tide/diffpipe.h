@@ -35,9 +35,9 @@
  *                 point-source fits (dipole.h) of the max_fit highest-S/N candidates. By
  *                 default the PSF dipole with the difference's PSF: the reference PSF of
  *                 tide_psf_build (psf.h) on the unconvolved frame on the output grid, or, with
- *                 too few PSF stars, a circular Gaussian of its FWHM. With the shape fixed, the lobe
- *                 positions of an overlapping dipole are far better constrained than with the
- *                 free Gaussian dipole, whose widths trade against the lobe separation.
+ *                 too few PSF stars, a circular Gaussian of its FWHM. With the shape fixed, the
+ *                 lobe positions of an overlapping dipole are far better constrained than with
+ *                 the free Gaussian dipole, whose widths trade against the lobe separation.
  *
  * Memory plan. On a CUDA context each frame is uploaded once; background, variance,
  * reprojection, subtraction, detection, stamp cutting and fits run on the device; only the
@@ -50,8 +50,9 @@
  * grid): X_IMAGE, Y_IMAGE, SNR, FLUX [diff units], KIND (TIDE_CAND_*), DIP_XPOS, DIP_YPOS,
  * DIP_XNEG, DIP_YNEG (lobe centres) [pixel], DIP_FLUX (flux of one lobe) [diff units],
  * DIP_XPOS_ERR, DIP_YPOS_ERR, DIP_XNEG_ERR, DIP_YNEG_ERR, DIP_FLUX_ERR, DIP_SIGMA1,
- * DIP_SIGMA2 [pixel] (Gaussian dipole only, else NaN), DIP_CHI2, DIP_NPIX, PS_X, PS_Y, PS_FLUX, PS_FLUX_ERR, PS_CHI2,
- * FIT_STATUS (TIDE_DIPOLE_*; -1 = not fitted), PS_STATUS, ALPHA_J2000, DELTA_J2000 [deg]. */
+ * DIP_SIGMA2 [pixel] (Gaussian dipole only, else NaN), DIP_CHI2, DIP_NPIX, PS_X, PS_Y, PS_FLUX,
+ * PS_FLUX_ERR, PS_CHI2, FIT_STATUS (TIDE_DIPOLE_*; -1 = not fitted), PS_STATUS, ALPHA_J2000,
+ * DELTA_J2000 [deg]. */
 #ifndef TIDE_DIFFPIPE_H
 #define TIDE_DIFFPIPE_H
 #include <stdint.h>

@@ -88,7 +88,8 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
     const int64_t kept = i0 < nkeep ? (nkeep - i0 < m ? nkeep - i0 : m) : 0;
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         /* One device block: stamps, variance, mask, positions in and out, fits. */
-        const size_t off_var = bpix, off_mask = 2 * bpix, off_x = (2 * bpix + bmask + 7) & ~(size_t)7;
+        const size_t off_var = bpix, off_mask = 2 * bpix;
+        const size_t off_x = (2 * bpix + bmask + 7) & ~(size_t)7;
         const size_t off_psf = (off_x + 4 * bpos + bfit + 7) & ~(size_t)7;
         tide_dipole_params dp = p->dip; /* the PSF must be device memory too */
         const size_t bpsf = dp.model == TIDE_DIPOLE_PSF && dp.psf
