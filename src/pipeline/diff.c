@@ -389,14 +389,15 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
      * PSF is that of the frame the subtraction leaves unconvolved. */
     psf_job pj = {NULL, NULL, 0};
     tide_diffp_side side;
-    const int psf_beside = !st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf;
+    int psf_beside = !st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf;
     if (psf_beside) {
         pj.u = tide_subtract_convolved(&p.sub, out->fwhm_sci, out->fwhm_tmpl) ==
                        TIDE_SUB_CONVOLVE_SCIENCE
                    ? &run.tmpl
                    : &run.sci;
         st = tide_sync(ctx); /* the frame is complete before another stream reads it */
-        if (!st)
+        psf_beside = !st;
+        if (psf_beside)
             tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
     }
     if (!st) {
