@@ -158,11 +158,6 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
                                             sci[i], outs[i]);
             }
     }
-    if (mkdir(dir, 0777) && errno != EEXIST) {
-        free(outs);
-        return tide_cli_fail(cmd, tide_error(TIDE_E_IO, "%s: cannot create the output "
-                                                        "directory: %s", dir, strerror(errno)));
-    }
     tide_image tmpl = {0};
     tide_header ht;
     tide_header_init(&ht);
@@ -174,7 +169,11 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         st = tide_diff_template_prepare(ctx, &tmpl, &ht, p, &t);
     tide_image_free(ctx, &tmpl);
     tide_header_free(&ht);
+    if (!st && mkdir(dir, 0777) && errno != EEXIST) /* only once there is work to put in it */
+        st = tide_error(TIDE_E_IO, "%s: cannot create the output directory: %s", dir,
+                        strerror(errno));
     if (st) {
+        tide_diff_template_free(ctx, t);
         free(outs);
         return tide_cli_fail(cmd, st);
     }

@@ -166,6 +166,8 @@ expect_fail "bad grid" 2 "grid" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/bad7" --gri
 expect_fail "even stamp" 2 "stamp" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/bad8" --stamp 20
 expect_fail "no parent dir" 1 "nodir" "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/nodir/out"
 expect_fail "template, no science" 2 "SCIENCE" --template "$tmp/a.fits" -o "$tmp/bad9"
+expect_fail "template missing" 1 "nothere.fits" --template "$tmp/nothere.fits" "$tmp/b.fits" \
+    -o "$tmp/bad12"
 expect_fail "template, same stem twice" 2 "both write" --template "$tmp/a.fits" \
     "$tmp/b.fits" "$tmp/b.fits" -o "$tmp/bad10"
 expect_fail "template, science grid" 2 "template's grid" --template "$tmp/a.fits" \
