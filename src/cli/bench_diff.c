@@ -210,12 +210,7 @@ static int bench_whole(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_re
     }
     if (st)
         return tide_error_prefix(st, "tide diff: ");
-    r->run_min_ms = samples[1][0];
-    r->run_max_ms = samples[1][0];
-    for (int k = 1; k < o->repeats; k++) {
-        r->run_min_ms = fmin(r->run_min_ms, samples[1][k]);
-        r->run_max_ms = fmax(r->run_max_ms, samples[1][k]);
-    }
+    tide_bench_range(samples[1], o->repeats, &r->run_min_ms, &r->run_max_ms);
     r->read_ms = tide_bench_median(samples[0], o->repeats);
     r->run_ms = tide_bench_median(samples[1], o->repeats);
     r->write_ms = tide_bench_median(samples[2], o->repeats);
@@ -270,11 +265,7 @@ static int bench_template(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd
     if (st)
         return tide_error_prefix(st, "tide diff against a prepared template: ");
     r->run_tmpl_ms = tide_bench_median(samples, o->repeats);
-    r->run_tmpl_min_ms = r->run_tmpl_max_ms = samples[0];
-    for (int k = 1; k < o->repeats; k++) {
-        r->run_tmpl_min_ms = fmin(r->run_tmpl_min_ms, samples[k]);
-        r->run_tmpl_max_ms = fmax(r->run_tmpl_max_ms, samples[k]);
-    }
+    tide_bench_range(samples, o->repeats, &r->run_tmpl_min_ms, &r->run_tmpl_max_ms);
     return 0;
 }
 

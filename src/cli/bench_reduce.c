@@ -234,11 +234,7 @@ static int timed_runs(tide_ctx *ctx, const tide_br_opts *o, const tide_image *in
     }
     if (st)
         return st;
-    r->e2e_min_ms = r->e2e_max_ms = e2e[0];
-    for (int k = 1; k < nrep; k++) {
-        r->e2e_min_ms = e2e[k] < r->e2e_min_ms ? e2e[k] : r->e2e_min_ms;
-        r->e2e_max_ms = e2e[k] > r->e2e_max_ms ? e2e[k] : r->e2e_max_ms;
-    }
+    tide_bench_range(e2e, nrep, &r->e2e_min_ms, &r->e2e_max_ms);
     r->e2e_ms = tide_bench_median(e2e, nrep);
     r->n_sources = last->n_sources;
     r->n_first = last->n_first;

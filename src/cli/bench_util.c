@@ -14,6 +14,14 @@ int tide_bench_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void tide_bench_range(const double *v, int n, double *lo, double *hi) {
+    *lo = *hi = v[0];
+    for (int k = 1; k < n; k++) {
+        *lo = v[k] < *lo ? v[k] : *lo;
+        *hi = v[k] > *hi ? v[k] : *hi;
+    }
+}
+
 double tide_bench_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, tide_bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);

@@ -12,6 +12,8 @@ int tide_bench_cmp_double(const void *a, const void *b);
 
 /** Median of @p n values (sorts @p v in place); the mean of the two middle ones when n is even. */
 double tide_bench_median(double *v, int n);
+/** The smallest and largest of v[0..n), n > 0. */
+void tide_bench_range(const double *v, int n, double *lo, double *hi);
 
 /** One benchmarked call. */
 typedef int (*tide_bench_fn)(tide_ctx *ctx, void *arg);

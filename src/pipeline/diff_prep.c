@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compute/select_f64.h"
 #include "pipeline/diff_internal.h"
 #include "pipeline/diff_ops.h"
 #include "pipeline/diff_side.h"
@@ -27,16 +28,6 @@ void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
     memset(f, 0, sizeof *f);
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int64_t n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Median FWHM of the clean, isolated, bright sources, then again of those within 25% of it
  * (galaxies and blends sit above the stars' mode). 0 when fewer than 3 qualify. */
 static double stars_fwhm(const tide_table *t, int64_t *nused) {
@@ -54,13 +45,13 @@ static double stars_fwhm(const tide_table *t, int64_t *nused) {
             v[m++] = fw[i];
     double med = 0;
     if (m >= 3) {
-        med = median_of(v, m);
+        med = tide_median_f64(v, m);
         int64_t k = 0;
         for (int64_t i = 0; i < m; i++)
             if (fabs(v[i] - med) <= 0.25 * med)
                 v[k++] = v[i];
         if (k >= 3) {
-            med = median_of(v, k);
+            med = tide_median_f64(v, k);
             m = k;
         }
         *nused = m;

@@ -217,3 +217,14 @@ double tide_store_separation(double ra1, double dec1, double ra2, double dec2) {
     double a = c2 * sd, b = c1 * s2 - s1 * c2 * cd;
     return atan2(sqrt(a * a + b * b), s1 * s2 + c1 * c2 * cd) / d2r;
 }
+
+void tide_store_image_query(char *sql, size_t cap, const char *p1, const char *p2) {
+    int k = snprintf(sql, cap, "SELECT id");
+    for (int i = 0; i < TIDE_STORE_NIMG && (size_t)k < cap; i++)
+        k += snprintf(sql + k, cap - (size_t)k, ", %s", tide_store_img_cols[i]);
+    if ((size_t)k < cap)
+        snprintf(sql + k, cap - (size_t)k,
+                 " FROM images WHERE checksum = %s OR checksum = %s OR file = %s "
+                 "ORDER BY checksum = %s DESC, checksum = %s DESC, id DESC LIMIT 1",
+                 p1, p2, p2, p1, p2);
+}

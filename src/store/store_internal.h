@@ -36,6 +36,10 @@ extern const char tide_store_img_kinds[TIDE_STORE_NIMG + 1];
 /* Field values of a frame in that order: text into txt[i] (or NULL), numbers into num[i]. */
 void tide_store_frame_values(const tide_store_frame *f, const char *txt[TIDE_STORE_NIMG],
                              double num[TIDE_STORE_NIMG]);
+/* The look-up of one frame's images row, for both back ends: id and the image columns of the
+ * newest row whose checksum is the first parameter, or whose checksum or file is the second
+ * (an exact checksum first). @p p1, @p p2: the back end's placeholders ("$1", "?1"). */
+void tide_store_image_query(char *sql, size_t cap, const char *p1, const char *p2);
 /* Set field i of @p f from a text value (may be NULL = unknown) — used when reading back. */
 int tide_store_frame_set(tide_store_frame *f, int i, const char *text);
 

@@ -126,12 +126,7 @@ int tide_store_pg_image(tide_store *s, const char *key, const char *checksum,
     if (st)
         return st;
     char sql[1024];
-    int k = snprintf(sql, sizeof sql, "SELECT id");
-    for (int i = 0; i < TIDE_STORE_NIMG; i++)
-        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s", tide_store_img_cols[i]);
-    snprintf(sql + k, sizeof sql - (size_t)k,
-             " FROM images WHERE checksum = $1 OR checksum = $2 OR file = $2 "
-             "ORDER BY checksum = $1 DESC, checksum = $2 DESC, id DESC LIMIT 1");
+    tide_store_image_query(sql, sizeof sql, "$1", "$2");
     const char *v[2] = {checksum ? checksum : "", key};
     PGresult *r = tide_store_pg_query(s, sql, 2, v);
     if (!r)

@@ -244,12 +244,7 @@ int tide_sq_cone(tide_store *s, double ra, double dec, double radius, int64_t li
 
 int tide_sq_image(tide_store *s, const char *key, const char *checksum, tide_store_frame *out) {
     char sql[1024];
-    int k = snprintf(sql, sizeof sql, "SELECT id");
-    for (int i = 0; i < TIDE_STORE_NIMG; i++)
-        k += snprintf(sql + k, sizeof sql - (size_t)k, ", %s", tide_store_img_cols[i]);
-    snprintf(sql + k, sizeof sql - (size_t)k,
-             " FROM images WHERE checksum = ?1 OR checksum = ?2 OR file = ?2 "
-             "ORDER BY checksum = ?1 DESC, checksum = ?2 DESC, id DESC LIMIT 1");
+    tide_store_image_query(sql, sizeof sql, "?1", "?2");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(DB(s), sql, -1, &q, NULL) != SQLITE_OK)
         return tide_sq_fail(s, "preparing the image look-up");

@@ -30,12 +30,7 @@ static void same(tide_ctx *gpu, tide_ctx *cpu, int64_t w, int64_t h, int64_t str
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no GPU");
-    tide_ctx *gpu = NULL, *cpu = NULL;
-    tide_ctx_options o = {0};
-    o.backend = TIDE_BACKEND_CUDA;
-    CHECK_OK(tide_ctx_create(&gpu, &o));
-    o.backend = TIDE_BACKEND_CPU;
-    CHECK_OK(tide_ctx_create(&cpu, &o));
+    tide_ctx *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0), *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0);
     if (!gpu || !cpu)
         return TIDE_TEST_RESULT();
     uint64_t seed = 11;

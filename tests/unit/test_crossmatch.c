@@ -73,12 +73,7 @@ static void brute(const double *ra1, const double *de1, int64_t n1, const double
  * the separations against libm's haversine and that nothing closer was missed. */
 static void compare(const char *what, int threads, const double *ra1, const double *de1, int64_t n1,
                     const double *ra2, const double *de2, int64_t n2, double radius, int mutual) {
-    tide_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.threads = threads;
-    tide_ctx *ctx = NULL;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
+    tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, threads);
     int64_t *m = malloc(sizeof(int64_t) * (size_t)(n1 + 1));
     int64_t *mb = malloc(sizeof(int64_t) * (size_t)(n1 + 1));
     double *s = malloc(sizeof(double) * (size_t)(n1 + 1));

@@ -100,17 +100,10 @@ static void run(tide_ctx *ctx) {
 }
 
 int main(void) {
-    tide_ctx *ctx = NULL;
-    tide_ctx_options o = {0};
-    o.backend = TIDE_BACKEND_CPU;
-    CHECK_OK(tide_ctx_create(&ctx, &o));
-    if (ctx)
-        run(ctx);
-    tide_ctx_destroy(ctx);
-    if (tide_cuda_available(NULL)) {
-        o.backend = TIDE_BACKEND_CUDA;
-        ctx = NULL;
-        CHECK_OK(tide_ctx_create(&ctx, &o));
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && !tide_cuda_available(NULL))
+            break;
+        tide_ctx *ctx = tide_test_ctx(k ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU, 0);
         if (ctx)
             run(ctx);
         tide_ctx_destroy(ctx);
