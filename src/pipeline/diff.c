@@ -261,36 +261,36 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
     tide_table_init(&run.cands);
 
     /* 1-3: WCS, background, variance, FWHM of each frame on its own grid. The WCS and the
-     * overlap are checked before the expensive work. */
-    st = tide_wcs_from_header(sci_hdr, p.sci_name, &run.sci.wcs);
-    if (!st) {
-        tide_wcs *twcs = NULL;
-        if (!pt)
-            st = tide_wcs_from_header(tmpl_hdr, p.tmpl_name, &twcs);
-        if (!st)
-            st = tide_diffp_check_overlap(run.sci.wcs, sci->width, sci->height, p.sci_name,
-                                          pt ? pt->f.wcs : twcs, tw, th, p.tmpl_name);
+     * overlap are checked before the expensive work; the frames' preparation then takes the
+     * WCS over. */
+    tide_wcs *swcs = NULL, *twcs = NULL;
+    st = tide_wcs_from_header(sci_hdr, p.sci_name, &swcs);
+    if (!st && !pt)
+        st = tide_wcs_from_header(tmpl_hdr, p.tmpl_name, &twcs);
+    if (!st)
+        st = tide_diffp_check_overlap(swcs, sci->width, sci->height, p.sci_name,
+                                      pt ? pt->f.wcs : twcs, tw, th, p.tmpl_name);
+    if (st) {
+        tide_wcs_free(swcs);
         tide_wcs_free(twcs);
     }
-    tide_wcs_free(run.sci.wcs);
-    run.sci.wcs = NULL;
     if (st == TIDE_E_NOTFOUND)
         st = tide_error_prefix(st, "tide diff needs the celestial WCS of both frames: ");
     size_t helper_peak = 0;
-    if (!st && pt) {
-        STAGE(ctx, "diff.prepare",
-              tide_diffp_prepare_frame(ctx, sci, sci_hdr, p.sci_name, p.gain_sci, p.sat_sci,
-                                       p.fwhm_sci, p.fwhm_guess, &p.bkg,
-                                       p.cosmetics ? &p.cos : NULL, &run.sci));
-        run.tmpl = pt->f;
-        run.tmpl_borrowed = 1;
-    } else if (!st) {
+    if (!st) {
         const tide_diffp_input in[2] = {
-            {sci, sci_hdr, p.sci_name, p.gain_sci, p.sat_sci, p.fwhm_sci},
-            {tmpl, tmpl_hdr, p.tmpl_name, p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl}};
+            {sci, sci_hdr, swcs, p.sci_name, p.gain_sci, p.sat_sci, p.fwhm_sci},
+            {tmpl, tmpl_hdr, twcs, p.tmpl_name, p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl}};
         tide_diffp_frame *fr[2] = {&run.sci, &run.tmpl};
-        st = tide_diffp_prepare_pair(ctx, in, p.fwhm_guess, &p.bkg, p.cosmetics ? &p.cos : NULL,
-                                     fr, &helper_peak);
+        if (pt) {
+            st = tide_diffp_prepare_single(ctx, &in[0], p.fwhm_guess, &p.bkg,
+                                        p.cosmetics ? &p.cos : NULL, &run.sci);
+            run.tmpl = pt->f;
+            run.tmpl_borrowed = 1;
+        } else {
+            st = tide_diffp_prepare_pair(ctx, in, p.fwhm_guess, &p.bkg,
+                                         p.cosmetics ? &p.cos : NULL, fr, &helper_peak);
+        }
     }
     if (st) {
         run_release(&run);

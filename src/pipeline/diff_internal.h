@@ -37,23 +37,31 @@ struct tide_diff_template {
     char name[256];
 };
 
-/** Build the WCS of @p hdr and prepare @p im (diffpipe.h stages 2-3) into @p f. @p gain,
- *  @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips the
- *  measurement. @p cos non-NULL: the cosmetics stage first (detector values from the header
- *  and @p gain / @p sat). */
+/** Prepare @p im (diffpipe.h stages 2-3) into @p f with its WCS: @p wcs, already built from
+ *  @p hdr (taken over: f owns it from the start, whatever the outcome), or NULL to build it
+ *  here. @p gain, @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips
+ *  the measurement. @p cos non-NULL: the cosmetics stage first (detector values from the
+ *  header and @p gain / @p sat). */
 int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
-                             const char *name, double gain, double sat, double fwhm_given,
-                             double fwhm_guess, const tide_bkg_params *bkg,
+                             tide_wcs *wcs, const char *name, double gain, double sat,
+                             double fwhm_given, double fwhm_guess, const tide_bkg_params *bkg,
                              const tide_cosmetics_params *cos, tide_diffp_frame *f);
 
 /** One input frame of tide_diffp_prepare_pair and its parameters (as
- *  tide_diffp_prepare_frame's). */
+ *  tide_diffp_prepare_frame's; wcs is taken over). */
 typedef struct tide_diffp_input {
     const tide_image *im;
     const tide_header *hdr;
+    tide_wcs *wcs;
     const char *name;
     double gain, sat, fwhm_given;
 } tide_diffp_input;
+
+/** tide_diffp_prepare_frame of one frame, timed as stage "diff.prepare" and finished on the
+ *  GPU before it returns. */
+int tide_diffp_prepare_single(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
+                           const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                           tide_diffp_frame *out);
 
 /** tide_diffp_prepare_frame of both frames, each timed as stage "diff.prepare". On a CUDA
  *  context the second frame is prepared on the context's helper (ctx.h) in a second thread,

@@ -71,10 +71,11 @@ static int header_dbl(const tide_header *h, const char *key, double *v) {
 }
 
 int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
-                             const char *name, double gain, double sat, double fwhm_given,
-                             double fwhm_guess, const tide_bkg_params *bkgp,
+                             tide_wcs *wcs, const char *name, double gain, double sat,
+                             double fwhm_given, double fwhm_guess, const tide_bkg_params *bkgp,
                              const tide_cosmetics_params *cosp, tide_diffp_frame *f) {
     memset(f, 0, sizeof *f);
+    f->wcs = wcs;
     f->name = name && *name ? name : "frame";
     if (!im || !im->pix || im->width < 1 || im->height < 1 || im->location != TIDE_HOST)
         return tide_error(TIDE_E_INVAL, "%s: diff needs a host image with pixels", f->name);
@@ -82,7 +83,7 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
         return tide_error(TIDE_E_NOTFOUND, "%s: no header, hence no WCS; tide diff needs the "
                                            "celestial WCS of both frames", f->name);
     const double t_wcs = tide_now();
-    int st = tide_wcs_from_header(hdr, f->name, &f->wcs);
+    int st = f->wcs ? 0 : tide_wcs_from_header(hdr, f->name, &f->wcs);
     if (st == TIDE_E_NOTFOUND)
         return tide_error(st, "%s: no celestial WCS in the header; tide diff needs the WCS of "
                               "both frames to put them on one grid", f->name);
@@ -227,18 +228,27 @@ static int prep_one(tide_ctx *ctx, void *arg) {
     const prep_job *j = arg;
     tide_timer tm;
     const int ts = tide_timer_start(ctx, &tm, "diff.prepare");
-    int st = ts ? ts
-                : tide_diffp_prepare_frame(ctx, j->in->im, j->in->hdr, j->in->name, j->in->gain,
-                                           j->in->sat, j->in->fwhm_given, j->fwhm_guess, j->bkg,
-                                           j->cos, j->f);
+    /* called whatever the timer says: it takes the WCS over */
+    int st = tide_diffp_prepare_frame(ctx, j->in->im, j->in->hdr, j->in->wcs, j->in->name,
+                                      j->in->gain, j->in->sat, j->in->fwhm_given, j->fwhm_guess,
+                                      j->bkg, j->cos, j->f);
     if (!ts) {
         const int te = tide_timer_stop(ctx, &tm, NULL);
         if (!st)
             st = te;
+    } else if (!st) {
+        st = ts;
     }
     if (!st)
         st = tide_sync(ctx);
     return st;
+}
+
+int tide_diffp_prepare_single(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
+                           const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                           tide_diffp_frame *out) {
+    prep_job j = {in, fwhm_guess, bkg, cos, out};
+    return prep_one(ctx, &j);
 }
 
 int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double fwhm_guess,

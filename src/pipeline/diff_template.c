@@ -42,7 +42,7 @@ int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide
     if (!st) {
         tide_timer tm;
         int ts = tide_timer_start(ctx, &tm, "diff.prepare");
-        st = tide_diffp_prepare_frame(ctx, tmpl, hdr, t->name, p.gain_tmpl, p.sat_tmpl,
+        st = tide_diffp_prepare_frame(ctx, tmpl, hdr, NULL, t->name, p.gain_tmpl, p.sat_tmpl,
                                       p.fwhm_tmpl, p.fwhm_guess, &p.bkg,
                                       p.cosmetics ? &p.cos : NULL, &t->f);
         if (!ts)
