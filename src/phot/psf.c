@@ -248,19 +248,19 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     const double cu[5] = {0.0, -1.0, 1.0, -1.0, 1.0}, cv[5] = {0.0, -1.0, -1.0, 1.0, 1.0};
     psf_moffat f0;
     psf_eval_uv(m, cu[0], cv[0], st);
-    psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, 0.0, NULL, &f0);
+    psf_moffat_fit(st, m->stamp, pl->p.fwhm_guess, 0.0, NULL, pl->threads, &f0);
     m->fwhm = f0.ok ? f0.fwhm : 0.0;
     m->beta = f0.ok ? f0.beta : 0.0;
     m->ellipticity = f0.ok ? f0.ellip : 0.0;
     m->theta = f0.ok ? f0.theta_deg : 0.0;
     const double beta = m->beta;
     psf_moffat fc[4];
-#pragma omp parallel for num_threads(pl->threads > 1 ? (pl->threads < 4 ? pl->threads : 4) : 1) \
-    schedule(static)
+    /* one corner after the other, each fit's model evaluated by the whole team: four fits
+     * side by side would leave all but four threads idle */
     for (int c = 1; c < 5; c++) {
         float *sc = st + (size_t)c * npix;
         psf_eval_uv(m, cu[c], cv[c], sc);
-        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &f0, &fc[c - 1]);
+        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &f0, pl->threads, &fc[c - 1]);
     }
     for (int c = 0; c < 4; c++) {
         m->fwhm_corner[c] = fc[c].ok ? fc[c].fwhm : 0.0;
@@ -284,7 +284,7 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
             mean[p] = (float)(a / s->n);
         }
         psf_moffat f;
-        psf_moffat_fit(mean, pl->side, pl->p.fwhm_guess, 0.0, NULL, &f);
+        psf_moffat_fit(mean, pl->side, pl->p.fwhm_guess, 0.0, NULL, pl->threads, &f);
         free(mean);
         if (f.ok && f.fwhm > 0.5 && f.fwhm < 0.5 * pl->side) {
             fwhm = f.fwhm;
@@ -328,6 +328,7 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
     int st = make_plan(p, &pl);
     if (st) return st;
     pl.threads = ctx->threads;
+    pl.ctx = ctx;
     out->width = sub->width;
     out->height = sub->height;
     out->ncandidates = (int)n;

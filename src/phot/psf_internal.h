@@ -31,6 +31,7 @@ typedef struct psf_plan {
     int side, half;
     double isolation;
     int threads;  /**< CPU threads for the host loops (ctx->threads) */
+    struct tide_ctx *ctx; /**< for the sub-stage timers (psf.model.*); may be NULL */
 } psf_plan;
 
 /* psf_select.c */
@@ -91,9 +92,10 @@ typedef struct psf_moffat {
  *  beta_fixed > 1 holds beta at that value, else beta is free. @p start: a fit of a
  *  similar stamp whose centre and axes start the iteration (amplitude from the stamp's
  *  peak, beta from beta_fixed or 3), or NULL: a round profile of fwhm_guess at the stamp
- *  centre. out->ok = 0 when the fit failed. */
+ *  centre. @p threads > 1: each evaluation of the model is computed by a team of that many
+ *  (the result is the same for any count). out->ok = 0 when the fit failed. */
 int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
-                   const psf_moffat *start, psf_moffat *out);
+                   const psf_moffat *start, int threads, psf_moffat *out);
 
 /* psf_eval.c */
 /** Make @p m the circular Gaussian model of @p fwhm on a side×side stamp. */

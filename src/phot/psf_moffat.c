@@ -9,6 +9,7 @@
  * geometric-mean FWHM, the simulator's convention), ellipticity 1 - b/a, theta the angle of
  * the major axis from +x towards +y. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "phot/psf_internal.h"
@@ -75,19 +76,30 @@ static void eval_row(const float *st, int side, int j, int nsub, double rsub, co
 }
 
 /* chi2 of stamp - model, and J^T J, J^T r if jtj is non-NULL: the rows' sums added in row
- * order. */
+ * order. With threads > 1 the rows are computed by a team into @p rows (side × NROW) and
+ * then added in the same order, so the result does not depend on the thread count. */
 static double evaluate(const float *st, int side, int nsub, double rsub, const double *p,
-                       int np, double *jtj, double *jtr) {
+                       int np, int threads, double *rows, double *jtj, double *jtr) {
     const int jac = jtj != NULL;
     double chi2 = 0.0, o[NROW];
     if (jac) memset(jtj, 0, sizeof(double) * NP * NP), memset(jtr, 0, sizeof(double) * NP);
+    if (threads > 1) {
+        /* the rows near the centre carry the sub-samples: interleaved, not in blocks */
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+        for (int j = 0; j < side; j++)
+            eval_row(st, side, j, nsub, rsub, p, np, jac, rows + (size_t)j * NROW);
+    }
     for (int j = 0; j < side; j++) {
-        eval_row(st, side, j, nsub, rsub, p, np, jac, o);
-        chi2 += o[0];
+        const double *r = o;
+        if (threads > 1)
+            r = rows + (size_t)j * NROW;
+        else
+            eval_row(st, side, j, nsub, rsub, p, np, jac, o);
+        chi2 += r[0];
         if (!jac) continue;
-        for (int a = 0; a < NP; a++) jtr[a] += o[1 + a];
+        for (int a = 0; a < NP; a++) jtr[a] += r[1 + a];
         for (int a = 0, t = 0; a < NP; a++)
-            for (int c = 0; c <= a; c++, t++) jtj[a * NP + c] += o[1 + NP + t];
+            for (int c = 0; c <= a; c++, t++) jtj[a * NP + c] += r[1 + NP + t];
     }
     if (jac)
         for (int a = 0; a < NP; a++)
@@ -122,9 +134,10 @@ static double gn_gain(int np, const double *jtj, const double *jtr) {
  * the evaluations of a free-beta fit), when an accepted step gains less than gtol of chi2,
  * or when the next step would change no parameter by more than rtol of itself. */
 static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np, double gtol,
-                     double rtol, double *p) {
+                     double rtol, int threads, double *rows, double *p) {
     double jtj[NP * NP], jtr[NP], a[NP * NP], dlt[NP], trial[NP], tj[NP * NP], tr_[NP];
-    double chi2 = evaluate(stamp, side, nsub, rsub, p, np, jtj, jtr), lambda = 1e-3;
+    double chi2 = evaluate(stamp, side, nsub, rsub, p, np, threads, rows, jtj, jtr);
+    double lambda = 1e-3;
     int fresh = 1; /* jtj, jtr are new since the last gn_gain test */
     for (int it = 0; it < 200 && lambda < 1e10; it++) {
         if (fresh && gn_gain(np, jtj, jtr) <= gtol * chi2) break; /* converged */
@@ -146,7 +159,8 @@ static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np
             rel = fmax(rel, fabs(dlt[k]) / fmax(fabs(p[k]), 1e-3));
         }
         if (rel < rtol) break; /* converged */
-        const double c2 = valid(trial, side) ? evaluate(stamp, side, nsub, rsub, trial, np, tj, tr_)
+        const double c2 = valid(trial, side) ? evaluate(stamp, side, nsub, rsub, trial, np,
+                                                        threads, rows, tj, tr_)
                                              : INFINITY;
         if (c2 <= chi2) {
             memcpy(p, trial, sizeof trial);
@@ -165,7 +179,7 @@ static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np
 }
 
 int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
-                   const psf_moffat *start, psf_moffat *out) {
+                   const psf_moffat *start, int threads, psf_moffat *out) {
     memset(out, 0, sizeof *out);
     const int h = side / 2;
     double peak = 0.0;
@@ -184,6 +198,15 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
     const double rsub = 2.5 * fwhm_guess;
+    /* Teams of at most 8, two rows or more per thread: an evaluation is ~0.1 ms of work, and
+     * waking more threads than that costs more than it saves (psf_linalg.c's note). */
+    if (threads > 8)
+        threads = 8;
+    if (threads > side / 2)
+        threads = side / 2;
+    double *rows = threads > 1 ? malloc(sizeof(double) * NROW * (size_t)side) : NULL;
+    if (!rows)
+        threads = 1;
     /* With 5 × 5 or more sub-samples, first loosely converged on pixel-centre values
      * (1/nsub^2 of the cost): the fit of the integrated model then starts near its minimum
      * and takes ~2 fewer of its evaluations; the same objective and stopping rule as a
@@ -191,10 +214,11 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
     if (nsub >= 5) {
         double q[NP];
         memcpy(q, p, sizeof q);
-        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, q);
+        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, threads, rows, q);
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
-    const double chi2 = lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, p);
+    const double chi2 = lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, threads, rows, p);
+    free(rows);
     const double tr = p[3] + p[5], det = p[3] * p[5] - p[4] * p[4];
     const double disc = sqrt(fmax(0.0, 0.25 * (p[3] - p[5]) * (p[3] - p[5]) + p[4] * p[4]));
     const double l1 = 0.5 * tr - disc, l2 = 0.5 * tr + disc;

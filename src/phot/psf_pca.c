@@ -17,8 +17,12 @@
 
 #include "phot/psf_internal.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 #define PSF_FIT_PASSES 3 /* fits; outliers are dropped after each but the last */
+/* Star loops smaller than this many values stay on one thread (psf_linalg.c's note: waking
+ * a team for less work costs more than it saves). */
+#define PSF_STAR_PAR_MIN 200000
 
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -98,6 +102,63 @@ typedef struct ref_cache {
     float *ref;  /**< the stack (npix) */
 } ref_cache;
 
+/* a_qk = <s_k - ref, E_q> for every active star k and eigen-PSF q (acoef[q * na + k]), star by
+ * star across a team (each star's sums are the same whatever the team): the deviation formed
+ * once for all K, four eigen-PSFs per sweep, so four independent sums share each pixel's load
+ * (each still summed in pixel order: the values are those of one dot product at a time, which
+ * left the adder waiting on its own previous result). */
+static int star_coefficients(const psf_stars *s, const int *idx, int na, const float *ref,
+                             const float *E, int K, int threads, double *acoef) {
+    const int npix = s->side * s->side;
+    int fail = 0;
+#pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : fail) \
+    if ((int64_t)na * npix * K >= PSF_STAR_PAR_MIN)
+    {
+        double *ddev = malloc(sizeof(double) * (size_t)npix);
+        fail = !ddev;
+#pragma omp for schedule(static)
+        for (int k = 0; k < na; k++) {
+            if (!ddev)
+                continue;
+            const float *sp = s->stamps + (size_t)idx[k] * npix;
+            for (int p = 0; p < npix; p++) ddev[p] = (double)sp[p] - (double)ref[p];
+            int q = 0;
+            for (; q + 4 <= K; q += 4) {
+                const float *E0 = E + (size_t)q * npix, *E1 = E0 + npix;
+                const float *E2 = E1 + npix, *E3 = E2 + npix;
+                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+                for (int p = 0; p < npix; p++) {
+                    const double d = ddev[p];
+                    a0 += d * E0[p];
+                    a1 += d * E1[p];
+                    a2 += d * E2[p];
+                    a3 += d * E3[p];
+                }
+                acoef[(size_t)q * na + k] = a0;
+                acoef[(size_t)(q + 1) * na + k] = a1;
+                acoef[(size_t)(q + 2) * na + k] = a2;
+                acoef[(size_t)(q + 3) * na + k] = a3;
+            }
+            for (; q < K; q++) {
+                const float *Eq = E + (size_t)q * npix;
+                double a = 0.0;
+                for (int p = 0; p < npix; p++) a += ddev[p] * Eq[p];
+                acoef[(size_t)q * na + k] = a;
+            }
+        }
+        free(ddev);
+    }
+    return fail ? tide_error(TIDE_E_NOMEM, "psf: star coefficients") : 0;
+}
+
+/* Adds the time since @p t0 to the sub-stage timer @p stage; returns now. */
+static double lap(const psf_plan *pl, const char *stage, double t0) {
+    const double t = tide_now();
+    if (pl->ctx)
+        tide_timer_add(pl->ctx, stage, 1e3 * (t - t0));
+    return t;
+}
+
 /* One fit of the model to the active stars. */
 static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char *act,
                     ref_cache *rc, tide_psf_model *m) {
@@ -106,7 +167,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     for (int i = 0; i < s->n; i++) na += act[i];
     int *idx = malloc(sizeof(int) * (size_t)s->n * 2);
     double *wk = malloc(sizeof(double) * ((size_t)na * (3 + TIDE_PSF_MAX_K) + TIDE_PSF_MAX_K +
-                                          (size_t)(TIDE_PSF_MAX_K + 1) * npix));
+                                          (size_t)TIDE_PSF_MAX_K * npix));
     double *dev = malloc(sizeof(double) * (size_t)na * npix);
     float *ref = malloc(sizeof(float) * (size_t)npix);
     if (!idx || !wk || !dev || !ref) {
@@ -116,7 +177,6 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
     int *which = idx + s->n, st = 0;
     double *w = wk, *w2 = w + na, *noise = w2 + na, *acoef = noise + na; /* K × na */
     double *evals = acoef + (size_t)na * TIDE_PSF_MAX_K, *evec = evals + TIDE_PSF_MAX_K;
-    double *ddev = evec + (size_t)TIDE_PSF_MAX_K * npix; /* K × npix eigen-PSFs, then npix */
     int k = 0;
     for (int i = 0; i < s->n; i++)
         if (act[i]) idx[k++] = i;
@@ -127,6 +187,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         st = nref;
         goto done;
     }
+    double t = tide_now();
     if (rc->n == nref && memcmp(rc->which, which, sizeof(int) * (size_t)nref) == 0) {
         memcpy(ref, rc->ref, sizeof(float) * (size_t)npix);
     } else {
@@ -137,6 +198,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         memcpy(rc->which, which, sizeof(int) * (size_t)nref);
         memcpy(rc->ref, ref, sizeof(float) * (size_t)npix);
     }
+    t = lap(pl, "psf.model.stack", t);
 
     /* weights and weighted deviations */
     for (k = 0; k < na; k++) noise[k] = s->noise[idx[k]];
@@ -153,10 +215,13 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
             w2[k] = w[k] * w[k];
         }
     }
-    for (k = 0; k < na; k++) {
-        const float *sp = s->stamps + (size_t)idx[k] * npix;
-        double *d = dev + (size_t)k * npix;
-        for (int p = 0; p < npix; p++) d[p] = w[k] * ((double)sp[p] - (double)ref[p]);
+    /* star by star, so a team changes no value */
+#pragma omp parallel for num_threads(pl->threads > 1 ? pl->threads : 1) schedule(static) \
+    if ((int64_t)na * npix >= PSF_STAR_PAR_MIN)
+    for (int kk = 0; kk < na; kk++) {
+        const float *sp = s->stamps + (size_t)idx[kk] * npix;
+        double *d = dev + (size_t)kk * npix;
+        for (int p = 0; p < npix; p++) d[p] = w[kk] * ((double)sp[p] - (double)ref[p]);
     }
 
     /* degree and K for this many stars */
@@ -173,6 +238,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         while (kk < K && evals[kk] > 1e-12 * evals[0] && evals[kk] > 0.0) kk++;
         K = kk;
     }
+    t = lap(pl, "psf.model.pca", t);
 
     const int nc = (degree + 1) * (degree + 2) / 2;
     float *basis = calloc((size_t)(1 + K) * npix, sizeof(float));
@@ -194,38 +260,9 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         float *E = basis + (size_t)(1 + q) * npix;
         for (int p = 0; p < npix; p++) E[p] = (float)(e[p] * sc);
     }
-    /* star coefficients on the stored (float) eigen-PSFs, unweighted deviations: star by
-     * star, the deviation formed once for all K (acoef[q * na + k]); four eigen-PSFs per
-     * sweep, so four independent sums share each pixel's load (each still summed in pixel
-     * order: the values are those of one dot product at a time, which left the adder
-     * waiting on its own previous result) */
-    for (k = 0; k < na && K > 0; k++) {
-        const float *sp = s->stamps + (size_t)idx[k] * npix;
-        for (int p = 0; p < npix; p++) ddev[p] = (double)sp[p] - (double)ref[p];
-        int q = 0;
-        for (; q + 4 <= K; q += 4) {
-            const float *E0 = basis + (size_t)(1 + q) * npix, *E1 = E0 + npix;
-            const float *E2 = E1 + npix, *E3 = E2 + npix;
-            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-            for (int p = 0; p < npix; p++) {
-                const double d = ddev[p];
-                a0 += d * E0[p];
-                a1 += d * E1[p];
-                a2 += d * E2[p];
-                a3 += d * E3[p];
-            }
-            acoef[(size_t)q * na + k] = a0;
-            acoef[(size_t)(q + 1) * na + k] = a1;
-            acoef[(size_t)(q + 2) * na + k] = a2;
-            acoef[(size_t)(q + 3) * na + k] = a3;
-        }
-        for (; q < K; q++) {
-            const float *E = basis + (size_t)(1 + q) * npix;
-            double a = 0.0;
-            for (int p = 0; p < npix; p++) a += ddev[p] * E[p];
-            acoef[(size_t)q * na + k] = a;
-        }
-    }
+    /* star coefficients on the stored (float) eigen-PSFs, unweighted deviations */
+    if (K > 0)
+        st = star_coefficients(s, idx, na, ref, basis + npix, K, pl->threads, acoef);
     for (int q = 0; q < K && !st; q++) {
         int dg = degree;
         while ((st = poly_fit(dg, na, idx, s, w2, acoef + (size_t)q * na, 1,
@@ -236,6 +273,7 @@ static int fit_once(const psf_plan *pl, const psf_stars *s, const unsigned char 
         }
         if (st) st = tide_error(TIDE_E_INTERNAL, "psf: coefficient fit is singular");
     }
+    lap(pl, "psf.model.coef", t);
     if (st) {
         free(basis), free(coef);
         goto done;
@@ -301,8 +339,12 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
     m->height = height;
     int st = 0;
     for (int pass = 0; pass < PSF_FIT_PASSES; pass++) {
-        if ((st = fit_once(pl, s, act, &rc, m)) || (st = residuals(pl, s, act, m, rms, peak)))
+        if ((st = fit_once(pl, s, act, &rc, m)))
             break;
+        const double t = tide_now();
+        if ((st = residuals(pl, s, act, m, rms, peak)))
+            break;
+        lap(pl, "psf.model.resid", t);
         if (pass == PSF_FIT_PASSES - 1) break;
         /* excess residual over the noise; robust outliers that are also significant go */
         int na = 0;
