@@ -101,7 +101,9 @@ typedef struct tide_solve_params {
     double distractor_ratio; /**< fraction of sources with no catalogue match [0.25] */
     double quad_size_min;    /**< smallest quad tried, fraction of min(width, height) [0.1] */
     int tweak_order;         /**< order of the final fit over all matches: 1 = TAN, 2..9 = TAN-SIP
-                                  of that order [2, solve-field's default] */
+                                  of that order, 0 = none: the TAN fitted to the matched quad
+                                  (for a caller that refines the WCS itself) [2, solve-field's
+                                  default] */
     int crpix_center;        /**< 1: put CRPIX at the frame centre (solve-field --crpix-center)
                                   [0: astrometry.net's choice, the matched quad's centre] */
 } tide_solve_params;

@@ -162,8 +162,8 @@ static int run_attempt(const tide_solver *s, const double *x1, const double *y1,
     sp->parity = p->parity == TIDE_SOLVE_PARITY_NORMAL ? PARITY_NORMAL
                  : p->parity == TIDE_SOLVE_PARITY_FLIP ? PARITY_FLIP
                                                        : PARITY_BOTH;
-    sp->do_tweak = TRUE;
-    sp->tweak_aborder = sp->tweak_abporder = p->tweak_order;
+    sp->do_tweak = p->tweak_order > 0;
+    sp->tweak_aborder = sp->tweak_abporder = p->tweak_order > 0 ? p->tweak_order : 1;
     if (p->crpix_center) {
         sp->set_crpix = TRUE;
         sp->set_crpix_center = TRUE;
@@ -265,8 +265,8 @@ static int check_params(const tide_solve_params *p) {
                             !(p->radius_deg >= 0) || p->radius_deg > 180))
         return tide_error(TIDE_E_INVAL, "solve: bad position hint (%g, %g) radius %g deg", p->ra,
                           p->dec, p->radius_deg);
-    if (p->tweak_order < 1 || p->tweak_order > 9)
-        return tide_error(TIDE_E_INVAL, "solve: tweak order %d outside 1..9", p->tweak_order);
+    if (p->tweak_order < 0 || p->tweak_order > 9)
+        return tide_error(TIDE_E_INVAL, "solve: tweak order %d outside 0..9", p->tweak_order);
     if (p->nbright < 4)
         return tide_error(TIDE_E_INVAL, "solve: nbright %lld < 4", (long long)p->nbright);
     if (!(p->quad_size_min > 0 && p->quad_size_min < 1))

@@ -34,7 +34,8 @@ static const char *help =
     "                           else 60]\n"
     "  --no-blind               do not fall back to a blind solve\n"
     "  --nbright N              use the N brightest sources [500]\n"
-    "  --tweak-order N          1 = TAN, 2..9 = TAN-SIP of that order [2]\n"
+    "  --tweak-order N          1 = TAN, 2..9 = TAN-SIP of that order, 0 = none (the\n"
+    "                           matched quad's TAN) [2]\n"
     "  --crpix-center           put the reference pixel at the frame centre\n"
     "  -o OUT.wcs               write the WCS as a FITS header file (atomically)\n"
     "\n"
@@ -249,8 +250,8 @@ int tide_cmd_solve(int argc, char **argv) {
         return tide_cli_usage_error(cmd, "--timeout must be > 0");
     if (o.nbright < 4 || o.nbright != floor(o.nbright))
         return tide_cli_usage_error(cmd, "--nbright must be an integer >= 4");
-    if (o.tweak < 1 || o.tweak > 9 || o.tweak != floor(o.tweak))
-        return tide_cli_usage_error(cmd, "--tweak-order must be 1..9");
+    if (o.tweak < 0 || o.tweak > 9 || o.tweak != floor(o.tweak))
+        return tide_cli_usage_error(cmd, "--tweak-order must be 0..9");
 
     tide_solve_params p;
     tide_solve_params_init(&p);

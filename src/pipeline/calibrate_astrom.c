@@ -193,9 +193,12 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     sp.timeout_s = p->solve_timeout_s;
     sp.blind_fallback = p->blind;
     sp.radius_deg = p->hint_radius_deg;
-    /* The refinement fits the SIP terms on every reference star, so astrometry.net's own
-     * tweak only needs to give a TAN: order 1 is ~2.4x faster than its default of 2. */
-    sp.tweak_order = 1;
+    /* The refinement fits the WCS on every reference star from a generous first radius, so
+     * astrometry.net's own tweak is not needed: the TAN of the matched quad starts it. The
+     * tweak (iterated fits with their inverse polynomials) was ~95% of a hinted 2048² solve:
+     * 8.4 -> 0.5 ms on the build machine, the refined WCS the same to its RMS (0.155 px from
+     * 705 stars); order 1 had been ~2.4x faster than the default of 2. */
+    sp.tweak_order = 0;
     tide_header none;
     tide_header_init(&none);
     st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,

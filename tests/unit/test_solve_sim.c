@@ -142,6 +142,26 @@ int main(void) {
         CHECK_CLOSE(in.rotation_deg, sp.rotation, 0.05);
         tide_wcs_free(w);
     }
+    /* No tweak (tweak order 0, as the calibration runs it before its own refinement): the
+     * TAN of the matched quad, the right field to within the distortion the refinement's
+     * first radius takes in (a few pixels at the corners). */
+    if (x && y && f) {
+        tide_solve_params p0 = p;
+        p0.tweak_order = 0;
+        tide_wcs *w = NULL;
+        tide_solve_info in;
+        CHECK_OK(tide_solve(s, x, y, f, n, &p0, &w, &in));
+        double e = w ? max_err(w, sky, sp.width, sp.height) : INFINITY;
+        printf("sim hinted, no tweak: %.1f ms, %d matches, max error %.2f arcsec\n",
+               in.ms_hinted, in.nmatch, e);
+        CHECK(in.solved && !in.blind);
+        CHECK(e < 10.0);
+        CHECK_CLOSE(in.rotation_deg, sp.rotation, 0.2);
+        tide_wcs_free(w);
+        p0.tweak_order = -1;
+        CHECK(tide_solve(s, x, y, f, n, &p0, &w, &in) == TIDE_E_INVAL);
+        tide_error_clear();
+    }
     /* Blind, default tweak order (2) and order 3. */
     tide_solve_params pb;
     tide_solve_params_init(&pb);
