@@ -190,28 +190,18 @@ int psf_cholesky_solve(int n, double *a, double *b) {
     return 0;
 }
 
-/* Teams for the products: one thread per TIDE_PSF_PAR_GRAIN multiply-adds, at most
- * TIDE_PSF_PAR_MAX, one thread below. A Lanczos step calls them hundreds of times, and waking
- * a team of 16 threads for 50k operations cost more than the work (psf.model went from ~5 to
- * ~45 ms on the 16-core GPU host); a few threads with ~50k operations each pay for
- * themselves. The split never changes the order of any sum, so results are the same for
- * any team. */
-#define TIDE_PSF_PAR_GRAIN 50000
-#define TIDE_PSF_PAR_MAX 4
-
-static int team_for(int n, int p, int threads) {
-    const int64_t t = (int64_t)n * p / TIDE_PSF_PAR_GRAIN;
-    int k = t < TIDE_PSF_PAR_MAX ? (int)t : TIDE_PSF_PAR_MAX;
-    if (k > threads) k = threads;
-    return k > 1 ? k : 1;
-}
+/* Products smaller than this many multiply-adds run on one thread: a Lanczos step calls them
+ * hundreds of times, and waking a team of 16 threads for 50k operations cost more than the
+ * work (psf.model went from ~5 to ~45 ms on the 16-core GPU host). The split never changes
+ * the order of any sum, so results are the same either way. */
+#define TIDE_PSF_PAR_MIN 2000000
 
 /* out[c] = sum_r D[r][c] v[r] for every column c: columns split in blocks across threads,
  * rows outer and columns inner (contiguous), so each out[c] is still summed in row order. */
 static void mul_t(int n, int p, const double *D, const double *v, double *out, int threads) {
     const int nb = (p + 63) / 64;
-    const int team = team_for(n, p, threads);
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) \
+    if ((int64_t)n * p >= TIDE_PSF_PAR_MIN)
     for (int b = 0; b < nb; b++) {
         const int c0 = b * 64, c1 = c0 + 64 < p ? c0 + 64 : p;
         double acc[64];
@@ -243,8 +233,8 @@ static void mul_t(int n, int p, const double *D, const double *v, double *out, i
  * hides the add latency: four left the adders half idle). */
 static void mul(int n, int p, const double *D, const double *v, double *out, int threads) {
     const int nq = (n + 7) / 8;
-    const int team = team_for(n, p, threads);
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) \
+    if ((int64_t)n * p >= TIDE_PSF_PAR_MIN)
     for (int q = 0; q < nq; q++) {
         const int r = 8 * q;
         if (r + 8 <= n) {
