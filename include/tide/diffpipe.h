@@ -46,6 +46,12 @@
  * run's only thread besides the caller's; it touches no context). On the CPU the result takes
  * the subtraction's images over instead of copying them.
  *
+ * Threads. With the side-by-side stages two OpenMP teams share the cores, and libgomp's idle
+ * threads, spinning 300,000 iterations by default, preempt the working ones: on the 16-core
+ * H200 host single runs of the 4096² pair took 92-121 ms beside a median of ~60. A program
+ * that runs the pipeline should start with GOMP_SPINCOUNT=10000 in its environment (libgomp
+ * reads it when it is loaded); the `tide` command sets it for `tide diff` (src/cli/omp_spin.c).
+ *
  * Candidate columns (tide_diff_result.cands; FITS 1-based pixel coordinates on the output
  * grid): X_IMAGE, Y_IMAGE, SNR, FLUX [diff units], KIND (TIDE_CAND_*), DIP_XPOS, DIP_YPOS,
  * DIP_XNEG, DIP_YNEG (lobe centres) [pixel], DIP_FLUX (flux of one lobe) [diff units],

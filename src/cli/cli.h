@@ -60,6 +60,11 @@ int tide_cmd_info(int argc, char **argv);
 int tide_cmd_stats(int argc, char **argv);
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_bench(int argc, char **argv);
+
+/** For `tide diff` and `tide bench --diff` (two host threads side by side), re-execute the
+ *  program once with a shorter OpenMP spin (GOMP_SPINCOUNT, omp_spin.c) unless the user set
+ *  GOMP_SPINCOUNT or OMP_WAIT_POLICY. Returns when nothing is re-executed. */
+void tide_cli_omp_spin(int argc, char **argv);
 int tide_cmd_config(int argc, char **argv);
 int tide_cmd_reduce(int argc, char **argv);
 int tide_cmd_diff(int argc, char **argv);

@@ -45,6 +45,7 @@ int main(int argc, char **argv) {
         print_help(stdout);
         return 0;
     }
+    tide_cli_omp_spin(argc, argv);
     if (!strcmp(argv[1], "--version")) {
         printf("tide %s\n", TIDE_VERSION_STRING);
         return 0;
