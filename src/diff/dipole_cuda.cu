@@ -11,11 +11,15 @@
 #include "diff/dipole_math.h"
 #include "diff/dipole_stamp_math.h"
 
-#define DIP_WARPS 4
-/* Resident blocks per multiprocessor the registers must allow: 3 (168 registers, a few
- * spilled) measured as fast as 1 (190) on the 4096² pipeline's 1,587 fits and 1.4 M dipole
- * fits/s, so the larger count stays. */
-#define DIP_MIN_BLOCKS 3
+/* One warp per block, so each fit's warp frees its slot when it ends: with blocks of four
+ * warps (two stamps' dipole and point-source fits) a block held all four slots until its
+ * slowest dipole fit ended, while point sources take a few iterations and dipoles ~22 (up to
+ * max_iter on a single-sign source). */
+#define DIP_WARPS 1
+/* Resident warps per multiprocessor the registers must allow: 12 (at most 170 registers a
+ * thread; 168 with a few spilled measured as fast as 190 with none), as the earlier blocks of
+ * four warps, three per multiprocessor, did. */
+#define DIP_MIN_BLOCKS 12
 
 /* The warp's sum, in every lane (a fixed __shfl_down tree: the same order every time). */
 __device__ static inline double dip_allsum(double v) {
@@ -82,15 +86,17 @@ __device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, c
     }
 }
 
-/* Two warps per stamp: the even one fits the dipole, the odd one the point source, side by
- * side and independently (each fills its own fields of the output), so a stamp takes the time
- * of its slower fit instead of the sum of both and no warp waits for another. */
+/* Two warps per stamp, one fitting the dipole, the other the point source, side by side and
+ * independently (each fills its own fields of the output), so a stamp takes the time of its
+ * slower fit instead of the sum of both and no warp waits for another. The dipole fits come
+ * first in the grid (warps 0..n-1), the point sources after them: the long fits start first
+ * and the short ones fill the slots that free up. */
 __global__ void __launch_bounds__(32 * DIP_WARPS, DIP_MIN_BLOCKS)
     dipole_kernel(const tide_dipole_job jb) {
     const int lane = threadIdx.x & 31;
     const int64_t w = (int64_t)blockIdx.x * DIP_WARPS + (threadIdx.x >> 5);
-    const int64_t s = w >> 1;
-    const int is_ps = (int)(w & 1);
+    const int is_ps = w >= jb.n;
+    const int64_t s = is_ps ? w - jb.n : w;
     if (s >= jb.n) return;
     const tide_dipole_params &p = jb.p;
     const int side = jb.side, npix = side * side;
