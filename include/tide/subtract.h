@@ -83,6 +83,10 @@ typedef struct tide_subtract_params {
                              at the stamps; 0: direct convolution at the stamp pixels only,
                              the same values to float rounding and far fewer operations when
                              stamps cover a few % of the frame [0] */
+    int tmpl_sky_known; /**< 1: tmpl_sky, tmpl_var are the template's tide_subtract_sky_noise
+                             with these mask_bits, measured beforehand (a template prepared
+                             once for many exposures) instead of here [0] */
+    double tmpl_sky, tmpl_var;
 } tide_subtract_params;
 
 /** Fill @p p with the defaults above. */
@@ -118,13 +122,22 @@ typedef struct tide_subtract_result {
  *  0 < fwhm_sci < fwhm_tmpl, TIDE_SUB_CONVOLVE_TEMPLATE otherwise). @p p NULL: defaults. */
 int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl);
 
+/** The sky level and noise of a frame as tide_subtract measures them on each input: the
+ *  sigma-clipped median and std (tide_reduce_sigma_clip's defaults) of rows spread over the
+ *  frame (~256k pixels), pixels with @p mask_bits excluded; @p var = std² as a float, 1 when
+ *  that is not positive. Where the context computes. For a template measured once
+ *  (tide_subtract_params.tmpl_sky_known). */
+int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im, uint16_t mask_bits,
+                            double *sky, double *var);
+
 /** PSF-matched subtraction of @p tmpl from @p sci (same size and grid; host images, or device
  *  images on a CUDA context). @p fwhm_sci and @p fwhm_tmpl are the frames' PSF FWHMs in px
  *  (used to choose the frame to convolve and the basis widths; <= 0 means unknown: the
  *  template is then convolved and the basis sigmas default to HOTPANTS' 0.7, 1.5, 3.0 px).
  *  Variance planes are used as weights when present (they should include the sources'
  *  Poisson noise, or bright stars' stamps look bad and are clipped); otherwise each frame's
- *  variance is its sigma-clipped sky noise squared. @p p may be NULL for defaults. @p r is filled (free with
+ *  variance is its sigma-clipped sky noise squared (tide_subtract_sky_noise, or the
+ *  template's given in @p p). @p p may be NULL for defaults. @p r is filled (free with
  *  tide_subtract_result_free). TIDE_E_EMPTY when too few usable stamps remain, TIDE_E_RANGE
  *  when the normal equations cannot be solved even regularised. */
 int tide_subtract(struct tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,

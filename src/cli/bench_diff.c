@@ -318,11 +318,11 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
     tide_diffp_frame sci, tmpl;
     memset(&sci, 0, sizeof sci);
     memset(&tmpl, 0, sizeof tmpl);
-    int st = tide_diffp_prepare_frame(ctx, &pr->sci.image, &pr->sci.header, NULL, "science", 0, NAN,
-                                      0, dp.fwhm_guess, &dp.bkg, &dp.cos, &sci);
+    int st = tide_diffp_prepare_frame(ctx, &pr->sci.image, &pr->sci.header, NULL, "science", 0,
+                                      NAN, 0, dp.fwhm_guess, &dp.bkg, &dp.cos, NULL, &sci);
     if (!st)
         st = tide_diffp_prepare_frame(ctx, &pr->tmpl.image, &pr->tmpl.header, NULL, "template", 0,
-                                      NAN, 0, dp.fwhm_guess, &dp.bkg, &dp.cos, &tmpl);
+                                      NAN, 0, dp.fwhm_guess, &dp.bkg, &dp.cos, NULL, &tmpl);
     const double npx = (double)o->w * (double)o->h;
     /* b. science onto the template's grid. Bytes: pix, var, mask in (10 B/px) and out. */
     reproj_arg ra;

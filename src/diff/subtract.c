@@ -89,10 +89,10 @@ static void choose_sigmas(const tide_subtract_params *p, double f_ref, double f_
     }
 }
 
-/* Sky level and noise of a frame: sigma-clipped median and std (the variance constant for a
- * frame without a variance plane, the stamp threshold, and the decorrelation's noise). */
-static int sky_noise(tide_ctx *ctx, const tide_image *im, uint16_t bits, double *sky,
-                     float *var) {
+int tide_subtract_sky_noise(tide_ctx *ctx, const tide_image *im, uint16_t bits, double *sky,
+                            double *var) {
+    if (!ctx || !im || !sky || !var)
+        return tide_error(TIDE_E_INVAL, "subtract: sky noise: NULL argument");
     tide_sigclip_params cp = tide_sigclip_defaults();
     tide_sigclip_result cr;
     /* rows spread over the frame, ~256k pixels (at least 64 rows), are plenty for two
@@ -110,10 +110,27 @@ static int sky_noise(tide_ctx *ctx, const tide_image *im, uint16_t bits, double 
     if (st)
         return tide_error_prefix(st, "subtract: sky noise: ");
     *sky = cr.median;
-    *var = (float)(cr.std * cr.std);
-    if (!(*var > 0.0f))
-        *var = 1.0f;
+    float v = (float)(cr.std * cr.std);
+    if (!(v > 0.0f))
+        v = 1.0f;
+    *var = v;
     return TIDE_OK;
+}
+
+/* The frame's sky and noise for the fit (the variance constant for a frame without a variance
+ * plane, the stamp threshold, and the decorrelation's noise): the template's given ones when
+ * the caller measured them, else measured here. */
+static int sky_noise(tide_ctx *ctx, const tide_image *im, const tide_subtract_params *p,
+                     int is_tmpl, double *sky, float *var) {
+    if (is_tmpl && p->tmpl_sky_known) {
+        *sky = p->tmpl_sky;
+        *var = (float)p->tmpl_var;
+        return TIDE_OK;
+    }
+    double v;
+    int st = tide_subtract_sky_noise(ctx, im, p->mask_bits, sky, &v);
+    *var = (float)v;
+    return st;
 }
 
 /* Correlate @p in with @p nk host kernels into @p out (allocated on the backend). */
@@ -139,6 +156,10 @@ static void free_images(tide_ctx *ctx, tide_image *im, int n) {
 /* ---- the whole subtraction ------------------------------------------------------------- */
 static int check_inputs(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
                         const tide_subtract_params *p) {
+    if (p->tmpl_sky_known && !(isfinite(p->tmpl_sky) && p->tmpl_var > 0.0))
+        return tide_error(TIDE_E_INVAL, "subtract: the given template sky %g and variance %g "
+                          "are not a finite level and a positive variance", p->tmpl_sky,
+                          p->tmpl_var);
     if (!sci || !tmpl || !sci->pix || !tmpl->pix)
         return tide_error(TIDE_E_INVAL, "subtract: NULL science or template image");
     if (sci->width != tmpl->width || sci->height != tmpl->height)
@@ -239,8 +260,8 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     float var_ref = 0.0f, var_tgt = 0.0f;
     double sky_ref = 0.0, sky_tgt = 0.0;
     tide_timer_start(ctx, &tm, "subtract.noise");
-    if ((st = sky_noise(ctx, ref, p->mask_bits, &sky_ref, &var_ref)) ||
-        (st = sky_noise(ctx, tgt, p->mask_bits, &sky_tgt, &var_tgt)))
+    if ((st = sky_noise(ctx, ref, p, ref == tmpl, &sky_ref, &var_ref)) ||
+        (st = sky_noise(ctx, tgt, p, tgt == tmpl, &sky_tgt, &var_tgt)))
         goto done;
     /* stamps only on sources: a pure-noise reference stamp biases the fit towards a zero
      * kernel (noise in the regressor; Alard-Lupton assumes a clean reference) */

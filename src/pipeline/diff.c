@@ -278,9 +278,12 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
         st = tide_error_prefix(st, "tide diff needs the celestial WCS of both frames: ");
     size_t helper_peak = 0;
     if (!st) {
+        /* the template stays on its grid (the default): its sky noise for the subtraction is
+         * measured in its preparation, beside the science frame's */
+        const tide_subtract_params *tsky = p.grid == TIDE_DIFF_GRID_TEMPLATE ? &p.sub : NULL;
         const tide_diffp_input in[2] = {
-            {sci, sci_hdr, swcs, p.sci_name, p.gain_sci, p.sat_sci, p.fwhm_sci},
-            {tmpl, tmpl_hdr, twcs, p.tmpl_name, p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl}};
+            {sci, sci_hdr, swcs, p.sci_name, p.gain_sci, p.sat_sci, p.fwhm_sci, NULL},
+            {tmpl, tmpl_hdr, twcs, p.tmpl_name, p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl, tsky}};
         tide_diffp_frame *fr[2] = {&run.sci, &run.tmpl};
         if (pt) {
             st = tide_diffp_prepare_single(ctx, &in[0], p.fwhm_guess, &p.bkg,
@@ -399,6 +402,12 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
         psf_beside = !st;
         if (psf_beside)
             tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
+    }
+    /* the template's sky noise from its preparation, when it is still that very image */
+    if (run.tmpl.sub_sky_known && run.tmpl.wcs == gw && run.tmpl.sub_sky_bits == p.sub.mask_bits) {
+        p.sub.tmpl_sky_known = 1;
+        p.sub.tmpl_sky = run.tmpl.sub_sky;
+        p.sub.tmpl_var = run.tmpl.sub_var;
     }
     if (!st) {
         STAGE(ctx, "diff.subtract",

@@ -24,6 +24,10 @@ typedef struct tide_diffp_frame {
     int64_t nstar;       /**< clean sources of S/N >= 20 (PSF candidates) */
     double *star_x, *star_y, *star_f; /**< their positions (0-based, this frame's own grid
                                           until moved to the output grid) and fluxes */
+    int sub_sky_known;   /**< 1: sub_sky, sub_var are tide_subtract_sky_noise of work with
+                              mask bits sub_sky_bits */
+    double sub_sky, sub_var;
+    uint16_t sub_sky_bits;
 } tide_diffp_frame;
 
 /** A template prepared once (diffpipe.h, tide_diff_template_prepare): its frame on its own
@@ -41,11 +45,15 @@ struct tide_diff_template {
  *  @p hdr (taken over: f owns it from the start, whatever the outcome), or NULL to build it
  *  here. @p gain, @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips
  *  the measurement. @p cos non-NULL: the cosmetics stage first (detector values from the
- *  header and @p gain / @p sat). */
+ *  header and @p gain / @p sat). @p sky non-NULL: also the subtraction's sky noise of the
+ *  prepared frame with sky->mask_bits (f->sub_sky_known), for a frame that will not be
+ *  resampled before the subtraction: it is then measured here, beside the other frame's work,
+ *  instead of on the subtraction's path. */
 int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
                              tide_wcs *wcs, const char *name, double gain, double sat,
                              double fwhm_given, double fwhm_guess, const tide_bkg_params *bkg,
-                             const tide_cosmetics_params *cos, tide_diffp_frame *f);
+                             const tide_cosmetics_params *cos, const tide_subtract_params *sky,
+                             tide_diffp_frame *f);
 
 /** One input frame of tide_diffp_prepare_pair and its parameters (as
  *  tide_diffp_prepare_frame's; wcs is taken over). */
@@ -55,6 +63,7 @@ typedef struct tide_diffp_input {
     tide_wcs *wcs;
     const char *name;
     double gain, sat, fwhm_given;
+    const tide_subtract_params *sky; /**< as tide_diffp_prepare_frame's @p sky, or NULL */
 } tide_diffp_input;
 
 /** tide_diffp_prepare_frame of one frame, timed as stage "diff.prepare" and finished on the
@@ -82,8 +91,9 @@ int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const ch
                              const tide_wcs *b, int64_t w2, int64_t h2, const char *nb);
 
 /** Stage 7: cut stamps of the first n = min(rows, p->max_fit) candidates of @p cands from
- *  @p diff, fit them (TIDE_DIPOLE_PSF without a PSF: a Gaussian of @p fwhm, pixels), and build @p out (the candidate columns of diffpipe.h) from @p cands
- *  and the fits; keep the first p->keep_stamps stamps and models in @p r. */
+ *  @p diff, fit them (TIDE_DIPOLE_PSF without a PSF: a Gaussian of @p fwhm, pixels), and
+ *  build @p out (the candidate columns of diffpipe.h) from @p cands and the fits; keep the
+ *  first p->keep_stamps stamps and models in @p r. */
 int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
                    const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
                    const float *psf, int psf_side, tide_diff_result *r);

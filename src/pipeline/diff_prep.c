@@ -15,6 +15,7 @@
 #include "tide/memory.h"
 #include "tide/psf.h"
 #include "tide/status.h"
+#include "tide/subtract.h"
 #include "tide/timer.h"
 
 void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
@@ -73,7 +74,8 @@ static int header_dbl(const tide_header *h, const char *key, double *v) {
 int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
                              tide_wcs *wcs, const char *name, double gain, double sat,
                              double fwhm_given, double fwhm_guess, const tide_bkg_params *bkgp,
-                             const tide_cosmetics_params *cosp, tide_diffp_frame *f) {
+                             const tide_cosmetics_params *cosp, const tide_subtract_params *sky,
+                             tide_diffp_frame *f) {
     memset(f, 0, sizeof *f);
     f->wcs = wcs;
     f->name = name && *name ? name : "frame";
@@ -211,6 +213,15 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
     }
     tide_image_free(ctx, &bkg);
     tide_image_free(ctx, &rms);
+    if (!st && sky) {
+        tide_timer_start(ctx, &tm, "diffp.sky");
+        st = tide_subtract_sky_noise(ctx, &f->work, sky->mask_bits, &f->sub_sky, &f->sub_var);
+        tide_timer_stop(ctx, &tm, NULL);
+        if (st)
+            tide_error_prefix(st, "%s: ", f->name);
+        f->sub_sky_known = !st;
+        f->sub_sky_bits = sky->mask_bits;
+    }
     return st;
 }
 
@@ -231,7 +242,7 @@ static int prep_one(tide_ctx *ctx, void *arg) {
     /* called whatever the timer says: it takes the WCS over */
     int st = tide_diffp_prepare_frame(ctx, j->in->im, j->in->hdr, j->in->wcs, j->in->name,
                                       j->in->gain, j->in->sat, j->in->fwhm_given, j->fwhm_guess,
-                                      j->bkg, j->cos, j->f);
+                                      j->bkg, j->cos, j->in->sky, j->f);
     if (!ts) {
         const int te = tide_timer_stop(ctx, &tm, NULL);
         if (!st)

@@ -44,7 +44,7 @@ int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide
         int ts = tide_timer_start(ctx, &tm, "diff.prepare");
         st = tide_diffp_prepare_frame(ctx, tmpl, hdr, NULL, t->name, p.gain_tmpl, p.sat_tmpl,
                                       p.fwhm_tmpl, p.fwhm_guess, &p.bkg,
-                                      p.cosmetics ? &p.cos : NULL, &t->f);
+                                      p.cosmetics ? &p.cos : NULL, &p.sub, &t->f);
         if (!ts)
             tide_timer_stop(ctx, &tm, NULL);
     }

@@ -335,6 +335,42 @@ static void bad_args(tide_ctx *ctx) {
     synth_free(&b);
 }
 
+/* The template's sky noise given (measured once with tide_subtract_sky_noise, as the
+ * difference pipeline does in the template's preparation) gives the very result of measuring
+ * it in the subtraction, whichever frame is convolved; a given variance that is not positive is
+ * refused. */
+static void given_sky(tide_ctx *ctx) {
+    tide_image a, b;
+    make_pair(&a, &b, 1.0, 0.0); /* a: blurred, b: sharp */
+    const double fa = 2.3548 * sqrt(SIG_T * SIG_T + SIG_X * SIG_X), fb = 2.3548 * SIG_T;
+    for (int k = 0; k < 2; k++) {
+        const tide_image *sci = k ? &b : &a, *tmpl = k ? &a : &b;
+        const double fs = k ? fb : fa, ft = k ? fa : fb;
+        tide_subtract_params p;
+        tide_subtract_params_default(&p);
+        p.decorrelate = 1;
+        tide_subtract_result r0, r1;
+        CHECK_OK(tide_subtract(ctx, sci, tmpl, fs, ft, &p, &r0));
+        CHECK_OK(tide_subtract_sky_noise(ctx, tmpl, p.mask_bits, &p.tmpl_sky, &p.tmpl_var));
+        CHECK(p.tmpl_var > 0);
+        p.tmpl_sky_known = 1;
+        CHECK_OK(tide_subtract(ctx, sci, tmpl, fs, ft, &p, &r1));
+        CHECK(r0.convolved == r1.convolved && r0.convolved == (k ? TIDE_SUB_CONVOLVE_SCIENCE
+                                                                  : TIDE_SUB_CONVOLVE_TEMPLATE));
+        CHECK(r0.kernel_sum == r1.kernel_sum && r0.chi2 == r1.chi2);
+        CHECK(r0.decor_sigma_ref == r1.decor_sigma_ref);
+        CHECK(r0.decor_sigma_target == r1.decor_sigma_target);
+        CHECK(memcmp(r0.diff.pix, r1.diff.pix, sizeof(float) * (size_t)(r0.diff.stride * r0.diff.height)) == 0);
+        tide_subtract_result_free(ctx, &r0);
+        tide_subtract_result_free(ctx, &r1);
+        p.tmpl_var = 0.0;
+        CHECK(tide_subtract(ctx, sci, tmpl, fs, ft, &p, &r1) == TIDE_E_INVAL);
+        tide_error_clear();
+    }
+    synth_free(&a);
+    synth_free(&b);
+}
+
 int main(void) {
     tide_ctx *ctx = NULL;
     tide_ctx_options o = {0};
@@ -345,6 +381,7 @@ int main(void) {
     flux_ratio(ctx);
     varying(ctx);
     convolve_science(ctx);
+    given_sky(ctx);
     decorrelation(ctx);
     masks(ctx);
     fft_basis(ctx);
