@@ -13,7 +13,9 @@
  *                 background subtracted; variance = rms² + max(pix − bkg, 0)/gain (gain from
  *                 GAIN, else sky only). On CUDA the two frames' stages 2-3 run side by side,
  *                 the template's on a second thread with the context's helper (ctx.h), each
- *                 with half the CPU threads.
+ *                 with half the CPU threads. A template on the output grid also gets the
+ *                 subtraction's sky noise here (tide_subtract_sky_noise), off the
+ *                 subtraction's path, and a prepared template keeps it for every exposure.
  *   3. FWHM       per frame: matched-filter detection with a Gaussian of fwhm_guess
  *                 (detect.h) and the median FWHM of the clean (FLAGS without saturation,
  *                 truncation, masked pixels, deblending), isolated sources of S/N >= 20; fewer
