@@ -5,6 +5,8 @@
 # libgomp's OMP_DISPLAY_ENV=verbose prints the value each start of the program sees.
 set -u
 TIDE=${TIDE_BIN:?TIDE_BIN is not set}
+# the test sets these itself
+unset GOMP_SPINCOUNT OMP_WAIT_POLICY TIDE_OMP_SPIN_SET
 tmp=$(mktemp -d /tmp/tide_cli_spin.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
