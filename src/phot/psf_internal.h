@@ -93,7 +93,8 @@ typedef struct psf_moffat {
  *  similar stamp whose centre and axes start the iteration (amplitude from the stamp's
  *  peak, beta from beta_fixed or 3), or NULL: a round profile of fwhm_guess at the stamp
  *  centre. @p threads > 1: each evaluation of the model is computed by a team of that many
- *  (the result is the same for any count). out->ok = 0 when the fit failed. */
+ *  (the result is the same for any count). out->ok = 0 when the fit failed or @p side exceeds
+ *  TIDE_PSF_MAX_STAMP. */
 int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
                    const psf_moffat *start, int threads, psf_moffat *out);
 

@@ -9,7 +9,6 @@
  * geometric-mean FWHM, the simulator's convention), ellipticity 1 - b/a, theta the angle of
  * the major axis from +x towards +y. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "phot/psf_internal.h"
@@ -75,26 +74,20 @@ static void eval_row(const float *st, int side, int j, int nsub, double rsub, co
     }
 }
 
-/* chi2 of stamp - model, and J^T J, J^T r if jtj is non-NULL: the rows' sums added in row
- * order. With threads > 1 the rows are computed by a team into @p rows (side × NROW) and
- * then added in the same order, so the result does not depend on the thread count. */
+/* chi2 of stamp - model, and J^T J, J^T r if jtj is non-NULL. The rows are computed into
+ * @p rows (side × NROW), by a team when threads > 1, then added in row order, so the result
+ * does not depend on the thread count. */
 static double evaluate(const float *st, int side, int nsub, double rsub, const double *p,
                        int np, int threads, double *rows, double *jtj, double *jtr) {
     const int jac = jtj != NULL;
-    double chi2 = 0.0, o[NROW];
+    double chi2 = 0.0;
     if (jac) memset(jtj, 0, sizeof(double) * NP * NP), memset(jtr, 0, sizeof(double) * NP);
-    if (threads > 1) {
-        /* the rows near the centre carry the sub-samples: interleaved, not in blocks */
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-        for (int j = 0; j < side; j++)
-            eval_row(st, side, j, nsub, rsub, p, np, jac, rows + (size_t)j * NROW);
-    }
+    /* the rows near the centre carry the sub-samples: interleaved, not in blocks */
+#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
+    for (int j = 0; j < side; j++)
+        eval_row(st, side, j, nsub, rsub, p, np, jac, rows + (size_t)j * NROW);
     for (int j = 0; j < side; j++) {
-        const double *r = o;
-        if (threads > 1)
-            r = rows + (size_t)j * NROW;
-        else
-            eval_row(st, side, j, nsub, rsub, p, np, jac, o);
+        const double *r = rows + (size_t)j * NROW;
         chi2 += r[0];
         if (!jac) continue;
         for (int a = 0; a < NP; a++) jtr[a] += r[1 + a];
@@ -184,7 +177,7 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
     const int h = side / 2;
     double peak = 0.0;
     for (int k = 0; k < side * side; k++) peak = fmax(peak, stamp[k]);
-    if (!(peak > 0.0)) return 0;
+    if (!(peak > 0.0) || side > TIDE_PSF_MAX_STAMP) return 0;
     int nsub = (int)ceil(15.0 / fwhm_guess);
     nsub = nsub < 3 ? 3 : (nsub > 9 ? 9 : nsub);
     nsub |= 1;
@@ -204,9 +197,9 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
         threads = 8;
     if (threads > side / 2)
         threads = side / 2;
-    double *rows = threads > 1 ? malloc(sizeof(double) * NROW * (size_t)side) : NULL;
-    if (!rows)
+    if (threads < 1)
         threads = 1;
+    double rows[TIDE_PSF_MAX_STAMP * NROW]; /* each row's sums (side <= TIDE_PSF_MAX_STAMP) */
     /* With 5 × 5 or more sub-samples, first loosely converged on pixel-centre values
      * (1/nsub^2 of the cost): the fit of the integrated model then starts near its minimum
      * and takes ~2 fewer of its evaluations; the same objective and stopping rule as a
@@ -218,7 +211,6 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
     const double chi2 = lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, threads, rows, p);
-    free(rows);
     const double tr = p[3] + p[5], det = p[3] * p[5] - p[4] * p[4];
     const double disc = sqrt(fmax(0.0, 0.25 * (p[3] - p[5]) * (p[3] - p[5]) + p[4] * p[4]));
     const double l1 = 0.5 * tr - disc, l2 = 0.5 * tr + disc;
