@@ -6,7 +6,6 @@
 
 #include "pipeline/diff_internal.h"
 #include "tide/status.h"
-#include "tide/timer.h"
 
 void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t) {
     if (!t)
@@ -39,14 +38,11 @@ int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide
     t->height = tmpl->height;
     t->fwhm_given = p.fwhm_tmpl > 0;
     int st = hdr ? tide_header_copy(&t->header, hdr) : 0;
-    if (!st) {
-        tide_timer tm;
-        int ts = tide_timer_start(ctx, &tm, "diff.prepare");
-        st = tide_diffp_prepare_frame(ctx, tmpl, hdr, NULL, t->name, p.gain_tmpl, p.sat_tmpl,
-                                      p.fwhm_tmpl, p.fwhm_guess, &p.bkg,
-                                      p.cosmetics ? &p.cos : NULL, &p.sub, &t->f);
-        if (!ts)
-            tide_timer_stop(ctx, &tm, NULL);
+    if (!st) { /* with the subtraction's sky noise: the template is every run's grid */
+        const tide_diffp_input in = {tmpl,       hdr,        NULL, t->name, p.gain_tmpl,
+                                     p.sat_tmpl, p.fwhm_tmpl, &p.sub};
+        st = tide_diffp_prepare_single(ctx, &in, p.fwhm_guess, &p.bkg,
+                                       p.cosmetics ? &p.cos : NULL, &t->f);
     }
     if (!st) /* the template's grid is the output grid */
         t->f.fwhm_out = t->f.fwhm;
