@@ -55,6 +55,16 @@ static int check_params(const tide_detect_params *p, const tide_psf_model *psf) 
                           "deblend_mincont >= 0 and deblend_nthresh <= 1024");
     if (p->winpos_niter < 0 || !(p->winpos_eps > 0.0))
         return tide_error(TIDE_E_INVAL, "tide_detect: winpos_niter >= 0 and winpos_eps > 0");
+    if (psf) {
+        const int nt = (psf->degree + 1) * (psf->degree + 2) / 2;
+        if (psf->nbasis < 1 || psf->nbasis > TIDE_DET_MAX_BASIS || psf->stamp < 1 ||
+            psf->stamp % 2 == 0 || !psf->basis || !psf->coef || psf->degree < 0 ||
+            psf->ncoef != nt || nt > TIDE_DET_MAX_COEF)
+            return tide_error(TIDE_E_INVAL, "tide_detect: PSF model has nbasis %d, stamp %d, "
+                              "degree %d, ncoef %d (need 1..%d basis, odd stamp, ncoef = "
+                              "(d+1)(d+2)/2 <= %d)", psf->nbasis, psf->stamp, psf->degree,
+                              psf->ncoef, TIDE_DET_MAX_BASIS, TIDE_DET_MAX_COEF);
+    }
     return 0;
 }
 
@@ -72,15 +82,7 @@ static int check_image(const tide_image *im, const char *name, int64_t w, int64_
 static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, int64_t w,
                         int64_t h, float **kbuf, int64_t *ks, tide_det_filter *f) {
     memset(f, 0, sizeof *f);
-    if (psf) {
-        int nt = (psf->degree + 1) * (psf->degree + 2) / 2;
-        if (psf->nbasis < 1 || psf->nbasis > TIDE_DET_MAX_BASIS || psf->stamp < 1 ||
-            psf->stamp % 2 == 0 || !psf->basis || !psf->coef || psf->degree < 0 ||
-            psf->ncoef != nt || nt > TIDE_DET_MAX_COEF)
-            return tide_error(TIDE_E_INVAL, "tide_detect: PSF model has nbasis %d, stamp %d, "
-                              "degree %d, ncoef %d (need 1..%d basis, odd stamp, ncoef = "
-                              "(d+1)(d+2)/2 <= %d)", psf->nbasis, psf->stamp, psf->degree,
-                              psf->ncoef, TIDE_DET_MAX_BASIS, TIDE_DET_MAX_COEF);
+    if (psf) { /* a model check_params accepted */
         *ks = psf->stamp;
         size_t n = (size_t)psf->nbasis * (size_t)(*ks * *ks);
         *kbuf = malloc(n * sizeof(float));
@@ -294,12 +296,14 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     float *kbuf = NULL;
     int64_t ks = 0;
     tide_det_filter f;
+    memset(&f, 0, sizeof f);
     tide_det_mparams mp;
     memset(&mp, 0, sizeof mp);
     const tide_image *s_in = sub, *r_in = rms;
 
     if (tide_table_column(sources, "XWIN") == NULL) st = add_columns(sources);
-    if (!st) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
+    /* the kernels only for a map made here */
+    if (!st && !snr_given) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
     /* A CUDA context works on device images: upload host inputs once. */
     if (!st && cuda && sub->location == TIDE_HOST) {
         st = tide_image_clone(ctx, &dsub, sub, TIDE_DEVICE);

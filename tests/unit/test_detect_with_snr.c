@@ -82,6 +82,11 @@ static void run(tide_ctx *ctx) {
     tide_error_clear();
     CHECK(tide_detect_with_snr(ctx, &dneg, &drms, NULL, &p, NULL, &given) == TIDE_E_INVAL);
     tide_error_clear();
+    /* so is a broken PSF model, though the given map needs no kernels from it */
+    tide_psf_model broken;
+    memset(&broken, 0, sizeof broken);
+    CHECK(tide_detect_with_snr(ctx, &dneg, &drms, &broken, &p, &nsnr, &given) == TIDE_E_INVAL);
+    tide_error_clear();
 
     tide_table_free(&pos);
     tide_table_free(&filtered);
