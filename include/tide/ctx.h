@@ -59,7 +59,6 @@ enum {
     TIDE_EXT_SOLVER = 4, /**< loaded astrometry.net index files (solve.h) */
     TIDE_EXT_STAGING = 5, /**< pinned staging ring of pageable host<->device copies */
     TIDE_EXT_HELPER = 6,  /**< the helper context (tide_ctx_helper) */
-    TIDE_EXT_SIDE = 7,    /**< the pipeline's side-job thread (src/pipeline/side_job.c) */
     TIDE_EXT_COUNT = 8
 };
 

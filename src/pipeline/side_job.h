@@ -6,6 +6,7 @@
  * context. Internal to the pipeline. */
 #ifndef TIDE_SIDE_JOB_H
 #define TIDE_SIDE_JOB_H
+#include <pthread.h>
 #include <stddef.h>
 
 #include "tide/ctx.h"
@@ -15,6 +16,7 @@ typedef struct tide_pipe_side {
     tide_ctx *helper;           /* the job's context when it runs beside, else NULL */
     int (*fn)(tide_ctx *ctx, void *arg);
     void *arg;
+    pthread_t thread;
     int running;                /* a thread runs fn */
     int threads, omp_threads;   /* the caller's shares before the split */
     int st;                     /* fn's status */
