@@ -298,31 +298,6 @@ static int stage_noise(pipe_run *r) {
     return st;
 }
 
-/* The aperture corrections as a side job: tide_apcorr_build, timed as "reduce.apcorr" on the
- * job's context. */
-typedef struct apcorr_job {
-    pipe_run *r;
-    const double *snr;
-    const int32_t *flags;
-    tide_apcorr_model *out;
-} apcorr_job;
-
-static int apcorr_run(tide_ctx *ctx, void *arg) {
-    const apcorr_job *j = arg;
-    pipe_run *r = j->r;
-    const tide_pipe_phot *ph = &r->ph;
-    tide_timer tm;
-    const int ts = tide_timer_start(ctx, &tm, "reduce.apcorr");
-    int st = tide_apcorr_build(ctx, &r->work, &r->var, ph->n, ph->x, ph->y, j->snr, j->flags,
-                               &r->p.apcorr, j->out);
-    const int te = ts ? 0 : tide_timer_stop(ctx, &tm, NULL);
-    if (!st && te)
-        st = te;
-    if (!st)
-        st = tide_sync(ctx); /* the side job leaves its stream finished */
-    return st;
-}
-
 /* Stage 6b: photometry of the final sources. */
 static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
     tide_ctx *ctx = r->ctx;
@@ -340,36 +315,28 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
     STAGE(r, "reduce.aperture",
           tide_aperture_photometry(ctx, &r->work, &r->var, n, ph->x, ph->y, ph->naper, ph->radii,
                                    &p->aper, ph->flux_aper, ph->fluxerr_aper, ph->aper_flags));
+    if (!st)
+        STAGE(r, "reduce.kron",
+              tide_kron_photometry(ctx, &r->work, &r->var, n, ph->x, ph->y, a, b, th, &p->kron,
+                                   ph->kron_radius, ph->flux_auto, ph->fluxerr_auto,
+                                   ph->kron_flags));
+    if (!st)
+        STAGE(r, "reduce.psfphot",
+              tide_psf_photometry_ex(ctx, &r->work, &r->var, &out->psf, n, ph->x, ph->y, &p->psffit,
+                                     ph->flux_psf, ph->fluxerr_psf, ph->chi2_psf, ph->psf_flags));
     if (st)
         return st;
-    /* Aperture corrections and the optimal radius, from the isolated clean stars: the growth
-     * curves beside Kron and PSF photometry, which do not need them (side_job.h). */
+    /* Aperture corrections and the optimal radius, from the isolated clean stars. */
     int32_t *cf = malloc(sizeof(int32_t) * (size_t)n);
     if (!cf)
         return tide_error(TIDE_E_NOMEM, "reduce: %lld flags", (long long)n);
     for (int64_t i = 0; i < n; i++)
         cf[i] = dfl[i] | ph->aper_flags[i];
     p->apcorr.fwhm = out->psf.fwhm > 0 ? out->psf.fwhm : p->psfp.fwhm_guess;
-    apcorr_job aj = {r, snr, cf, &out->apcorr};
-    tide_pipe_side side;
-    st = tide_sync(ctx); /* the frame and variance are complete before another stream reads */
-    if (st) {
-        free(cf);
-        return st;
-    }
-    tide_pipe_side_start(ctx, &side, apcorr_run, &aj);
-    STAGE(r, "reduce.kron",
-          tide_kron_photometry(ctx, &r->work, &r->var, n, ph->x, ph->y, a, b, th, &p->kron,
-                               ph->kron_radius, ph->flux_auto, ph->fluxerr_auto, ph->kron_flags));
-    if (!st)
-        STAGE(r, "reduce.psfphot",
-              tide_psf_photometry_ex(ctx, &r->work, &r->var, &out->psf, n, ph->x, ph->y, &p->psffit,
-                                     ph->flux_psf, ph->fluxerr_psf, ph->chi2_psf, ph->psf_flags));
-    const int ast = tide_pipe_side_join(&side, NULL);
+    STAGE(r, "reduce.apcorr",
+          tide_apcorr_build(ctx, &r->work, &r->var, n, ph->x, ph->y, snr, cf, &p->apcorr,
+                            &out->apcorr));
     free(cf);
-    if (st)
-        return st;
-    st = ast;
     if (st == TIDE_E_EMPTY) {
         tide_log(&ctx->log, TIDE_LOG_WARN, "reduce",
                  "too few isolated stars for aperture corrections (%s): FLUX_OPT is NaN, "
