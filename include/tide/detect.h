@@ -169,18 +169,6 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                    const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources,
                    tide_detect_maps *maps);
 
-/** The matched-filter S/N map alone, as tide_detect makes it for these arguments: steps 1-2,
- *  the first half of tide_detect; tide_detect_with_snr with this map is the second, and the
- *  two give tide_detect's table bit for bit. The filter reads the model's eigen-PSFs and
- *  coefficient fields, not its Moffat summary (fwhm, corners), which tide_detect_with_snr's
- *  centroid windows use: so a caller can fit the summary while the filter runs
- *  (tide_psf_summarize). @p snr receives a width × height image (row stride = width, pixels
- *  only) where the context computes; release it with tide_image_free. Errors as tide_detect;
- *  on error @p snr is left empty. */
-int tide_detect_snr_map(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                        const tide_psf_model *psf, const tide_detect_params *p,
-                        tide_image *snr);
-
 /** tide_detect with the matched-filter S/N map given instead of made: @p snr is the map
  *  tide_detect_ex would return for these arguments (width × height, row stride = width, where
  *  the context computes; read only). The filtering is skipped; footprints, deblending and

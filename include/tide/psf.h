@@ -151,16 +151,6 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
                    const double *x, const double *y, const double *flux,
                    const tide_psf_params *p, tide_psf_model *out);
 
-/** The Moffat summary of a model built with @p p->summary = 0: what tide_psf_build fits last
- *  when the summary is on (fwhm, beta, ellipticity, theta at the centre, then fwhm_corner and
- *  ellip_corner with beta fixed), the same values bit for bit, on the host with the context's
- *  threads (timed as "psf.summary"). It reads the model's basis and coefficients and writes
- *  only the summary fields, so it may run on another thread beside work that reads the model
- *  but not its summary (tide_detect_snr_map). @p p: the parameters the model was built with
- *  (NULL = defaults). A Gaussian fallback already has its summary: nothing to do.
- *  Errors: TIDE_E_INVAL (NULL or empty model, bad parameters). */
-int tide_psf_summarize(tide_ctx *ctx, const tide_psf_params *p, tide_psf_model *m);
-
 /** The PSF at 0-based position (x, y), centred on the stamp's central pixel, as
  *  m->stamp × m->stamp floats summing to 1. Positions outside the frame are clamped to its
  *  edge (the polynomials are not extrapolated). */

@@ -266,28 +266,16 @@ static int matched_filter(tide_ctx *ctx, const tide_image *s_in, const tide_imag
     return st;
 }
 
-/* The checked inputs of one detection where the context computes: the caller's images, or
- * device copies of host images on a CUDA context (uploaded once; inputs_free releases them). */
-typedef struct det_inputs {
+/* tide_detect_ex, with the S/N map made here (snr_given NULL) or given. */
+static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                  const tide_psf_model *psf, const tide_detect_params *pin,
+                  const tide_image *snr_given, tide_table *sources, tide_detect_maps *maps) {
     tide_detect_params p;
-    const tide_image *sub, *rms; /* what the steps read: the caller's or dsub/drms */
-    tide_image dsub, drms;
-    tide_location loc;
-    int64_t width, height;
-} det_inputs;
-
-static void inputs_free(tide_ctx *ctx, det_inputs *in) {
-    tide_image_free(ctx, &in->dsub);
-    tide_image_free(ctx, &in->drms);
-}
-
-static int inputs_prepare(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                          const tide_psf_model *psf, const tide_detect_params *pin,
-                          det_inputs *in) {
-    memset(in, 0, sizeof *in);
-    if (pin) in->p = *pin;
-    else tide_detect_params_default(&in->p);
-    int st = check_params(&in->p, psf);
+    if (pin) p = *pin;
+    else tide_detect_params_default(&p);
+    if (maps) memset(maps, 0, sizeof *maps);
+    if (!ctx || !sources) return tide_error(TIDE_E_INVAL, "tide_detect: NULL context or table");
+    int st = check_params(&p, psf);
     if (!st) st = check_image(sub, "sub", -1, -1);
     if (!st) st = check_image(rms, "rms", sub->width, sub->height);
     if (st) return st;
@@ -296,73 +284,35 @@ static int inputs_prepare(tide_ctx *ctx, const tide_image *sub, const tide_image
         return tide_error(TIDE_E_RANGE, "tide_detect: %lld x %lld frame has 2^31 pixels or more",
                           (long long)W, (long long)H);
     const int cuda = ctx->backend == TIDE_BACKEND_CUDA;
-    in->loc = cuda ? TIDE_DEVICE : TIDE_HOST;
-    in->width = W;
-    in->height = H;
+    const tide_location loc = cuda ? TIDE_DEVICE : TIDE_HOST;
     if (!cuda && (sub->location != TIDE_HOST || rms->location != TIDE_HOST))
         return tide_error(TIDE_E_INVAL, "tide_detect: a CPU context needs host images");
-    in->sub = sub;
-    in->rms = rms;
-    if (cuda && sub->location == TIDE_HOST) {
-        st = tide_image_clone(ctx, &in->dsub, sub, TIDE_DEVICE);
-        in->sub = &in->dsub;
-    }
-    if (!st && cuda && rms->location == TIDE_HOST) {
-        st = tide_image_clone(ctx, &in->drms, rms, TIDE_DEVICE);
-        in->rms = &in->drms;
-    }
-    if (st) inputs_free(ctx, in);
-    return st;
-}
 
-/* Steps 1-2: the matched-filter S/N map of the inputs, timed as "detect.filter". The filter
- * reads the model's eigen-PSFs and coefficient fields only (not its Moffat summary). */
-static int make_snr(tide_ctx *ctx, const det_inputs *in, const tide_psf_model *psf,
-                    tide_image *snr) {
+    tide_image dsub = {0}, drms = {0}, snr = {0};
     tide_image R[TIDE_DET_MAX_BASIS];
     memset(R, 0, sizeof R);
+    tide_det_work w;
+    memset(&w, 0, sizeof w);
     float *kbuf = NULL;
     int64_t ks = 0;
     tide_det_filter f;
-    int st = build_filter(psf, &in->p, in->width, in->height, &kbuf, &ks, &f);
-    if (!st) {
-        const float *kp[TIDE_DET_MAX_BASIS];
-        for (int b = 0; b < f.nbasis; b++) kp[b] = kbuf + (size_t)b * (size_t)(ks * ks);
-        tide_correlate_options opt = {0};
-        opt.pad = TIDE_PAD_ZERO;
-        opt.mask_bits = in->p.filter_mask_bits;
-        tide_timer tm;
-        tide_timer_start(ctx, &tm, "detect.filter");
-        st = matched_filter(ctx, in->sub, in->rms, kp, ks, &opt, &f, in->loc, R, snr);
-        tide_timer_stop(ctx, &tm, NULL);
-    }
-    for (int b = 0; b < TIDE_DET_MAX_BASIS; b++) tide_image_free(ctx, &R[b]);
-    free(kbuf);
-    return st;
-}
-
-/* tide_detect_ex, with the S/N map made here (snr_given NULL) or given. */
-static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                  const tide_psf_model *psf, const tide_detect_params *pin,
-                  const tide_image *snr_given, tide_table *sources, tide_detect_maps *maps) {
-    if (maps) memset(maps, 0, sizeof *maps);
-    if (!ctx || !sources) return tide_error(TIDE_E_INVAL, "tide_detect: NULL context or table");
-    det_inputs in;
-    int st = inputs_prepare(ctx, sub, rms, psf, pin, &in);
-    if (st) return st;
-    const tide_detect_params p = in.p;
-    const int64_t W = in.width, H = in.height;
-    const int cuda = in.loc == TIDE_DEVICE;
-    const tide_location loc = in.loc;
-    const tide_image *s_in = in.sub, *r_in = in.rms;
-
-    tide_image snr = {0};
-    tide_det_work w;
-    memset(&w, 0, sizeof w);
+    memset(&f, 0, sizeof f);
     tide_det_mparams mp;
     memset(&mp, 0, sizeof mp);
+    const tide_image *s_in = sub, *r_in = rms;
 
     if (tide_table_column(sources, "XWIN") == NULL) st = add_columns(sources);
+    /* the kernels only for a map made here */
+    if (!st && !snr_given) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
+    /* A CUDA context works on device images: upload host inputs once. */
+    if (!st && cuda && sub->location == TIDE_HOST) {
+        st = tide_image_clone(ctx, &dsub, sub, TIDE_DEVICE);
+        s_in = &dsub;
+    }
+    if (!st && cuda && rms->location == TIDE_HOST) {
+        st = tide_image_clone(ctx, &drms, rms, TIDE_DEVICE);
+        r_in = &drms;
+    }
     if (!st && snr_given &&
         (snr_given->location != loc || snr_given->width != W || snr_given->height != H ||
          snr_given->stride != W || !snr_given->pix))
@@ -376,8 +326,16 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         snr.mask = NULL;
         snr.var = NULL;
     } else if (!st) {
-        st = make_snr(ctx, &in, psf, &snr);
+        const float *kp[TIDE_DET_MAX_BASIS];
+        for (int b = 0; b < f.nbasis; b++) kp[b] = kbuf + (size_t)b * (size_t)(ks * ks);
+        tide_correlate_options opt = {0};
+        opt.pad = TIDE_PAD_ZERO;
+        opt.mask_bits = p.filter_mask_bits;
+        tide_timer_start(ctx, &tm, "detect.filter");
+        st = matched_filter(ctx, s_in, r_in, kp, ks, &opt, &f, loc, R, &snr);
+        tide_timer_stop(ctx, &tm, NULL);
     }
+    for (int b = 0; b < TIDE_DET_MAX_BASIS; b++) tide_image_free(ctx, &R[b]);
 
     w.width = W;
     w.height = H;
@@ -442,7 +400,9 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     }
     work_free(ctx, &w);
     tide_image_free(ctx, &snr);
-    inputs_free(ctx, &in);
+    tide_image_free(ctx, &dsub);
+    tide_image_free(ctx, &drms);
+    free(kbuf);
     if (st) tide_table_resize(sources, 0);
     return st;
 }
@@ -459,20 +419,6 @@ int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image 
     if (!snr)
         return tide_error(TIDE_E_INVAL, "tide_detect_with_snr: NULL S/N map");
     return detect(ctx, sub, rms, psf, p, snr, sources, NULL);
-}
-
-int tide_detect_snr_map(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                        const tide_psf_model *psf, const tide_detect_params *p,
-                        tide_image *snr) {
-    if (!ctx || !snr) return tide_error(TIDE_E_INVAL, "tide_detect_snr_map: NULL argument");
-    memset(snr, 0, sizeof *snr);
-    det_inputs in;
-    int st = inputs_prepare(ctx, sub, rms, psf, p, &in);
-    if (st) return st;
-    st = make_snr(ctx, &in, psf, snr);
-    inputs_free(ctx, &in);
-    if (st) tide_image_free(ctx, snr);
-    return st;
 }
 
 int tide_detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,

@@ -269,38 +269,6 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     free(st);
 }
 
-/* summarise, timed as "psf.summary", and the model's line in the log. */
-static void summarise_timed(tide_ctx *ctx, const psf_plan *pl, tide_psf_model *m) {
-    tide_timer tm;
-    tide_timer_start(ctx, &tm, "psf.summary");
-    summarise(pl, m);
-    tide_timer_stop(ctx, &tm, NULL);
-    tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
-             "%d PSF stars (%d in the reference) of %d candidates; %d eigen-PSFs, degree %d; "
-             "FWHM %.3f px (corners %.3f %.3f %.3f %.3f), beta %.2f, ellipticity %.3f",
-             m->nstars, m->nref, m->ncandidates, m->nbasis - 1, m->degree, m->fwhm,
-             m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2], m->fwhm_corner[3],
-             m->beta, m->ellipticity);
-}
-
-int tide_psf_summarize(tide_ctx *ctx, const tide_psf_params *p, tide_psf_model *m) {
-    if (!ctx || !m)
-        return tide_error(TIDE_E_INVAL, "tide_psf_summarize: NULL argument");
-    if (m->gaussian_fallback)
-        return 0; /* the fallback's summary is its Gaussian's, set when it was made */
-    if (!m->basis || !m->coef || m->stamp < 1 || m->nbasis < 1)
-        return tide_error(TIDE_E_INVAL, "tide_psf_summarize: an empty model");
-    psf_plan pl;
-    memset(&pl, 0, sizeof pl);
-    const int st = make_plan(p, &pl);
-    if (st)
-        return st;
-    pl.threads = ctx->threads;
-    pl.ctx = ctx;
-    summarise_timed(ctx, &pl, m);
-    return 0;
-}
-
 /* Too few stars: a Gaussian of the FWHM measured on the stars there are (their plain mean
  * stamp), or of fwhm_guess when there are none or the fit fails. */
 static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_psf_model *m) {
@@ -402,14 +370,17 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
             tide_timer_start(ctx, &tm, "psf.model");
             st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
             tide_timer_stop(ctx, &tm, NULL);
-            if (!st && pl.p.summary) {
-                summarise_timed(ctx, &pl, out);
-            } else if (!st) {
+            tide_timer_start(ctx, &tm, "psf.summary");
+            if (!st && pl.p.summary) summarise(&pl, out);
+            tide_timer_stop(ctx, &tm, NULL);
+            if (!st)
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
                          "%d PSF stars (%d in the reference) of %d candidates; %d eigen-PSFs, "
-                         "degree %d; no Moffat summary yet", out->nstars, out->nref,
-                         out->ncandidates, out->nbasis - 1, out->degree);
-            }
+                         "degree %d; FWHM %.3f px (corners %.3f %.3f %.3f %.3f), beta %.2f, "
+                         "ellipticity %.3f", out->nstars, out->nref, out->ncandidates,
+                         out->nbasis - 1, out->degree, out->fwhm, out->fwhm_corner[0],
+                         out->fwhm_corner[1], out->fwhm_corner[2], out->fwhm_corner[3],
+                         out->beta, out->ellipticity);
         }
     }
     stars_free(&s);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "pipeline/diff_internal.h"
-#include "pipeline/side_job.h"
+#include "pipeline/diff_side.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
@@ -48,7 +48,7 @@ void tide_diff_result_free(tide_diff_result *r) {
 }
 
 /* The PSF stamp of the fits from the unconvolved frame u (tide_diffp_psf_stamp), as a job
- * beside the subtraction (side_job.h). It cannot fail: without a model the fits use a
+ * beside the subtraction (diff_side.h). It cannot fail: without a model the fits use a
  * Gaussian. */
 typedef struct psf_job {
     const tide_diffp_frame *u;
@@ -391,7 +391,7 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
     /* 5: PSF-matched subtraction, and beside it the PSF model of the fits: the difference's
      * PSF is that of the frame the subtraction leaves unconvolved. */
     psf_job pj = {NULL, NULL, 0};
-    tide_pipe_side side;
+    tide_diffp_side side;
     int psf_beside = !st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf;
     if (psf_beside) {
         pj.u = tide_subtract_convolved(&p.sub, out->fwhm_sci, out->fwhm_tmpl) ==
@@ -401,7 +401,7 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
         st = tide_sync(ctx); /* the frame is complete before another stream reads it */
         psf_beside = !st;
         if (psf_beside)
-            tide_pipe_side_start(ctx, &side, psf_job_run, &pj);
+            tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
     }
     /* the template's sky noise from its preparation, when it is still that very image */
     if (run.tmpl.sub_sky_known && run.tmpl.wcs == gw && run.tmpl.sub_sky_bits == p.sub.mask_bits) {
@@ -417,7 +417,7 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
             tide_error_prefix(st, "subtracting %s from %s: ", p.tmpl_name, p.sci_name);
     }
     if (psf_beside) { /* also after an error: the job reads the frames freed below */
-        const int pst = tide_pipe_side_join(&side, NULL);
+        const int pst = tide_diffp_side_join(&side, NULL);
         if (!st)
             st = pst;
         run.psf = pj.psf;

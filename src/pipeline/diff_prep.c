@@ -8,7 +8,7 @@
 #include "compute/select_f64.h"
 #include "pipeline/diff_internal.h"
 #include "pipeline/diff_ops.h"
-#include "pipeline/side_job.h"
+#include "pipeline/diff_side.h"
 #include "tide/background.h"
 #include "tide/cosmetics.h"
 #include "tide/detect.h"
@@ -268,13 +268,13 @@ int tide_diffp_prepare_pair(tide_ctx *ctx, const tide_diffp_input in[2], double 
     prep_job jobs[2];
     for (int k = 0; k < 2; k++)
         jobs[k] = (prep_job){&in[k], fwhm_guess, bkg, cos, out[k]};
-    tide_pipe_side side;
-    tide_pipe_side_start(ctx, &side, prep_one, &jobs[1]);
+    tide_diffp_side side;
+    tide_diffp_side_start(ctx, &side, prep_one, &jobs[1]);
     const int st0 = prep_one(ctx, &jobs[0]);
     char err0[512] = "";
     if (st0)
         snprintf(err0, sizeof err0, "%s", tide_error_detail());
-    const int st1 = tide_pipe_side_join(&side, helper_peak);
+    const int st1 = tide_diffp_side_join(&side, helper_peak);
     if (st0)
         return tide_error(st0, "%s", err0); /* the science frame's error first */
     if (st1)

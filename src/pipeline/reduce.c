@@ -8,7 +8,6 @@
 
 #include "pipeline/reduce_internal.h"
 #include "pipeline/reduce_ops.h"
-#include "pipeline/side_job.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
@@ -159,22 +158,11 @@ static int stage_frame(pipe_run *r, const tide_image *frame, tide_pipeline_resul
     return st;
 }
 
-/* The PSF model's Moffat summary as a side job (side_job.h). */
-typedef struct summary_job {
-    const tide_psf_params *p;
-    tide_psf_model *m;
-} summary_job;
-
-static int summary_run(tide_ctx *ctx, void *arg) {
-    const summary_job *j = arg;
-    return tide_psf_summarize(ctx, j->p, j->m);
-}
-
 /* Stages 3-5: first detection, PSF model, final detection. */
 static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
     tide_ctx *ctx = r->ctx;
     tide_pipeline_params *p = &r->p;
-    int st = 0, summary_due = 0;
+    int st = 0;
     /* Saturation: the cosmetics stage masks it exactly; without it (or without a known level)
      * the stages compare background-subtracted values with the level less the global sky. */
     double sat_sub = 0;
@@ -210,11 +198,8 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
         const double *x = n ? tide_table_f64(&r->first, "XWIN") : NULL;
         const double *y = n ? tide_table_f64(&r->first, "YWIN") : NULL;
         const double *f = n ? tide_table_f64(&r->first, "FLUX_ISO") : NULL;
-        /* the Moffat summary comes later, beside the second pass's filter */
-        tide_psf_params bp = p->psfp;
-        bp.summary = 0;
-        STAGE(r, "reduce.psf", tide_psf_build(ctx, &r->work, &r->rmap, n, x, y, f, &bp, &out->psf));
-        summary_due = !st && p->psfp.summary && !out->psf.gaussian_fallback;
+        STAGE(r, "reduce.psf",
+              tide_psf_build(ctx, &r->work, &r->rmap, n, x, y, f, &p->psfp, &out->psf));
         if (st && st != TIDE_E_NOMEM && st != TIDE_E_CUDA && st != TIDE_E_INTERNAL) {
             tide_log(&ctx->log, TIDE_LOG_WARN, "reduce",
                      "PSF model failed (%s: %s); detection and PSF photometry use a Gaussian "
@@ -245,26 +230,7 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
     r->has_psf = 1;
     tide_detect_params d2 = p->det;
     d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;
-    if (!summary_due) {
-        STAGE(r, "reduce.detect2", tide_detect(ctx, &r->work, &r->rmap, &out->psf, &d2, &r->det));
-        return st;
-    }
-    /* The summary's Moffat fits (host) run beside the matched filter (GPU), which reads the
-     * model but not its summary; the rest of the detection needs the corner FWHMs (its
-     * centroid windows). The same table as tide_detect (tide_detect_snr_map). */
-    summary_job sj = {&p->psfp, &out->psf};
-    tide_pipe_side side;
-    tide_pipe_side_start(ctx, &side, summary_run, &sj);
-    tide_image snr = {0};
-    STAGE(r, "reduce.detect2", tide_detect_snr_map(ctx, &r->work, &r->rmap, &out->psf, &d2, &snr));
-    const int sst = tide_pipe_side_join(&side, NULL);
-    if (!st)
-        st = sst;
-    d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;
-    if (!st)
-        STAGE(r, "reduce.detect2",
-              tide_detect_with_snr(ctx, &r->work, &r->rmap, &out->psf, &d2, &snr, &r->det));
-    tide_image_free(ctx, &snr);
+    STAGE(r, "reduce.detect2", tide_detect(ctx, &r->work, &r->rmap, &out->psf, &d2, &r->det));
     return st;
 }
 

@@ -1,7 +1,7 @@
 /* test_psf.c — the PSF model against the simulator's truth: FWHM at the centre and the four
  * corners within 2 %, centre ellipticity and angle, the model reproducing the stars' pixels,
- * bitwise determinism, the eigen-PSF sign convention, the header summary (also fitted later
- * by tide_psf_summarize, bit for bit), and the Gaussian fallback with 3 stars.
+ * bitwise determinism, the eigen-PSF sign convention, the header summary, and the Gaussian
+ * fallback with 3 stars.
  *
  * Candidates are the truth catalog's positions (stars and galaxies, as a detection pass would
  * give them) perturbed by 0.3 px of Gaussian noise; the frame is background-subtracted with
@@ -165,29 +165,6 @@ static void test_truth(int noise) {
             CHECK(fabs(dth) < 10.0);
             CHECK(fabs(m.beta - 3.0) < 0.3);
         }
-    }
-    /* the summary later (tide_psf_summarize, here on one thread): the same fields, bit for
-     * bit, and nothing else of the model changed */
-    {
-        tide_psf_params q = p;
-        q.summary = 0;
-        tide_psf_model m2;
-        CHECK_OK(tide_psf_build(ctx, &fr.sub, &fr.rms, fr.n, fr.x, fr.y, fr.flux, &q, &m2));
-        CHECK(m2.fwhm == 0.0 && m2.beta == 0.0 && m2.fwhm_corner[2] == 0.0);
-        tide_ctx *one = tide_test_ctx(TIDE_BACKEND_CPU, 1);
-        CHECK_OK(tide_psf_summarize(one, &p, &m2));
-        tide_ctx_destroy(one);
-        CHECK(m2.fwhm == m.fwhm && m2.beta == m.beta && m2.ellipticity == m.ellipticity &&
-              m2.theta == m.theta);
-        CHECK(!memcmp(m2.fwhm_corner, m.fwhm_corner, sizeof m.fwhm_corner) &&
-              !memcmp(m2.ellip_corner, m.ellip_corner, sizeof m.ellip_corner));
-        const size_t nb = (size_t)m.nbasis * (size_t)(m.stamp * m.stamp);
-        CHECK(m2.nbasis == m.nbasis && !memcmp(m2.basis, m.basis, nb * sizeof(float)));
-        tide_psf_free(&m2);
-        tide_psf_model empty;
-        memset(&empty, 0, sizeof empty);
-        CHECK(tide_psf_summarize(ctx, &p, &empty) == TIDE_E_INVAL);
-        tide_error_clear();
     }
     double rel, chi2;
     star_residuals(&m, &fr, &rel, &chi2);

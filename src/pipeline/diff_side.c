@@ -1,5 +1,5 @@
-/* side_job.c — a pipeline job beside the caller's work (side_job.h). */
-#include "pipeline/side_job.h"
+/* diff_side.c — a job of the difference pipeline beside the caller's work (diff_side.h). */
+#include "pipeline/diff_side.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -9,21 +9,21 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
-static void side_run(tide_pipe_side *s, tide_ctx *ctx) {
+static void side_run(tide_diffp_side *s, tide_ctx *ctx) {
     s->st = s->fn(ctx, s->arg);
     if (s->st)
         snprintf(s->err, sizeof s->err, "%s", tide_error_detail());
 }
 
 static void *side_thread(void *arg) {
-    tide_pipe_side *s = arg;
+    tide_diffp_side *s = arg;
     /* this thread's OpenMP teams: the helper's share of the cores */
     omp_set_num_threads(s->helper->threads > 0 ? s->helper->threads : 1);
     side_run(s, s->helper);
     return NULL;
 }
 
-void tide_pipe_side_start(tide_ctx *ctx, tide_pipe_side *s, int (*fn)(tide_ctx *, void *),
+void tide_diffp_side_start(tide_ctx *ctx, tide_diffp_side *s, int (*fn)(tide_ctx *, void *),
                            void *arg) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
@@ -47,7 +47,7 @@ void tide_pipe_side_start(tide_ctx *ctx, tide_pipe_side *s, int (*fn)(tide_ctx *
     side_run(s, ctx);
 }
 
-int tide_pipe_side_join(tide_pipe_side *s, size_t *peak) {
+int tide_diffp_side_join(tide_diffp_side *s, size_t *peak) {
     if (peak)
         *peak = 0;
     if (s->running) {
