@@ -351,7 +351,7 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
                 keep[s] = centre[s] >= 0 && npix[s] >= g.npx / 4;
                 r->nstamps_total += keep[s];
             }
-            st = tide_sub_fit_clip(ctx, &L, &g, centre, Qh, npix, p, keep, a, r);
+            st = tide_sub_fit_clip(ctx, &L, &g, centre, Qh, w->Q, npix, p, keep, a, r);
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);

@@ -250,3 +250,62 @@ int tide_sub_mask_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tg
     free(tmp);
     return TIDE_OK;
 }
+
+/* tide_sub_pairs: G[r][kb..kb+B) over the stamps in order, B products in registers (B = 8
+ * or 24: the monomial products of spatial degree <= 1 fit one block of 8, those of degree 2
+ * one of 24; more registers spill). Each output is one chain over j, so the order is fixed. */
+#define PAIR_ROWS 32 /* column pairs per task */
+#define PAIR_ROW_FN(B)                                                                    \
+    static void pair_row_##B(const double *qr, const double *PP, int m, int nppad,         \
+                             double *g) {                                                 \
+        for (int kb = 0; kb < nppad; kb += B) {                                           \
+            double acc[B] = {0};                                                          \
+            const double *pp = PP + kb;                                                   \
+            for (int j = 0; j < m; j++, pp += nppad) {                                    \
+                double q = qr[j];                                                         \
+                for (int k = 0; k < B; k++)                                               \
+                    acc[k] += q * pp[k];                                                  \
+            }                                                                             \
+            for (int k = 0; k < B; k++)                                                   \
+                g[kb + k] = acc[k];                                                       \
+        }                                                                                 \
+    }
+PAIR_ROW_FN(8)
+PAIR_ROW_FN(24)
+
+int tide_sub_pairs_cpu(tide_ctx *ctx, const double *Q, int nc, const int *kept, int m,
+                       const int *off, int R, const double *PP, int nppad, double *G) {
+    (void)ctx;
+    int err = 0;
+    /* each task gathers its column pairs over the stamps (contiguous in j), then runs over
+     * the stamps in order */
+#pragma omp parallel if (m * R > 20000)
+    {
+        double *qt = malloc((size_t)PAIR_ROWS * (size_t)(m ? m : 1) * sizeof *qt);
+        if (!qt) {
+#pragma omp atomic write
+            err = 1;
+        }
+#pragma omp for schedule(dynamic)
+        for (int ra = 0; ra < R; ra += PAIR_ROWS) {
+            if (!qt)
+                continue;
+            int rb = ra + PAIR_ROWS < R ? ra + PAIR_ROWS : R;
+            for (int j = 0; j < m; j++) {
+                const double *q = Q + (size_t)kept[j] * (size_t)nc * (size_t)nc;
+                for (int r = ra; r < rb; r++)
+                    qt[(size_t)(r - ra) * m + j] = q[off[r]];
+            }
+            for (int r = ra; r < rb; r++) {
+                const double *qr = qt + (size_t)(r - ra) * m;
+                if (nppad == 8)
+                    pair_row_8(qr, PP, m, nppad, G + (size_t)r * nppad);
+                else
+                    pair_row_24(qr, PP, m, nppad, G + (size_t)r * nppad);
+            }
+        }
+        free(qt);
+    }
+    return err ? tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d column pairs)", R)
+               : TIDE_OK;
+}

@@ -4,6 +4,8 @@
  * reduction with a total order on (value, index)), so results are deterministic. */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/cuda_check.h"
 #include "diff/subtract_kernels.h"
@@ -298,6 +300,57 @@ extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const
     sub_normal_kernel<<<grid, SUB_THREADS, shmem, stream_of(ctx)>>>(*g, D, W, Q);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
+}
+
+/* tide_sub_pairs: one thread per output G[r][k], its chain over the kept stamps in order with
+ * every product and sum rounded on its own (__dmul_rn, __dadd_rn: no fused multiply-add), the
+ * CPU's expression to the bit. Threads of one r read the same Q entry (k fastest). */
+__global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, int m,
+                                 const int *off, int R, const double *PP, int nppad,
+                                 double *G) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)R * nppad)
+        return;
+    const int r = (int)(i / nppad), k = (int)(i % nppad);
+    const double *q = Q + off[r];
+    double acc = 0.0;
+    for (int j = 0; j < m; j++)
+        acc = __dadd_rn(acc, __dmul_rn(q[(int64_t)kept[j] * nn], PP[(int64_t)j * nppad + k]));
+    G[i] = acc;
+}
+
+extern "C" int tide_sub_pairs_cuda(tide_ctx *ctx, const double *Q, int nc, const int *kept,
+                                   int m, const int *off, int R, const double *PP, int nppad,
+                                   double *G) {
+    /* one upload of PP, kept and off (packed), the product, one download of G */
+    const size_t npp = (size_t)m * (size_t)nppad, ng = (size_t)R * (size_t)nppad;
+    const size_t in_bytes = npp * sizeof(double) + ((size_t)m + (size_t)R) * sizeof(int);
+    unsigned char *h = (unsigned char *)malloc(in_bytes ? in_bytes : 1);
+    if (!h)
+        return tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d column pairs)", R);
+    memcpy(h, PP, npp * sizeof(double));
+    memcpy(h + npp * sizeof(double), kept, (size_t)m * sizeof(int));
+    memcpy(h + npp * sizeof(double) + (size_t)m * sizeof(int), off, (size_t)R * sizeof(int));
+    void *d = NULL; /* G first, then the packed inputs: every part 8-byte aligned */
+    int st = tide_device_alloc(ctx, ng * sizeof(double) + in_bytes, &d);
+    double *dG = (double *)d;
+    if (!st)
+        st = tide_memcpy(ctx, dG + ng, 1, h, 0, in_bytes);
+    free(h);
+    if (!st) {
+        const double *dPP = dG + ng;
+        const int *dkept = (const int *)(dPP + npp), *doff = dkept + m;
+        const int64_t nthreads = (int64_t)ng;
+        sub_pairs_kernel<<<(unsigned)((nthreads + SUB_THREADS - 1) / SUB_THREADS), SUB_THREADS,
+                           0, stream_of(ctx)>>>(Q, (int64_t)nc * nc, dkept, m, doff, R, dPP,
+                                                nppad, dG);
+        const cudaError_t e = cudaGetLastError();
+        st = e == cudaSuccess ? tide_memcpy(ctx, G, 0, dG, 1, ng * sizeof(double))
+                              : tide_error(TIDE_E_CUDA, "subtract: normal equations: %s",
+                                           cudaGetErrorString(e));
+    }
+    tide_device_free(ctx, d);
+    return st;
 }
 
 /* The full-frame kernels run on a 2-D grid, x along a row and rows striding by gridDim.y

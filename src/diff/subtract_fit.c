@@ -3,9 +3,10 @@
  * stamp centres (Alard 2000), the solve, the kernel sum from stamp sums, stamp clipping, and
  * the solved kernel as per-term kernels K_p. Small dense work (a few hundred unknowns, a few
  * hundred stamps), but on the path of every subtraction: the assembly is one product over
- * the stamps (~3 ms on one core for 292 unknowns and 400 stamps; parallel over column
- * pairs), each clip iteration factorises once (the refit with the flux fixed reuses the
- * factor), and the per-stamp chi^2 runs over contiguous rows. */
+ * the stamps where the per-stamp matrices live (tide_sub_pairs: ~3 ms on one core for 292
+ * unknowns and 400 stamps, far less on a GPU, the same bits), each clip iteration
+ * factorises once (the refit with the flux fixed reuses the factor), and the per-stamp chi^2
+ * runs over contiguous rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,36 +58,13 @@ static void stamp_monomials(const fit_layout *L, const tide_sub_geom *g, int64_t
 /* index of the product m_i m_j (i <= j) among the nm (nm + 1) / 2 products */
 static inline int pair_index(int i, int j, int nm) { return i * nm - i * (i - 1) / 2 + j - i; }
 
-#define ASM_ROWS 32 /* column pairs per task of the product */
-
-/* G[r][kb..kb+B) over the stamps in order, B products in registers (B = 8 or 24: the
- * monomial products of spatial degree <= 1 fit one block of 8, those of degree 2 one of
- * 24; more registers spill). Each output is one chain over j, so the order is fixed. */
-#define ASM_ROW_FN(B)                                                                     \
-    static void asm_row_##B(const double *qr, const double *PP, int m, int nppad,          \
-                            double *g) {                                                  \
-        for (int kb = 0; kb < nppad; kb += B) {                                           \
-            double acc[B] = {0};                                                          \
-            const double *pp = PP + kb;                                                   \
-            for (int j = 0; j < m; j++, pp += nppad) {                                    \
-                double q = qr[j];                                                         \
-                for (int k = 0; k < B; k++)                                               \
-                    acc[k] += q * pp[k];                                                  \
-            }                                                                             \
-            for (int k = 0; k < B; k++)                                                   \
-                g[kb + k] = acc[k];                                                       \
-        }                                                                                 \
-    }
-ASM_ROW_FN(8)
-ASM_ROW_FN(24)
-
-int tide_sub_assemble(const fit_layout *L, const tide_sub_geom *g, const int64_t *centre,
-                      const double *Q, const int *keep, int flux_last, double *A,
-                      double *rhs) {
+int tide_sub_assemble(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g,
+                      const int64_t *centre, const double *Q, const int *keep, int flux_last,
+                      double *A, double *rhs) {
     int n = L->n, nc = L->nc, nb = L->nb, t = nc - 1;
     int deg = L->sdeg > L->bgdeg ? L->sdeg : L->bgdeg;
     int nm = tide_sub_npoly(deg), npp = nm * (nm + 1) / 2;
-    int blk = npp <= 8 ? 8 : 24, nppad = (npp + blk - 1) / blk * blk;
+    int blk = npp <= 8 ? 8 : 24, nppad = (npp + blk - 1) / blk * blk; /* tide_sub_pairs' */
     int ncol = nb + 1;                         /* basis columns and the ones column */
     int r0 = ncol * (ncol + 1) / 2, R = r0 + ncol; /* column pairs, then (c, target) */
     int m = 0;
@@ -115,37 +93,10 @@ int tide_sub_assemble(const fit_layout *L, const tide_sub_geom *g, const int64_t
                     pp[pair_index(i, i2, nm)] = mo[i] * mo[i2];
         }
     }
-    /* G[r][k] = sum_j Q_kept[j][pair r] PP[j][k]: each task gathers its column pairs over the
-     * stamps (contiguous in j), then runs over the stamps in order (asm_row_B). */
-    const int ready = !err;
-#pragma omp parallel if (m * R > 20000)
-    {
-        double *qt = ready ? malloc((size_t)ASM_ROWS * (size_t)(m ? m : 1) * sizeof *qt) : NULL;
-        if (ready && !qt) {
-#pragma omp atomic write
-            err = 1;
-        }
-#pragma omp for schedule(dynamic)
-        for (int ra = 0; ra < R; ra += ASM_ROWS) {
-            if (!qt)
-                continue;
-            int rb = ra + ASM_ROWS < R ? ra + ASM_ROWS : R;
-            for (int j = 0; j < m; j++) {
-                const double *q = Q + (size_t)kept[j] * (size_t)nc * (size_t)nc;
-                for (int r = ra; r < rb; r++)
-                    qt[(size_t)(r - ra) * m + j] = q[off[r]];
-            }
-            for (int r = ra; r < rb; r++) {
-                const double *qr = qt + (size_t)(r - ra) * m;
-                if (blk == 8)
-                    asm_row_8(qr, PP, m, nppad, G + (size_t)r * nppad);
-                else
-                    asm_row_24(qr, PP, m, nppad, G + (size_t)r * nppad);
-            }
-        }
-        free(qt);
-    }
-    if (!err) {
+    /* G[r][k] = sum_j Q_kept[j][pair r] PP[j][k], where Q lives (subtract_kernels.h) */
+    int st = err ? tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d unknowns)", n)
+                 : TIDE_DISPATCH(ctx, tide_sub_pairs, Q, nc, kept, m, off, R, PP, nppad, G);
+    if (!st) {
         /* scatter: A[u][v] = G[pair(c_u, c_v)][pair(i_u, i_v)], rhs[u] = G[(c_u, t)][i_u] */
 #define POS(u) (flux_last ? ((u) == 0 ? n - 1 : (u) - 1) : (u))
         for (int u = 0; u < n; u++) {
@@ -171,8 +122,7 @@ int tide_sub_assemble(const fit_layout *L, const tide_sub_geom *g, const int64_t
     free(off);
     free(PP);
     free(G);
-    return err ? tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d unknowns)", n)
-               : TIDE_OK;
+    return st;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -260,7 +210,7 @@ static void stamp_chi2(const fit_layout *L, const tide_sub_geom *g, const int64_
  * the flux term last (tide_sub_assemble), so the refit with the flux term fixed from the
  * stamp sums reuses the factor: its system is the leading (n-1) block. */
 int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g,
-                    const int64_t *centre, const double *Q, const int64_t *npix,
+                    const int64_t *centre, const double *Q, const double *Qb, const int64_t *npix,
                     const tide_subtract_params *p, int *keep, double *a,
                     tide_subtract_result *r) {
     int n = L->n;
@@ -287,7 +237,7 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
             break;
         }
         double t0 = tide_now();
-        if ((st = tide_sub_assemble(L, g, centre, Q, keep, 1, A, rhs)))
+        if ((st = tide_sub_assemble(ctx, L, g, centre, Qb, keep, 1, A, rhs)))
             break;
         tide_timer_add(ctx, "subtract.assemble", 1e3 * (tide_now() - t0));
         t0 = tide_now();

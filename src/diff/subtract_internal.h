@@ -69,15 +69,20 @@ typedef struct fit_layout {
  *  target column; Alard 2000). Computed as one product (column pairs x stamps) times (stamps x
  *  monomial products), so each sum runs over the stamps in order whatever the thread count.
  *  With @p flux_last the flux unknown a_0 is stored last (row and column n-1, unknown u >= 1
- *  at u - 1), so a solve with a_0 fixed is the leading (n-1) block of the same factor. */
-int tide_sub_assemble(const fit_layout *L, const struct tide_sub_geom *g,
+ *  at u - 1), so a solve with a_0 fixed is the leading (n-1) block of the same factor.
+ *  @p Q: the per-stamp normal matrices where the context computes (the product runs there,
+ *  tide_sub_pairs, with the same result on both backends); the rest host memory. */
+int tide_sub_assemble(struct tide_ctx *ctx, const fit_layout *L, const struct tide_sub_geom *g,
                       const int64_t *centre, const double *Q, const int *keep, int flux_last,
                       double *A, double *rhs);
 
 /** Fit with stamp clipping (subtract_fit.c): keep[s] in/out (stamps used), a[n] receives the
- *  solution; fills r->chi2, nfit, nstamps, cond, regularised, flux_from_stamps. */
+ *  solution; fills r->chi2, nfit, nstamps, cond, regularised, flux_from_stamps. @p Q: the
+ *  per-stamp normal matrices on the host; @p Qb: the same where the context computes (the
+ *  assembly's, tide_sub_assemble; Q itself on a CPU context). */
 int tide_sub_fit_clip(struct tide_ctx *ctx, const fit_layout *L, const struct tide_sub_geom *g,
-                      const int64_t *centre, const double *Q, const int64_t *npix,
+                      const int64_t *centre, const double *Q, const double *Qb,
+                      const int64_t *npix,
                       const struct tide_subtract_params *p, int *keep, double *a,
                       struct tide_subtract_result *r);
 /** r->kernel_terms (npk kernels K_p = sum_b a_bp K_b) and r->bg_coef from the solution. */

@@ -74,6 +74,14 @@ int tide_sub_basis_stamps_cpu(tide_ctx *ctx, const tide_image *ref, const tide_s
 /** Q[s][a][b] = sum_i W[s][i] D[s][a][i] D[s][b][i] in double, fixed order; full matrix. */
 int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,
                         double *Q);
+/** The product of the global normal equations' assembly (tide_sub_assemble): G[r][k] =
+ *  sum_j Q[kept[j]][off[r]] PP[j][k] for r < R, k < nppad, where Q holds the ns per-stamp
+ *  nc x nc matrices and off[r] an entry of one. Each output is one chain over j in order, every
+ *  product and sum rounded on its own (no fused multiply-add), so both backends give the same
+ *  bits. @p nppad is 8, or a multiple of 24. @p Q where the context computes; @p kept (m),
+ *  @p off (R), @p PP (m x nppad) and @p G (R x nppad) host memory. */
+int tide_sub_pairs_cpu(tide_ctx *ctx, const double *Q, int nc, const int *kept, int m,
+                       const int *off, int R, const double *PP, int nppad, double *G);
 /** matched = sum_p P_p(x,y) conv_p + bg(x,y); diff = sign (target - matched) (pix and var;
  *  the mask is tide_sub_mask's). diff.var = (var_t + k2 var_r) var_scale. Images of the frame's size. */
 int tide_sub_combine_cpu(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
@@ -96,6 +104,8 @@ int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im, const tide_sub_geo
                          const int64_t *centre, float *D);
 int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const float *D, const float *W,
                          double *Q);
+int tide_sub_pairs_cuda(tide_ctx *ctx, const double *Q, int nc, const int *kept, int m,
+                        const int *off, int R, const double *PP, int nppad, double *G);
 int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
                           tide_image *diff, tide_image *matched);
 int tide_sub_mask_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,

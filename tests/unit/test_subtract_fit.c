@@ -89,7 +89,7 @@ static void check_assemble(tide_ctx *ctx, int nb, int sdeg, int bgdeg, int ns) {
     for (int i = 0; i < n; i++)
         rmax = fmax(rmax, fabs(rhs[i]));
     for (int flux_last = 0; flux_last <= 1; flux_last++) {
-        CHECK_OK(tide_sub_assemble(&L, &g, centre, Q, keep, flux_last, B, rb));
+        CHECK_OK(tide_sub_assemble(ctx, &L, &g, centre, Q, keep, flux_last, B, rb));
         double da = 0.0, dr = 0.0;
         for (int a = 0; a < n; a++) {
             int pa = flux_last ? (a == 0 ? n - 1 : a - 1) : a;
