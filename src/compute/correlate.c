@@ -48,20 +48,18 @@ static inline void twiddle(const double *root, int64_t t, int64_t n, int sign, d
     *im = sign * root[2 * m + 1];
 }
 
-/* Build rows (nk * kh * cw complex) and cols (py * 2 complex) on the host. */
-/* The tables cost nk * kh * cw * kw complex multiply-adds (about 20 M for six 21x21 kernels
- * at 151 MP: tens of ms on one core), so they are built on the context's threads; every
- * element is computed on its own, so the result does not depend on the thread count. The
- * phases are roots of unity of the padded sizes: px + py cos/sin pairs in all (tables of
- * roots_of_unity) instead of one per table entry, cw * kw + 2 py of them, the last 2 py on one
- * thread (a quarter of the setup of six 21x21 kernels at 2048^2, measured on 2 cores). */
-static int build_tables(const struct tide_correlator *c, float *rows, float *cols, int threads) {
+/* The phases of the tables on the host, in double: tw (cw * kw complex: the x phases of the
+ * rows, exp(+s 2 pi i u (i - rx) / px)) and cols (py * 2 complex, stored as floats). The rows
+ * themselves (nk * kh * cw complex multiply-adds over kw, about 20 M for six 21x21 kernels
+ * at 151 MP) are built from tw where the context computes (tide_corr_rows). Every element is
+ * computed on its own, so nothing depends on the thread count. The phases are roots of unity
+ * of the padded sizes: px + py cos/sin pairs in all (roots_of_unity) instead of one per
+ * entry, cw * kw + 2 py of them, the last 2 py on one thread. */
+static int build_phases(const struct tide_correlator *c, double *tw, float *cols, int threads) {
     int sign = c->opt.convolve ? -1 : 1;
-    double *tw = malloc((size_t)(c->cw * c->kw) * 2 * sizeof(double));
     double *rootx = roots_of_unity(c->px, threads);
     double *rooty = roots_of_unity(c->py, threads);
-    if (!tw || !rootx || !rooty) {
-        free(tw);
+    if (!rootx || !rooty) {
         free(rootx);
         free(rooty);
         return tide_error(TIDE_E_NOMEM, "correlation twiddle table");
@@ -71,25 +69,6 @@ static int build_tables(const struct tide_correlator *c, float *rows, float *col
         for (int64_t i = 0; i < c->kw; i++)
             twiddle(rootx, u * (i - c->rx), c->px, sign, &tw[2 * (u * c->kw + i)],
                     &tw[2 * (u * c->kw + i) + 1]);
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) collapse(2)
-    for (int k = 0; k < c->nk; k++) {
-        for (int64_t j = 0; j < c->kh; j++) {
-            const float *ker = c->kernels + (size_t)k * (size_t)(c->kw * c->kh);
-            float *r = rows + 2 * ((k * c->kh + j) * c->cw);
-            for (int64_t u = 0; u < c->cw; u++) {
-                double re = 0.0, im = 0.0;
-                const double *t = tw + 2 * u * c->kw;
-                for (int64_t i = 0; i < c->kw; i++) {
-                    double kv = ker[j * c->kw + i];
-                    re += kv * t[2 * i];
-                    im += kv * t[2 * i + 1];
-                }
-                r[2 * u] = (float)re;
-                r[2 * u + 1] = (float)im;
-            }
-        }
-    }
-    free(tw);
     double scale = 1.0 / ((double)c->px * (double)c->py);
     for (int64_t v = 0; v < c->py; v++) {
         double wr, wi, pr, pi;
@@ -205,21 +184,21 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     }
     size_t kn = (size_t)(kw * kh);
     c->kernels = malloc((size_t)nk * kn * sizeof(float));
-    float *rows_h = malloc((size_t)(nk * kh * c->cw) * 2 * sizeof(float));
+    double *tw = malloc((size_t)(c->cw * kw) * 2 * sizeof(double));
     float *cols_h = malloc((size_t)c->py * 4 * sizeof(float));
-    if (!c->kernels || !rows_h || !cols_h) {
+    if (!c->kernels || !tw || !cols_h) {
         st = tide_error(TIDE_E_NOMEM, "correlator tables");
         goto fail;
     }
     for (int k = 0; k < nk; k++)
         memcpy(c->kernels + (size_t)k * kn, kernels[k], kn * sizeof(float));
-    if ((st = build_tables(c, rows_h, cols_h, ctx->threads)))
+    if ((st = build_phases(c, tw, cols_h, ctx->threads)))
         goto fail;
     int64_t nrows = nk * kh * c->cw * 2, ncols = c->py * 4;
     int on_dev = ctx->backend == TIDE_BACKEND_CUDA;
     if ((st = tide_fft_buffer_alloc(ctx, nrows, &c->rows)) ||
         (st = tide_fft_buffer_alloc(ctx, ncols, &c->cols)) ||
-        (st = tide_memcpy(ctx, c->rows, on_dev, rows_h, 0, (size_t)nrows * sizeof(float))) ||
+        (st = TIDE_DISPATCH(ctx, tide_corr_rows, c, tw)) ||
         (st = tide_memcpy(ctx, c->cols, on_dev, cols_h, 0, (size_t)ncols * sizeof(float))))
         goto fail;
     if ((st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, c->px, c->py, 1, &c->fwd)) ||
@@ -249,7 +228,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     }
     if ((st = TIDE_DISPATCH(ctx, tide_corr_prepare, c)))
         goto fail;
-    free(rows_h);
+    free(tw);
     free(cols_h);
     tide_log(&ctx->log, TIDE_LOG_DEBUG, "correlate",
              "%lld x %lld frame, %d kernel(s) %lld x %lld: padded to %lld x %lld (%lld x %lld "
@@ -258,7 +237,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     *out = c;
     return TIDE_OK;
 fail:
-    free(rows_h);
+    free(tw);
     free(cols_h);
     tide_correlator_free(ctx, c);
     return st;

@@ -34,6 +34,29 @@ static void spectrum_row(const float *restrict rre, const float *restrict rim,
         tide_corr_cmul(are[u], aim[u], t[2], t[3], &s[2 * u], &s[2 * u + 1]);
 }
 
+int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *tw) {
+    const int threads = ctx->threads > 0 ? ctx->threads : 1;
+#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
+    for (int k = 0; k < c->nk; k++) {
+        for (int64_t j = 0; j < c->kh; j++) {
+            const float *ker = c->kernels + (size_t)k * (size_t)(c->kw * c->kh);
+            float *r = c->rows + 2 * ((k * c->kh + j) * c->cw);
+            for (int64_t u = 0; u < c->cw; u++) {
+                double re = 0.0, im = 0.0;
+                const double *t = tw + 2 * u * c->kw;
+                for (int64_t i = 0; i < c->kw; i++) {
+                    double kv = ker[j * c->kw + i];
+                    re += kv * t[2 * i];
+                    im += kv * t[2 * i + 1];
+                }
+                r[2 * u] = (float)re;
+                r[2 * u + 1] = (float)im;
+            }
+        }
+    }
+    return TIDE_OK;
+}
+
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
     int64_t per = c->py * c->cw * 2;
     int st = tide_fft_buffer_alloc(ctx, per * c->nk, &c->spec);

@@ -7,8 +7,9 @@
  *   rows_k[j][u] = sum_i k(i - rx, j - ry) exp(+s 2 pi i u (i - rx) / px)
  *   w_v = exp(+s 2 pi i v / py),  p_v = exp(-s 2 pi i v ry / py) / (px py)
  * with s = +1 for correlation (the DFT of the reversed kernel), -1 for convolution; the
- * 1/(px py) normalises the unnormalised inverse FFT. Both tables are built in double on the
- * host and stored as float pairs: cols[v] = (w_v, p_v). */
+ * 1/(px py) normalises the unnormalised inverse FFT. Both tables are built in double and
+ * stored as float pairs, cols[v] = (w_v, p_v): the phases on the host, the rows from them
+ * where the context computes (tide_corr_rows), with the same bits on both backends. */
 #ifndef TIDE_CORRELATE_KERNELS_H
 #define TIDE_CORRELATE_KERNELS_H
 #include <stdint.h>
@@ -43,6 +44,11 @@ struct tide_correlator {
     float *spec;           /**< CPU only: nk * py * cw complex full spectra; NULL on CUDA */
 };
 
+/** c->rows (backend memory, allocated) from the kernels and the x phases @p tw (host, cw * kw
+ *  complex doubles, tw[u][i] = exp(+s 2 pi i u (i - rx) / px)): rows_k[j][u] = sum_i k[j][i]
+ *  tw[u][i] in double over i in order, each product and sum rounded on its own (no fused
+ *  multiply-add), then rounded to float: the same bits on both backends. */
+int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *tw);
 /** Whatever the backend precomputes from rows/cols (the CPU expands full spectra). */
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c);
 /** Fill c->X (all py * pitch floats) from @p in with padding and NaN/mask zeroing: the
@@ -61,6 +67,7 @@ int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
                             const tide_image *in, tide_image *out);
 
 #ifdef TIDE_HAVE_CUDA
+int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *tw);
 int tide_corr_prepare_cuda(tide_ctx *ctx, struct tide_correlator *c);
 /** @p in must live on the device. */
 int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in);

@@ -1,9 +1,12 @@
 /* test_gpu_correlate.c — CUDA FFT correlation against its CPU twin (relative 1e-5 of the
  * image's scale) and, on small frames, against direct float64 correlation; host and device
- * inputs and outputs, strides, NaN and masks, bitwise determinism; the bare cuFFT plans
- * against FFTW. Skips (77) without a GPU. */
+ * inputs and outputs, strides, NaN and masks, bitwise determinism; the kernels' row tables
+ * bit for bit; the bare cuFFT plans against FFTW. Skips (77) without a GPU. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "compute/correlate_kernels.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 #include "unit/test_correlate_ref.h"
@@ -151,12 +154,45 @@ static void test_plans(tide_ctx *cpu, tide_ctx *gpu, int64_t nx, int64_t ny, int
     tide_fft_buffer_free(gpu, d);
 }
 
+/* The kernels' row tables (tide_corr_rows) on both backends, bit for bit, for a frame the CPU
+ * does not tile (so both pad to the same size): correlation and convolution. */
+static void test_rows(tide_ctx *cpu, tide_ctx *gpu, int64_t kw, int64_t kh, int nk,
+                      int convolve) {
+    float *k = malloc(sizeof(float) * (size_t)(nk * kw * kh));
+    const float *kp[8];
+    for (int64_t i = 0; i < nk * kw * kh; i++)
+        k[i] = (float)((i * 7919) % 1013) / 1013.0f - 0.3f;
+    for (int q = 0; q < nk; q++)
+        kp[q] = k + (size_t)q * (size_t)(kw * kh);
+    tide_correlate_options opt = {0};
+    opt.convolve = convolve;
+    tide_correlator *a = NULL, *b = NULL;
+    CHECK_OK(tide_correlator_create(cpu, 509, 263, nk, kp, kw, kh, &opt, &a));
+    CHECK_OK(tide_correlator_create(gpu, 509, 263, nk, kp, kw, kh, &opt, &b));
+    if (a && b) {
+        CHECK(a->px == b->px && a->cw == b->cw && a->ntx == 1);
+        const size_t n = (size_t)(nk * kh * a->cw) * 2;
+        float *hb = malloc(sizeof(float) * n);
+        CHECK_OK(tide_memcpy(gpu, hb, 0, b->rows, 1, sizeof(float) * n));
+        const int same = memcmp(a->rows, hb, sizeof(float) * n) == 0;
+        printf("row tables %lldx%lld x %d, %s: %s\n", (long long)kw, (long long)kh, nk,
+               convolve ? "convolution" : "correlation", same ? "bit-identical" : "DIFFERENT");
+        CHECK(same);
+        free(hb);
+    }
+    tide_correlator_free(cpu, a);
+    tide_correlator_free(gpu, b);
+    free(k);
+}
+
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no GPU");
     tide_ctx *cpu = tide_test_ctx(TIDE_BACKEND_CPU, 0), *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     if (!cpu || !gpu)
         return TIDE_TEST_RESULT();
+    test_rows(cpu, gpu, 21, 21, 6, 0);
+    test_rows(cpu, gpu, 9, 5, 1, 1);
     test_plans(cpu, gpu, 97, 89, 1);
     test_plans(cpu, gpu, 128, 30, 3);
     static const int64_t sizes[][2] = {{1, 1}, {97, 89}, {4097, 3}, {3, 4097}, {256, 255}};
