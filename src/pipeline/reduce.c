@@ -242,7 +242,7 @@ static int stage_noise(pipe_run *r) {
     tide_pipe_phot *ph = &r->ph;
     int st = 0;
     if (ph->n > 0)
-        st = gather(ctx, &r->bmap, ph->n, ph->x, ph->y, ph->background);
+        STAGE(r, "reduce.gather", gather(ctx, &r->bmap, ph->n, ph->x, ph->y, ph->background));
     if (st)
         return st;
     if (p->noise == TIDE_NOISE_MODEL) {
@@ -324,11 +324,12 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
     return st;
 }
 
-/* Sky positions of the sources when the frame has a celestial WCS. */
-static void sky_positions(pipe_run *r, const tide_header *hdr) {
+/* Sky positions of the sources when the frame has a celestial WCS. Returns 0: a frame without
+ * a usable one gets no sky columns (and a warning), not an error. */
+static int sky_positions(pipe_run *r, const tide_header *hdr) {
     tide_pipe_phot *ph = &r->ph;
     if (!hdr || ph->n == 0)
-        return;
+        return 0;
     tide_wcs *w = NULL;
     int st = tide_wcs_from_header(hdr, r->p.source[0] ? r->p.source : "frame", &w);
     if (st) {
@@ -336,7 +337,7 @@ static void sky_positions(pipe_run *r, const tide_header *hdr) {
             tide_log(&r->ctx->log, TIDE_LOG_WARN, "reduce",
                      "no ALPHA_J2000/DELTA_J2000 columns: %s", tide_error_detail());
         tide_error_clear();
-        return;
+        return 0;
     }
     ph->ra = malloc(sizeof(double) * (size_t)ph->n);
     ph->dec = malloc(sizeof(double) * (size_t)ph->n);
@@ -346,6 +347,7 @@ static void sky_positions(pipe_run *r, const tide_header *hdr) {
         tide_error_clear();
     }
     tide_wcs_free(w);
+    return 0;
 }
 
 int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header *hdr,
@@ -402,7 +404,7 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     if (!st)
         st = stage_phot(&r, out);
     if (!st)
-        sky_positions(&r, hdr);
+        STAGE(&r, "reduce.sky", sky_positions(&r, hdr));
     if (!st) {
         tide_timer tm;
         st = tide_timer_start(ctx, &tm, "reduce.catalog");
@@ -419,7 +421,8 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     }
     run_release(&r);
     if (!st)
-        st = tide_pipe_header_build(ctx, &r.p, out, frame->width, frame->height, &out->header);
+        STAGE(&r, "reduce.header",
+              tide_pipe_header_build(ctx, &r.p, out, frame->width, frame->height, &out->header));
     out->ms_total = 1e3 * (tide_now() - t0);
     if (st) {
         tide_pipeline_result_free(out);
