@@ -38,49 +38,24 @@ static double *roots_of_unity(int64_t n, int threads) {
     return root;
 }
 
-/* exp(+s 2 pi i t / n) for an integer phase t, from the roots table of n (t reduced mod n). */
-static inline void twiddle(const double *root, int64_t t, int64_t n, int sign, double *re,
-                           double *im) {
-    int64_t m = t % n;
-    if (m < 0)
-        m += n;
-    *re = root[2 * m];
-    *im = sign * root[2 * m + 1];
-}
-
-/* The phases of the tables on the host, in double: tw (cw * kw complex: the x phases of the
- * rows, exp(+s 2 pi i u (i - rx) / px)) and cols (py * 2 complex, stored as floats). The rows
- * themselves (nk * kh * cw complex multiply-adds over kw, about 20 M for six 21x21 kernels
- * at 151 MP) are built from tw where the context computes (tide_corr_rows). Every element is
- * computed on its own, so nothing depends on the thread count. The phases are roots of unity
- * of the padded sizes: px + py cos/sin pairs in all (roots_of_unity) instead of one per
- * entry, cw * kw + 2 py of them, the last 2 py on one thread. */
-static int build_phases(const struct tide_correlator *c, double *tw, float *cols, int threads) {
-    int sign = c->opt.convolve ? -1 : 1;
-    double *rootx = roots_of_unity(c->px, threads);
-    double *rooty = roots_of_unity(c->py, threads);
-    if (!rootx || !rooty) {
-        free(rootx);
-        free(rooty);
-        return tide_error(TIDE_E_NOMEM, "correlation twiddle table");
-    }
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
-    for (int64_t u = 0; u < c->cw; u++)
-        for (int64_t i = 0; i < c->kw; i++)
-            twiddle(rootx, u * (i - c->rx), c->px, sign, &tw[2 * (u * c->kw + i)],
-                    &tw[2 * (u * c->kw + i) + 1]);
-    double scale = 1.0 / ((double)c->px * (double)c->py);
+/* The column table cols (py * 2 complex (w_v, p_v), stored as floats; correlate_kernels.h),
+ * its phases from the roots of unity of py: w_v = root[v], p_v = root[-v ry mod py] / (px py),
+ * conjugated for a convolution. */
+static int build_cols(const struct tide_correlator *c, float *cols, int threads) {
+    double *root = roots_of_unity(c->py, threads);
+    if (!root)
+        return tide_error(TIDE_E_NOMEM, "correlation column table");
+    const double sign = c->opt.convolve ? -1.0 : 1.0;
+    const double scale = 1.0 / ((double)c->px * (double)c->py);
     for (int64_t v = 0; v < c->py; v++) {
-        double wr, wi, pr, pi;
-        twiddle(rooty, v, c->py, sign, &wr, &wi);
-        twiddle(rooty, -v * c->ry, c->py, sign, &pr, &pi);
-        cols[4 * v] = (float)wr;
-        cols[4 * v + 1] = (float)wi;
-        cols[4 * v + 2] = (float)(pr * scale);
-        cols[4 * v + 3] = (float)(pi * scale);
+        int64_t m = (v * c->ry) % c->py; /* -v ry reduced into [0, py) */
+        m = m ? c->py - m : 0;
+        cols[4 * v] = (float)root[2 * v];
+        cols[4 * v + 1] = (float)(sign * root[2 * v + 1]);
+        cols[4 * v + 2] = (float)(root[2 * m] * scale);
+        cols[4 * v + 3] = (float)(sign * root[2 * m + 1] * scale);
     }
-    free(rootx);
-    free(rooty);
+    free(root);
     return TIDE_OK;
 }
 
@@ -182,23 +157,26 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
         free(c);
         return tide_error(TIDE_E_INVAL, "correlate: unknown padding mode %d", pad);
     }
+    /* Kernel spectra in compact form (correlate_kernels.h): the phases are roots of unity of
+     * the padded sizes, px + py cos/sin pairs in all; the rows (nk * kh * cw complex sums of
+     * kw products, about 20 M at 151 MP) are built where the context computes. */
     size_t kn = (size_t)(kw * kh);
     c->kernels = malloc((size_t)nk * kn * sizeof(float));
-    double *tw = malloc((size_t)(c->cw * kw) * 2 * sizeof(double));
+    double *rootx = roots_of_unity(c->px, ctx->threads);
     float *cols_h = malloc((size_t)c->py * 4 * sizeof(float));
-    if (!c->kernels || !tw || !cols_h) {
+    if (!c->kernels || !rootx || !cols_h) {
         st = tide_error(TIDE_E_NOMEM, "correlator tables");
         goto fail;
     }
     for (int k = 0; k < nk; k++)
         memcpy(c->kernels + (size_t)k * kn, kernels[k], kn * sizeof(float));
-    if ((st = build_phases(c, tw, cols_h, ctx->threads)))
+    if ((st = build_cols(c, cols_h, ctx->threads)))
         goto fail;
     int64_t nrows = nk * kh * c->cw * 2, ncols = c->py * 4;
     int on_dev = ctx->backend == TIDE_BACKEND_CUDA;
     if ((st = tide_fft_buffer_alloc(ctx, nrows, &c->rows)) ||
         (st = tide_fft_buffer_alloc(ctx, ncols, &c->cols)) ||
-        (st = TIDE_DISPATCH(ctx, tide_corr_rows, c, tw)) ||
+        (st = TIDE_DISPATCH(ctx, tide_corr_rows, c, rootx)) ||
         (st = tide_memcpy(ctx, c->cols, on_dev, cols_h, 0, (size_t)ncols * sizeof(float))))
         goto fail;
     if ((st = tide_fft_plan_get(ctx, TIDE_FFT_R2C, c->px, c->py, 1, &c->fwd)) ||
@@ -228,7 +206,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     }
     if ((st = TIDE_DISPATCH(ctx, tide_corr_prepare, c)))
         goto fail;
-    free(tw);
+    free(rootx);
     free(cols_h);
     tide_log(&ctx->log, TIDE_LOG_DEBUG, "correlate",
              "%lld x %lld frame, %d kernel(s) %lld x %lld: padded to %lld x %lld (%lld x %lld "
@@ -237,7 +215,7 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     *out = c;
     return TIDE_OK;
 fail:
-    free(tw);
+    free(rootx);
     free(cols_h);
     tide_correlator_free(ctx, c);
     return st;

@@ -34,24 +34,16 @@ static void spectrum_row(const float *restrict rre, const float *restrict rim,
         tide_corr_cmul(are[u], aim[u], t[2], t[3], &s[2 * u], &s[2 * u + 1]);
 }
 
-int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *tw) {
+int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *root) {
     const int threads = ctx->threads > 0 ? ctx->threads : 1;
+    const int sign = c->opt.convolve ? -1 : 1;
 #pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
     for (int k = 0; k < c->nk; k++) {
         for (int64_t j = 0; j < c->kh; j++) {
-            const float *ker = c->kernels + (size_t)k * (size_t)(c->kw * c->kh);
+            const float *kr = c->kernels + (size_t)k * (size_t)(c->kw * c->kh) + j * c->kw;
             float *r = c->rows + 2 * ((k * c->kh + j) * c->cw);
-            for (int64_t u = 0; u < c->cw; u++) {
-                double re = 0.0, im = 0.0;
-                const double *t = tw + 2 * u * c->kw;
-                for (int64_t i = 0; i < c->kw; i++) {
-                    double kv = ker[j * c->kw + i];
-                    re += kv * t[2 * i];
-                    im += kv * t[2 * i + 1];
-                }
-                r[2 * u] = (float)re;
-                r[2 * u + 1] = (float)im;
-            }
+            for (int64_t u = 0; u < c->cw; u++)
+                tide_corr_row_entry(kr, c->kw, c->rx, u, c->px, root, sign, r + 2 * u);
         }
     }
     return TIDE_OK;

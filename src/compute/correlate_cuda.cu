@@ -151,44 +151,34 @@ __global__ void corr_multiply_kernel(const float2 *B, float2 *C, const float2 *_
     }
 }
 
-/* tide_corr_rows: one thread per (k, j, u), the CPU's sums over i with every product and
- * sum rounded on its own (__dmul_rn, __dadd_rn), so the table has the CPU's bits. */
-__global__ void corr_rows_kernel(const float *__restrict__ ker, const double *__restrict__ tw,
-                                 int64_t n, int64_t kh, int64_t kw, int64_t cw,
-                                 float *__restrict__ rows) {
+/* tide_corr_rows: one thread per (k, j, u), tide_corr_row_entry as on the CPU. */
+__global__ void corr_rows_kernel(const float *__restrict__ ker, const double *__restrict__ root,
+                                 int64_t n, int64_t kh, int64_t kw, int64_t rx, int64_t cw,
+                                 int64_t px, int sign, float *__restrict__ rows) {
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n)
         return;
-    const int64_t u = e % cw, kj = e / cw; /* kj = k kh + j */
-    const int64_t k = kj / kh, j = kj % kh;
-    const float *kr = ker + k * kw * kh + j * kw;
-    const double *t = tw + 2 * u * kw;
-    double re = 0.0, im = 0.0;
-    for (int64_t i = 0; i < kw; i++) {
-        const double kv = (double)kr[i];
-        re = __dadd_rn(re, __dmul_rn(kv, t[2 * i]));
-        im = __dadd_rn(im, __dmul_rn(kv, t[2 * i + 1]));
-    }
-    rows[2 * e] = (float)re;
-    rows[2 * e + 1] = (float)im;
+    const int64_t u = e % cw, kj = e / cw; /* kj = k kh + j: row kj of the kernels' rows */
+    tide_corr_row_entry(ker + kj * kw, kw, rx, u, px, root, sign, rows + 2 * e);
 }
 
-extern "C" int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *tw) {
-    /* the phases and kernels up in one buffer (phases first: 8-byte aligned) */
-    const size_t twb = (size_t)(c->cw * c->kw) * 2 * sizeof(double);
+extern "C" int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c,
+                                   const double *root) {
+    /* the roots and kernels up in one buffer (roots first: 8-byte aligned) */
+    const size_t rb = (size_t)c->px * 2 * sizeof(double);
     const size_t kb = (size_t)(c->nk * c->kw * c->kh) * sizeof(float);
     void *d = NULL;
-    int st = tide_device_alloc(ctx, twb + kb, &d);
+    int st = tide_device_alloc(ctx, rb + kb, &d);
     if (!st)
-        st = tide_memcpy(ctx, d, 1, tw, 0, twb);
+        st = tide_memcpy(ctx, d, 1, root, 0, rb);
     if (!st)
-        st = tide_memcpy(ctx, (unsigned char *)d + twb, 1, c->kernels, 0, kb);
+        st = tide_memcpy(ctx, (unsigned char *)d + rb, 1, c->kernels, 0, kb);
     if (!st) {
         const int64_t n = (int64_t)c->nk * c->kh * c->cw;
         corr_rows_kernel<<<(unsigned)((n + PAD_THREADS - 1) / PAD_THREADS), PAD_THREADS, 0,
                            (cudaStream_t)ctx->stream>>>(
-            (const float *)((unsigned char *)d + twb), (const double *)d, n, c->kh, c->kw,
-            c->cw, c->rows);
+            (const float *)((unsigned char *)d + rb), (const double *)d, n, c->kh, c->kw, c->rx,
+            c->cw, c->px, c->opt.convolve ? -1 : 1, c->rows);
         const cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             st = tide_error(TIDE_E_CUDA, "correlator tables: %s", cudaGetErrorString(e));

@@ -44,11 +44,10 @@ struct tide_correlator {
     float *spec;           /**< CPU only: nk * py * cw complex full spectra; NULL on CUDA */
 };
 
-/** c->rows (backend memory, allocated) from the kernels and the x phases @p tw (host, cw * kw
- *  complex doubles, tw[u][i] = exp(+s 2 pi i u (i - rx) / px)): rows_k[j][u] = sum_i k[j][i]
- *  tw[u][i] in double over i in order, each product and sum rounded on its own (no fused
- *  multiply-add), then rounded to float: the same bits on both backends. */
-int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *tw);
+/** c->rows (backend memory, allocated) from the kernels and @p root, the px-th roots of unity
+ *  (host, px complex doubles, exp(2 pi i m / px)): every entry tide_corr_row_entry
+ *  (correlate_math.h), the same bits on both backends. */
+int tide_corr_rows_cpu(tide_ctx *ctx, struct tide_correlator *c, const double *root);
 /** Whatever the backend precomputes from rows/cols (the CPU expands full spectra). */
 int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c);
 /** Fill c->X (all py * pitch floats) from @p in with padding and NaN/mask zeroing: the
@@ -67,7 +66,7 @@ int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
                             const tide_image *in, tide_image *out);
 
 #ifdef TIDE_HAVE_CUDA
-int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *tw);
+int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *root);
 int tide_corr_prepare_cuda(tide_ctx *ctx, struct tide_correlator *c);
 /** @p in must live on the device. */
 int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in);

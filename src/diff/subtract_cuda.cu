@@ -303,8 +303,9 @@ extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const
 }
 
 /* tide_sub_pairs: one thread per output G[r][k], its chain over the kept stamps in order with
- * every product and sum rounded on its own (__dmul_rn, __dadd_rn: no fused multiply-add), the
- * CPU's expression to the bit. Threads of one r read the same Q entry (k fastest). */
+ * every product and sum rounded on its own (SUB_DMUL, SUB_DADD: no fused multiply-add), the
+ * CPU twin's chain (pair_row_B, which runs B such chains side by side) to the bit. Threads of
+ * one r read the same Q entry (k fastest). */
 __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, int m,
                                  const int *off, int R, const double *PP, int nppad,
                                  double *G) {
@@ -315,7 +316,7 @@ __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, i
     const double *q = Q + off[r];
     double acc = 0.0;
     for (int j = 0; j < m; j++)
-        acc = __dadd_rn(acc, __dmul_rn(q[(int64_t)kept[j] * nn], PP[(int64_t)j * nppad + k]));
+        acc = SUB_DADD(acc, SUB_DMUL(q[(int64_t)kept[j] * nn], PP[(int64_t)j * nppad + k]));
     G[i] = acc;
 }
 
