@@ -67,6 +67,17 @@ int psf_model_fit(const psf_plan *pl, psf_stars *s, int64_t width, int64_t heigh
 /** Eigen-decomposition of the symmetric n×n @p a (row-major, destroyed): eigenvalues in
  *  descending order, eigenvector i in column i of @p evecs (n×n row-major). */
 int psf_eigen_sym(int n, double *a, double *evals, double *evecs);
+/** Implicit QL iterations (Wilkinson shifts) on the symmetric tridiagonal with diagonal @p d
+ *  and sub-diagonal @p e (e[n-1] unused, both destroyed; the eigenvalues, unsorted, end in
+ *  d), each plane rotation applied to the columns of @p z (rows × n: the whole eigenvector
+ *  matrix, or only its last row for Ritz residuals). Returns -1 when an eigenvalue takes more
+ *  than 64 iterations, else 0. */
+int psf_tridiagonal_ql(int n, int rows, double *d, double *e, double *z);
+/** Solve a x = b for symmetric positive definite a (n×n, destroyed); x replaces b.
+ *  Returns -1 when a is not positive definite. */
+int psf_cholesky_solve(int n, double *a, double *b);
+
+/* psf_lanczos.c */
 /** The k leading eigenpairs of D^T D (D: n stars × p pixels, row-major; equivalently the
  *  principal components of the rows, uncentred): eigenvalues in descending order into
  *  evals, unit pixel-space eigenvectors into evecs (k × p); zero where the rank runs out.
@@ -74,9 +85,6 @@ int psf_eigen_sym(int n, double *a, double *evals, double *evecs);
  *  k <= TIDE_PSF_MAX_K (else TIDE_E_INVAL). */
 int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
                 double *evecs);
-/** Solve a x = b for symmetric positive definite a (n×n, destroyed); x replaces b.
- *  Returns -1 when a is not positive definite. */
-int psf_cholesky_solve(int n, double *a, double *b);
 
 /* psf_moffat.c */
 /** An elliptical Moffat fitted to a stamp. */
