@@ -9,64 +9,84 @@
  * geometric-mean FWHM, the simulator's convention), ellipticity 1 - b/a, theta the angle of
  * the major axis from +x towards +y. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "phot/psf_internal.h"
+#include "tide/status.h"
 
 #define NP 7 /* A, x0, y0, cxx, cxy, cyy, beta */
+/* The team of one evaluation: at most PSF_MOFFAT_TEAM threads, each with PSF_MOFFAT_GRAIN
+ * sub-samples or more: waking a thread for less work costs more than it saves (the
+ * sub-sampled disc of a 21×21 stamp is ~180 pixels of 25 sub-samples each, 16 threads; a
+ * fit on pixel centres, 441 sub-samples, runs alone). */
+#ifndef PSF_MOFFAT_TEAM
+#define PSF_MOFFAT_TEAM 16
+#endif
+#define PSF_MOFFAT_GRAIN 256 /* sub-samples per thread at least (~8 µs of work) */
 #define PI 3.14159265358979323846
 
 /* Per stamp row: chi2, J^T r (NP) and the lower triangle of J^T J (NP (NP+1) / 2). */
 #define NROW (1 + NP + NP * (NP + 1) / 2)
+/* Per pixel: the residual r and the model's gradient g (NP); one 64-byte line. */
+#define NPIX (1 + NP)
 
-/* Model and Jacobian of one stamp row into o[NROW] (jac: with the J terms; np = 7, or 6
- * with beta held: its column is then neither needed nor formed). Pixels within rsub of the
- * stamp centre are integrated with nsub × nsub sub-samples; further out, where the profile
- * is nearly linear across a pixel, the centre value stands for the mean. Per sub-sample one
- * log and one exp: u = (1 + q)^-(beta+1), the profile is u (1 + q), and every derivative is
- * a sum over the sub-samples of u times a monomial in dx, dy (or of the profile times
- * log(1 + q) for beta), the parameters factored out of the sums:
+/* Residual and gradient of pixel (i, j) into o[NPIX] (jac: with the gradient; np = 7, or 6
+ * with beta held: its entry is then not formed). Pixels within rsub of the stamp centre are
+ * integrated with nsub × nsub sub-samples; further out, where the profile is nearly linear
+ * across a pixel, the centre value stands for the mean. Per sub-sample one log and one exp:
+ * u = (1 + q)^-(beta+1), the profile is u (1 + q), and every derivative is a sum over the
+ * sub-samples of u times a monomial in dx, dy (or of the profile times log(1 + q) for beta),
+ * the parameters factored out of the sums:
  *   df/dx0 = 2 A beta (cxx Sx + cxy Sy),  df/dcxx = -A beta Sxx, ...  with S. = sum u (.). */
-static void eval_row(const float *st, int side, int j, int nsub, double rsub, const double *p,
-                     int np, int jac, double *o) {
+static void eval_pixel(const float *st, int side, int i, int j, int nsub, double rsub,
+                       const double *p, int jac, double *o) {
     const int h = side / 2;
     const double A = p[0], cxx = p[3], cxy = p[4], cyy = p[5], b1 = -(p[6] + 1.0);
+    const int ns = (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub ? nsub : 1;
+    const double step = 1.0 / ns, off = -0.5 + 0.5 * step, norm = step * step;
+    double s0 = 0.0, sl = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, syy = 0.0;
+    for (int b = 0; b < ns; b++) {
+        const double dy = (double)j + off + step * b - p[2];
+        const double ey = cyy * dy * dy, hy = 2.0 * cxy * dy;
+        for (int a = 0; a < ns; a++) {
+            const double dx = (double)i + off + step * a - p[1];
+            const double x1 = 1.0 + (cxx * dx * dx + hy * dx + ey);
+            const double lq = log(x1), u = exp(b1 * lq), base = u * x1;
+            s0 += base;
+            if (!jac) continue;
+            sl += lq * base;
+            const double ux = u * dx, uy = u * dy;
+            sx += ux;
+            sy += uy;
+            sxx += ux * dx;
+            sxy += ux * dy;
+            syy += uy * dy;
+        }
+    }
+    o[0] = (double)st[j * side + i] - A * s0 * norm;
+    if (!jac) return;
+    const double k = A * p[6] * norm; /* -df/dq = A beta u */
+    double *g = o + 1;
+    g[0] = s0 * norm;
+    g[1] = 2.0 * k * (cxx * sx + cxy * sy);
+    g[2] = 2.0 * k * (cxy * sx + cyy * sy);
+    g[3] = -k * sxx;
+    g[4] = -2.0 * k * sxy;
+    g[5] = -k * syy;
+    g[6] = -A * sl * norm;
+}
+
+/* Row j's sums into o[NROW] from its pixels' residuals and gradients (pix: side × NPIX),
+ * added in pixel order. */
+static void sum_row(const double *pix, int side, int np, int jac, double *o) {
     for (int k = 0; k < NROW; k++) o[k] = 0.0;
     double *jtr = o + 1, *jtj = o + 1 + NP;
     for (int i = 0; i < side; i++) {
-        const int ns = (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub ? nsub : 1;
-        const double step = 1.0 / ns, off = -0.5 + 0.5 * step, norm = step * step;
-        double s0 = 0.0, sl = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, syy = 0.0;
-        for (int b = 0; b < ns; b++) {
-            const double dy = (double)j + off + step * b - p[2];
-            const double ey = cyy * dy * dy, hy = 2.0 * cxy * dy;
-            for (int a = 0; a < ns; a++) {
-                const double dx = (double)i + off + step * a - p[1];
-                const double x1 = 1.0 + (cxx * dx * dx + hy * dx + ey);
-                const double lq = log(x1), u = exp(b1 * lq), base = u * x1;
-                s0 += base;
-                if (!jac) continue;
-                sl += lq * base;
-                const double ux = u * dx, uy = u * dy;
-                sx += ux;
-                sy += uy;
-                sxx += ux * dx;
-                sxy += ux * dy;
-                syy += uy * dy;
-            }
-        }
-        const double r = (double)st[j * side + i] - A * s0 * norm;
+        const double *px = pix + (size_t)i * NPIX, r = px[0], *g = px + 1;
         o[0] += r * r;
         if (!jac) continue;
-        const double k = A * p[6] * norm; /* -df/dq = A beta u */
-        double g[NP];
-        g[0] = s0 * norm;
-        g[1] = 2.0 * k * (cxx * sx + cxy * sy);
-        g[2] = 2.0 * k * (cxy * sx + cyy * sy);
-        g[3] = -k * sxx;
-        g[4] = -2.0 * k * sxy;
-        g[5] = -k * syy;
-        g[6] = -A * sl * norm;
         for (int a = 0; a < np; a++) jtr[a] += g[a] * r;
         for (int a = 0, t = 0; a < NP; a++)
             for (int c = 0; c <= a; c++, t++)
@@ -74,18 +94,31 @@ static void eval_row(const float *st, int side, int j, int nsub, double rsub, co
     }
 }
 
-/* chi2 of stamp - model, and J^T J, J^T r if jtj is non-NULL. The rows are computed into
- * @p rows (side × NROW), by a team when threads > 1, then added in row order, so the result
- * does not depend on the thread count. */
+/* Scratch of one fit's evaluations: each pixel's residual and gradient, each row's sums. */
+typedef struct moffat_scratch {
+    double *pix;  /**< side² × NPIX */
+    double *rows; /**< side × NROW */
+} moffat_scratch;
+
+/* chi2 of stamp - model, and J^T J, J^T r if jtj is non-NULL. The pixels are computed by a
+ * team when threads > 1 (one at a time in turn: the sub-sampled ones, a disc in the middle,
+ * are most of the work), then each row's sums in pixel order and the rows in row order, so
+ * the result does not depend on the thread count. */
 static double evaluate(const float *st, int side, int nsub, double rsub, const double *p,
-                       int np, int threads, double *rows, double *jtj, double *jtr) {
+                       int np, int threads, moffat_scratch *sc, double *jtj, double *jtr) {
     const int jac = jtj != NULL;
     double chi2 = 0.0;
     if (jac) memset(jtj, 0, sizeof(double) * NP * NP), memset(jtr, 0, sizeof(double) * NP);
-    /* the rows near the centre carry the sub-samples: interleaved, not in blocks */
-#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
-    for (int j = 0; j < side; j++)
-        eval_row(st, side, j, nsub, rsub, p, np, jac, rows + (size_t)j * NROW);
+    double *pix = sc->pix, *rows = sc->rows;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+#pragma omp for schedule(static, 1)
+        for (int k = 0; k < side * side; k++)
+            eval_pixel(st, side, k % side, k / side, nsub, rsub, p, jac, pix + (size_t)k * NPIX);
+#pragma omp for schedule(static)
+        for (int j = 0; j < side; j++)
+            sum_row(pix + (size_t)j * side * NPIX, side, np, jac, rows + (size_t)j * NROW);
+    }
     for (int j = 0; j < side; j++) {
         const double *r = rows + (size_t)j * NROW;
         chi2 += r[0];
@@ -98,6 +131,21 @@ static double evaluate(const float *st, int side, int nsub, double rsub, const d
         for (int a = 0; a < NP; a++)
             for (int c = a + 1; c < NP; c++) jtj[a * NP + c] = jtj[c * NP + a];
     return chi2;
+}
+
+/* The team for evaluations of a side × side stamp with nsub × nsub sub-samples within rsub
+ * of its centre (eval_pixel's rule), at most @p threads. */
+static int team_for(int side, int nsub, double rsub, int threads) {
+    const int h = side / 2;
+    int64_t samples = 0;
+    for (int j = 0; j < side; j++)
+        for (int i = 0; i < side; i++)
+            samples += (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub
+                           ? nsub * nsub : 1;
+    int64_t team = samples / PSF_MOFFAT_GRAIN;
+    if (team > PSF_MOFFAT_TEAM) team = PSF_MOFFAT_TEAM;
+    if (team > threads) team = threads;
+    return team < 1 ? 1 : (int)team;
 }
 
 static int valid(const double *p, int side) {
@@ -127,9 +175,9 @@ static double gn_gain(int np, const double *jtj, const double *jtr) {
  * the evaluations of a free-beta fit), when an accepted step gains less than gtol of chi2,
  * or when the next step would change no parameter by more than rtol of itself. */
 static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np, double gtol,
-                     double rtol, int threads, double *rows, double *p) {
+                     double rtol, int threads, moffat_scratch *sc, double *p) {
     double jtj[NP * NP], jtr[NP], a[NP * NP], dlt[NP], trial[NP], tj[NP * NP], tr_[NP];
-    double chi2 = evaluate(stamp, side, nsub, rsub, p, np, threads, rows, jtj, jtr);
+    double chi2 = evaluate(stamp, side, nsub, rsub, p, np, threads, sc, jtj, jtr);
     double lambda = 1e-3;
     int fresh = 1; /* jtj, jtr are new since the last gn_gain test */
     for (int it = 0; it < 200 && lambda < 1e10; it++) {
@@ -153,7 +201,7 @@ static double lm_fit(const float *stamp, int side, int nsub, double rsub, int np
         }
         if (rel < rtol) break; /* converged */
         const double c2 = valid(trial, side) ? evaluate(stamp, side, nsub, rsub, trial, np,
-                                                        threads, rows, tj, tr_)
+                                                        threads, sc, tj, tr_)
                                              : INFINITY;
         if (c2 <= chi2) {
             memcpy(p, trial, sizeof trial);
@@ -191,15 +239,11 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
     const double rsub = 2.5 * fwhm_guess;
-    /* Teams of at most 8, two rows or more per thread: an evaluation is ~0.1 ms of work, and
-     * waking more threads than that costs more than it saves (psf_linalg.c's note). */
-    if (threads > 8)
-        threads = 8;
-    if (threads > side / 2)
-        threads = side / 2;
-    if (threads < 1)
-        threads = 1;
     double rows[TIDE_PSF_MAX_STAMP * NROW]; /* each row's sums (side <= TIDE_PSF_MAX_STAMP) */
+    /* each pixel's terms, a 64-byte line per pixel so no two threads write one line */
+    moffat_scratch sc = {aligned_alloc(64, sizeof(double) * NPIX * (size_t)side * side), rows};
+    if (!sc.pix)
+        return tide_error(TIDE_E_NOMEM, "psf: Moffat fit of a %d×%d stamp", side, side);
     /* With 5 × 5 or more sub-samples, first loosely converged on pixel-centre values
      * (1/nsub^2 of the cost): the fit of the integrated model then starts near its minimum
      * and takes ~2 fewer of its evaluations; the same objective and stopping rule as a
@@ -207,10 +251,12 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
     if (nsub >= 5) {
         double q[NP];
         memcpy(q, p, sizeof q);
-        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, threads, rows, q);
+        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, team_for(side, 1, rsub, threads), &sc, q);
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
-    const double chi2 = lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, threads, rows, p);
+    const double chi2 =
+        lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, team_for(side, nsub, rsub, threads), &sc, p);
+    free(sc.pix);
     const double tr = p[3] + p[5], det = p[3] * p[5] - p[4] * p[4];
     const double disc = sqrt(fmax(0.0, 0.25 * (p[3] - p[5]) * (p[3] - p[5]) + p[4] * p[4]));
     const double l1 = 0.5 * tr - disc, l2 = 0.5 * tr + disc;

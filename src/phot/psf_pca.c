@@ -20,7 +20,7 @@
 #include "tide/timer.h"
 
 #define PSF_FIT_PASSES 3 /* fits; outliers are dropped after each but the last */
-/* Star loops smaller than this many values stay on one thread (psf_linalg.c's note: waking
+/* Star loops smaller than this many values stay on one thread (psf_lanczos.c's note: waking
  * a team for less work costs more than it saves). */
 #define PSF_STAR_PAR_MIN 200000
 
