@@ -72,11 +72,12 @@ static void release(host_block *b) {
     free(b->p);
 }
 
-/* Zero @p n bytes with a few threads: a reused 605 MB plane is ~40 ms for one core. */
+/* Zero @p n bytes with the calling thread's OpenMP team (a reused 605 MB plane is ~40 ms for
+ * one core); the whole team, never part of it (psf_lanczos.c's note). */
 static void zero_parallel(unsigned char *p, size_t n) {
     const size_t slice = (size_t)8 << 20;
     const int64_t ns = (int64_t)((n + slice - 1) / slice);
-#pragma omp parallel for num_threads(ns >= 8 ? 8 : 1) schedule(static)
+#pragma omp parallel for schedule(static) if (ns >= 8)
     for (int64_t k = 0; k < ns; k++) {
         const size_t o = (size_t)k * slice;
         memset(p + o, 0, n - o < slice ? n - o : slice);

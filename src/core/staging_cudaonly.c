@@ -22,7 +22,6 @@
 #define STAGE_NBUF 3
 #define STAGE_CHUNK ((size_t)16 << 20) /* bytes per buffer */
 #define STAGE_SLICE ((size_t)1 << 20)  /* bytes per thread task */
-#define STAGE_THREADS 8
 
 typedef struct staging {
     unsigned char *buf[STAGE_NBUF];
@@ -66,15 +65,12 @@ static int staging_get(tide_ctx *ctx, staging **out) {
     return TIDE_OK;
 }
 
-/* dst[0..n) = src[0..n) with up to STAGE_THREADS threads, in slices. */
+/* dst[0..n) = src[0..n) in slices, on the context's whole team (threads past the slices
+ * wait at the end): a smaller team leaves pool threads asleep that the host stages after the
+ * upload must wake (psf_lanczos.c's note). */
 static void copy_parallel(void *dst, const void *src, size_t n, int threads) {
     const int64_t ns = (int64_t)((n + STAGE_SLICE - 1) / STAGE_SLICE);
-    int nt = threads < STAGE_THREADS ? threads : STAGE_THREADS;
-    if (nt > ns)
-        nt = (int)ns;
-    if (nt < 1)
-        nt = 1;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(static) if (ns > 1)
     for (int64_t k = 0; k < ns; k++) {
         const size_t o = (size_t)k * STAGE_SLICE, m = n - o < STAGE_SLICE ? n - o : STAGE_SLICE;
         memcpy((unsigned char *)dst + o, (const unsigned char *)src + o, m);

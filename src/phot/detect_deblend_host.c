@@ -32,9 +32,10 @@ int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area
         if (4 * area[b] < amax) order[no++] = b;
     const int64_t cap = tide_det_deblend_scratch_bytes(amax, minarea, limit) + 8;
     int failed = 0;
-    int nt = ctx && ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
-    if (nt > nbig) nt = (int)nbig;
-#pragma omp parallel num_threads(nt)
+    /* the whole team even for a few parents (the idle ones wait at the end): a smaller team
+     * leaves pool threads asleep that the next full team must wake (psf_lanczos.c's note) */
+    const int nt = ctx && ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
+#pragma omp parallel num_threads(nt) if (nbig > 1)
     {
         unsigned char *scratch = NULL;
         int64_t have = 0;

@@ -9,7 +9,6 @@
  * geometric-mean FWHM, the simulator's convention), ellipticity 1 - b/a, theta the angle of
  * the major axis from +x towards +y. */
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,14 +16,6 @@
 #include "tide/status.h"
 
 #define NP 7 /* A, x0, y0, cxx, cxy, cyy, beta */
-/* The team of one evaluation: at most PSF_MOFFAT_TEAM threads, each with PSF_MOFFAT_GRAIN
- * sub-samples or more: waking a thread for less work costs more than it saves (the
- * sub-sampled disc of a 21×21 stamp is ~180 pixels of 25 sub-samples each, 16 threads; a
- * fit on pixel centres, 441 sub-samples, runs alone). */
-#ifndef PSF_MOFFAT_TEAM
-#define PSF_MOFFAT_TEAM 16
-#endif
-#define PSF_MOFFAT_GRAIN 256 /* sub-samples per thread at least (~8 µs of work) */
 #define PI 3.14159265358979323846
 
 /* Per stamp row: chi2, J^T r (NP) and the lower triangle of J^T J (NP (NP+1) / 2). */
@@ -133,21 +124,6 @@ static double evaluate(const float *st, int side, int nsub, double rsub, const d
     return chi2;
 }
 
-/* The team for evaluations of a side × side stamp with nsub × nsub sub-samples within rsub
- * of its centre (eval_pixel's rule), at most @p threads. */
-static int team_for(int side, int nsub, double rsub, int threads) {
-    const int h = side / 2;
-    int64_t samples = 0;
-    for (int j = 0; j < side; j++)
-        for (int i = 0; i < side; i++)
-            samples += (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub
-                           ? nsub * nsub : 1;
-    int64_t team = samples / PSF_MOFFAT_GRAIN;
-    if (team > PSF_MOFFAT_TEAM) team = PSF_MOFFAT_TEAM;
-    if (team > threads) team = threads;
-    return team < 1 ? 1 : (int)team;
-}
-
 static int valid(const double *p, int side) {
     return p[0] > 0 && p[3] > 0 && p[5] > 0 && p[3] * p[5] - p[4] * p[4] > 0 && p[6] > 1.01 &&
            p[6] < 60.0 && p[1] > -1 && p[1] < side && p[2] > -1 && p[2] < side;
@@ -239,6 +215,10 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
     const double rsub = 2.5 * fwhm_guess;
+    /* Every evaluation takes the caller's whole team, even the pixel-centre ones of ~15 µs on
+     * one core: a smaller team leaves pool threads asleep that the next full team must wake
+     * (psf_lanczos.c's note; on the GPU machine's host teams of 8 of 16 threads made the
+     * summary's fits 1.3-1.5 ms, the whole team 1.05-1.15 ms). */
     double rows[TIDE_PSF_MAX_STAMP * NROW]; /* each row's sums (side <= TIDE_PSF_MAX_STAMP) */
     /* each pixel's terms, a 64-byte line per pixel so no two threads write one line */
     moffat_scratch sc = {aligned_alloc(64, sizeof(double) * NPIX * (size_t)side * side), rows};
@@ -251,11 +231,10 @@ int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_
     if (nsub >= 5) {
         double q[NP];
         memcpy(q, p, sizeof q);
-        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, team_for(side, 1, rsub, threads), &sc, q);
+        lm_fit(stamp, side, 1, rsub, np, 1e-6, 1e-5, threads, &sc, q);
         if (valid(q, side)) memcpy(p, q, sizeof p);
     }
-    const double chi2 =
-        lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, team_for(side, nsub, rsub, threads), &sc, p);
+    const double chi2 = lm_fit(stamp, side, nsub, rsub, np, 1e-12, 1e-9, threads, &sc, p);
     free(sc.pix);
     const double tr = p[3] + p[5], det = p[3] * p[5] - p[4] * p[4];
     const double disc = sqrt(fmax(0.0, 0.25 * (p[3] - p[5]) * (p[3] - p[5]) + p[4] * p[4]));
