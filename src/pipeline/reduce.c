@@ -326,12 +326,12 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
 
 /* Sky positions of the sources when the frame has a celestial WCS. Returns 0: a frame without
  * a usable one gets no sky columns (and a warning), not an error. */
-static int sky_positions(pipe_run *r, const tide_header *hdr) {
+static int sky_positions(pipe_run *r, tide_pipe_wcs_job *wj) {
     tide_pipe_phot *ph = &r->ph;
-    if (!hdr || ph->n == 0)
+    if (!wj->hdr || ph->n == 0)
         return 0;
     tide_wcs *w = NULL;
-    int st = tide_wcs_from_header(hdr, r->p.source[0] ? r->p.source : "frame", &w);
+    int st = tide_pipe_wcs_finish(wj, &w);
     if (st) {
         if (st != TIDE_E_NOTFOUND)
             tide_log(&r->ctx->log, TIDE_LOG_WARN, "reduce",
@@ -381,6 +381,8 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     propagate(&r.p);
     if (ctx->backend == TIDE_BACKEND_CUDA)
         tide_device_reset_peak(ctx);
+    tide_pipe_wcs_job wj; /* the WCS, parsed beside the stages until the sky positions */
+    tide_pipe_wcs_start(&wj, hdr, src);
 
     st = stage_frame(&r, frame, out);
     if (!st)
@@ -404,7 +406,8 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     if (!st)
         st = stage_phot(&r, out);
     if (!st)
-        STAGE(&r, "reduce.sky", sky_positions(&r, hdr));
+        STAGE(&r, "reduce.sky", sky_positions(&r, &wj));
+    tide_pipe_wcs_discard(&wj);
     if (!st) {
         tide_timer tm;
         st = tide_timer_start(ctx, &tm, "reduce.catalog");

@@ -1,9 +1,11 @@
 /* reduce_internal.h — what the reduce*.c files of the pipeline share. Not public. */
 #ifndef TIDE_REDUCE_INTERNAL_H
 #define TIDE_REDUCE_INTERNAL_H
+#include <pthread.h>
 #include <stdint.h>
 
 #include "tide/pipeline.h"
+#include "tide/wcs.h"
 
 /** Per-source results of the photometry stage, host arrays of n (or n·naper) elements. Any
  *  pointer may be NULL when that measurement was not made (its columns are then NaN). */
@@ -43,5 +45,28 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
  *  (x2, y2, xy): the semi-axes of the 1-sigma error ellipse and its angle, degrees
  *  counter-clockwise from +x in (-90, 90]. */
 void tide_pipe_error_ellipse(double x2, double y2, double xy, double *a, double *b, double *theta);
+
+/** A frame header's WCS parsed on its own host thread beside the reduction (reduce_wcs.c). */
+typedef struct tide_pipe_wcs_job {
+    const tide_header *hdr; /**< the caller's, unchanged until the job is finished */
+    char source[256];       /**< the frame's name, for messages */
+    pthread_t thread;
+    int running;            /**< the thread is started and not yet joined */
+    int done;               /**< finished or discarded */
+    int status;             /**< tide_wcs_from_header's */
+    char detail[512];       /**< its error detail (thread-local there) */
+    tide_wcs *wcs;          /**< the result until handed over */
+} tide_pipe_wcs_job;
+
+/** Start parsing @p hdr's WCS on a new thread (or, when no thread can be started, at
+ *  tide_pipe_wcs_finish). @p hdr may be NULL: then there is nothing to parse. */
+void tide_pipe_wcs_start(tide_pipe_wcs_job *j, const tide_header *hdr, const char *source);
+/** Wait for the parse and hand its WCS to the caller (*w, freed with tide_wcs_free), or
+ *  return tide_wcs_from_header's status with its detail raised in this thread
+ *  (TIDE_E_NOTFOUND for a NULL header or no celestial WCS). Once per job. */
+int tide_pipe_wcs_finish(tide_pipe_wcs_job *j, tide_wcs **w);
+/** Wait for the thread, if running, and free what it made that was not handed over. Safe after
+ *  tide_pipe_wcs_finish and more than once. */
+void tide_pipe_wcs_discard(tide_pipe_wcs_job *j);
 
 #endif
