@@ -1,14 +1,15 @@
 /* detect_snr_cpu.c — CPU twin of the per-pixel S/N combination (detect_filter_math.h).
  *
- * The same quantities as tide_det_snr_pixel, F = sum c_b r_b, E = sum_ab c_a c_b G_ab,
- * SNR = F / (rms sqrt(E)), organised for a CPU: along a row v is fixed, so each coefficient
- * c_b(u, v) is a polynomial in u alone (degree + 1 coefficients) and so is the kernel energy
- * E (2 degree + 1 coefficients), all formed once per row; a chunk of pixels then gets c_b and
- * E by Horner's rule and F in loops over the chunk that the compiler vectorises (double
- * precision throughout, as the pixel function). Only the order of the double-precision sums
- * differs from the pixel function: E is dominated by the mean PSF's c_0^2 G_00 (the
- * eigen-PSFs are small corrections), so the float S/N agrees with the CUDA twin to a
- * rounding of the double result (relative ~1e-15 before the cast). */
+ * F = sum c_b r_b, E = sum_ab c_a c_b G_ab, SNR = F / (rms sqrt(E)), in the row form both
+ * twins share: along a row v is fixed, so each coefficient c_b(u, v) is a polynomial in u
+ * alone (degree + 1 coefficients) and so is the kernel energy E (2 degree + 1 coefficients),
+ * all formed once per row; a chunk of pixels then gets c_b and E by Horner's rule and F in
+ * loops over the chunk that the compiler vectorises (double precision throughout). The
+ * CUDA twin does the same operations in the same order, each rounded on its own, so the two
+ * give the same bits. Only the order of the double-precision sums differs from the direct
+ * per-pixel formula (tide_det_snr_pixel, the tests' reference): E is dominated by the mean
+ * PSF's c_0^2 G_00 (the eigen-PSFs are small corrections), so the float S/N agrees with it
+ * to a rounding of the double result (relative ~1e-15 before the cast). */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,32 +21,13 @@
 #define SNR_CHUNK 256
 
 /* Along row y: P[b * (deg + 1) + p] multiplies u^p in c_b, and Q[q] multiplies u^q in
- * E = sum_ab G_ab c_a c_b (degree 2 deg). */
+ * E = sum_ab G_ab c_a c_b (degree 2 deg); the shared row form (detect_filter_math.h). */
 static void row_poly(const tide_det_filter *f, int64_t y, double *P, double *Q) {
-    const int deg = f->degree, nb = f->nbasis, d1 = deg + 1;
     const double v = tide_det_unorm((double)y, f->height);
-    for (int i = 0; i < nb * d1; i++)
-        P[i] = 0.0;
-    int k = 0;
-    for (int g = 0; g <= deg; g++)
-        for (int j = 0; j <= g; j++, k++) {
-            if (k >= f->ncoef)
-                continue;
-            double vq = 1.0;
-            for (int q = 0; q < j; q++)
-                vq *= v;
-            for (int b = 0; b < nb; b++)
-                P[b * d1 + (g - j)] += f->coef[b * f->ncoef + k] * vq;
-        }
-    for (int q = 0; q <= 2 * deg; q++)
-        Q[q] = 0.0;
-    for (int a = 0; a < nb; a++)
-        for (int b = 0; b < nb; b++) {
-            const double g = f->gram[a * nb + b];
-            for (int p = 0; p <= deg; p++)
-                for (int r = 0; r <= deg; r++)
-                    Q[p + r] += g * P[a * d1 + p] * P[b * d1 + r];
-        }
+    for (int b = 0; b < f->nbasis; b++)
+        tide_det_row_coef(f, v, b, P + b * (f->degree + 1));
+    for (int q = 0; q <= 2 * f->degree; q++)
+        Q[q] = tide_det_row_energy(f, P, q);
 }
 
 /* ---- chunks of a row ------------------------------------------------------------------- */
@@ -86,14 +68,8 @@ static void finish_chunk(const tide_image *sub, const tide_image *rms, const dou
     const float *val = sub->pix + y * sub->stride + x0;
     const float *sd = rms->pix + y * rms->stride + x0;
     const uint16_t *m = sub->mask ? sub->mask + y * sub->stride + x0 : NULL;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = val[i], r = sd[i];
-        if (!(isfinite(v) && isfinite(r) && r > 0.0f) || (m && (m[i] & f->nodata_bits)) ||
-            !(E[i] > 0.0))
-            out[i] = NAN;
-        else
-            out[i] = (float)(Fp[i] / ((double)r * sqrt(E[i])));
-    }
+    for (int64_t i = 0; i < n; i++)
+        out[i] = tide_det_snr_of(Fp[i], E[i], val[i], sd[i], m ? m[i] : 0, f->nodata_bits);
 }
 
 /* What stream_rows does with each chunk. */

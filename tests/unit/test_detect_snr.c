@@ -1,5 +1,5 @@
 /* test_detect_snr.c — the CPU S/N combination (per-row polynomials, vectorised chunks) against
- * the per-pixel function the CUDA twin runs (tide_det_snr_pixel): random PSF-model fields of
+ * the direct per-pixel formula (tide_det_snr_pixel): random PSF-model fields of
  * degree 0..3 with 1..6 bases, awkward frame sizes and strides, NaN / masked / zero-rms
  * pixels. The two differ only in the order of double-precision sums, so the float S/N must
  * agree to 2 ulp, and NaN exactly where the pixel function gives NaN. */
