@@ -283,6 +283,7 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
     tide_timer_stop(ctx, &tm, NULL);
     if (st) goto done;
 
+    double t0 = tide_now(); /* host-only sub-stages: timed on the host clock */
     /* aperture corrections: C_k = F(r_k) / F(r_ref) of the bright stars, fitted over the field */
     int nc = 0;
     for (int s = 0; s < ns; s++)
@@ -308,8 +309,12 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
         u[a] = tide_apcorr_scaled(sx[corr[a]], sub->width);
         v[a] = tide_apcorr_scaled(sy[corr[a]], sub->height);
     }
-    /* one independent clipped fit per grid radius: split over threads, each with its own
-     * value and mask arrays; the first failing radius (lowest k) is the one reported */
+    /* one independent clipped fit per grid radius, all on the same points (one design):
+     * split over threads, each with its own value and mask arrays; the first failing radius
+     * (lowest k) is the one reported */
+    tide_apcorr_design design;
+    if ((st = tide_apcorr_design_make(nc, u, v, deg, &design)))
+        goto done;
     int nkept_min = nc, kfail = nrad;
 #pragma omp parallel if (nrad * nc > 4096) num_threads(ctx->threads > 0 ? ctx->threads : 1)
     {
@@ -329,8 +334,8 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
             }
             double rms;
             int nk;
-            if (tide_apcorr_fit_poly(nc, u, v, tval, deg, 3.0, 5, tkeep,
-                                     out->coef + k * out->ncoef, &rms, &nk)) {
+            if (tide_apcorr_fit_poly(&design, tval, 3.0, 5, tkeep, out->coef + k * out->ncoef,
+                                     &rms, &nk)) {
                 if (k < tfail) tfail = k;
                 continue;
             }
@@ -346,6 +351,7 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
         free(tval);
         free(tkeep);
     }
+    tide_apcorr_design_free(&design);
     if (kfail < 0) {
         st = tide_error(TIDE_E_NOMEM, "%s: out of host memory", who);
         goto done;
@@ -356,6 +362,8 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
         goto done;
     }
     out->nstars_corr = nkept_min;
+    tide_timer_add(ctx, "apcorr.fits", 1e3 * (tide_now() - t0));
+    t0 = tide_now();
 
     /* the optimal-radius law from every calibration star's own S/N curve */
     int nl = 0;
@@ -422,6 +430,7 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
         out->nstars_law = nl;
         out->law_fallback = 1;
     }
+    tide_timer_add(ctx, "apcorr.law", 1e3 * (tide_now() - t0));
 done:
     free(sel);
     free(radii);
