@@ -255,13 +255,15 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     m->theta = f0.ok ? f0.theta_deg : 0.0;
     const double beta = m->beta;
     psf_moffat fc[4];
-    /* one corner after the other, each fit's model evaluated by the whole team: four fits
-     * side by side would leave all but four threads idle */
+    /* the four corners side by side, each round of their model evaluations shared out across
+     * the whole team at once (each fit's result is that of a fit on its own) */
+    const float *sc[4];
+    const psf_moffat *start[4] = {&f0, &f0, &f0, &f0};
     for (int c = 1; c < 5; c++) {
-        float *sc = st + (size_t)c * npix;
-        psf_eval_uv(m, cu[c], cv[c], sc);
-        psf_moffat_fit(sc, m->stamp, pl->p.fwhm_guess, beta, &f0, pl->threads, &fc[c - 1]);
+        psf_eval_uv(m, cu[c], cv[c], st + (size_t)c * npix);
+        sc[c - 1] = st + (size_t)c * npix;
     }
+    psf_moffat_fit_many(4, sc, m->stamp, pl->p.fwhm_guess, beta, start, pl->threads, fc);
     for (int c = 0; c < 4; c++) {
         m->fwhm_corner[c] = fc[c].ok ? fc[c].fwhm : 0.0;
         m->ellip_corner[c] = fc[c].ok ? fc[c].ellip : 0.0;

@@ -6,7 +6,9 @@
  *   psf_stack.c   sigma-clipped reference stack
  *   psf_pca.c     eigen-PSFs and the polynomial coefficient fields, outlier rejection
  *   psf_linalg.c  symmetric eigensolver, Cholesky
- *   psf_moffat.c  Levenberg–Marquardt Moffat fit
+ *   psf_lanczos.c leading principal components by Lanczos iteration
+ *   psf_moffat.c  Levenberg–Marquardt Moffat fits, several side by side
+ *   psf_moffat_model.c  the Moffat model and its gradient per pixel
  *   psf_eval.c    evaluation, header summary, Gaussian model, free */
 #ifndef TIDE_PSF_INTERNAL_H
 #define TIDE_PSF_INTERNAL_H
@@ -96,6 +98,13 @@ typedef struct psf_moffat {
     double rms;               /**< RMS residual / peak */
     int ok;
 } psf_moffat;
+/** Fit pixel-integrated elliptical Moffats to @p n side×side stamps side by side: for each,
+ *  the same fit as psf_moffat_fit (bit for bit, @p start[i] or NULL for each), but every
+ *  round of model evaluations of all the fits still running is one parallel region, so a
+ *  team of many threads has the work of several fits at once. */
+int psf_moffat_fit_many(int n, const float *const *stamps, int side, double fwhm_guess,
+                        double beta_fixed, const psf_moffat *const *start, int threads,
+                        psf_moffat *out);
 /** Fit a pixel-integrated elliptical Moffat to a side×side stamp (Levenberg–Marquardt);
  *  beta_fixed > 1 holds beta at that value, else beta is free. @p start: a fit of a
  *  similar stamp whose centre and axes start the iteration (amplitude from the stamp's
@@ -105,6 +114,21 @@ typedef struct psf_moffat {
  *  TIDE_PSF_MAX_STAMP. */
 int psf_moffat_fit(const float *stamp, int side, double fwhm_guess, double beta_fixed,
                    const psf_moffat *start, int threads, psf_moffat *out);
+
+/* psf_moffat_model.c */
+#define PSF_MOFFAT_NP 7 /**< parameters: A, x0, y0, cxx, cxy, cyy, beta */
+/** Values per pixel: the residual and the model's gradient (one 64-byte line). */
+#define PSF_MOFFAT_NPIX (1 + PSF_MOFFAT_NP)
+/** Values per row: chi2, J^T r and the lower triangle of J^T J. */
+#define PSF_MOFFAT_NROW (1 + PSF_MOFFAT_NP + PSF_MOFFAT_NP * (PSF_MOFFAT_NP + 1) / 2)
+/** Residual stamp - model of pixel (i, j) of the side×side @p st and (jac) the model's
+ *  gradient in the parameters @p p into o[PSF_MOFFAT_NPIX]: nsub × nsub sub-samples within
+ *  rsub of the stamp centre, the pixel centre beyond. */
+void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double rsub,
+                      const double *p, int jac, double *o);
+/** A row's sums into o[PSF_MOFFAT_NROW] from its pixels' values (pix: side ×
+ *  PSF_MOFFAT_NPIX), added in pixel order; np = 7, or 6 with beta held. */
+void psf_moffat_row(const double *pix, int side, int np, int jac, double *o);
 
 /* psf_eval.c */
 /** Make @p m the circular Gaussian model of @p fwhm on a side×side stamp. */
