@@ -8,6 +8,7 @@
  * without FMA contraction), so the background equals the CPU's. */
 #include <cuda_runtime.h>
 #include <math.h>
+#include "core/box_walk.h"
 #include "core/cuda_check.h"
 #include "phot/aperture_kernels.h"
 #include "phot/aperture_math.h"
@@ -52,8 +53,10 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
             tide_ap_range(cx, r, &x0, &x1);
             tide_ap_range(cy, r, &y0, &y1);
             const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-            for (int64_t t = lane; t < npix; t += 32) {
-                const int64_t j = y0 + t / bw, i = x0 + t % bw;
+            int64_t col, row;
+            tide_box_walk_start(lane, bw, &col, &row);
+            for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
+                const int64_t j = y0 + row, i = x0 + col;
                 const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
                 if (w <= 0.0) continue;
                 double d, v;
@@ -143,8 +146,11 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
         if (y1 >= im.height) y1 = im.height - 1;
         const double ri2 = job.rin * job.rin, ro2 = job.rout * job.rout;
         const int64_t bw = x1 - x0 + 1, npix = (x1 >= x0 && y1 >= y0) ? bw * (y1 - y0 + 1) : 0;
-        for (int64_t t = threadIdx.x; t < npix; t += blockDim.x) {
-            const int64_t j = y0 + t / bw, i = x0 + t % bw;
+        int64_t col, row;
+        tide_box_walk_start(threadIdx.x, bw, &col, &row);
+        for (int64_t t = threadIdx.x; t < npix;
+             t += blockDim.x, tide_box_walk_step(blockDim.x, bw, &col, &row)) {
+            const int64_t j = y0 + row, i = x0 + col;
             const double dx = i - cx, dy = j - cy, d2 = dx * dx + dy * dy;
             double d, vv;
             if (d2 < ri2 || d2 >= ro2 || !ap_pixel_dev(im, i, j, &d, &vv)) continue;

@@ -2,6 +2,7 @@
  * box in row-major order, partial sums combined by a fixed shuffle tree (deterministic). */
 #include <cuda_runtime.h>
 #include <math.h>
+#include "core/box_walk.h"
 #include "core/cuda_check.h"
 #include "phot/aperture_math.h"
 #include "phot/kron_kernels.h"
@@ -52,8 +53,10 @@ __global__ void kron_kernel(const tide_kron_job job) {
     const double ns2 = job.nsig * job.nsig;
     if (x1 >= x0 && y1 >= y0) {
         const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-        for (int64_t t = lane; t < npix; t += 32) {
-            const int64_t j = y0 + t / bw, i = x0 + t % bw;
+        int64_t col, row;
+        tide_box_walk_start(lane, bw, &col, &row);
+        for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
+            const int64_t j = y0 + row, i = x0 + col;
             const double dx = i - cx, dy = j - cy;
             const double r2 = g.cxx * dx * dx + g.cyy * dy * dy + g.cxy * dx * dy;
             double d, v;
@@ -71,8 +74,10 @@ __global__ void kron_kernel(const tide_kron_job job) {
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
     double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
     const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-    for (int64_t t = lane; t < npix; t += 32) {
-        const int64_t j = y0 + t / bw, i = x0 + t % bw;
+    int64_t col, row;
+    tide_box_walk_start(lane, bw, &col, &row);
+    for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
+        const int64_t j = y0 + row, i = x0 + col;
         const double w = tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K, g.reach,
                                               job.subpix);
         if (w <= 0.0) continue;

@@ -8,16 +8,16 @@
 
 #include "phot/psf_internal.h"
 
-/* Residual and gradient of pixel (i, j) into o[PSF_MOFFAT_NPIX] (jac: with the gradient; np = 7, or 6
- * with beta held: its entry is then not formed). Pixels within rsub of the stamp centre are
- * integrated with nsub × nsub sub-samples; further out, where the profile is nearly linear
- * across a pixel, the centre value stands for the mean. Per sub-sample one log and one exp:
+/* Residual and gradient of pixel (i, j) into o[PSF_MOFFAT_NPIX] (jac: with the gradient).
+ * Pixels within rsub of the stamp centre are integrated with nsub × nsub sub-samples;
+ * further out, where the profile is nearly linear across a pixel, the centre value stands
+ * for the mean. Per sub-sample one log and one exp:
  * u = (1 + q)^-(beta+1), the profile is u (1 + q), and every derivative is a sum over the
  * sub-samples of u times a monomial in dx, dy (or of the profile times log(1 + q) for beta),
  * the parameters factored out of the sums:
  *   df/dx0 = 2 A beta (cxx Sx + cxy Sy),  df/dcxx = -A beta Sxx, ...  with S. = sum u (.). */
 void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double rsub,
-                       const double *p, int jac, double *o) {
+                      const double *p, int jac, double *o) {
     const int h = side / 2;
     const double A = p[0], cxx = p[3], cxy = p[4], cyy = p[5], b1 = -(p[6] + 1.0);
     const int ns = (double)((i - h) * (i - h) + (j - h) * (j - h)) <= rsub * rsub ? nsub : 1;
@@ -54,8 +54,8 @@ void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double 
     g[6] = -A * sl * norm;
 }
 
-/* Row j's sums into o[PSF_MOFFAT_NROW] from its pixels' residuals and gradients (pix: side × PSF_MOFFAT_NPIX),
- * added in pixel order. */
+/* Row j's sums into o[PSF_MOFFAT_NROW] from its pixels' residuals and gradients
+ * (pix: side × PSF_MOFFAT_NPIX), added in pixel order; beta's entries only when np = 7. */
 void psf_moffat_row(const double *pix, int side, int np, int jac, double *o) {
     for (int k = 0; k < PSF_MOFFAT_NROW; k++) o[k] = 0.0;
     double *jtr = o + 1, *jtj = o + 1 + PSF_MOFFAT_NP;
