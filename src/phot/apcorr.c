@@ -365,14 +365,18 @@ int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *va
     tide_timer_add(ctx, "apcorr.fits", 1e3 * (tide_now() - t0));
     t0 = tide_now();
 
-    /* the optimal-radius law from every calibration star's own S/N curve */
+    /* the optimal-radius law from every calibration star's own S/N curve: each star's
+     * optimum across the team (keep[s] = found, ly[s] = radius), then gathered in order */
+#pragma omp parallel for schedule(static) num_threads(ctx->threads > 0 ? ctx->threads : 1) \
+    if (ns * nrad > 8192)
+    for (int s = 0; s < ns; s++)
+        keep[s] = !fl[s] && snr[sel[s]] >= p.snr_min_law &&
+                  !star_ropt(f + (size_t)s * nr, e + (size_t)s * nr, nrad, p.r_min, p.dr, &ly[s]);
     int nl = 0;
     for (int s = 0; s < ns; s++) {
-        double ro;
-        if (fl[s] || !(snr[sel[s]] >= p.snr_min_law)) continue;
-        if (star_ropt(f + (size_t)s * nr, e + (size_t)s * nr, nrad, p.r_min, p.dr, &ro)) continue;
+        if (!keep[s]) continue;
         lx[nl] = log10(snr[sel[s]]);
-        ly[nl++] = log10(ro);
+        ly[nl++] = log10(ly[s]);
     }
     double xmin = INFINITY, xmax = -INFINITY;
     for (int a = 0; a < nl; a++) {
