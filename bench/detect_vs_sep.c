@@ -38,6 +38,19 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* tide's timed stages, mean ms per detection (the timers' totals over @p runs calls). */
+static void print_stages(const tide_ctx *ctx, int runs) {
+    printf("  tide stages, ms per detection:");
+    for (int i = 0; i < tide_timer_count(ctx); i++) {
+        const char *name;
+        double total;
+        int calls;
+        if (tide_timer_get(ctx, i, &name, &total, &calls) == 0)
+            printf("%s %s %.3f", i ? "," : "", name, total / runs);
+    }
+    printf("\n");
+}
+
 static int parse_sizes(const char *s, int64_t (*sz)[2], int *n) {
     *n = 0;
     while (*s && *n < MAXS) {
@@ -164,6 +177,8 @@ int main(int argc, char **argv) {
                 st = tide_sync(ctx);
             if (r > 0)
                 tt[r - 1] = 1e3 * (tide_now() - t0);
+            else
+                tide_timer_clear(ctx); /* the stage breakdown is of the timed runs */
             ntide = t.nrows;
             tide_table_free(&t);
         }
@@ -200,6 +215,7 @@ int main(int argc, char **argv) {
             snprintf(fr, sizeof fr, "%lldx%lld", (long long)w, (long long)h);
             printf("%-13s %8lld %10.2f %8lld %10.1f %8.1fx  %s\n", fr, (long long)ntide, mt,
                    (long long)nsep, ms, ms / mt, ms / mt >= 50.0 ? "met" : "NOT met");
+            print_stages(ctx, repeats);
             fflush(stdout);
         }
         tide_image_free(ctx, &dsub);
