@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "phot/detect_kernels.h"
 #include "tide/ctx.h"
 
 /** Exclusive prefix sum of n values, in place allowed (in == out); *total (host) receives the
@@ -14,6 +15,11 @@ int tide_det_scan_i64(tide_ctx *ctx, const int64_t *in, int64_t *out, int64_t n,
 
 /** Device allocation of n elements (n may be 0: one element is taken). */
 int tide_det_dalloc(tide_ctx *ctx, size_t bytes, void **p);
+
+/** Each parent's on-pixels in raster order into w->pix_idx / w->pix_val from w->par_off
+ *  (detect_gather_cuda.cu); @p scratch: w->npix int32 of device scratch. */
+int tide_det_gather_cuda(tide_ctx *ctx, const tide_image *snr, tide_det_work *w,
+                         int32_t *scratch);
 
 static inline unsigned tide_det_blocks(int64_t n, int threads) {
     return (unsigned)((n + threads - 1) / threads);

@@ -6,8 +6,8 @@
  * the threads run in, every component ends rooted at its first pixel in raster order — the
  * CPU's labels exactly. Roots are then numbered by a prefix sum (raster order), components
  * measured with integer atomics (area, bbox, peak S/N as the bits of a positive float), small
- * ones dropped by a second prefix sum, and each parent's pixels gathered by one warp that
- * walks the parent's bounding box in raster order (ballot compaction keeps that order). */
+ * ones dropped by a second prefix sum, and each parent's pixels gathered in raster order
+ * (detect_gather_cuda.cu). */
 #include "core/cuda_check.h"
 #include "phot/detect_cuda_util.h"
 #include "phot/detect_filter_math.h"
@@ -122,34 +122,6 @@ static __global__ void k_relabel(int32_t *L, const int32_t *cid, const int32_t *
     L[p] = area[c] >= (unsigned long long)minarea ? pid[c] : -1;
 }
 
-/* One warp per parent: its bbox in raster order, on-pixels of this parent appended in order. */
-static __global__ void k_gather(const int32_t *L, const float *snr, int64_t sstride, int64_t W,
-                                const int32_t *par_bb, const int64_t *par_off, int64_t np,
-                                int32_t *pix_idx, float *pix_val) {
-    int64_t k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    int lane = threadIdx.x & 31;
-    if (k >= np) return;
-    const int32_t *bb = par_bb + 4 * k;
-    const int64_t bw = (int64_t)bb[2] - bb[0] + 1, nb = bw * ((int64_t)bb[3] - bb[1] + 1);
-    int64_t cur = par_off[k];
-    for (int64_t base = 0; base < nb; base += 32) {
-        int64_t q = base + lane;
-        int64_t p = 0;
-        int on = 0;
-        if (q < nb) {
-            p = (int64_t)(bb[1] + q / bw) * W + bb[0] + q % bw;
-            on = L[p] == (int32_t)k;
-        }
-        unsigned m = __ballot_sync(0xffffffffu, on);
-        if (on) {
-            int64_t o = cur + __popc(m & ((1u << lane) - 1u));
-            pix_idx[o] = (int32_t)p;
-            pix_val[o] = snr[(p / W) * sstride + p % W];
-        }
-        cur += __popc(m);
-    }
-}
-
 #define LAUNCH_OK(what)                                                                        \
     do {                                                                                       \
         cudaError_t e_ = cudaGetLastError();                                                   \
@@ -205,12 +177,8 @@ static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64
     w->npixon = npixon;
     if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(npixon + 1), (void **)&w->pix_idx);
     if (!st) st = tide_det_dalloc(ctx, sizeof(float) * (size_t)(npixon + 1), (void **)&w->pix_val);
-    if (!st && np > 0) {
-        k_gather<<<tide_det_blocks(np * 32, 128), 128, 0, s>>>(w->label, snr->pix, snr->stride, W,
-                                                               w->par_bbox, w->par_off, np,
-                                                               w->pix_idx, w->pix_val);
-        LAUNCH_OK("gather");
-    }
+    if (!st) /* cid is free now: the gather's scratch */
+        st = tide_det_gather_cuda(ctx, snr, w, cid);
     return st; /* stream-ordered: the deblending reads the gathered pixels after it */
 }
 
