@@ -8,53 +8,41 @@
  * such parent of a 2048² frame. Those are left to a second pass over the frame, taken only
  * when the first found one: their pixels are compacted in raster order (a prefix sum),
  * sorted by parent with CUB's radix sort, which is stable (raster order kept within each
- * parent), and written from their parent's offset. Both passes give the same lists. */
+ * parent), and written from their parent's offset. Both passes give the same lists. Whether
+ * any parent is that large comes back with the labelling's pixel count, in one readback. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "core/box_walk.h"
 #include "phot/detect_cuda_util.h"
 #include "phot/detect_kernels.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 
-#define GATHER_WARP_MAX 16384 /* bounding-box pixels a warp walks at most */
-
-/* Pixels of parent k's bounding box. */
-static __device__ int64_t box_pixels(const int32_t *par_bb, int64_t k) {
-    const int32_t *bb = par_bb + 4 * k;
-    return ((int64_t)bb[2] - bb[0] + 1) * ((int64_t)bb[3] - bb[1] + 1);
-}
-
-/* One warp per parent: its bbox in raster order, on-pixels of this parent appended in order;
- * a parent with a larger box only raises *has_big. */
+/* One warp per parent with a box of at most TIDE_DET_GATHER_WARP_MAX pixels: the box in
+ * raster order (column and row by additions, core/box_walk.h), on-pixels of this parent
+ * appended in order. */
 static __global__ void k_gather(const int32_t *L, const float *snr, int64_t sstride, int64_t W,
                                 const int32_t *par_bb, const int64_t *par_off, int64_t np,
-                                int32_t *pix_idx, float *pix_val, int *has_big) {
+                                int32_t *pix_idx, float *pix_val) {
     int64_t k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (k >= np) return;
     const int32_t *bb = par_bb + 4 * k;
-    const int64_t bw = (int64_t)bb[2] - bb[0] + 1, nb = box_pixels(par_bb, k);
-    if (nb > GATHER_WARP_MAX) {
-        if (lane == 0) *has_big = 1;
-        return;
-    }
-    int64_t cur = par_off[k];
-    for (int64_t base = 0; base < nb; base += 32) {
-        int64_t q = base + lane;
-        int64_t p = 0;
-        int on = 0;
-        if (q < nb) {
-            p = (int64_t)(bb[1] + q / bw) * W + bb[0] + q % bw;
-            on = L[p] == (int32_t)k;
-        }
+    const int64_t bw = (int64_t)bb[2] - bb[0] + 1, nb = tide_det_box_pixels(bb);
+    if (nb > TIDE_DET_GATHER_WARP_MAX) return; /* the pass over the frame's */
+    int64_t cur = par_off[k], col, row;
+    tide_box_walk_start(lane, bw, &col, &row);
+    for (int64_t base = 0; base < nb; base += 32, tide_box_walk_step(32, bw, &col, &row)) {
+        const int64_t x = bb[0] + col, y = bb[1] + row;
+        const int on = base + lane < nb && L[y * W + x] == (int32_t)k;
         unsigned m = __ballot_sync(0xffffffffu, on);
         if (on) {
             int64_t o = cur + __popc(m & ((1u << lane) - 1u));
-            pix_idx[o] = (int32_t)p;
-            pix_val[o] = snr[(p / W) * sstride + p % W];
+            pix_idx[o] = (int32_t)(y * W + x);
+            pix_val[o] = snr[y * sstride + x];
         }
         cur += __popc(m);
     }
@@ -66,7 +54,7 @@ static __global__ void k_big_flag(const int32_t *L, const int32_t *par_bb, int64
     const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= N) return;
     const int32_t k = L[p];
-    flag[p] = k >= 0 && box_pixels(par_bb, k) > GATHER_WARP_MAX;
+    flag[p] = k >= 0 && tide_det_box_pixels(par_bb + 4 * k) > TIDE_DET_GATHER_WARP_MAX;
 }
 
 /* Those pixels in raster order (pos: the prefix sum of the flags): parent, pixel. */
@@ -75,7 +63,7 @@ static __global__ void k_big_scatter(const int32_t *L, const int32_t *par_bb, co
     const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= N) return;
     const int32_t k = L[p];
-    if (k < 0 || box_pixels(par_bb, k) <= GATHER_WARP_MAX) return;
+    if (k < 0 || tide_det_box_pixels(par_bb + 4 * k) <= TIDE_DET_GATHER_WARP_MAX) return;
     keys[pos[p]] = k;
     vals[pos[p]] = (int32_t)p;
 }
@@ -136,25 +124,15 @@ static int gather_big(tide_ctx *ctx, const tide_image *snr, tide_det_work *w, in
     return st;
 }
 
-int tide_det_gather_cuda(tide_ctx *ctx, const tide_image *snr, tide_det_work *w,
+int tide_det_gather_cuda(tide_ctx *ctx, const tide_image *snr, tide_det_work *w, int has_big,
                          int32_t *scratch) {
     const int64_t np = w->nparent;
     if (np <= 0) return 0;
-    cudaStream_t s = (cudaStream_t)ctx->stream;
-    int *d_big = NULL, has_big = 0;
-    int st = tide_det_dalloc(ctx, sizeof(int), (void **)&d_big);
-    if (st) return st;
-    cudaError_t e = cudaMemsetAsync(d_big, 0, sizeof(int), s);
-    if (e == cudaSuccess) {
-        k_gather<<<tide_det_blocks(np * 32, 128), 128, 0, s>>>(
-            w->label, snr->pix, snr->stride, w->width, w->par_bbox, w->par_off, np, w->pix_idx,
-            w->pix_val, d_big);
-        e = cudaGetLastError();
-    }
+    k_gather<<<tide_det_blocks(np * 32, 128), 128, 0, (cudaStream_t)ctx->stream>>>(
+        w->label, snr->pix, snr->stride, w->width, w->par_bbox, w->par_off, np, w->pix_idx,
+        w->pix_val);
+    cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
-        st = tide_error(TIDE_E_CUDA, "tide_detect: gather kernel: %s", cudaGetErrorString(e));
-    if (!st) st = tide_memcpy(ctx, &has_big, 0, d_big, 1, sizeof(int));
-    tide_device_free(ctx, d_big);
-    if (!st && has_big) st = gather_big(ctx, snr, w, scratch);
-    return st;
+        return tide_error(TIDE_E_CUDA, "tide_detect: gather kernel: %s", cudaGetErrorString(e));
+    return has_big ? gather_big(ctx, snr, w, scratch) : 0;
 }

@@ -102,16 +102,27 @@ static __global__ void k_keep(const unsigned long long *area, int64_t minarea, i
     if (c < nc) keep[c] = area[c] >= (unsigned long long)minarea;
 }
 
+/* The kept components as parents; *has_big = 1 when a parent's box is too large for one
+ * warp to gather (every writer writes 1). */
 static __global__ void k_compact(const unsigned long long *area, const int32_t *bb,
                                  const int32_t *peak, const int32_t *pid, int64_t minarea,
                                  int64_t nc, int64_t *par_area, int32_t *par_bb,
-                                 float *par_peak) {
+                                 float *par_peak, int64_t *has_big) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nc || area[c] < (unsigned long long)minarea) return;
     int32_t k = pid[c];
     par_area[k] = (int64_t)area[c];
     for (int j = 0; j < 4; j++) par_bb[4 * k + j] = bb[4 * c + j];
     par_peak[k] = __int_as_float(peak[c]);
+    if (tide_det_box_pixels(bb + 4 * c) > TIDE_DET_GATHER_WARP_MAX) *has_big = 1;
+}
+
+/* par_off[np] = the pixel total, also into info[0] for the readback. */
+static __global__ void k_close_offsets(const int64_t *par_area, int64_t *par_off, int64_t np,
+                                       int64_t *info) {
+    const int64_t total = np > 0 ? par_off[np - 1] + par_area[np - 1] : 0;
+    par_off[np] = total;
+    info[0] = total;
 }
 
 static __global__ void k_relabel(int32_t *L, const int32_t *cid, const int32_t *pid,
@@ -164,21 +175,36 @@ static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64
     if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * 4 * (size_t)(np + 1), (void **)&w->par_bbox);
     if (!st) st = tide_det_dalloc(ctx, sizeof(float) * (size_t)(np + 1), (void **)&w->par_peak);
     if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(np + 2), (void **)&w->par_off);
+    /* info: the parents' pixel total and whether any box is too large for one warp, read
+     * back together */
+    int64_t *info = NULL, h[2] = {0, 0};
+    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * 2, (void **)&info);
     if (st) return st;
+    const cudaError_t ce = cudaMemsetAsync(info, 0, sizeof(int64_t) * 2, s);
+    if (ce != cudaSuccess) {
+        tide_device_free(ctx, info);
+        return tide_error(TIDE_E_CUDA, "tide_detect: clearing: %s", cudaGetErrorString(ce));
+    }
     if (nc > 0) {
         k_compact<<<nbc, 256, 0, s>>>(*area, *bb, *peak, *pid, minarea, nc, w->par_area,
-                                      w->par_bbox, w->par_peak);
+                                      w->par_bbox, w->par_peak, info + 1);
         k_relabel<<<nbk, 256, 0, s>>>(w->label, cid, *pid, *area, minarea, N);
-        LAUNCH_OK("relabel");
     }
-    int64_t npixon = 0;
-    st = tide_det_scan_i64(ctx, w->par_area, w->par_off, np, &npixon);
-    if (!st) st = tide_memcpy(ctx, w->par_off + np, 1, &npixon, 0, sizeof(int64_t));
+    st = tide_det_scan_i64(ctx, w->par_area, w->par_off, np, NULL);
+    if (!st) {
+        k_close_offsets<<<1, 1, 0, s>>>(w->par_area, w->par_off, np, info);
+        cudaError_t e = cudaGetLastError();
+        st = e == cudaSuccess ? tide_memcpy(ctx, h, 0, info, 1, sizeof h)
+                              : tide_error(TIDE_E_CUDA, "tide_detect: relabel kernel: %s",
+                                           cudaGetErrorString(e));
+    }
+    tide_device_free(ctx, info);
+    const int64_t npixon = h[0];
     w->npixon = npixon;
     if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(npixon + 1), (void **)&w->pix_idx);
     if (!st) st = tide_det_dalloc(ctx, sizeof(float) * (size_t)(npixon + 1), (void **)&w->pix_val);
     if (!st) /* cid is free now: the gather's scratch */
-        st = tide_det_gather_cuda(ctx, snr, w, cid);
+        st = tide_det_gather_cuda(ctx, snr, w, h[1] != 0, cid);
     return st; /* stream-ordered: the deblending reads the gathered pixels after it */
 }
 
