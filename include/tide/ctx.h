@@ -16,12 +16,16 @@ extern "C" {
 /** Backends. AUTO resolves to CUDA when a GPU is usable, else CPU. */
 typedef enum { TIDE_BACKEND_AUTO = 0, TIDE_BACKEND_CPU = 1, TIDE_BACKEND_CUDA = 2 } tide_backend;
 
+/** The most CPU threads a context takes (tide_ctx_create refuses more with TIDE_E_RANGE). */
+#define TIDE_MAX_THREADS 1024
+
 /** Options for tide_ctx_create. Zero-initialised means: auto backend, device 0, all cores,
  *  silent logger, no device memory cap. */
 typedef struct tide_ctx_options {
     tide_backend backend; /**< requested backend [AUTO] */
     int device;           /**< CUDA device ordinal [0] */
-    int threads;          /**< CPU threads for OpenMP and FFTW; 0 = all cores [0] */
+    int threads;          /**< CPU threads for OpenMP and FFTW, 0 to TIDE_MAX_THREADS; 0 = all
+                               cores [0] */
     size_t device_mem_cap; /**< refuse device allocations beyond this many bytes; 0 = none [0] */
     tide_logger log;      /**< logger [silent] */
 } tide_ctx_options;

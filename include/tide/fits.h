@@ -25,6 +25,24 @@
 extern "C" {
 #endif
 
+/** Allow input names in cfitsio's whole extended syntax (URLs, stdin, mem://, row and pixel
+ *  filters, binning, output files in the name) for this process. Off by default: a name is
+ *  then a local file, FILE, FILE[N], FILE[EXTNAME], FILE+N, with an optional image section,
+ *  and anything else is refused with TIDE_E_INVAL, so that a name taken from someone else
+ *  cannot make tide fetch, evaluate or write anything. The CLI's --cfitsio-names sets it. */
+void tide_fits_set_extended_names(int allow);
+
+/** Check that @p spec is a name tide reads (see tide_fits_set_extended_names) and that every
+ *  header of its file holds to the FITS standard where cfitsio interprets it: ASCII text,
+ *  typed values of the structural, table, scaling and tile-compression keywords, BITPIX,
+ *  NAXIS and data sizes without overflow, every data unit inside the file, a finite non-zero
+ *  BSCALE, tile-compressed tables consistent with the bytes they hold. Every reader of tide
+ *  does this before cfitsio opens a file; commands that open FITS files with cfitsio
+ *  themselves call it first.
+ *  @return 0; TIDE_E_INVAL (name), TIDE_E_NOTFOUND, TIDE_E_IO, TIDE_E_FORMAT (the detail
+ *          names the file, HDU and header card), TIDE_E_UNSUPPORTED (compress/bzip2 files) */
+int tide_fits_check_input(const char *spec);
+
 /** Read a 2-D image HDU into a new host image with a mask plane.
  *
  *  Every BITPIX (8, 16, 32, 64, -32, -64) is read, with BSCALE/BZERO applied, into float32

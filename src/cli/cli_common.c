@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tide/fits.h"
 
 const char *tide_cli_common_help =
     "common options:\n"
@@ -16,6 +17,8 @@ const char *tide_cli_common_help =
     "  --json                   print results as JSON on stdout\n"
     "  --log-level LEVEL        error, warn, info or debug [warn]\n"
     "  --log-json               log as JSON lines on stderr\n"
+    "  --cfitsio-names          accept cfitsio's extended file names for inputs (URLs,\n"
+    "                           stdin, mem://, filters, binning); local files only without\n"
     "  --help                   this text\n";
 
 void tide_cli_common_init(tide_cli_common *c) {
@@ -41,6 +44,10 @@ int tide_cli_common_option(tide_cli_common *c, const char *cmd, int argc, char *
                       !strcmp(a, "--threads") || !strcmp(a, "--log-level");
     if (!strcmp(a, "--json")) {
         c->json = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--cfitsio-names")) {
+        tide_fits_set_extended_names(1);
         return 1;
     }
     if (!strcmp(a, "--log-json")) {

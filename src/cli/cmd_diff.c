@@ -153,9 +153,11 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         batch_dir(dir, sci[i], outs[i], sizeof outs[i]);
         for (int j = 0; j < i; j++)
             if (!strcmp(outs[i], outs[j])) {
+                /* the message names an entry of outs: print it before the list is freed */
+                int rc = tide_cli_usage_error(cmd, "%s and %s would both write %s", sci[j],
+                                              sci[i], outs[i]);
                 free(outs);
-                return tide_cli_usage_error(cmd, "%s and %s would both write %s", sci[j],
-                                            sci[i], outs[i]);
+                return rc;
             }
     }
     tide_image tmpl = {0};

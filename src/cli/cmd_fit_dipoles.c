@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/checked.h"
 #include "tide/dipole.h"
 #include "tide/fits.h"
 
@@ -79,17 +80,23 @@ static int read_cube(fitsfile *f, const char *path, const char *ext, int require
     c->nx = ax[0];
     c->ny = ax[1];
     c->nz = naxis == 3 ? ax[2] : 1;
-    const int64_t n = c->nx * c->ny * c->nz;
+    size_t bytes;
+    if (tide_size_block(c->nx, c->ny, c->nz, 4, &bytes))
+        return tide_error(TIDE_E_RANGE, "%s[HDU %d]: %s of %lld x %lld x %lld values overflows "
+                          "the address space", path, hdu - 1, name, (long long)c->nx,
+                          (long long)c->ny, (long long)c->nz);
+    const int64_t n = (int64_t)(bytes / 4);
     if (n <= 0) return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image", path, hdu - 1);
-    c->data = malloc((size_t)n * 4);
+    c->data = malloc(bytes);
     if (!c->data) return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
     LONGLONG first[3] = {1, 1, 1};
+    int anynul = 0; /* cfitsio writes it whenever a null is met: it must not be NULL */
     if (as_int) {
         int nul = 0;
-        fits_read_pixll(f, TINT, first, n, &nul, c->data, NULL, &fst);
+        fits_read_pixll(f, TINT, first, n, &nul, c->data, &anynul, &fst);
     } else {
         float nul = NAN;
-        fits_read_pixll(f, TFLOAT, first, n, &nul, c->data, NULL, &fst);
+        fits_read_pixll(f, TFLOAT, first, n, &nul, c->data, &anynul, &fst);
     }
     if (fst) {
         char msg[FLEN_STATUS];
@@ -198,6 +205,9 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
     tide_ctx *ctx = NULL;
     fitsfile *f = NULL;
     int fst = 0, st = 0, rc = 1;
+    st = tide_fits_check_input(in);
+    if (st)
+        goto done;
     if (fits_open_file(&f, in, READONLY, &fst)) {
         char msg[FLEN_STATUS];
         fits_get_errstatus(fst, msg);

@@ -73,6 +73,11 @@ int tide_ctx_create(tide_ctx **out, const tide_ctx_options *opt) {
     memset(&defaults, 0, sizeof defaults);
     if (!opt)
         opt = &defaults;
+    /* libgomp gives every thread its own stack: a team of 100,000 exhausts the address space
+     * and crashes inside the runtime, so an absurd request is refused here. */
+    if (opt->threads < 0 || opt->threads > TIDE_MAX_THREADS)
+        return tide_error(TIDE_E_RANGE, "threads = %d: must be 0 (all cores) to %d", opt->threads,
+                          TIDE_MAX_THREADS);
     tide_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return tide_error(TIDE_E_NOMEM, "cannot allocate a context");

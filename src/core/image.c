@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/checked.h"
 #include "tide/ctx.h"
 #include "tide/image.h"
 #include "tide/memory.h"
@@ -36,12 +37,16 @@ int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t heigh
     if (width <= 0 || height <= 0)
         return tide_error(TIDE_E_INVAL, "image size %lld x %lld is not positive",
                           (long long)width, (long long)height);
+    size_t bytes4;
+    if (tide_size_block(width, height, 1, sizeof(float), &bytes4))
+        return tide_error(TIDE_E_RANGE, "image size %lld x %lld overflows the address space",
+                          (long long)width, (long long)height);
     im->width = width;
     im->height = height;
     im->stride = width;
     im->location = where;
     im->owns = 1;
-    size_t n = (size_t)width * (size_t)height;
+    size_t n = bytes4 / sizeof(float);
     void *p = NULL;
     const int zero = !(planes & TIDE_IMAGE_UNINIT);
     int st = plane_alloc(ctx, where, n * sizeof(float), zero, &p);

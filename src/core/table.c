@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "tide/status.h"
 #include "tide/table.h"
 
@@ -34,8 +35,10 @@ static int reserve_rows(tide_table *t, int64_t cap) {
         return TIDE_OK;
     for (int i = 0; i < t->ncols; i++) {
         tide_column *c = &t->cols[i];
-        size_t row = (size_t)(c->repeat * tide_col_type_size(c->type));
-        size_t bytes = (size_t)cap * row;
+        size_t row = (size_t)(c->repeat * tide_col_type_size(c->type)), bytes;
+        if (tide_size_block(cap, c->repeat, 1, tide_col_type_size(c->type), &bytes))
+            return tide_error(TIDE_E_RANGE, "table: %lld rows of column %s overflow the "
+                              "address space", (long long)cap, c->name);
         void *d = realloc(c->data, bytes ? bytes : 1);
         if (!d)
             return tide_error(TIDE_E_NOMEM, "table: cannot grow column %s to %lld rows",
@@ -105,9 +108,12 @@ int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, i
         snprintf(c->unit, sizeof c->unit, "%s", unit);
     if (comment)
         snprintf(c->comment, sizeof c->comment, "%s", comment);
+    size_t bytes;
+    if (tide_size_block(t->capacity, repeat, 1, tide_col_type_size(type), &bytes))
+        return tide_error(TIDE_E_RANGE, "table: column %s of repeat %lld overflows the address "
+                          "space", name, (long long)repeat);
     c->type = type;
     c->repeat = repeat;
-    size_t bytes = (size_t)(t->capacity * repeat * tide_col_type_size(type));
     c->data = calloc(1, bytes ? bytes : 1);
     if (!c->data)
         return tide_error(TIDE_E_NOMEM, "table: cannot allocate column %s", name);

@@ -21,6 +21,12 @@ typedef struct tide_fits_src {
  *  not exist (TIDE_E_NOTFOUND). */
 int tide_fits_open(const char *spec, tide_fits_src *src);
 
+/** Scan the raw headers of the file @p path (inflated first when @p gzipped) before cfitsio
+ *  reads it: control characters, value types of the keywords cfitsio interprets, BITPIX,
+ *  NAXIS, overflow-checked data sizes inside the file, BSCALE (fits_scan.c). TIDE_E_FORMAT
+ *  naming the HDU and card; a file that passed before, unchanged, is not scanned again. */
+int tide_fits_scan_file(const char *path, int gzipped);
+
 /** Close (NULL handle is a no-op). */
 void tide_fits_close(tide_fits_src *src);
 

@@ -1,6 +1,7 @@
 /* fits_util.c — opening a spec with errors that say what is wrong with the file, cfitsio status
  * mapping, and header transfer between cfitsio and tide_header. */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,11 +58,74 @@ int tide_fits_status(int cfst, const char *path, int hdu, const char *what) {
     return tide_error(st, "%s: %s (%s)", path, what, words);
 }
 
+/* Input names are local files unless the user asked for more: cfitsio would otherwise fetch
+ * URLs, read stdin or shared memory, evaluate row and pixel filters and write output files
+ * named in the input name. A service that takes names from other people must not. */
+static atomic_int extended_names;
+
+void tide_fits_set_extended_names(int allow) { atomic_store(&extended_names, allow ? 1 : 0); }
+
+/* Does @p s hold only the characters of an image section ([1:512,*,-*,1:100:2])? */
+static int section_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("0123456789*:,- ", s[i]))
+            return 0;
+    return n > 0;
+}
+
+/* Does @p s name an HDU: a number, or EXTNAME with an optional ,EXTVER? */
+static int hdu_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_-,. ", s[i]))
+            return 0;
+    return n > 0;
+}
+
+/* Refuse a spec that is more than FILE, FILE[HDU], FILE+N and an optional image section, or
+ * that names anything but a local file, unless extended names are allowed. */
+static int check_name(const char *spec, const char *urltype, const char *infile,
+                      const char *outfile, const char *binspec, const char *colspec) {
+    if (atomic_load(&extended_names))
+        return TIDE_OK;
+    const char *p = spec;
+    if (!strncmp(p, "file://", 7))
+        p += 7;
+    size_t len = strlen(infile);
+    int ok = !strcmp(urltype, "file://") && !outfile[0] && !binspec[0] && !colspec[0] &&
+             len > 0 && !strncmp(p, infile, len);
+    const char *t = p + len;
+    if (ok && *t == '+') { /* FILE+N */
+        t++;
+        if (!isdigit((unsigned char)*t))
+            ok = 0;
+        while (isdigit((unsigned char)*t))
+            t++;
+    }
+    for (int group = 0; ok && *t; group++) {
+        const char *close = *t == '[' ? strchr(t, ']') : NULL;
+        if (!close || group > 1) {
+            ok = 0;
+            break;
+        }
+        size_t n = (size_t)(close - t - 1);
+        ok = section_text(t + 1, n) || (group == 0 && hdu_text(t + 1, n));
+        t = close + 1;
+    }
+    if (ok)
+        return TIDE_OK;
+    return tide_error(TIDE_E_INVAL,
+                      "%s: not a local FITS file name: tide reads FILE, FILE[HDU] or FILE+N with "
+                      "an optional image section [x1:x2,y1:y2]; cfitsio's URLs, stdin, mem://, "
+                      "filters, binning and output files need --cfitsio-names",
+                      spec);
+}
+
 /* What the first bytes of a file say: 1 = a FITS primary header, 2 = gzip/compress/bzip2
  * (cfitsio uncompresses those in memory), 0 = something else, -1 = unreadable. */
-static int sniff(const char *path, int64_t *size) {
+static int sniff(const char *path, int64_t *size, int *gzip) {
     struct stat sb;
     *size = -1;
+    *gzip = 0;
     if (stat(path, &sb) != 0)
         return -1;
     *size = (int64_t)sb.st_size;
@@ -73,6 +137,7 @@ static int sniff(const char *path, int64_t *size) {
     fclose(fp);
     if (n == 9 && !memcmp(b, "SIMPLE  =", 9))
         return 1;
+    *gzip = n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
     if (n >= 2 &&
         ((b[0] == 0x1f && (b[1] == 0x8b || b[1] == 0x9d)) || (b[0] == 'B' && b[1] == 'Z')))
         return 2;
@@ -116,12 +181,33 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
                              colspec, &cst) ||
         fits_parse_rootname((char *)spec, src->root, &cst))
         return tide_fits_status(cst, spec, -1, "cannot parse the file name");
+    int st = check_name(spec, urltype, infile, outfile, binspec, colspec);
+    if (st)
+        return st;
     src->explicit_hdu = extspec[0] != 0;
     src->section = filter[0] != 0 || binspec[0] != 0 || colspec[0] != 0;
     const char *root = src->root;
 
     int64_t size;
-    int kind = sniff(root, &size);
+    int gzip = 0;
+    int kind = sniff(root, &size, &gzip);
+    if (kind == 2 && !gzip && !atomic_load(&extended_names))
+        return tide_error(TIDE_E_UNSUPPORTED,
+                          "%s: compressed with compress or bzip2: tide reads plain and "
+                          "gzip-compressed FITS files; decompress it first",
+                          root);
+    if (kind < 0 && !atomic_load(&extended_names)) {
+        /* cfitsio would go on to try FILE.gz, FILE.Z...: name the file that was asked for */
+        if (errno == ENOENT)
+            return tide_error(TIDE_E_NOTFOUND, "%s: no such file", root);
+        return tide_error(TIDE_E_IO, "%s: cannot open: %s", root, strerror(errno));
+    }
+    /* Every header is held to the standard before cfitsio parses it (fits_scan.c). */
+    if ((kind == 1 && size >= 2880) || gzip) {
+        st = tide_fits_scan_file(root, gzip);
+        if (st)
+            return st;
+    }
     if (fits_open_file(&src->f, spec, READONLY, &cst)) {
         src->f = NULL;
         struct stat sb;
@@ -178,6 +264,13 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
     if (kind == 1 && !src->section)
         src->file_size = size;
     return TIDE_OK;
+}
+
+int tide_fits_check_input(const char *spec) {
+    tide_fits_src src;
+    int st = tide_fits_open(spec, &src);
+    tide_fits_close(&src);
+    return st;
 }
 
 void tide_fits_close(tide_fits_src *src) {

@@ -172,6 +172,8 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     pthread_once(&errmsg_once, enable_errmsg);
 
     int st = refuse_iraf(h, source);
+    if (!st) st = tide_wcs_check_header(h, source);
+    if (!st) st = tide_wcs_check_sip_orders(h, source);
     if (st) return st;
 
     int ncards = 0;

@@ -33,4 +33,13 @@ void tide_wcs_release(const tide_wcs *w, int slot);
 /** wcslib's error message of @p prm (or "" when it recorded none). */
 const char *tide_wcs_errmsg(const struct wcsprm *prm);
 
+/** TIDE_E_WCS when the header's celestial WCS has no real pixel scale: a singular or
+ *  non-finite CD matrix, a zero CDELTi, a singular PC matrix, or none of CDi_j, CDELTi, PCi_j
+ *  and CROTAi (where wcslib would assume 1 degree per pixel). 0 when there is no CTYPE1/2. */
+int tide_wcs_check_header(const tide_header *h, const char *source);
+
+/** TIDE_E_WCS when A_ORDER, B_ORDER, AP_ORDER or BP_ORDER is not an integer in
+ *  0..TIDE_WCS_SIP_MAX_ORDER. */
+int tide_wcs_check_sip_orders(const tide_header *h, const char *source);
+
 #endif
