@@ -172,7 +172,6 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     pthread_once(&errmsg_once, enable_errmsg);
 
     int st = refuse_iraf(h, source);
-    if (!st) st = tide_wcs_check_header(h, source);
     if (!st) st = tide_wcs_check_sip_orders(h, source);
     if (st) return st;
 
@@ -233,6 +232,9 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
                               trial->ctype[0]);
         goto fail;
     }
+    /* After the trial (so an unknown projection is named first): a scale wcslib invented. */
+    st = tide_wcs_check_header(h, source);
+    if (st) goto fail;
 
     /* Keep only the two celestial axes, in their pixel-axis order. */
     w->master = calloc(1, sizeof *w->master);
