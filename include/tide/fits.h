@@ -73,6 +73,13 @@ int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, in
  *          rename; detail names the path) */
 int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr);
 
+struct tide_outfile;
+/** tide_fits_write_image into the staged output @p of (outfile.h) of an output set: the
+ *  file is complete and on disk on success, and appears under its name when the set is
+ *  committed; on failure its temporary is removed. */
+int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
+                             const tide_header *hdr);
+
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
  *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map
  *  F64→D, F32→E, I64→K, I32→J, I16→I, U8→B, STR→A (repeat = string width); repeat > 1 makes a
@@ -81,6 +88,10 @@ int tide_fits_write_image(const char *path, const tide_image *im, const tide_hea
  *  @param extname EXTNAME of the table HDU; NULL or "" = none */
 int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
                           const char *extname);
+
+/** tide_fits_write_table into the staged output @p of (as tide_fits_write_image_to). */
+int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
+                             const tide_header *hdr, const char *extname);
 
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
  *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /

@@ -22,6 +22,7 @@
 
 #include "solve_internal.h"
 #include "tide/fits.h"
+#include "tide/outfile.h"
 #include "tide/status.h"
 
 /* Quad diameters bounding scale k..k+1, arcmin (build-astrometry-index -P presets). */
@@ -162,8 +163,11 @@ static int build_one(const char *catalog, const char *final, const char *dir, in
     ip.scanoccupied = TRUE; /* a local catalogue covers a small part of the sky */
     ip.inmemory = TRUE;     /* no temporary files in /tmp */
     ip.tempdir = dir;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", final, (long)getpid());
+    tide_outfile of;
+    int st = tide_outfile_begin(&of, final);
+    if (st)
+        return st;
+    const char *tmp = of.tmp; /* astrometry.net creates it by name, in our private dir */
     /* Parts of the build machinery (k-d tree dumps, progress dots) printf to stdout without
      * going through astrometry.net's logger. The library never prints: stdout's descriptor
      * points at /dev/null for the duration of the build (flushed on both sides, so nothing
@@ -184,17 +188,15 @@ static int build_one(const char *catalog, const char *final, const char *dir, in
         close(saved);
     if (devnull >= 0)
         close(devnull);
-    int st = 0;
     if (r != 0) {
-        unlink(tmp);
+        tide_outfile_abort(&of);
         /* hpquads fails when no quad of this size can be made from the stars. */
         st = tide_error(TIDE_E_EMPTY,
                         "index scale %d (quads %g'..%g'): astrometry.net could "
                         "not build it (too few stars for quads of this size?)%s%s",
                         k, ip.qlo, ip.qhi, why && *why ? ": " : "", why ? why : "");
-    } else if (rename(tmp, final) != 0) {
-        st = tide_error(TIDE_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-        unlink(tmp);
+    } else {
+        st = tide_outfile_commit(&of);
     }
     free(why);
     return st;
