@@ -226,8 +226,14 @@ int tide_index_build(const tide_table *ref, const char *out_dir, const tide_inde
     int st = make_dir(out_dir);
     if (st)
         return st;
-    char catalog[4200];
-    snprintf(catalog, sizeof catalog, "%s/.tide-index-catalog-%ld.fits", out_dir, (long)getpid());
+    /* The cleaned catalogue astrometry.net reads by name: in a private directory of ours, so
+     * nobody can swap it between its writing and its reading. */
+    char priv[4200], catalog[4300];
+    snprintf(catalog, sizeof catalog, "%s/catalog.fits", out_dir);
+    st = tide_outfile_mkdtemp(catalog, priv, sizeof priv);
+    if (st)
+        return st;
+    snprintf(catalog, sizeof catalog, "%s/catalog.fits", priv);
     int64_t nvalid = 0;
     st = write_catalog(ref, p, catalog, &nvalid);
     int built = 0;
@@ -242,7 +248,7 @@ int tide_index_build(const tide_table *ref, const char *out_dir, const tide_inde
             built++;
         }
     }
-    unlink(catalog);
+    tide_outfile_remove_tree(priv);
     if (nbuilt)
         *nbuilt = built;
     return st;

@@ -246,6 +246,8 @@ int tide_cmd_solve(int argc, char **argv) {
     }
     if (!o.file)
         return tide_cli_usage_error(cmd, "no source list given");
+    if (tide_cli_check_outputs(cmd, &o.file, 1, &o.out, 1))
+        return 1;
     if (!!o.ra_s != !!o.dec_s)
         return tide_cli_usage_error(cmd, "--ra and --dec go together");
     if (o.scale_hi > 0 && o.scale_lo > o.scale_hi)
