@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/outfile_internal.h"
@@ -117,20 +118,25 @@ static long legacy_pid(const char *name) {
     return -1;
 }
 
-/* The directory swept last by this process (its device and inode): writing many files into
- * one directory sweeps it once. */
+/* The directory swept last by this process (its device and inode) and when: the outputs of
+ * one command in one directory sweep it once, a long-running process again after a while. */
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static dev_t last_dev;
 static ino_t last_ino;
+static time_t last_time;
 static int have_last;
+enum { SWEEP_AGAIN_S = 10 };
 
 void tide_outfile_sweep(const char *dir) {
     struct stat ds;
     if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
         return;
     pthread_mutex_lock(&last_lock);
-    const int again = have_last && last_dev == ds.st_dev && last_ino == ds.st_ino;
-    last_dev = ds.st_dev, last_ino = ds.st_ino, have_last = 1;
+    const time_t now = time(NULL);
+    const int again = have_last && last_dev == ds.st_dev && last_ino == ds.st_ino &&
+                      now - last_time < SWEEP_AGAIN_S;
+    if (!again)
+        last_dev = ds.st_dev, last_ino = ds.st_ino, last_time = now, have_last = 1;
     pthread_mutex_unlock(&last_lock);
     if (again)
         return;
