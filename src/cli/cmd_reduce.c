@@ -112,9 +112,11 @@ static int check_outputs(const char *spec, const char *instrument, const char *d
     if (store && !strncmp(store, "sqlite:", 7))
         store += 7;
     const char *ins[] = {spec, instrument, def, refcat, store};
-    /* the store is written too: no output may take its name, even before it exists */
+    /* The store is written too: no output may take its name, even before it exists, and it
+     * may not be one of the other inputs. */
     const char *all[] = {outs[0], outs[1], outs[2], outs[3], store};
-    return tide_outputs_check(ins, 5, all, 5);
+    int st = tide_outputs_check(ins, 5, outs, 4);
+    return st ? st : tide_outputs_check(ins, 4, all, 5);
 }
 
 static void json_num(FILE *f, const char *key, double v, const char *tail) {

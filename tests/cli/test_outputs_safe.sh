@@ -119,6 +119,12 @@ rc=$?
 [ $rc -eq 0 ] && [ -s c.fits ] && [ -s c.csv ] && [ -s b.fits ] && [ -s m.fits ] &&
     [ "$(rows images s2.db)" = 1 ] && [ "$(leftovers .)" = 0 ] &&
     ok "all outputs and one store row, no temporaries" || { bad "full run: exit $rc"; cat err.txt; }
+"$TIDE" reduce --backend cpu f.fits -o c.fits --store s2.db >/dev/null 2>err.txt
+rc=$?
+[ $rc -eq 0 ] && [ "$(rows images s2.db)" = 1 ] && ok "a second run into the same store" ||
+    { bad "second run into the store: exit $rc"; cat err.txt; }
+"$TIDE" reduce --backend cpu f.fits -o c.fits --store f.fits >/dev/null 2>&1
+[ $? -ne 0 ] && [ "$(sum f.fits)" = "$F" ] && ok "--store IN: refused" || bad "--store IN"
 
 # 3. planted symlinks cannot redirect a write
 echo precious >victim
