@@ -9,9 +9,9 @@
  * HDU numbers in messages and in tide_fits_hdu.index are 0-based, as in the FILE[N] syntax.
  * Every error detail names the file and, when one is involved, the HDU.
  *
- * Writes are atomic: the file is written under a temporary name in the target directory and
- * renamed over the target only when complete; on any failure the temporary file is removed and
- * the target is untouched. */
+ * Writes are atomic: the file is written in a private directory beside the target (outfile.h)
+ * and renamed over the target only when complete; on any failure the temporary file is removed
+ * and the target is untouched. */
 #ifndef TIDE_FITS_H
 #define TIDE_FITS_H
 #include <stdint.h>

@@ -49,6 +49,14 @@ int tide_outfile_begin(tide_outfile *o, const char *path);
  *  stream for writing. The caller fflushes and fcloses it, then calls tide_outfile_commit. */
 int tide_outfile_fopen(tide_outfile *o, FILE **f);
 
+/** tide_outfile_begin and tide_outfile_fopen in one, for text written with stdio (reports):
+ *  finish with tide_outfile_close. On failure nothing is left and *f is NULL. */
+int tide_outfile_open(tide_outfile *o, const char *path, FILE **f);
+
+/** Flush and close the stream of tide_outfile_open and commit the file; when anything
+ *  written to it failed (ferror), remove it instead. Returns a status naming the path. */
+int tide_outfile_close(tide_outfile *o, FILE *f);
+
 /** Flush the complete temporary to disk (done once; commit calls it when needed). */
 int tide_outfile_sync(tide_outfile *o);
 

@@ -1,4 +1,4 @@
-/* catalog_csv.c — the CSV catalog (RFC 4180), written under a temporary name and renamed into
+/* catalog_csv.c — the CSV catalog (RFC 4180), staged and renamed into
  * place like every tide output. */
 #include <errno.h>
 #include <math.h>

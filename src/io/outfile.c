@@ -158,3 +158,26 @@ int tide_outfile_commit(tide_outfile *o) {
         tide_outfile_sync_dir(o->dir);
     return st;
 }
+
+int tide_outfile_open(tide_outfile *o, const char *path, FILE **f) {
+    *f = NULL;
+    int st = tide_outfile_begin(o, path);
+    if (!st)
+        st = tide_outfile_fopen(o, f);
+    if (st)
+        tide_outfile_abort(o);
+    return st;
+}
+
+int tide_outfile_close(tide_outfile *o, FILE *f) {
+    int bad = ferror(f) != 0;
+    bad |= fflush(f) != 0;
+    const int e = errno;
+    bad |= fclose(f) != 0;
+    if (bad) {
+        int st = tide_error(TIDE_E_IO, "%s: cannot write: %s", o->path, strerror(e ? e : errno));
+        tide_outfile_abort(o);
+        return st;
+    }
+    return tide_outfile_commit(o);
+}
