@@ -1,6 +1,5 @@
 /* outfile.c — one output file staged in a private directory beside its target and renamed into
  * place when complete (outfile.h says why each step is there). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * earlier tide versions, when the process is gone, the host is this one and the user is us. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,45 +16,38 @@
 #include "io/outfile_internal.h"
 #include "tide/outfile.h"
 
-void tide_outfile_remove_tree(const char *dir) {
-    /* Depth-first, links removed and never followed; private trees are at most a few levels
-     * deep (a `tide diff` output directory holds files and its writers' private dirs). */
-    struct {
-        char path[4400];
-        DIR *d;
-    } *stack = calloc(6, sizeof *stack);
-    if (!stack)
+/* Remove @p name in directory @p parent and everything in it, depth-first. Every step goes
+ * through descriptors (openat with O_NOFOLLOW, unlinkat): a directory swapped for a symlink
+ * while we work is never followed. Private trees are a few levels deep at most (a `tide diff`
+ * output directory holds files and its writers' private directories). */
+static void remove_at(int parent, const char *name, int depth) {
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        unlinkat(parent, name, 0); /* not a directory (any more): just the name */
         return;
-    int top = 0;
-    snprintf(stack[0].path, sizeof stack[0].path, "%s", dir);
-    stack[0].d = opendir(dir);
-    while (top >= 0) {
-        struct dirent *e = stack[top].d ? readdir(stack[top].d) : NULL;
-        if (!e) {
-            if (stack[top].d)
-                closedir(stack[top].d);
-            rmdir(stack[top].path);
-            top--;
-            continue;
-        }
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        char p[4400];
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", stack[top].path, e->d_name) >= sizeof p)
-            continue;
         struct stat sb;
-        if (lstat(p, &sb) != 0)
+        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
-        if (S_ISDIR(sb.st_mode) && top + 1 < 6) {
-            top++;
-            snprintf(stack[top].path, sizeof stack[top].path, "%s", p);
-            stack[top].d = opendir(p);
-        } else if (!S_ISDIR(sb.st_mode)) {
-            unlink(p);
-        }
+        if (!S_ISDIR(sb.st_mode))
+            unlinkat(fd, e->d_name, 0);
+        else if (depth < 6)
+            remove_at(fd, e->d_name, depth + 1);
     }
-    free(stack);
+    closedir(d);
+    unlinkat(parent, name, AT_REMOVEDIR);
 }
+
+void tide_outfile_remove_tree(const char *dir) { remove_at(AT_FDCWD, dir, 0); }
 
 /* 1 when no process @p pid exists (ESRCH); a live one, or one we may not signal, is alive. */
 static int pid_dead(long pid) {
@@ -140,9 +134,13 @@ void tide_outfile_sweep(const char *dir) {
     pthread_mutex_unlock(&last_lock);
     if (again)
         return;
-    DIR *d = opendir(dir);
-    if (!d)
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
+    }
     char tag[9];
     tide_outfile_host_tag(tag);
     const uid_t me = getuid();
@@ -155,16 +153,13 @@ void tide_outfile_sweep(const char *dir) {
             pid = legacy_pid(name);
         if (pid < 0 || !pid_dead(pid))
             continue;
-        char p[4400];
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p)
-            continue;
         struct stat sb;
-        if (lstat(p, &sb) != 0 || sb.st_uid != me)
+        if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_uid != me)
             continue;
         if (priv && S_ISDIR(sb.st_mode))
-            tide_outfile_remove_tree(p);
+            remove_at(dfd, name, 1);
         else if (!priv && S_ISREG(sb.st_mode))
-            unlink(p);
+            unlinkat(dfd, name, 0);
     }
     closedir(d);
 }

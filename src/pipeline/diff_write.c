@@ -191,11 +191,6 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
     int st = tide_outfile_mkdtemp(dir, tmp, sizeof tmp);
     if (st)
         return st;
-    { /* mkdtemp makes 0700; let the umask decide, as mkdir would */
-        const mode_t um = umask(0);
-        umask(um);
-        chmod(tmp, 0777 & ~um);
-    }
     char p[4400];
     snprintf(p, sizeof p, "%s/difference.fits", tmp);
     st = tide_fits_write_image(p, &r->diff, &r->header);
@@ -223,6 +218,11 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
     if (st) {
         tide_outfile_remove_tree(tmp);
         return st;
+    }
+    { /* private (0700) while written; now the mode mkdir would give, as the umask decides */
+        const mode_t um = umask(0);
+        umask(um);
+        chmod(tmp, 0777 & ~um);
     }
     if (exists) { /* move the old run aside, put the new one in place, then drop the old */
         snprintf(old, sizeof old, "%s.old-XXXXXX", tmp);
