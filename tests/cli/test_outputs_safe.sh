@@ -166,4 +166,31 @@ rc=$?
     ok "dead writers' temporaries removed, a live one's and a user's file kept" ||
     { bad "sweep: exit $rc"; ls -a q; }
 
+# 5. kill -9 of a writer: reduce stages its outputs before the reduction, so killing it while
+# it reduces a larger frame leaves a private directory, which the next write removes. (When
+# the run ends before it is caught, the check is skipped: never a false failure.)
+"$TIDE" sim -o big.fits --width 1536 --height 1536 --nstars 3000 >/dev/null 2>&1
+mkdir -p k
+"$TIDE" reduce --backend cpu big.fits -o k/c.fits --csv k/c.csv >/dev/null 2>&1 &
+pid=$!
+caught=0
+for _ in $(seq 1 500); do
+    if [ -n "$(find k -maxdepth 1 -name '.tide-*' -print -quit)" ]; then
+        kill -9 $pid 2>/dev/null && caught=1
+        break
+    fi
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.01
+done
+wait $pid 2>/dev/null
+if [ $caught = 1 ] && [ ! -e k/c.fits ]; then
+    n=$(leftovers k)
+    "$TIDE" reduce --backend cpu f.fits -o k/d.fits >/dev/null 2>&1
+    [ "$n" -ge 1 ] && [ "$(leftovers k)" = 0 ] && [ -s k/d.fits ] &&
+        ok "kill -9 mid-run: $n private dir(s), removed by the next write" ||
+        { bad "kill -9 leftovers: $n before, $(leftovers k) after"; ls -a k; }
+else
+    echo "skip: the writer was not caught mid-run"
+fi
+
 exit $fail
