@@ -8,7 +8,8 @@
  * is created by name (cfitsio) or through a descriptor (O_CREAT|O_EXCL|O_NOFOLLOW). The
  * directory is on the target's file system, so rename(2) is atomic.
  *
- * The name carries HOST (8 hex digits of a hash of the host name) and the writer's PID, so a
+ * The name carries HOST (8 hex digits of a hash of the host name and, on Linux, of the PID
+ * namespace, as containers sharing a volume have PIDs of their own) and the writer's PID, so a
  * later writer in the same directory can tell the leftovers of a dead process (kill -9, a
  * crash) from the work of a live one: it removes the private directories (and the temporary
  * names of earlier tide versions) of its own user, made on its own host, whose process no
@@ -71,7 +72,8 @@ void tide_outfile_abort(tide_outfile *o);
  *  by tide_outfile_begin; exposed for tests and for writers of whole directories. */
 void tide_outfile_sweep(const char *dir);
 
-/** The HOST part of private names (8 hex digits, FNV-1a of the host name) into @p out (9+). */
+/** The HOST part of private names into @p out (9+ bytes): 8 hex digits of the 32-bit FNV-1a
+ *  hash of "HOSTNAME\nPIDNS", PIDNS the target of /proc/self/ns/pid ("" when unreadable). */
 void tide_outfile_host_tag(char *out);
 
 /** Create a private directory for a whole output directory beside @p path (as

@@ -13,12 +13,18 @@
 #include "tide/status.h"
 
 void tide_outfile_host_tag(char *out) {
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0)
-        host[0] = 0;
-    host[sizeof host - 1] = 0;
+    /* The host name, then the PID namespace (Linux: "pid:[INODE]"; "" elsewhere): two
+     * containers with one host name sharing a volume do not see each other's PIDs. */
+    char id[600] = "";
+    if (gethostname(id, 256) != 0)
+        id[0] = 0;
+    id[256] = 0;
+    size_t n = strlen(id);
+    id[n++] = '\n';
+    const ssize_t k = readlink("/proc/self/ns/pid", id + n, sizeof id - n - 1);
+    id[k > 0 ? n + (size_t)k : n] = 0;
     unsigned h = 2166136261u; /* FNV-1a: stable across runs and builds, cheap */
-    for (const unsigned char *p = (const unsigned char *)host; *p; p++)
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
         h = (h ^ *p) * 16777619u;
     snprintf(out, 9, "%08x", h);
 }

@@ -147,9 +147,13 @@ rc=$?
 
 # 4. a dead writer's leftovers go with the next write into the directory
 tag=$("$PY" -c '
-import socket
+import os, socket
+try:
+    ns = os.readlink("/proc/self/ns/pid")
+except OSError:
+    ns = ""
 h = 2166136261
-for b in socket.gethostname().encode():
+for b in (socket.gethostname() + "\n" + ns).encode():
     h = ((h ^ b) * 16777619) & 0xffffffff
 print("%08x" % h)')
 dead=$(sh -c 'echo $$')
