@@ -37,7 +37,8 @@ typedef struct tide_outfile {
     char tmp[4420];  /**< where the file is written: priv/NAME */
     int synced;      /**< the temporary is complete and on disk */
     int placed;      /**< renamed into place (by a set's commit that may still be undone) */
-    int had_old;     /**< a previous file at path is kept as priv/.old (undo of a set) */
+    int had_old;     /**< 1: the previous file at path is kept as priv/.old (undo of a set);
+                          0: there was none; -1: there was one that could not be kept */
 } tide_outfile;
 
 /** Prepare an output: refuse a target that is a directory or exists and is not a regular file

@@ -39,10 +39,11 @@ static void unplace(tide_outfile *o) {
         return;
     char old[4500];
     snprintf(old, sizeof old, "%s/.old", o->priv);
-    if (o->had_old)
+    if (o->had_old > 0)
         rename(old, o->path);
-    else
+    else if (o->had_old == 0) /* there was none */
         unlink(o->path);
+    /* else: an old file that could not be kept; the new one stays rather than nothing */
     o->placed = 0;
 }
 
@@ -58,11 +59,13 @@ int tide_outset_commit(tide_outset *s) {
         char old[4500];
         snprintf(old, sizeof old, "%s/.old", o->priv);
         struct stat sb;
-        o->had_old = s->n > 1 && lstat(o->path, &sb) == 0 && link(o->path, old) == 0;
+        o->had_old = 0;
+        if (s->n > 1 && lstat(o->path, &sb) == 0)
+            o->had_old = link(o->path, old) == 0 ? 1 : -1;
         if (rename(o->tmp, o->path) != 0) {
             st = tide_error(TIDE_E_IO, "%s: cannot rename the finished file into place: %s",
                             o->path, strerror(errno));
-            if (o->had_old)
+            if (o->had_old > 0)
                 unlink(old);
             o->had_old = 0;
             break;
