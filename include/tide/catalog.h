@@ -35,6 +35,19 @@ int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_he
  *  written (the FITS catalog carries them). */
 int tide_catalog_write_csv(const char *path, const tide_table *t);
 
+struct tide_outfile;
+/** The three writers above into the staged output @p of of an output set (outfile.h): on
+ *  success the file is complete and on disk and appears under its name when the set is
+ *  committed; on failure its temporary is removed. */
+int tide_catalog_write_fits_to(struct tide_outfile *of, const tide_table *t,
+                               const tide_header *hdr);
+/** FITS-LDAC into a staged output (see tide_catalog_write_fits_to). */
+int tide_catalog_write_ldac_to(struct tide_outfile *of, const tide_table *t,
+                               const tide_header *frame_hdr, const tide_header *hdr);
+/** CSV into a staged output (see tide_catalog_write_fits_to); "-" and special files are not
+ *  staged: give them to tide_catalog_write_csv. */
+int tide_catalog_write_csv_to(struct tide_outfile *of, const tide_table *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -211,6 +211,11 @@ void tide_diff_result_free(tide_diff_result *r);
  *  @p ntop <= 0: all kept stamps. Errors: TIDE_E_IO naming the path, TIDE_E_NOMEM. */
 int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop);
 
+/** Refuse (TIDE_E_INVAL naming both) an input of @p inputs that is one of the files
+ *  tide_diff_write would replace in @p dir (same device and inode, tide_outputs_check), before
+ *  any work: replacing the directory would destroy it. */
+int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,9 +9,9 @@
  * HDU numbers in messages and in tide_fits_hdu.index are 0-based, as in the FILE[N] syntax.
  * Every error detail names the file and, when one is involved, the HDU.
  *
- * Writes are atomic: the file is written under a temporary name in the target directory and
- * renamed over the target only when complete; on any failure the temporary file is removed and
- * the target is untouched. */
+ * Writes are atomic: the file is written in a private directory beside the target (outfile.h)
+ * and renamed over the target only when complete; on any failure the temporary file is removed
+ * and the target is untouched. */
 #ifndef TIDE_FITS_H
 #define TIDE_FITS_H
 #include <stdint.h>
@@ -91,6 +91,13 @@ int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, in
  *          rename; detail names the path) */
 int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr);
 
+struct tide_outfile;
+/** tide_fits_write_image into the staged output @p of (outfile.h) of an output set: the
+ *  file is complete and on disk on success, and appears under its name when the set is
+ *  committed; on failure its temporary is removed. */
+int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
+                             const tide_header *hdr);
+
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
  *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map
  *  F64→D, F32→E, I64→K, I32→J, I16→I, U8→B, STR→A (repeat = string width); repeat > 1 makes a
@@ -99,6 +106,10 @@ int tide_fits_write_image(const char *path, const tide_image *im, const tide_hea
  *  @param extname EXTNAME of the table HDU; NULL or "" = none */
 int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
                           const char *extname);
+
+/** tide_fits_write_table into the staged output @p of (as tide_fits_write_image_to). */
+int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
+                             const tide_header *hdr, const char *extname);
 
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
  *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /

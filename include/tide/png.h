@@ -15,8 +15,8 @@
  *    centred on zero, v = 1/2 + asinh(x/s) / (2 asinh(hi/s)).
  *
  * NaN pixels are drawn black. Rows are written top to bottom with FITS row 1 at the bottom,
- * as DS9 shows a frame. Every file is written atomically (temporary name in the target
- * directory, renamed when complete; removed on failure). Host memory only. */
+ * as DS9 shows a frame. Every file is written atomically (staged in a private
+ * directory beside the target, renamed when complete, removed on failure: outfile.h). Host memory only. */
 #ifndef TIDE_PNG_H
 #define TIDE_PNG_H
 #include <stdint.h>

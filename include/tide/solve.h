@@ -190,7 +190,8 @@ int tide_index_scales_for_fov(double fov_arcmin, int *lo, int *hi);
 /** Build index files from a reference catalogue (columns RA, DEC in degrees and MAG; float or
  *  double; rows with NaN are dropped) into @p out_dir (created if missing), one per scale, with
  *  astrometry.net's build-index machinery (uniformize, star k-d tree, hpquads, code tree).
- *  Each file is written under a temporary name and renamed, so a failure leaves nothing.
+ *  Each file is staged in a private directory and renamed (outfile.h), so a failure leaves
+ *  nothing.
  *  @param paths  if non-NULL, receives up to @p npaths written file names (each < 4096)
  *  @param nbuilt if non-NULL, receives the number of files written
  *  @return 0; TIDE_E_NOTFOUND (a column is missing), TIDE_E_EMPTY (fewer than 4 valid rows,

@@ -22,6 +22,7 @@
 
 #include "solve_internal.h"
 #include "tide/fits.h"
+#include "tide/outfile.h"
 #include "tide/status.h"
 
 /* Quad diameters bounding scale k..k+1, arcmin (build-astrometry-index -P presets). */
@@ -162,8 +163,11 @@ static int build_one(const char *catalog, const char *final, const char *dir, in
     ip.scanoccupied = TRUE; /* a local catalogue covers a small part of the sky */
     ip.inmemory = TRUE;     /* no temporary files in /tmp */
     ip.tempdir = dir;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", final, (long)getpid());
+    tide_outfile of;
+    int st = tide_outfile_begin(&of, final);
+    if (st)
+        return st;
+    const char *tmp = of.tmp; /* astrometry.net creates it by name, in our private dir */
     /* Parts of the build machinery (k-d tree dumps, progress dots) printf to stdout without
      * going through astrometry.net's logger. The library never prints: stdout's descriptor
      * points at /dev/null for the duration of the build (flushed on both sides, so nothing
@@ -184,17 +188,15 @@ static int build_one(const char *catalog, const char *final, const char *dir, in
         close(saved);
     if (devnull >= 0)
         close(devnull);
-    int st = 0;
     if (r != 0) {
-        unlink(tmp);
+        tide_outfile_abort(&of);
         /* hpquads fails when no quad of this size can be made from the stars. */
         st = tide_error(TIDE_E_EMPTY,
                         "index scale %d (quads %g'..%g'): astrometry.net could "
                         "not build it (too few stars for quads of this size?)%s%s",
                         k, ip.qlo, ip.qhi, why && *why ? ": " : "", why ? why : "");
-    } else if (rename(tmp, final) != 0) {
-        st = tide_error(TIDE_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-        unlink(tmp);
+    } else {
+        st = tide_outfile_commit(&of);
     }
     free(why);
     return st;
@@ -224,8 +226,14 @@ int tide_index_build(const tide_table *ref, const char *out_dir, const tide_inde
     int st = make_dir(out_dir);
     if (st)
         return st;
-    char catalog[4200];
-    snprintf(catalog, sizeof catalog, "%s/.tide-index-catalog-%ld.fits", out_dir, (long)getpid());
+    /* The cleaned catalogue astrometry.net reads by name: in a private directory of ours, so
+     * nobody can swap it between its writing and its reading. */
+    char priv[4200], catalog[4300];
+    snprintf(catalog, sizeof catalog, "%s/catalog.fits", out_dir);
+    st = tide_outfile_mkdtemp(catalog, priv, sizeof priv);
+    if (st)
+        return st;
+    snprintf(catalog, sizeof catalog, "%s/catalog.fits", priv);
     int64_t nvalid = 0;
     st = write_catalog(ref, p, catalog, &nvalid);
     int built = 0;
@@ -240,7 +248,7 @@ int tide_index_build(const tide_table *ref, const char *out_dir, const tide_inde
             built++;
         }
     }
-    unlink(catalog);
+    tide_outfile_remove_tree(priv);
     if (nbuilt)
         *nbuilt = built;
     return st;

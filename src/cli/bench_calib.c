@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tide/outfile.h"
 #include "bench_util.h"
 #include "cli.h"
 #include "reduce_calib.h"
@@ -367,13 +368,13 @@ int tide_bench_calib(int argc, char **argv) {
     if (!json_stdout)
         print_text(stdout, ctx, r, n);
     if (o.json) {
-        FILE *f = json_stdout ? stdout : fopen(o.json, "w");
-        if (f) {
+        tide_outfile of;
+        FILE *f = stdout;
+        st = json_stdout ? 0 : tide_outfile_open(&of, o.json, &f);
+        if (!st) {
             print_json(f, ctx, r, n);
             if (!json_stdout)
-                fclose(f);
-        } else {
-            st = tide_error(TIDE_E_IO, "%s: cannot write", o.json);
+                st = tide_outfile_close(&of, f);
         }
     }
     tide_ctx_destroy(ctx);

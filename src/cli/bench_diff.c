@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tide/outfile.h"
 #include "bench_diff.h"
 #include "bench_diff_int.h"
 #include "bench_util.h"
@@ -489,13 +490,14 @@ int tide_bench_diff(int argc, char **argv) {
         if (!o.json_stdout)
             tide_bd_print_text(stdout, ctx, &o, r);
         if (o.json_path || o.json_stdout) {
-            FILE *f = o.json_path && strcmp(o.json_path, "-") ? fopen(o.json_path, "w") : stdout;
-            if (!f) {
-                st = tide_error(TIDE_E_IO, "%s: cannot write", o.json_path);
-            } else {
+            const int to_file = o.json_path && strcmp(o.json_path, "-");
+            tide_outfile of;
+            FILE *f = stdout;
+            st = to_file ? tide_outfile_open(&of, o.json_path, &f) : 0;
+            if (!st) {
                 tide_bd_print_json(f, ctx, &o, r);
-                if (f != stdout && fclose(f))
-                    st = tide_error(TIDE_E_IO, "%s: write failed", o.json_path);
+                if (to_file)
+                    st = tide_outfile_close(&of, f);
             }
         }
     }

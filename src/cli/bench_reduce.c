@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tide/outfile.h"
 #include "bench_reduce.h"
 #include "bench_util.h"
 #include "cli.h"
@@ -367,13 +368,13 @@ static int write_json(tide_ctx *ctx, const tide_br_opts *o, double bpms, const t
         tide_br_print_json(stdout, ctx, o, bpms, r, n);
     if (!o->json_path || !strcmp(o->json_path, "-"))
         return 0;
-    FILE *f = fopen(o->json_path, "w");
-    if (!f)
-        return tide_error(TIDE_E_IO, "%s: cannot write", o->json_path);
+    tide_outfile of;
+    FILE *f = NULL;
+    int st = tide_outfile_open(&of, o->json_path, &f);
+    if (st)
+        return st;
     tide_br_print_json(f, ctx, o, bpms, r, n);
-    if (fclose(f))
-        return tide_error(TIDE_E_IO, "%s: write failed", o->json_path);
-    return 0;
+    return tide_outfile_close(&of, f);
 }
 
 int tide_bench_reduce(tide_ctx *ctx, const tide_br_opts *o, double bpms) {

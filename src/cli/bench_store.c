@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tide/outfile.h"
 #include "bench_util.h"
 #include "cli.h"
 #include "tide/store.h"
@@ -274,10 +275,13 @@ int tide_bench_store(int argc, char **argv) {
                res[k].replace_ms, res[k].median_ms <= TARGET_MS ? "met" : "missed", res[k].uri);
     }
     if (json) {
-        FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
-        if (!f) {
+        tide_outfile of;
+        FILE *f = stdout;
+        const int to_file = strcmp(json, "-") != 0;
+        int st = to_file ? tide_outfile_open(&of, json, &f) : 0;
+        if (st) {
             tide_table_free(&t);
-            return tide_cli_fail("bench", tide_error(TIDE_E_IO, "%s: cannot write", json));
+            return tide_cli_fail("bench", st);
         }
         fprintf(f,
                 "{\n  \"bench\": \"store\",\n  \"tide_version\": \"%s\",\n  \"rows\": %lld,\n"
@@ -295,8 +299,10 @@ int tide_bench_store(int argc, char **argv) {
             first = 0;
         }
         fprintf(f, "\n  ]\n}\n");
-        if (f != stdout)
-            fclose(f);
+        if (to_file && (st = tide_outfile_close(&of, f)) != 0) {
+            tide_table_free(&t);
+            return tide_cli_fail("bench", st);
+        }
     }
     tide_table_free(&t);
     return rc ? 1 : 0;

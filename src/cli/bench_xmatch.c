@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tide/outfile.h"
 #include "bench_util.h"
 #include "cli.h"
 #include "tide/crossmatch.h"
@@ -451,13 +452,12 @@ int tide_bench_xmatch(int argc, char **argv) {
     if (!st && json_stdout)
         print_json(stdout, cpu, gpu, &o, bpms, res, done);
     if (!st && o.json_path && strcmp(o.json_path, "-")) {
-        FILE *f = fopen(o.json_path, "w");
-        if (!f)
-            st = tide_error(TIDE_E_IO, "%s: cannot write", o.json_path);
-        else {
+        tide_outfile of;
+        FILE *f = NULL;
+        st = tide_outfile_open(&of, o.json_path, &f);
+        if (!st) {
             print_json(f, cpu, gpu, &o, bpms, res, done);
-            if (fclose(f))
-                st = tide_error(TIDE_E_IO, "%s: write failed", o.json_path);
+            st = tide_outfile_close(&of, f);
         }
     }
     int diffs = 0;

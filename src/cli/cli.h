@@ -35,6 +35,11 @@ int tide_cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/** Refuse outputs that are the same file as an input or as each other (tide_outputs_check,
+ *  outfile.h), before any work: print the error and return exit code 1, or return 0. */
+int tide_cli_check_outputs(const char *cmd, const char *const *inputs, int nin,
+                           const char *const *outputs, int nout);
+
 /** A command's option that takes a value: a non-negative number into *num, or text into
  *  *str (exactly one of the two is non-NULL). */
 typedef struct tide_cli_valopt {

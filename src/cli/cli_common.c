@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "tide/fits.h"
+#include "tide/outfile.h"
 
 const char *tide_cli_common_help =
     "common options:\n"
@@ -152,4 +153,10 @@ int tide_cli_value_option(const char *cmd, const tide_cli_valopt *opts, int n, i
         return 1;
     }
     return 0;
+}
+
+int tide_cli_check_outputs(const char *cmd, const char *const *inputs, int nin,
+                           const char *const *outputs, int nout) {
+    const int st = tide_outputs_check(inputs, nin, outputs, nout);
+    return st ? tide_cli_fail(cmd, st) : 0;
 }

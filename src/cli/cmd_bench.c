@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tide/outfile.h"
 #include "bench_diff.h"
 #include "bench_reduce.h"
 #include "bench_util.h"
@@ -511,15 +512,16 @@ int tide_cmd_bench(int argc, char **argv) {
     if (json_stdout)
         print_json(stdout, ctx, &o, bpms, res, done);
     if (o.json_path && strcmp(o.json_path, "-")) {
-        FILE *f = fopen(o.json_path, "w");
-        if (!f) {
-            tide_ctx_destroy(ctx);
-            return tide_cli_fail(cmd, tide_error(TIDE_E_IO, "%s: cannot write", o.json_path));
+        tide_outfile of;
+        FILE *f = NULL;
+        int st = tide_outfile_open(&of, o.json_path, &f);
+        if (!st) {
+            print_json(f, ctx, &o, bpms, res, done);
+            st = tide_outfile_close(&of, f);
         }
-        print_json(f, ctx, &o, bpms, res, done);
-        if (fclose(f)) {
+        if (st) {
             tide_ctx_destroy(ctx);
-            return tide_cli_fail(cmd, tide_error(TIDE_E_IO, "%s: write failed", o.json_path));
+            return tide_cli_fail(cmd, st);
         }
     }
     tide_ctx_destroy(ctx);

@@ -151,6 +151,15 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
     for (int i = 0; i < nsci; i++) {
         batch_dir(dir, sci[i], outs[i], sizeof outs[i]);
+        /* no science frame or the template may be a file the outputs would replace */
+        for (int j = 0; j <= nsci; j++) {
+            const char *in = j < nsci ? sci[j] : tpath;
+            const int st = tide_diff_check_outputs(outs[i], &in, 1);
+            if (st) {
+                free(outs);
+                return tide_cli_fail(cmd, st);
+            }
+        }
         for (int j = 0; j < i; j++)
             if (!strcmp(outs[i], outs[j])) {
                 /* the message names an entry of outs: print it before the list is freed */
@@ -387,6 +396,11 @@ int tide_cmd_diff(int argc, char **argv) {
     const int64_t ntop = d.ntop;
     const int timings = d.timings;
     free(d.pos);
+    const int cst = tide_diff_check_outputs(outp, pos, 2);
+    if (cst) {
+        tide_ctx_destroy(ctx);
+        return tide_cli_fail(cmd, cst);
+    }
     snprintf(p.sci_name, sizeof p.sci_name, "%s", pos[0]);
     snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pos[1]);
 

@@ -197,6 +197,7 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
     }
     if (!in) return tide_cli_usage_error(cmd, "missing STAMPS.fits");
     if (!out) return tide_cli_usage_error(cmd, "missing -o FITS.fits");
+    if (tide_cli_check_outputs(cmd, &in, 1, &out, 1)) return 1;
 
     cube s = {0}, v = {0}, m = {0}, ps = {0};
     double *cx = NULL, *cy = NULL;

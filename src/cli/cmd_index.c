@@ -164,6 +164,19 @@ int tide_cmd_index(int argc, char **argv) {
     p.passes = (int)passes;
     p.jitter_arcsec = jitter;
     p.index_id_base = (int)id;
+    { /* the index files against the catalogue (the scales as tide_index_build picks them) */
+        int lo = p.scale_lo, hi = p.scale_hi;
+        if (lo < 0 && tide_index_scales_for_fov(p.fov_arcmin, &lo, &hi))
+            lo = 0, hi = -1; /* tide_index_build reports the bad field */
+        for (int k = lo; k <= hi; k++) {
+            char name[4200];
+            snprintf(name, sizeof name, "%s/%s-%02d.fits", out,
+                     p.prefix && *p.prefix ? p.prefix : "index-tide", k);
+            const char *o = name;
+            if (tide_cli_check_outputs(cmd, &in, 1, &o, 1))
+                return 1;
+        }
+    }
 
     tide_table t;
     tide_table_init(&t);

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "reduce_calib.h"
 #include "tide/catalog.h"
+#include "tide/outfile.h"
 #include "tide/pipeline.h"
 #include "tide/store.h"
 
@@ -102,6 +103,20 @@ static int parse_radii(const char *s, double *r, int *n) {
 static int special_file(const char *path) {
     struct stat sb;
     return path && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+}
+
+/* Refuse outputs that are the same file as an input (the frame, the configuration files, the
+ * reference catalog, an SQLite store) or as each other, before anything is written. */
+static int check_outputs(const char *spec, const char *instrument, const char *def,
+                         const char *refcat, const char *store, const char *const outs[4]) {
+    if (store && !strncmp(store, "sqlite:", 7))
+        store += 7;
+    const char *ins[] = {spec, instrument, def, refcat, store};
+    /* The store is written too: no output may take its name, even before it exists, and it
+     * may not be one of the other inputs. */
+    const char *all[] = {outs[0], outs[1], outs[2], outs[3], store};
+    int st = tide_outputs_check(ins, 5, outs, 4);
+    return st ? st : tide_outputs_check(ins, 4, all, 5);
 }
 
 static void json_num(FILE *f, const char *key, double v, const char *tail) {
@@ -350,6 +365,11 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = tide_cli_usage_error(cmd, "--ldac writes the -o file: give -o");
         goto out;
     }
+    const char *const all_outs[4] = {outp, csv, backp, rmsp};
+    if (check_outputs(spec, instrument, def, co.refcat, co.store, all_outs)) {
+        rc = tide_cli_fail(cmd, TIDE_E_INVAL);
+        goto out;
+    }
 
     /* Configuration: errors name FILE:LINE:COLUMN or the --set assignment. */
     tide_config *cfg = NULL;
@@ -418,6 +438,13 @@ int tide_cmd_reduce(int argc, char **argv) {
     if (!st && cp.refcat[0] && !tide_store_uri_is_pg(cp.refcat) && access(cp.refcat, R_OK))
         st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp.refcat, strerror(errno));
     const char *store = tide_reduce_store_uri(&co, cfg);
+    if (!st) /* the configuration's reference catalog and store are known now */
+        st = check_outputs(spec, instrument, def, cp.refcat, store, all_outs);
+    /* Every output begun now (its private directory made): one that cannot be written fails
+     * before the reduction, and nothing appears unless all of them (and the store) do. */
+    tide_reduce_outputs staged;
+    if (!st)
+        st = tide_reduce_outputs_begin(&staged, outp, ldac, csv, backp, rmsp);
     if (st) {
         rc = tide_cli_fail(cmd, st);
         goto done;
@@ -435,21 +462,15 @@ int tide_cmd_reduce(int argc, char **argv) {
     const int sum_st = store[0] ? tide_reduce_checksum_wait(&sum) : 0;
     if (!st)
         st = sum_st;
-    /* The store and the catalog file together; the file appears only when the store has
-     * committed (reduce_calib.h). */
+    /* Every file and the store together: the files appear only when all are complete and
+     * the store has committed (reduce_calib.h). */
     int64_t image_id = -1;
     double ms_store = 0;
-    if (!st && outp)
-        st = tide_reduce_write_outputs(outp, ldac, store, NULL, spec, sum.hex, &hdr, &res,
-                                       &image_id, &ms_store, NULL);
-    else if (!st && store[0])
-        st = tide_reduce_store_put(store, NULL, spec, sum.hex, &hdr, &res, &image_id, &ms_store);
-    if (!st && csv)
-        st = tide_catalog_write_csv(csv, &res.catalog);
-    if (!st && backp)
-        st = tide_fits_write_image(backp, &res.back_map, NULL);
-    if (!st && rmsp)
-        st = tide_fits_write_image(rmsp, &res.rms_map, NULL);
+    if (!st)
+        st = tide_reduce_outputs_commit(&staged, store, NULL, spec, sum.hex, &hdr, &res, &image_id,
+                                        &ms_store, NULL);
+    else
+        tide_reduce_outputs_abort(&staged);
     if (st) {
         rc = tide_cli_fail(cmd, st);
         goto done;

@@ -217,6 +217,31 @@ int tide_cmd_reproject(int argc, char **argv) {
         USAGE("missing -o OUT");
     if (!dir_mode && nout != nin)
         USAGE("%d inputs but %d outputs (give one per input, or one directory)", nin, nout);
+    { /* every output and its coverage map against the inputs, --onto and each other */
+        char(*names)[4300] = calloc((size_t)nin * 2, sizeof *names);
+        const char **on = calloc((size_t)nin * 2, sizeof *on);
+        const char **in2 = calloc((size_t)nin + 1, sizeof *in2);
+        int bad = !names || !on || !in2;
+        for (int i = 0; !bad && i < nin; i++) {
+            if (dir_mode)
+                dir_output(outs[0], ins[i], names[2 * i], sizeof names[0]);
+            else
+                snprintf(names[2 * i], sizeof names[0], "%s", outs[i]);
+            coverage_path(names[2 * i], names[2 * i + 1], sizeof names[0]);
+            on[2 * i] = names[2 * i];
+            on[2 * i + 1] = write_cov ? names[2 * i + 1] : NULL;
+            in2[i] = ins[i];
+        }
+        if (!bad)
+            in2[nin] = onto;
+        rc = bad ? tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"))
+                 : tide_cli_check_outputs(cmd, in2, nin + 1, on, 2 * nin);
+        free(names);
+        free(on);
+        free(in2);
+        if (rc)
+            goto out;
+    }
 
     rc = 1;
     tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);

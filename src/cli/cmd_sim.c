@@ -263,6 +263,9 @@ int tide_cmd_sim(int argc, char **argv) {
     }
     if (truth2 && !out2)
         return tide_cli_usage_error(cmd, "--truth2 needs --epoch2");
+    const char *const outs[] = {out, truth, refcat, out2, truth2};
+    if (tide_cli_check_outputs(cmd, NULL, 0, outs, 5))
+        return 1;
     int st = tide_sim_params_check(&p);
     if (st)
         return tide_cli_usage_error(cmd, "%s", tide_error_detail());

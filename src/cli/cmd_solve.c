@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "tide/fits.h"
+#include "tide/outfile.h"
 #include "tide/solve.h"
 
 static const char *help =
@@ -70,12 +71,15 @@ static int write_wcs_file(const char *path, const tide_wcs *w, int64_t width, in
         tide_header_free(&h);
         return st;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    tide_outfile of;
+    FILE *f = NULL;
+    st = tide_outfile_begin(&of, path);
+    if (!st)
+        st = tide_outfile_fopen(&of, &f);
+    if (st) {
+        tide_outfile_abort(&of);
         tide_header_free(&h);
-        return tide_error(TIDE_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        return st;
     }
     int ok = 1;
     for (int i = 0; i < h.ncards; i++)
@@ -89,12 +93,13 @@ static int write_wcs_file(const char *path, const tide_wcs *w, int64_t width, in
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok &= fclose(f) == 0;
     tide_header_free(&h);
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return tide_error(TIDE_E_IO, "%s: cannot write: %s", path, strerror(e));
+    if (!ok) {
+        st = tide_error(TIDE_E_IO, "%s: cannot write: %s", path, strerror(errno));
+        tide_outfile_abort(&of);
+        return st;
     }
-    return 0;
+    of.synced = 1;
+    return tide_outfile_commit(&of);
 }
 
 static void print_json(const char *file, const tide_wcs *w, const tide_solve_info *in) {
@@ -241,6 +246,8 @@ int tide_cmd_solve(int argc, char **argv) {
     }
     if (!o.file)
         return tide_cli_usage_error(cmd, "no source list given");
+    if (tide_cli_check_outputs(cmd, &o.file, 1, &o.out, 1))
+        return 1;
     if (!!o.ra_s != !!o.dec_s)
         return tide_cli_usage_error(cmd, "--ra and --dec go together");
     if (o.scale_hi > 0 && o.scale_lo > o.scale_hi)

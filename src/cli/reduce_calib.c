@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include "cli.h"
 #include "reduce_calib.h"
 #include "tide/catalog.h"
+#include "tide/fits.h"
+#include "tide/outfile.h"
 #include "tide/store.h"
 
 int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_params *p) {
@@ -171,9 +174,10 @@ int tide_reduce_store_put(const char *uri, tide_store *open, const char *spec,
     return st;
 }
 
-/* The catalog file, written on its own thread while the store inserts. */
+/* The catalog file, written into its staged temporary on its own thread while the other
+ * files are written on the caller's. */
 typedef struct write_job {
-    const char *path;
+    tide_outfile *of;
     int ldac;
     const tide_header *frame_hdr;
     const tide_pipeline_result *res;
@@ -185,47 +189,89 @@ typedef struct write_job {
 static void *write_thread(void *arg) {
     write_job *j = arg;
     const double t0 = tide_bench_now_ms();
-    j->status = j->ldac ? tide_catalog_write_ldac(j->path, &j->res->catalog, j->frame_hdr,
-                                                  &j->res->header)
-                        : tide_catalog_write_fits(j->path, &j->res->catalog, &j->res->header);
+    j->status = j->ldac ? tide_catalog_write_ldac_to(j->of, &j->res->catalog, j->frame_hdr,
+                                                     &j->res->header)
+                        : tide_catalog_write_fits_to(j->of, &j->res->catalog, &j->res->header);
     if (j->status)
         snprintf(j->err, sizeof j->err, "%s", tide_error_detail());
     j->ms = tide_bench_now_ms() - t0;
     return NULL;
 }
 
-int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, tide_store *open,
-                              const char *spec, const char *checksum,
-                              const tide_header *frame_hdr, const tide_pipeline_result *res,
-                              int64_t *image_id, double *ms_store, double *ms_write) {
-    if ((!uri || !uri[0]) && !open) { /* no store: just the file */
-        write_job j = {path, ldac, frame_hdr, res, 0, 0, ""};
-        write_thread(&j);
-        if (ms_write)
-            *ms_write = j.ms;
-        return j.status ? tide_error(j.status, "%s", j.err) : 0;
-    }
-    /* The file is written under a side name and renamed once the store has committed; both
-     * only read the catalog, so they run at the same time on it. */
-    char partial[1100];
-    snprintf(partial, sizeof partial, "%s.tide-partial", path);
-    write_job j = {partial, ldac, frame_hdr, res, 0, 0, ""};
+/* "-" or an existing file that is not a regular one (a pipe, /dev/stdout): written in place
+ * after the commit, since it cannot be renamed over. */
+static int csv_stream(const char *csv) {
+    struct stat sb;
+    return csv && (!strcmp(csv, "-") || (stat(csv, &sb) == 0 && !S_ISREG(sb.st_mode)));
+}
+
+int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
+                              const char *csv, const char *back, const char *rms) {
+    memset(o, 0, sizeof *o);
+    tide_outset_init(&o->set);
+    o->ldac = ldac;
+    if (csv_stream(csv))
+        o->csv_stream = csv;
+    int st = tide_outset_add(&o->set, cat, &o->cat);
+    if (!st && !o->csv_stream)
+        st = tide_outset_add(&o->set, csv, &o->csv);
+    if (!st)
+        st = tide_outset_add(&o->set, back, &o->back);
+    if (!st)
+        st = tide_outset_add(&o->set, rms, &o->rms);
+    if (st)
+        tide_reduce_outputs_abort(o);
+    return st;
+}
+
+void tide_reduce_outputs_abort(tide_reduce_outputs *o) { tide_outset_abort(&o->set); }
+
+int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_store *open,
+                               const char *spec, const char *checksum,
+                               const tide_header *frame_hdr, const tide_pipeline_result *res,
+                               int64_t *image_id, double *ms_store, double *ms_write) {
+    /* 1. Every file complete in its temporary: the catalog on a thread, the others here. */
+    write_job j = {o->cat, o->ldac, frame_hdr, res, 0, 0, ""};
     pthread_t th;
-    const int threaded = !pthread_create(&th, NULL, write_thread, &j);
-    if (!threaded)
+    const int threaded = o->cat && !pthread_create(&th, NULL, write_thread, &j);
+    if (o->cat && !threaded)
         write_thread(&j);
-    int st = tide_reduce_store_put(uri, open, spec, checksum, frame_hdr, res, image_id,
-                                   ms_store);
+    int st = 0;
+    if (o->csv)
+        st = tide_catalog_write_csv_to(o->csv, &res->catalog);
+    if (!st && o->back)
+        st = tide_fits_write_image_to(o->back, &res->back_map, NULL);
+    if (!st && o->rms)
+        st = tide_fits_write_image_to(o->rms, &res->rms_map, NULL);
     if (threaded)
         pthread_join(th, NULL);
     if (ms_write)
         *ms_write = j.ms;
     if (!st && j.status)
         st = tide_error(j.status, "%s", j.err);
-    if (!st && rename(partial, path))
-        st = tide_error(TIDE_E_IO, "%s: cannot rename %s into place", path, partial);
-    if (st)
-        unlink(partial);
+    /* 2. The store's one transaction, only once every file is complete. */
+    if (!st && ((uri && uri[0]) || open))
+        st = tide_reduce_store_put(uri, open, spec, checksum, frame_hdr, res, image_id,
+                                   ms_store);
+    /* 3. Every file into place (or none). A rename failing after the store committed leaves
+     * the frame's rows in the store (re-running replaces them); the files are as before. */
+    if (!st)
+        st = tide_outset_commit(&o->set);
+    tide_outset_abort(&o->set);
+    if (!st && o->csv_stream)
+        st = tide_catalog_write_csv(o->csv_stream, &res->catalog);
+    return st;
+}
+
+int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, tide_store *open,
+                              const char *spec, const char *checksum,
+                              const tide_header *frame_hdr, const tide_pipeline_result *res,
+                              int64_t *image_id, double *ms_store, double *ms_write) {
+    tide_reduce_outputs o;
+    int st = tide_reduce_outputs_begin(&o, path, ldac, NULL, NULL, NULL);
+    if (!st)
+        st = tide_reduce_outputs_commit(&o, uri, open, spec, checksum, frame_hdr, res, image_id,
+                                        ms_store, ms_write);
     return st;
 }
 

@@ -7,6 +7,7 @@
 
 #include "tide/calibrate.h"
 #include "tide/pipeline.h"
+#include "tide/outfile.h"
 #include "tide/store.h"
 
 /** The command-line choices that concern calibration and storing. */
@@ -57,12 +58,34 @@ int tide_reduce_store_put(const char *uri, tide_store *open, const char *spec,
                           const char *checksum, const tide_header *frame_hdr,
                           const tide_pipeline_result *res, int64_t *image_id, double *ms);
 
-/** Write the FITS catalog (or FITS-LDAC with @p ldac) of @p res to @p path and, at the same
- *  time on another thread, put it into the store @p uri (when non-empty) or @p open (as in
- *  tide_reduce_store_put). The file is written
- *  under a side name and renamed into place only when the store has committed, so a store
- *  that fails (rolled back) leaves no file either. A file that cannot be written is an error
- *  too; the frame's store rows then remain (re-running replaces them). */
+/** The files of one `tide reduce`, staged together (outfile.h): each output asked for is
+ *  begun (its private directory made) before any work, so an output that cannot be written
+ *  fails in milliseconds, and all appear, with the store's rows, or none does. */
+typedef struct tide_reduce_outputs {
+    tide_outset set;
+    tide_outfile *cat, *csv, *back, *rms; /**< NULL when not asked for */
+    int ldac;                             /**< the catalog as FITS-LDAC */
+    const char *csv_stream; /**< --csv - or a pipe: written in place after the commit */
+} tide_reduce_outputs;
+
+/** Begin the outputs (NULL paths are not written). On failure nothing is left behind. */
+int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
+                              const char *csv, const char *back, const char *rms);
+
+/** Write every file of @p res into its temporary (the catalog on a thread of its own), then,
+ *  when all are complete, put the frame into the store @p uri (when non-empty) or @p open (as
+ *  in tide_reduce_store_put), then rename all files into place. Any failure before the
+ *  store's commit leaves no file and no store row. Finishes @p o either way. */
+int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_store *open,
+                               const char *spec, const char *checksum,
+                               const tide_header *frame_hdr, const tide_pipeline_result *res,
+                               int64_t *image_id, double *ms_store, double *ms_write);
+
+/** Remove every staged temporary (a failure before the commit). */
+void tide_reduce_outputs_abort(tide_reduce_outputs *o);
+
+/** The FITS catalog (or FITS-LDAC with @p ldac) of @p res to @p path and the store, as
+ *  tide_reduce_outputs_begin + tide_reduce_outputs_commit with that one file. */
 int tide_reduce_write_outputs(const char *path, int ldac, const char *uri, tide_store *open,
                               const char *spec, const char *checksum,
                               const tide_header *frame_hdr, const tide_pipeline_result *res,

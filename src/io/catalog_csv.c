@@ -1,4 +1,4 @@
-/* catalog_csv.c — the CSV catalog (RFC 4180), written under a temporary name and renamed into
+/* catalog_csv.c — the CSV catalog (RFC 4180), staged and renamed into
  * place like every tide output. */
 #include <errno.h>
 #include <math.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tide/catalog.h"
+#include "tide/outfile.h"
 #include "tide/status.h"
 
 static void put_double(FILE *f, double v) {
@@ -121,29 +122,36 @@ int tide_catalog_write_csv(const char *path, const tide_table *t) {
             bad |= fclose(f) != 0;
         return bad ? tide_error(TIDE_E_IO, "%s: cannot write: %s", path, strerror(errno)) : 0;
     }
-    const size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return tide_error(TIDE_E_NOMEM, "%s: no memory", path);
-    snprintf(tmp, n, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int st = tide_error(TIDE_E_IO, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
+    tide_outfile of;
+    int st = tide_outfile_begin(&of, path);
+    if (!st)
+        st = tide_catalog_write_csv_to(&of, t);
+    if (!st)
+        return tide_outfile_commit(&of);
+    tide_outfile_abort(&of);
+    return st;
+}
+
+int tide_catalog_write_csv_to(struct tide_outfile *of, const tide_table *t) {
+    const char *path = of->path;
+    if (!t)
+        return tide_error(TIDE_E_INVAL, "%s: no catalog to write", path);
+    for (int j = 0; j < t->ncols; j++)
+        if (!t->cols[j].data && t->nrows > 0)
+            return tide_error(TIDE_E_INVAL, "%s: column %s has no data", path, t->cols[j].name);
+    FILE *f;
+    int st = tide_outfile_fopen(of, &f);
+    if (st)
         return st;
-    }
     int bad = write_all(f, t);
     bad |= fflush(f) != 0;
     bad |= fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
-    int st = 0;
-    if (bad)
+    if (bad) {
         st = tide_error(TIDE_E_IO, "%s: cannot write: %s", path, strerror(errno));
-    else if (rename(tmp, path) != 0)
-        st = tide_error(TIDE_E_IO, "%s: cannot rename the finished file into place: %s", path,
-                        strerror(errno));
-    if (st)
-        unlink(tmp);
-    free(tmp);
-    return st;
+        unlink(of->tmp);
+        return st;
+    }
+    of->synced = 1;
+    return 0;
 }

@@ -9,3 +9,8 @@ int tide_catalog_write_fits(const char *path, const tide_table *t, const tide_he
         return tide_error(TIDE_E_INVAL, "%s: no catalog to write", path ? path : "(null)");
     return tide_fits_write_table(path, t, hdr, "OBJECTS");
 }
+
+int tide_catalog_write_fits_to(struct tide_outfile *of, const tide_table *t,
+                               const tide_header *hdr) {
+    return tide_fits_write_table_to(of, t, hdr, "OBJECTS");
+}

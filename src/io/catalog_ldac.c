@@ -157,8 +157,9 @@ static int write_objects(tide_fits_out *o, const tide_table *t, const tide_heade
     return st;
 }
 
-int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_header *frame_hdr,
-                            const tide_header *hdr) {
+/* Either writer: @p of staged by the caller, else staged here for @p path. */
+static int write_ldac(const char *path, struct tide_outfile *of, const tide_table *t,
+                      const tide_header *frame_hdr, const tide_header *hdr) {
     if (!t)
         return tide_error(TIDE_E_INVAL, "%s: no catalog to write", path ? path : "(null)");
     tide_header cards;
@@ -168,7 +169,7 @@ int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_he
         return st;
     }
     tide_fits_out o;
-    st = tide_fits_out_begin(&o, path);
+    st = of ? tide_fits_out_begin_staged(&o, of) : tide_fits_out_begin(&o, path);
     if (st) {
         tide_header_free(&cards);
         return st;
@@ -186,4 +187,14 @@ int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_he
         return st;
     }
     return tide_fits_out_commit(&o);
+}
+
+int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_header *frame_hdr,
+                            const tide_header *hdr) {
+    return write_ldac(path, NULL, t, frame_hdr, hdr);
+}
+
+int tide_catalog_write_ldac_to(struct tide_outfile *of, const tide_table *t,
+                               const tide_header *frame_hdr, const tide_header *hdr) {
+    return write_ldac(of->path, of, t, frame_hdr, hdr);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "tide/fits.h"
+#include "tide/outfile.h"
 
 /** An opened input: the cfitsio handle and what the spec asked for. */
 typedef struct tide_fits_src {
@@ -53,17 +54,24 @@ int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hd
  *  Non-printable characters are replaced by blanks. */
 int tide_fits_put_cards(fitsfile *f, const tide_header *hdr, int skip_extname, const char *path);
 
-/** An output file being written under a temporary name. */
+/** A FITS output being written by cfitsio into its staged temporary (outfile.h). */
 typedef struct tide_fits_out {
     fitsfile *f;
-    char path[4096]; /**< the final name */
-    char tmp[4200];  /**< the temporary name in the same directory */
+    const char *path; /**< the final name (for messages) */
+    tide_outfile own; /**< the staging, when the writer owns it */
+    tide_outfile *of; /**< &own, or the caller's output of a set */
+    int staged;       /**< of is the caller's: commit only completes and flushes it */
 } tide_fits_out;
 
-/** Create the temporary file for @p path and open it with cfitsio. */
+/** Stage an output for @p path (tide_outfile_begin) and create it with cfitsio. */
 int tide_fits_out_begin(tide_fits_out *o, const char *path);
 
-/** Close, flush to disk and rename over the final name; on failure the temporary is removed. */
+/** Create the temporary of the caller's staged output @p of with cfitsio; commit then
+ *  completes and flushes it, and the caller (its output set) renames it into place. */
+int tide_fits_out_begin_staged(tide_fits_out *o, tide_outfile *of);
+
+/** Close and flush; rename over the final name unless staged. On failure the temporary is
+ *  removed. */
 int tide_fits_out_commit(tide_fits_out *o);
 
 /** Close and remove the temporary file (after a failure). Keeps the current error detail. */

@@ -144,6 +144,22 @@ int tide_fits_write_table_by(const char *path, const tide_table *t, const tide_h
     return tide_fits_out_commit(&o);
 }
 
+int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
+                             const tide_header *hdr, const char *extname) {
+    if (!t)
+        return tide_error(TIDE_E_INVAL, "%s: no table to write", of->path);
+    tide_fits_out o;
+    int st = tide_fits_out_begin_staged(&o, of);
+    if (st)
+        return st;
+    st = write_table_all(&o, t, hdr, extname, 0);
+    if (st) {
+        tide_fits_out_abort(&o);
+        return st;
+    }
+    return tide_fits_out_commit(&o);
+}
+
 int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
                           const char *extname) {
     return tide_fits_write_table_by(path, t, hdr, extname, 0);

@@ -82,14 +82,37 @@ static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *
     return TIDE_OK;
 }
 
-int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
+static int check_image(const char *path, const tide_image *im) {
     if (!im || !im->pix || im->width <= 0 || im->height <= 0 || im->stride < im->width)
         return tide_error(TIDE_E_INVAL, "%s: no image to write", path ? path : "(null)");
     if (im->location != TIDE_HOST)
         return tide_error(TIDE_E_INVAL, "%s: the image is on the device; copy it to the host first",
                           path);
+    return 0;
+}
+
+int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
+                             const tide_header *hdr) {
+    int st = check_image(of->path, im);
     tide_fits_out o;
-    int st = tide_fits_out_begin(&o, path);
+    if (!st)
+        st = tide_fits_out_begin_staged(&o, of);
+    if (st)
+        return st;
+    st = write_all(&o, im, hdr);
+    if (st) {
+        tide_fits_out_abort(&o);
+        return st;
+    }
+    return tide_fits_out_commit(&o);
+}
+
+int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
+    int st = check_image(path, im);
+    if (st)
+        return st;
+    tide_fits_out o;
+    st = tide_fits_out_begin(&o, path);
     if (st)
         return st;
     st = write_all(&o, im, hdr);

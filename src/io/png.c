@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/png_encode.h"
+#include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
 
@@ -195,43 +196,25 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
     if (w <= 0 || h <= 0 || w > 1000000 || h > 1000000)
         return tide_error(TIDE_E_INVAL, "%s: bad PNG size %lldx%lld", path, (long long)w,
                           (long long)h);
-    char tmp[4200];
-    const char *slash = strrchr(path, '/');
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int fd = -1, err = 0;
-    for (int a = 0; a < 64 && fd < 0; a++) {
-        if (slash)
-            snprintf(tmp, sizeof tmp, "%.*s/.%s.tmp-%ld-%lx", (int)(slash - path), path,
-                     slash + 1, (long)getpid(), (unsigned long)ts.tv_nsec + 7919ul * (unsigned)a);
-        else
-            snprintf(tmp, sizeof tmp, ".%s.tmp-%ld-%lx", path, (long)getpid(),
-                     (unsigned long)ts.tv_nsec + 7919ul * (unsigned)a);
-        fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY, 0666);
-        err = errno;
-        if (fd < 0 && err != EEXIST)
-            break;
-    }
-    if (fd < 0)
-        return tide_error(TIDE_E_IO, "%s: cannot create: %s", path, strerror(err));
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        return tide_error(TIDE_E_IO, "%s: cannot open for writing", path);
+    tide_outfile of;
+    int st = tide_outfile_begin(&of, path);
+    FILE *f = NULL;
+    if (!st)
+        st = tide_outfile_fopen(&of, &f);
+    if (st) {
+        tide_outfile_abort(&of);
+        return st;
     }
     /* the encoder's threads: all cores (the pictures are written one at a time) */
     const int nt = omp_get_max_threads() < 16 ? omp_get_max_threads() : 16;
-    int st = tide_png_encode_grey(f, path, rows, w, h, nt);
+    st = tide_png_encode_grey(f, path, rows, w, h, nt);
     if (fflush(f) != 0 && st == TIDE_OK)
         st = tide_error(TIDE_E_IO, "%s: write failed: %s", path, strerror(errno));
     if (fclose(f) != 0 && st == TIDE_OK)
         st = tide_error(TIDE_E_IO, "%s: write failed: %s", path, strerror(errno));
-    if (st == TIDE_OK && rename(tmp, path) != 0)
-        st = tide_error(TIDE_E_IO, "%s: cannot rename the temporary file into place: %s", path,
-                        strerror(errno));
-    if (st != TIDE_OK)
-        unlink(tmp);
+    if (st == TIDE_OK)
+        return tide_outfile_commit(&of);
+    tide_outfile_abort(&of);
     return st;
 }
 

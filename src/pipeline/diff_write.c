@@ -13,6 +13,7 @@
 
 #include "pipeline/diff_internal.h"
 #include "tide/fits.h"
+#include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
 
@@ -27,22 +28,6 @@ static int is_known(const char *name) {
         if (!strcmp(name, known[i]))
             return 1;
     return 0;
-}
-
-/* Remove a directory holding only plain files (ours). */
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char p[4400];
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-                unlink(p);
-            }
-        closedir(d);
-    }
-    rmdir(dir);
 }
 
 /* 1 when @p dir holds nothing but a previous run's files (or nothing). */
@@ -200,28 +185,15 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
                               dir, why);
         exists = 1;
     }
-    const char *slash = strrchr(dir, '/');
+    /* The new run in a private directory beside the target (outfile.h), whose name lets a
+     * later writer remove it should this process die. */
     char tmp[4400], old[4400];
-    if (slash)
-        snprintf(tmp, sizeof tmp, "%.*s/.%s.tmp-XXXXXX", (int)(slash - dir), dir, slash + 1);
-    else
-        snprintf(tmp, sizeof tmp, ".%s.tmp-XXXXXX", dir);
-    if (!mkdtemp(tmp)) {
-        const int e = errno;
-        if (slash)
-            return tide_error(TIDE_E_IO, "%s: cannot create the output directory in %.*s: %s",
-                              dir, (int)(slash - dir), dir, strerror(e));
-        return tide_error(TIDE_E_IO, "%s: cannot create the output directory: %s", dir,
-                          strerror(e));
-    }
-    { /* mkdtemp makes 0700; let the umask decide, as mkdir would */
-        const mode_t um = umask(0);
-        umask(um);
-        chmod(tmp, 0777 & ~um);
-    }
+    int st = tide_outfile_mkdtemp(dir, tmp, sizeof tmp);
+    if (st)
+        return st;
     char p[4400];
     snprintf(p, sizeof p, "%s/difference.fits", tmp);
-    int st = tide_fits_write_image(p, &r->diff, &r->header);
+    st = tide_fits_write_image(p, &r->diff, &r->header);
     if (!st) {
         tide_header th;
         tide_header_init(&th);
@@ -244,8 +216,13 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
     if (!st)
         st = write_pngs(tmp, r, ntop);
     if (st) {
-        remove_tree(tmp);
+        tide_outfile_remove_tree(tmp);
         return st;
+    }
+    { /* private (0700) while written; now the mode mkdir would give, as the umask decides */
+        const mode_t um = umask(0);
+        umask(um);
+        chmod(tmp, 0777 & ~um);
     }
     if (exists) { /* move the old run aside, put the new one in place, then drop the old */
         snprintf(old, sizeof old, "%s.old-XXXXXX", tmp);
@@ -253,7 +230,7 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
             st = tide_error(TIDE_E_IO, "%s: cannot move the previous output aside: %s", dir,
                             strerror(errno));
             rmdir(old);
-            remove_tree(tmp);
+            tide_outfile_remove_tree(tmp);
             return st;
         }
     }
@@ -262,10 +239,20 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
                         strerror(errno));
         if (exists)
             rename(old, dir);
-        remove_tree(tmp);
+        tide_outfile_remove_tree(tmp);
         return st;
     }
     if (exists)
-        remove_tree(old);
+        tide_outfile_remove_tree(old);
     return 0;
+}
+
+int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin) {
+    const char *outs[NKNOWN];
+    char names[NKNOWN][4200];
+    for (int i = 0; i < NKNOWN; i++) {
+        snprintf(names[i], sizeof names[i], "%s/%s", dir, known[i]);
+        outs[i] = names[i];
+    }
+    return tide_outputs_check(inputs, nin, outs, NKNOWN);
 }
