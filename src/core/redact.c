@@ -99,30 +99,87 @@ static int keyword_password(const char *p, char prev, size_t *v0, size_t *v1) {
     return 1;
 }
 
+/* The first occurrence of the @p len bytes at @p w in @p s, or NULL. */
+static char *find_n(char *s, const char *w, size_t len) {
+    for (; *s; s++)
+        if (!strncmp(s, w, len))
+            return s;
+    return NULL;
+}
+
+/* The next secret in @p in at or after @p i: its span [*a, *b) (may be empty: nothing to hide
+ * there, the scan goes on after it); 0 when there is none. */
+static int next_secret(const char *in, size_t i, size_t *a, size_t *b) {
+    for (; in[i]; i++) {
+        size_t pw, at, v0, v1;
+        if (in[i] == ':' && in[i + 1] == '/' && in[i + 2] == '/' && i > 0 &&
+            is_scheme_char(in[i - 1]) && uri_password(in + i + 3, &pw, &at)) {
+            *a = i + 3 + pw;
+            *b = i + 3 + at; /* the '@' stays */
+            return 1;
+        }
+        if ((in[i] == 'p' || in[i] == 'P') && keyword_password(in + i, i ? in[i - 1] : 0, &v0, &v1)) {
+            *a = i + v0;
+            *b = i + v1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 const char *tide_redact_uri(const char *in, char *out, size_t n) {
     if (!out || !n)
         return out;
     sink k = {out, n, 0};
     if (!in)
         in = "";
-    for (size_t i = 0; in[i];) {
-        size_t pw, at, v0, v1;
-        if (in[i] == ':' && in[i + 1] == '/' && in[i + 2] == '/' && i > 0 &&
-            is_scheme_char(in[i - 1]) && uri_password(in + i + 3, &pw, &at)) {
-            put(&k, in + i, 3 + pw);
+    size_t i = 0, a, b;
+    while (next_secret(in, i, &a, &b)) {
+        put(&k, in + i, a - i);
+        i = b;
+        if (b > a) {
             put(&k, "***", 3);
-            i += 3 + at; /* the '@' goes out as it is */
-        } else if ((in[i] == 'p' || in[i] == 'P') &&
-                   keyword_password(in + i, i ? in[i - 1] : 0, &v0, &v1)) {
-            put(&k, in + i, v0);
-            if (v1 > v0)
-                put(&k, "***", 3);
-            i += v1;
-        } else {
-            put(&k, in + i, 1);
-            i++;
+        } else if (in[a]) { /* an empty value: the scan goes on after the character there */
+            put(&k, in + a, 1);
+            i = a + 1;
+        }
+        if (!in[i])
+            break;
+    }
+    put(&k, in + i, strlen(in + i));
+    out[k.o] = 0;
+    return out;
+}
+
+/* Every occurrence in @p out of the @p len bytes at @p w (4 or more: a shorter one would
+ * garble the text) replaced by "***", in place (the text shrinks). */
+static void hide(char *out, const char *w, size_t len) {
+    if (len < 4)
+        return;
+    for (char *hit = out; (hit = find_n(hit, w, len)) != NULL;) {
+        memmove(hit + 3, hit + len, strlen(hit + len) + 1);
+        memcpy(hit, "***", 3);
+        hit += 3;
+    }
+}
+
+const char *tide_redact_uri_in(const char *text, const char *uri, char *out, size_t n) {
+    if (!out || !n)
+        return out;
+    tide_redact_uri(text, out, n);
+    size_t i = 0, a, b;
+    while (uri && uri[i] && next_secret(uri, i, &a, &b)) {
+        i = b > a || !uri[a] ? b : a + 1;
+        if (b > a + 1 && uri[a] == '\'' && uri[b - 1] == '\'') /* a quoted value: its text */
+            a++, b--;
+        hide(out, uri + a, b - a);
+        /* and its pieces, as a parser that split it at a delimiter shows them */
+        for (size_t p = a, q; p < b; p = q + 1) {
+            for (q = p; q < b && !strchr("/?#&@: ", uri[q]); q++)
+                ;
+            if (q - p < b - a)
+                hide(out, uri + p, q - p);
         }
     }
-    out[k.o] = 0;
     return out;
 }

@@ -28,6 +28,7 @@
 #include "skycell.h"
 #include "store_internal.h"
 #include "store_pg.h"
+#include "tide/redact.h"
 #include "tide/status.h"
 
 typedef struct pg {
@@ -116,7 +117,11 @@ int tide_store_pg_connect(const tide_store_options *opt, const char *conninfo, P
             delay *= opt->retry_backoff > 1 ? opt->retry_backoff : 1;
         }
         PGconn *c = PQconnectdbParams(kw, val, 1);
-        describe(c, target, ntarget);
+        /* what libpq made of the conninfo, and its message, may hold a password it misread
+         * (an unencoded '/' in "postgresql://u:pa/ss@h" makes host u, port pa): hide it */
+        char raw[1024];
+        describe(c, raw, sizeof raw);
+        tide_redact_uri_in(raw, conninfo, target, ntarget);
         if (c && PQstatus(c) == CONNECTION_OK) {
             /* short statements: JIT compilation (on by default for costly plans, which a
              * DELETE on a large sources table is) would cost more than it saves */
@@ -124,7 +129,7 @@ int tide_store_pg_connect(const tide_store_options *opt, const char *conninfo, P
             *conn = c;
             return TIDE_OK;
         }
-        pgmsg(c, msg, sizeof msg);
+        tide_redact_uri_in(pgmsg(c, raw, sizeof raw), conninfo, msg, sizeof msg);
         PQfinish(c);
         if (!c)
             break;

@@ -50,11 +50,32 @@ static void test_cases(void) {
     expect("frame.fits: NAXIS1 = 0 (a password is not a keyword here)",
            "frame.fits: NAXIS1 = 0 (a password is not a keyword here)");
     expect("", "");
+    expect("password=", "password=");
+    expect("x password= y", "x password= ***"); /* libpq skips the blanks after '=' */
+    expect("postgresql://u:@h/db", "postgresql://u:@h/db");
     char out[16];
     CHECK(!strcmp(tide_redact_uri(NULL, out, sizeof out), ""));
     /* truncation: terminated, and never the password's first bytes */
     tide_redact_uri("postgresql://u:SECRET@host/db", out, sizeof out);
     CHECK(strlen(out) == sizeof out - 1 && !strstr(out, "SEC"));
+}
+
+/* A message built from what libpq made of a malformed URI: the password it misread as a port
+ * is hidden too. */
+static void test_in(void) {
+    char out[256];
+    const char *uri = "postgresql://u:SECRET/x@127.0.0.1:1/db";
+    tide_redact_uri_in("host=u port=SECRET: invalid integer value \"SECRET\" for port", uri, out,
+                       sizeof out);
+    CHECK(!strcmp(out, "host=u port=***: invalid integer value \"***\" for port"));
+    tide_redact_uri_in("password='A B C' misread as A B C", "pg:password='A B C'", out, sizeof out);
+    CHECK(!strstr(out, "A B C"));
+    tide_redact_uri_in("port=abc", "postgresql://u:abc/x@h", out, sizeof out); /* too short */
+    CHECK(!strcmp(out, "port=abc"));
+    tide_redact_uri_in("plain text", NULL, out, sizeof out);
+    CHECK(!strcmp(out, "plain text"));
+    tide_redact_uri_in("x", "pg:password=", out, sizeof out); /* empty value at the end */
+    CHECK(!strcmp(out, "x"));
 }
 
 static void test_messages(void) {
@@ -84,6 +105,7 @@ static void test_messages(void) {
 
 int main(void) {
     test_cases();
+    test_in();
     test_messages();
     return TIDE_TEST_RESULT();
 }
