@@ -163,7 +163,9 @@ void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
  *  never the password) and libpq's message.
  *  With opt->read_only the store must exist and nothing is created or changed: SQLite opens
  *  the file read-only (no journal-mode switch, no schema; a read-only file, directory or mount
- *  is read as immutable when SQLite cannot keep its WAL index there) and PostgreSQL runs the
+ *  is read as immutable when SQLite cannot keep its WAL index there; beside a WAL store in a
+ *  writable directory SQLite leaves its -wal and -shm files, as any reader does, the store file
+ *  itself unchanged) and PostgreSQL runs the
  *  session with default_transaction_read_only. A database that is not a tide store (an SQLite
  *  file or database without tide's tables) is refused with TIDE_E_FORMAT before anything is
  *  read from its tables, a store of another sky-cell scheme with TIDE_E_UNSUPPORTED; writes

@@ -118,7 +118,8 @@ static int next_secret(const char *in, size_t i, size_t *a, size_t *b) {
             *b = i + 3 + at; /* the '@' stays */
             return 1;
         }
-        if ((in[i] == 'p' || in[i] == 'P') && keyword_password(in + i, i ? in[i - 1] : 0, &v0, &v1)) {
+        if ((in[i] == 'p' || in[i] == 'P') &&
+            keyword_password(in + i, i ? in[i - 1] : 0, &v0, &v1)) {
             *a = i + v0;
             *b = i + v1;
             return 1;

@@ -95,8 +95,7 @@ static char *file_uri(const char *path, const char *query) {
 
 /* Open @p path through a "file:" URI with @p query, read-only, and check that it is a store.
  * On failure *db is closed and NULL. */
-static int open_checked(tide_store *s, const char *path, const char *query, sqlite3 **db,
-                        int *ro) {
+static int open_checked(tide_store *s, const char *path, const char *query, sqlite3 **db, int *ro) {
     *db = NULL;
     char *uri = file_uri(path, query);
     if (!uri)
@@ -142,7 +141,6 @@ int tide_sq_open_read_only(tide_store *s, const char *path, sqlite3 **db) {
         st = open_checked(s, path, "immutable=1", db, NULL);
     }
     if (!st) /* per-connection settings only: nothing is written */
-        sqlite3_exec(*db, "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;", NULL, NULL,
-                     NULL);
+        sqlite3_exec(*db, "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;", NULL, NULL, NULL);
     return st;
 }

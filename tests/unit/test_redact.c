@@ -27,9 +27,9 @@ static void test_cases(void) {
     expect("'postgresq://u:SECRET@host/db' is neither", "'postgresq://u:***@host/db' is neither");
     expect("mysql://root:SECRET@10.0.0.1/x", "mysql://root:***@10.0.0.1/x");
     expect("postgresql://:SECRET@host/db", "postgresql://:***@host/db");
-    expect("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db");       /* '@' inside */
-    expect("postgresql://u:pa/ss@host/db", "postgresql://u:***@host/db");      /* '/' inside */
-    expect("postgresql://u:pa?ss@host/db", "postgresql://u:***@host/db");      /* '?' inside */
+    expect("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db");  /* '@' inside */
+    expect("postgresql://u:pa/ss@host/db", "postgresql://u:***@host/db"); /* '/' inside */
+    expect("postgresql://u:pa?ss@host/db", "postgresql://u:***@host/db"); /* '?' inside */
     expect("unexpected spaces found in \"postgresql://u:my pass@h/db\"",
            "unexpected spaces found in \"postgresql://u:***@h/db\"");
     expect("postgresql://a:SECRET@h1/x and https://b:OTHER@h2/y",
