@@ -15,7 +15,9 @@
  * q3c_ang2ipix(ALPHA_J2000, DELTA_J2000) (Koposov & Bartunov 2006, ASP Conf. 351, 735) and by a
  * BRIN index on IMAGE_ID (ids grow with insertion, so a few block ranges per frame: cheap to
  * maintain, enough to find a frame's rows when it is replaced). Connections are retried with
- * growing waits; errors name the target without its password. Reference-catalog cones are in
+ * growing waits; errors name the target without its password (nor one libpq misread as
+ * another field). A read-only handle (tide query) creates nothing, needs tide's tables and
+ * runs its session with default_transaction_read_only. Reference-catalog cones are in
  * refcat_pg.c. */
 #include <libpq-fe.h>
 #include <math.h>
