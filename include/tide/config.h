@@ -175,7 +175,9 @@ enum {
  *  null), indented by @p indent spaces at the outer level, without a trailing newline. Without
  *  TIDE_CONFIG_JSON_ORIGINS the output is itself a valid configuration file; with it, the
  *  "_origin" members are comments for the loader, so it still is. Numbers are written with the
- *  fewest digits that read back to the same double. TIDE_E_IO if the write fails. */
+ *  fewest digits that read back to the same double. Passwords in string values (a store URI's
+ *  "user:SECRET@", a conninfo's "password=SECRET") are written as *** (tide_redact_uri): an
+ *  output never shows a secret. TIDE_E_IO if the write fails. */
 int tide_config_write_json(const tide_config *cfg, FILE *f, int indent, int flags);
 
 #ifdef __cplusplus

@@ -79,6 +79,8 @@ typedef struct tide_store_options {
     int sqlite_busy_ms;     /**< SQLite: wait this long for another writer's lock [5000] */
     int sqlite_synchronous; /**< SQLite: 1 = PRAGMA synchronous=NORMAL (durable in WAL except
                                  for the last transactions on power loss), 2 = FULL [1] */
+    int read_only;          /**< 1: open an existing store for queries only, changing nothing
+                                 (tide_store_open says how) [0] */
 } tide_store_options;
 
 /** Fill @p o with the defaults above. */
@@ -158,7 +160,16 @@ void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
  *         when missing (the role needs the rights for that on first use).
  *  @p opt NULL = defaults. Connecting to PostgreSQL is tried opt->connect_attempts times with
  *  growing waits; then TIDE_E_DB whose detail names the target (host, port, database, user;
- *  never the password) and libpq's message. */
+ *  never the password) and libpq's message.
+ *  With opt->read_only the store must exist and nothing is created or changed: SQLite opens
+ *  the file read-only (no journal-mode switch, no schema; a read-only file, directory or mount
+ *  is read as immutable when SQLite cannot keep its WAL index there; beside a WAL store in a
+ *  writable directory SQLite leaves its -wal and -shm files, as any reader does, the store file
+ *  itself unchanged) and PostgreSQL runs the
+ *  session with default_transaction_read_only. A database that is not a tide store (an SQLite
+ *  file or database without tide's tables) is refused with TIDE_E_FORMAT before anything is
+ *  read from its tables, a store of another sky-cell scheme with TIDE_E_UNSUPPORTED; writes
+ *  through a read-only handle fail with TIDE_E_INVAL. */
 int tide_store_open(const char *uri, const tide_store_options *opt, tide_store **out);
 
 /** 1 when @p uri names a PostgreSQL store or table ("postgresql://", "postgres://" or

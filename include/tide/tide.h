@@ -4,6 +4,7 @@
 
 #include "tide/status.h"
 #include "tide/log.h"
+#include "tide/redact.h"
 #include "tide/memory.h"
 #include "tide/image.h"
 #include "tide/table.h"

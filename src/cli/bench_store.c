@@ -270,9 +270,11 @@ int tide_bench_store(int argc, char **argv) {
     for (int k = 0; k < n; k++) {
         if (!res[k].ok)
             continue;
+        char shown[1300];
         printf("%-11s %10.1f %10.1f %10.1f %12.0f %11.1f %7s  %s\n", res[k].kind, res[k].median_ms,
                res[k].min_ms, res[k].cpu_ms, 1e3 * (double)rows / res[k].median_ms,
-               res[k].replace_ms, res[k].median_ms <= TARGET_MS ? "met" : "missed", res[k].uri);
+               res[k].replace_ms, res[k].median_ms <= TARGET_MS ? "met" : "missed",
+               tide_redact_uri(res[k].uri, shown, sizeof shown));
     }
     if (json) {
         tide_outfile of;

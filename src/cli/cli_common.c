@@ -98,16 +98,25 @@ int tide_cli_fail(const char *cmd, int status) {
 }
 
 int tide_cli_usage_error(const char *cmd, const char *fmt, ...) {
-    char msg[1024];
+    char raw[1024], msg[1100];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    tide_redact_uri(raw, msg, sizeof msg); /* an argument may be a URI with a password */
     fprintf(stderr, "tide %s: %s\n(tide %s --help lists the options)\n", cmd, msg, cmd);
     return 2;
 }
 
 void tide_cli_json_string(FILE *f, const char *s) {
+    /* every JSON string the CLI writes: a store or reference-catalog URI loses its password
+     * (redaction grows a text by at most 3 bytes per 1-byte password: 2x + 8 is room enough) */
+    char local[1024], *heap = NULL;
+    const size_t cap = s ? 2 * strlen(s) + 8 : 0;
+    if (s && cap > sizeof local && !(heap = malloc(cap)))
+        s = "(not shown: out of memory)";
+    else if (s)
+        s = tide_redact_uri(s, heap ? heap : local, heap ? cap : sizeof local);
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -121,6 +130,7 @@ void tide_cli_json_string(FILE *f, const char *s) {
             fputc(ch, f);
     }
     fputc('"', f);
+    free(heap);
 }
 
 int tide_cli_parse_number(const char *s, double *out) {

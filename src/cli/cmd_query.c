@@ -27,7 +27,8 @@ static const char *help =
     "  --store URI    the catalog store [$TIDE_STORE, else tide-catalog.db in the current\n"
     "                 directory]: sqlite:PATH or PATH.db|.sqlite|.sqlite3 (SQLite, must exist),\n"
     "                 postgresql://... or pg:CONNINFO (\"pg:\" alone: the PG* environment\n"
-    "                 variables and ~/.pg_service.conf)\n"
+    "                 variables and ~/.pg_service.conf); opened read-only: nothing is\n"
+    "                 created or changed, a database that is not a tide store is refused\n"
     "  --csv          cone: CSV with a header row on stdout\n"
     "  --json         one JSON document on stdout\n"
     "  --limit N      cone: at most N sources, the first in the order above [all]\n"
@@ -79,13 +80,18 @@ static int open_store(const char *cmd, const char *uri, tide_store **s) {
     const char *path = sqlite_path(uri);
     struct stat sb;
     if (path && stat(path, &sb) != 0) {
+        char shown[1300]; /* a mistyped postgresql:// URI lands here, password and all */
         fprintf(stderr,
                 "tide %s: error: no catalog store at %s (give --store or set "
                 "TIDE_STORE)\n",
-                cmd, path);
+                cmd, tide_redact_uri(path, shown, sizeof shown));
         return 1;
     }
-    int st = tide_store_open(uri, NULL, s);
+    /* a query changes nothing: SQLite read-only, no schema created (store.h) */
+    tide_store_options opt;
+    tide_store_options_init(&opt);
+    opt.read_only = 1;
+    int st = tide_store_open(uri, &opt, s);
     return st ? tide_cli_fail(cmd, st) : 0;
 }
 

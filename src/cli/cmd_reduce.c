@@ -479,9 +479,10 @@ int tide_cmd_reduce(int argc, char **argv) {
     FILE *sumf = csv && !strcmp(csv, "-") ? stderr : stdout;
     print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, calibrate ? &cal : NULL,
                   timings, sumf);
+    char shown[1300];
     if (store[0] && !com.json)
-        fprintf(sumf, "  stored as image %lld in %s (%.1f ms)\n", (long long)image_id, store,
-                ms_store);
+        fprintf(sumf, "  stored as image %lld in %s (%.1f ms)\n", (long long)image_id,
+                tide_redact_uri(store, shown, sizeof shown), ms_store);
     if (calibrate && (!cal.wcs_ok || (cal.nref > 0 && !cal.zp_ok))) {
         fprintf(stderr, "tide reduce: warning: %s: catalog written without %s: %s\n", spec,
                 !cal.wcs_ok ? "sky positions" : "a zero point",

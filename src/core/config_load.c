@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "tide/redact.h"
 #include "tide/status.h"
 
 static const char *json_kind(const json_t *v) {
@@ -325,7 +326,14 @@ static void write_value(FILE *f, const tide_config_key *k, const tide_cfg_value 
     case TIDE_CFG_INTEGER: fprintf(f, "%lld", (long long)v->i); break;
     case TIDE_CFG_BOOL: fputs(v->b ? "true" : "false", f); break;
     case TIDE_CFG_STRING:
-    case TIDE_CFG_KEYWORD: tide_cfg_json_string(f, v->str); break;
+    case TIDE_CFG_KEYWORD: {
+        /* store.uri, refcat.path...: a password in a URI or conninfo string prints as *** */
+        const size_t cap = 2 * strlen(v->str) + 8;
+        char *shown = malloc(cap);
+        tide_cfg_json_string(f, shown ? tide_redact_uri(v->str, shown, cap) : "");
+        free(shown);
+        break;
+    }
     case TIDE_CFG_ARRAY:
         fputc('[', f);
         for (int i = 0; i < v->n; i++) {

@@ -1,4 +1,5 @@
-/* log.c — leveled text or JSON-lines logging into a caller-chosen stream. */
+/* log.c — leveled text or JSON-lines logging into a caller-chosen stream (passwords of URIs
+ * redacted, redact.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 #include <time.h>
 
 #include "tide/log.h"
+#include "tide/redact.h"
 #include "tide/status.h"
 
 static const char *level_names[] = {"error", "warn", "info", "debug"};
@@ -34,11 +36,12 @@ void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, co
               ...) {
     if (!lg || !lg->stream || level > lg->level)
         return;
-    char msg[2048], line[4608];
+    char raw[2048], msg[2048], line[4608];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    tide_redact_uri(raw, msg, sizeof msg);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;

@@ -1,8 +1,10 @@
-/* status.c — status names and the thread-local error detail. */
+/* status.c — status names and the thread-local error detail (passwords redacted on the way
+ * in: a detail may name a store or reference-catalog URI, see redact.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "tide/redact.h"
 #include "tide/status.h"
 
 #define TIDE_DETAIL_MAX 1024
@@ -36,20 +38,23 @@ const char *tide_strerror(int status) {
 
 int tide_error(int status, const char *fmt, ...) {
     va_list ap;
+    char raw[TIDE_DETAIL_MAX];
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    tide_redact_uri(raw, detail, sizeof detail);
     return status;
 }
 
 int tide_error_prefix(int status, const char *fmt, ...) {
-    char prefix[TIDE_DETAIL_MAX], old[TIDE_DETAIL_MAX];
+    char prefix[TIDE_DETAIL_MAX], old[TIDE_DETAIL_MAX], raw[TIDE_DETAIL_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, detail, sizeof old);
-    snprintf(detail, sizeof detail, "%s%s", prefix, old);
+    snprintf(raw, sizeof raw, "%s%s", prefix, old);
+    tide_redact_uri(raw, detail, sizeof detail);
     return status;
 }
 

@@ -2,7 +2,9 @@
  *
  * The template is split into words first and the placeholders are substituted inside the
  * words afterwards, so a substituted value can never become a second word, a redirection or
- * a command; the program is started with posix_spawnp (no /bin/sh). */
+ * a command; the program is started with posix_spawnp (no /bin/sh), in a process group of its
+ * own, so that past its time limit the whole group (the command and what it started) is
+ * stopped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -172,45 +174,81 @@ static int make_temp_dir(char *path, size_t len) {
     return 0;
 }
 
+/* Has the started command exited (1; 0 running, -1 error)? Checked without reaping it
+ * (WNOWAIT): while it is not reaped its pid, which is its process group's id, cannot be given
+ * to another process, so a signal to the group never reaches a stranger. */
+static int exited(pid_t pid) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return errno == EINTR ? 0 : -1;
+    return si.si_pid == pid;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* The time limit: the command's whole process group (it and whatever it started) gets
+ * SIGTERM, up to 1 s to finish, then SIGKILL; the command is reaped (its children, orphaned,
+ * are reaped by init). */
+static void kill_group(pid_t pid) {
+    kill(-pid, SIGTERM);
+    for (int i = 0; i < 200 && exited(pid) == 0; i++)
+        sleep_ms(5);
+    kill(-pid, SIGKILL); /* its children too, when they outlived it or ignore SIGTERM */
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
 /* Start argv with stdout to @p stdout_path (/dev/null when NULL: the library prints nothing,
- * not even through a child), wait with a limit. */
+ * not even through a child), in a process group of its own, and wait with a limit. */
 static int run(char **argv, const char *stdout_path, double timeout_s) {
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
     if (posix_spawn_file_actions_init(&fa))
         return tide_error(TIDE_E_NOMEM, "refcat command: no memory");
+    if (posix_spawnattr_init(&at)) {
+        posix_spawn_file_actions_destroy(&fa);
+        return tide_error(TIDE_E_NOMEM, "refcat command: no memory");
+    }
     int st = 0;
     if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
         posix_spawn_file_actions_addopen(&fa, 1, stdout_path ? stdout_path : "/dev/null",
-                                         O_WRONLY | O_CREAT | O_TRUNC, 0600))
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0600) ||
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP) || posix_spawnattr_setpgroup(&at, 0))
         st = tide_error(TIDE_E_NOMEM, "refcat command: no memory");
     pid_t pid = 0;
     if (!st) {
-        int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
         if (e)
             st = tide_error(TIDE_E_IO, "refcat command: cannot start '%s': %s", argv[0],
                             strerror(e));
     }
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
     if (st)
         return st;
     const double t0 = tide_now();
     int status = 0;
     for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR)
-            return tide_error(TIDE_E_IO, "refcat command '%s': waitpid: %s", argv[0],
+        const int x = exited(pid);
+        if (x < 0)
+            return tide_error(TIDE_E_IO, "refcat command '%s': waitid: %s", argv[0],
                               strerror(errno));
-        if (tide_now() - t0 > timeout_s) {
-            kill(pid, SIGKILL);
+        if (x) {
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
+            break;
+        }
+        if (tide_now() - t0 > timeout_s) {
+            kill_group(pid);
             return tide_error(TIDE_E_TIMEOUT, "refcat command '%s' ran past %.0f s and was killed",
                               argv[0], timeout_s);
         }
-        struct timespec ts = {0, 5 * 1000 * 1000}; /* 5 ms polls: commands take seconds */
-        nanosleep(&ts, NULL);
+        sleep_ms(5); /* 5 ms polls: commands take seconds */
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;

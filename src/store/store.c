@@ -185,6 +185,8 @@ int tide_store_put_frame(tide_store *s, const tide_store_frame *frame, const tid
                          int64_t *id_out) {
     if (!s || !frame || !sources)
         return tide_error(TIDE_E_INVAL, "store: put_frame needs a store, a frame and a table");
+    if (s->opt.read_only)
+        return tide_error(TIDE_E_INVAL, "store %s: opened read-only", s->target);
     if (strlen(frame->checksum) < 8)
         return tide_error(TIDE_E_INVAL, "store: frame %s has no checksum", frame->file);
     if (sources->nrows >= ((int64_t)1 << 32))
@@ -250,6 +252,8 @@ int tide_store_exec(tide_store *s, const char *sql) {
 }
 
 int tide_store_delete_frame(tide_store *s, const char *checksum) {
+    if (s->opt.read_only)
+        return tide_error(TIDE_E_INVAL, "store %s: opened read-only", s->target);
     tide_store_frame f;
     tide_store_frame_init(&f);
     int st = s->ops->image(s, checksum, checksum, &f);

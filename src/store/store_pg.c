@@ -15,7 +15,9 @@
  * q3c_ang2ipix(ALPHA_J2000, DELTA_J2000) (Koposov & Bartunov 2006, ASP Conf. 351, 735) and by a
  * BRIN index on IMAGE_ID (ids grow with insertion, so a few block ranges per frame: cheap to
  * maintain, enough to find a frame's rows when it is replaced). Connections are retried with
- * growing waits; errors name the target without its password. Reference-catalog cones are in
+ * growing waits; errors name the target without its password (nor one libpq misread as
+ * another field). A read-only handle (tide query) creates nothing, needs tide's tables and
+ * runs its session with default_transaction_read_only. Reference-catalog cones are in
  * refcat_pg.c. */
 #include <libpq-fe.h>
 #include <math.h>
@@ -28,6 +30,7 @@
 #include "skycell.h"
 #include "store_internal.h"
 #include "store_pg.h"
+#include "tide/redact.h"
 #include "tide/status.h"
 
 typedef struct pg {
@@ -116,7 +119,11 @@ int tide_store_pg_connect(const tide_store_options *opt, const char *conninfo, P
             delay *= opt->retry_backoff > 1 ? opt->retry_backoff : 1;
         }
         PGconn *c = PQconnectdbParams(kw, val, 1);
-        describe(c, target, ntarget);
+        /* what libpq made of the conninfo, and its message, may hold a password it misread
+         * (an unencoded '/' in "postgresql://u:pa/ss@h" makes host u, port pa): hide it */
+        char raw[1024];
+        describe(c, raw, sizeof raw);
+        tide_redact_uri_in(raw, conninfo, target, ntarget);
         if (c && PQstatus(c) == CONNECTION_OK) {
             /* short statements: JIT compilation (on by default for costly plans, which a
              * DELETE on a large sources table is) would cost more than it saves */
@@ -124,7 +131,7 @@ int tide_store_pg_connect(const tide_store_options *opt, const char *conninfo, P
             *conn = c;
             return TIDE_OK;
         }
-        pgmsg(c, msg, sizeof msg);
+        tide_redact_uri_in(pgmsg(c, raw, sizeof raw), conninfo, msg, sizeof msg);
         PQfinish(c);
         if (!c)
             break;
@@ -158,6 +165,13 @@ int tide_store_pg_run(tide_store *s, const char *sql) {
     return st;
 }
 
+/* A new session: notices dropped (the library never prints); a read-only handle's session
+ * cannot write (every transaction read-only, as the server enforces). */
+static int session_setup(tide_store *s) {
+    PQsetNoticeProcessor(CONN(s), tide_store_pg_quiet, NULL);
+    return s->opt.read_only ? tide_store_pg_run(s, "SET default_transaction_read_only = on") : 0;
+}
+
 /* Reconnect when the server dropped us (restart, killed backend). */
 int tide_store_pg_ensure(tide_store *s) {
     pg *p = s->impl;
@@ -166,9 +180,7 @@ int tide_store_pg_ensure(tide_store *s) {
     PQfinish(p->conn);
     p->conn = NULL;
     int st = tide_store_pg_connect(&s->opt, p->conninfo, &p->conn, s->target, sizeof s->target);
-    if (!st)
-        PQsetNoticeProcessor(p->conn, tide_store_pg_quiet, NULL); /* the library never prints */
-    return st;
+    return st ? st : session_setup(s);
 }
 
 /* A statement that may open a session's work (BEGIN, a read): when it fails because the
@@ -217,6 +229,21 @@ static int create_schema(tide_store *s) {
     if (!st)
         return tide_store_pg_run(s, "COMMIT");
     PGresult *r = PQexec(CONN(s), "ROLLBACK");
+    PQclear(r);
+    return st;
+}
+
+/* A read-only handle creates nothing: the database must hold tide's tables (those of the
+ * search path, as every statement names them). */
+static int check_store(tide_store *s) {
+    PGresult *r = PQexec(CONN(s), "SELECT to_regclass('images') IS NOT NULL AND "
+                                  "to_regclass('sources') IS NOT NULL");
+    int st = TIDE_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        st = tide_store_pg_fail(s, "looking for tide's tables", r);
+    else if (strcmp(PQgetvalue(r, 0, 0), "t"))
+        st = tide_error(TIDE_E_FORMAT, "%s: not a tide store (no images and sources tables)",
+                        s->target);
     PQclear(r);
     return st;
 }
@@ -603,10 +630,10 @@ int tide_store_pg_open(tide_store *s, const char *conninfo) {
     s->impl = p;
     s->ops = &pg_ops;
     int st = tide_store_pg_connect(&s->opt, conninfo, &p->conn, s->target, sizeof s->target);
-    if (!st) {
-        PQsetNoticeProcessor(p->conn, tide_store_pg_quiet, NULL);
-        st = create_schema(s);
-    }
+    if (!st)
+        st = session_setup(s);
+    if (!st)
+        st = s->opt.read_only ? check_store(s) : create_schema(s);
     if (st)
         pg_close(s);
     return st;

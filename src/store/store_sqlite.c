@@ -119,31 +119,7 @@ static int create_schema(tide_store *s) {
         return st;
     }
     st = sq_exec(s, "COMMIT");
-    if (st)
-        return st;
-    /* a store written with another cell scheme would answer cones wrongly: refuse it */
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(DB(s), "SELECT value FROM tide_meta WHERE key='skycell'", -1, &q,
-                           NULL) != SQLITE_OK)
-        return tide_sq_fail(s, "reading tide_meta");
-    if (sqlite3_step(q) == SQLITE_ROW) {
-        const char *v = (const char *)sqlite3_column_text(q, 0);
-        if (!v || strcmp(v, "healpix-nested-11"))
-            st = tide_error(TIDE_E_UNSUPPORTED,
-                            "sqlite %s: sky cells '%s', expected "
-                            "healpix-nested-11",
-                            s->target, v ? v : "");
-    }
-    sqlite3_finalize(q);
-    /* a store of the earlier one-column-per-value layout has no DATA column */
-    if (!st &&
-        sqlite3_prepare_v2(DB(s), "SELECT DATA FROM sources LIMIT 0", -1, &q, NULL) != SQLITE_OK)
-        st = tide_error(TIDE_E_UNSUPPORTED,
-                        "sqlite %s: sources has no packed DATA column (a store of an "
-                        "earlier tide: re-create it)",
-                        s->target);
-    sqlite3_finalize(q);
-    return st;
+    return st ? st : tide_sq_check_store(s, DB(s), 0, NULL);
 }
 
 void tide_sq_colset_free(tide_sq_colset *c) {
@@ -482,6 +458,12 @@ int tide_store_sqlite_open(tide_store *s, const char *path) {
     snprintf(s->target, sizeof s->target, "%s", path);
     /* NOMUTEX: a store handle is used by one thread at a time (store.h), so SQLite's
      * per-call mutex (two per bound value) buys nothing */
+    if (s->opt.read_only) { /* queries: nothing created, nothing changed */
+        int st = tide_sq_open_read_only(s, path, &p->db);
+        if (st)
+            sq_close(s);
+        return st;
+    }
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &p->db, flags, NULL) != SQLITE_OK) {
         int st = tide_error(TIDE_E_DB, "sqlite %s: cannot open: %s", path,

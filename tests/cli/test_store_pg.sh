@@ -1,7 +1,8 @@
 #!/bin/bash
 # The PostgreSQL + Q3C store against a real server: starts a throw-away cluster
 # (tests/pg_cluster.sh: a temporary directory, an unprivileged user, a unix socket), runs the C
-# suite tests/unit/test_store_pg.c against it, then `tide query` and `tide bench --store` on it.
+# suite tests/unit/test_store_pg.c against it, then `tide query` (read-only: a database without
+# tide's tables is refused and left without them) and `tide bench --store` on it.
 # Skipped (77) when the PostgreSQL server binaries are not installed.
 set -u
 SRC=${TIDE_SOURCE_DIR:?}
@@ -29,6 +30,24 @@ n=$(($(printf '%s\n' "$out" | wc -l) - 1))
 [ "$n" -gt 10 ] || bad "query cone near the pole found $n rows"
 out=$("$TIDE" query image north.fits --store "$TIDE_TEST_PG_URI" --json) || bad "query image failed"
 grep -q '"file": "north.fits"' <<<"$out" || bad "query image: $out"
+
+# a query opens the store read-only: a database without tide's tables is refused and gets
+# none (issue 22: a query used to create the schema); a query of the store writes nothing
+createdb_sql="CREATE DATABASE notide"
+psql -X -q -d "$PGDATABASE" -c "$createdb_sql" >/dev/null 2>&1 || bad "could not create notide"
+other="postgresql:///notide?host=$PGHOST&port=$PGPORT&user=$PGUSER"
+"$TIDE" query cone 0 90 2 --store "$other" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc = 1 ] || bad "query of a database without tide's tables: exit $rc (1 expected)"
+grep -q "not a tide store" "$T/err" || bad "query of notide: $(cat "$T/err")"
+n=$(psql -X -A -t -d notide -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+[ "$n" = 0 ] || bad "a query created $n tables in notide"
+n=$(psql -X -A -t -d notide -c "SELECT count(*) FROM pg_extension WHERE extname = 'q3c'")
+[ "$n" = 0 ] || bad "a query created the q3c extension in notide"
+w0=$(psql -X -A -t -d "$PGDATABASE" -c "SELECT pg_current_wal_insert_lsn()")
+"$TIDE" query cone 0 90 2 --store pg: >/dev/null || bad "query cone on pg failed (second run)"
+w1=$(psql -X -A -t -d "$PGDATABASE" -c "SELECT pg_current_wal_insert_lsn()")
+[ "$w0" = "$w1" ] || echo "note: the WAL moved during a query ($w0 -> $w1)"
 
 # the insert benchmark on both stores (small: a check that it runs, not a timing)
 out=$("$TIDE" bench --store --rows 5000 --repeats 1 --store-uri pg: --dir "$T") \

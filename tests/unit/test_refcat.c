@@ -1,11 +1,14 @@
 /* test_refcat.c — reference catalogs: CSV (strict RFC 4180, sexagesimal angles, errors with
  * FILE:LINE), FITS tables, column mappings, cones (RA wrap, pole, margin), the user command
- * (no shell, placeholders, exit status, time limit) and the per-field cache. */
+ * (no shell, placeholders, exit status, time limit, its process group killed) and the per-field
+ * cache. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tide/fits.h"
@@ -251,6 +254,56 @@ static void test_command(void) {
     CHECK(strstr(tide_error_detail(), "'cat'") != NULL);
 }
 
+/* 1 when process @p pid is gone (or a zombie nobody has reaped yet: dead all the same). */
+static int gone(long pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return kill((pid_t)pid, 0) != 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *e = strrchr(buf, ')'); /* "PID (comm) STATE ..." */
+    return e && (e[2] == 'Z' || e[2] == 'X');
+}
+
+static long read_pid(const char *path) {
+    long pid = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
+/* Past its time limit the command's whole process group goes, not only the command: a
+ * grandchild in the background (issue 22: it lived on), and one that ignores SIGTERM. */
+static void test_command_group(void) {
+    for (int ignore_term = 0; ignore_term < 2; ignore_term++) {
+        const char *pidf = path_in("grandchild.pid");
+        unlink(pidf);
+        char tpl[1024];
+        snprintf(tpl, sizeof tpl, "sh -c '%ssleep 300 & echo $! > %s; sleep 300'",
+                 ignore_term ? "trap \"\" TERM; " : "", pidf);
+        tide_table t;
+        CHECK(tide_refcat_from_command(tpl, 0, 0, 1, NULL, 0.5, &t) == TIDE_E_TIMEOUT);
+        const long pid = read_pid(pidf);
+        CHECK(pid > 1);
+        int dead = 0;
+        for (int i = 0; i < 200 && pid > 1 && !(dead = gone(pid)); i++)
+            nanosleep(&(struct timespec){0, 10000000}, NULL); /* init reaps it: a moment */
+        if (!dead && pid > 1) {
+            fprintf(stderr, "grandchild %ld still alive (ignore TERM: %d)\n", pid, ignore_term);
+            kill((pid_t)pid, SIGKILL);
+        }
+        CHECK(dead);
+        unlink(pidf);
+    }
+}
+
 static void test_cache(void) {
     char name[128], name2[128];
     CHECK_OK(tide_refcat_cache_name("x.csv", 150.00049, -2.2, 0.25, name, sizeof name));
@@ -317,6 +370,7 @@ int main(void) {
     test_fits();
     test_cone_pole_and_load();
     test_command();
+    test_command_group();
     test_cache();
     /* clean up */
     static const char *files[] = {"a.csv", "b.csv", "c.csv", "r.fits", "pole.csv", "cmd.csv"};

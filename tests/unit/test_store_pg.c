@@ -148,6 +148,27 @@ int main(void) {
         CHECK_OK(tide_store_count(s2, &c, &d));
     CHECK(a == c && b == d);
     tide_store_close(s2);
+    /* a read-only handle reads the same rows and cannot write: the session's transactions are
+     * read-only, also after a reconnection (issue 22) */
+    tide_store_options ro;
+    tide_store_options_init(&ro);
+    ro.read_only = 1;
+    tide_store *r = NULL;
+    CHECK_OK(tide_store_open(uri, &ro, &r));
+    if (r) {
+        c = d = -2;
+        CHECK_OK(tide_store_count(r, &c, &d));
+        CHECK(a == c && b == d);
+        CHECK(tide_store_exec(r, "CREATE TABLE tide_ro_probe (x int)") == TIDE_E_DB);
+        CHECK(strstr(tide_error_detail(), "read-only") != NULL);
+        CHECK_OK(tide_store_exec(s, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                    "WHERE application_name = 'tide' AND pid <> pg_backend_pid()"));
+        c = d = -2;
+        CHECK_OK(tide_store_count(r, &c, &d)); /* reconnects */
+        CHECK(a == c && b == d);
+        CHECK(tide_store_exec(r, "CREATE TABLE tide_ro_probe (x int)") == TIDE_E_DB);
+        tide_store_close(r);
+    }
     test_refcat(uri, s);
     tide_store_close(s);
     return TIDE_TEST_RESULT();
