@@ -27,6 +27,8 @@
  *                     which has a continuous gradient: 5 parameters (F, xpos, ypos, xneg,
  *                     yneg). Point source: F P(x - x0, y - y0), 3 parameters.
  *
+ * The Gaussian dipole is fitted in (ln A, ln s1, ln s2, theta, lobe midpoint, ln half-separation,
+ * angle), which straightens the flux-separation valley of overlapping lobes (dipole_math.h).
  * Start: the positive lobe at the stamp pixel of largest 3×3 matched S/N, the negative lobe
  * at the smallest, amplitude by linear least squares; the point source at the pixel of
  * largest |S/N|. A negative fitted dipole amplitude is turned positive by swapping the lobes.
@@ -50,13 +52,26 @@ extern "C" {
 /** Fit models. */
 typedef enum { TIDE_DIPOLE_GAUSS = 0, TIDE_DIPOLE_PSF = 1 } tide_dipole_model;
 
-/** FIT_STATUS values (tide_dipole_fit.status and ps_status). */
+/** FIT_STATUS values (tide_dipole_fit.status and ps_status). Codes 4-6 say why a dipole fit
+ *  that ran is not a measured dipole; they take precedence over 0-2 and are set for the
+ *  dipole fit only (the point-source fit ends with 0-3). */
 enum {
-    TIDE_DIPOLE_CONVERGED = 0, /**< the χ² change of an accepted step fell below p->tol, or no
-                                    step could lower χ² any more (λ > 1e10) */
-    TIDE_DIPOLE_MAXITER = 1,   /**< p->max_iter iterations without convergence */
-    TIDE_DIPOLE_SINGULAR = 2,  /**< the normal matrix of the flux or positions is singular */
-    TIDE_DIPOLE_BADINPUT = 3   /**< fewer valid pixels than 2 × parameters, non-finite start */
+    TIDE_DIPOLE_CONVERGED = 0,  /**< an accepted step lowered χ² by less than p->tol · max(χ²,
+                                     1); or by less than 1e-3 (× the reduced χ² when above 1)
+                                     with the next step predicting less again (within ~0.03σ
+                                     of the minimum); or no step could lower χ² (λ > 1e10) */
+    TIDE_DIPOLE_MAXITER = 1,    /**< iteration limit: p->max_iter iterations without
+                                     convergence */
+    TIDE_DIPOLE_SINGULAR = 2,   /**< the normal matrix of the flux or positions is singular */
+    TIDE_DIPOLE_BADINPUT = 3,   /**< fewer valid pixels than 2 × parameters, non-finite start */
+    TIDE_DIPOLE_UNRESOLVED = 4, /**< unresolved (GAUSS model): the fitted lobe separation is
+                                     smaller than its own error, or the lobes merged (< 0.02
+                                     px): the data show a dipole moment, not two lobes */
+    TIDE_DIPOLE_SINGLESIGN = 5, /**< single-signed: a fitted lobe centre lies outside the
+                                     stamp, the data hold one sign only (a lone positive or
+                                     negative source) */
+    TIDE_DIPOLE_NOSIGNAL = 6    /**< no signal: the fitted dipole's S/N, sqrt(Σ w m²), is below
+                                     8 (noise) */
 };
 
 /** Fit parameters; tide_dipole_params_default gives the values in brackets. */

@@ -22,11 +22,11 @@ static void run_fit(dip_lm *st, int side, const float *P, const float *V, const 
     while (!st->done) {
         memset(S, 0, sizeof S);
         dip_shape sh;
-        dip_shape_make(st->ptry, st->kind, &sh);
+        dip_fit_shape(st->ptry, st->kind, &sh);
         for (int t = 0; t < npix; t++) {
             const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
             if (w > 0.0)
-                dip_accum(st->kind, st->ptry, &sh, psf, psf_side, (double)(t % side),
+                dip_accum(st->kind, &sh, psf, psf_side, (double)(t % side),
                           (double)(t / side), (double)P[t], w, S[t % DIP_LANES]);
         }
         lanes_merge(S);

@@ -53,11 +53,11 @@ __device__ static void dip_run_k(dip_lm *st, int lane, int side, const float *P,
 #pragma unroll
         for (int k = 0; k < DIP_NSUM; k++) S[k] = 0.0;
         dip_shape sh;
-        dip_shape_make(st->ptry, KIND, &sh);
+        dip_fit_shape(st->ptry, KIND, &sh);
         for (int t = lane; t < npix; t += DIP_LANES) {
             const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
             if (w > 0.0)
-                dip_accum(KIND, st->ptry, &sh, psf, psf_side, (double)(t % side),
+                dip_accum(KIND, &sh, psf, psf_side, (double)(t % side),
                           (double)(t / side), (double)P[t], w, S);
         }
 #pragma unroll

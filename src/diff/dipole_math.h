@@ -4,7 +4,16 @@
  * A fit alternates two things: a pass over the stamp's pixels that sums the normal equations
  * at the trial parameters (dip_accum, one lane's share; the lanes are merged by a fixed tree),
  * and dip_lm_step, which accepts or rejects the trial and proposes the next one. Every lane
- * of a warp runs dip_lm_step on the same merged sums, so the state stays warp-uniform. */
+ * of a warp runs dip_lm_step on the same merged sums, so the state stays warp-uniform.
+ *
+ * The Gaussian dipole is fitted in u = (ln A, ln s1, ln s2, theta, xc, yc, ln r, phi): the
+ * lobes' midpoint, half their separation r and the angle phi from the negative lobe to the
+ * positive one (xpos = xc + r cos phi, xneg = xc - r cos phi, ...). Why: lobes that overlap
+ * (separation ~1-2 sigma) measure mostly the moment A r, and in (A, xpos, ..., yneg) the
+ * valley of constant A r is a hyperbola along which Levenberg-Marquardt crawled, step after
+ * step, until the iteration limit (7% of well-formed dipoles at separation 2-6 px, sigma 2,
+ * peak S/N 100); in (ln A, ln r) that valley is a straight line, crossed in a few steps. The
+ * lobe swap of a negative amplitude becomes phi + pi. */
 #ifndef TIDE_DIPOLE_MATH_H
 #define TIDE_DIPOLE_MATH_H
 #include <math.h>
@@ -36,6 +45,8 @@ TIDE_HD static inline double dip_weight(float d, float v, uint16_t m, uint16_t b
 /* Quantities of the Gaussian shape that do not depend on the pixel. */
 typedef struct dip_shape {
     double c, s, i1, i2, norm;
+    double qp[DIP_MAXP]; /* dip_fit_shape: the model's parameters (dip_model's order) */
+    double rc, rs;       /* dip_fit_shape, GDIP: r cos phi, r sin phi */
 } dip_shape;
 
 TIDE_HD static inline void dip_shape_make(const double *q, int kind, dip_shape *sh) {
@@ -169,17 +180,45 @@ TIDE_HD static inline double dip_model(int kind, const double *q, const dip_shap
     return q[0] * pp;
 }
 
+/* Shape and model parameters of a fit's trial u (for GDIP the fit's u, see the top of this
+ * file; for the others u is dip_model's own vector). Once per pass over the pixels. */
+TIDE_HD static inline void dip_fit_shape(const double *u, int kind, dip_shape *sh) {
+    for (int k = 0; k < DIP_MAXP; k++) sh->qp[k] = u[k];
+    sh->rc = sh->rs = 0.0;
+    if (kind == DIP_K_GDIP) {
+        const double r = exp(u[6]);
+        sh->rc = r * cos(u[7]);
+        sh->rs = r * sin(u[7]);
+        sh->qp[0] = exp(u[0]);
+        sh->qp[4] = u[4] + sh->rc;
+        sh->qp[5] = u[5] + sh->rs;
+        sh->qp[6] = u[4] - sh->rc;
+        sh->qp[7] = u[5] - sh->rs;
+    }
+    dip_shape_make(sh->qp, kind, sh);
+}
+
 /* Packed upper-triangle index of (a, b), a <= b. */
 TIDE_HD static inline int dip_hidx(int a, int b) {
     return a * DIP_MAXP - a * (a - 1) / 2 + (b - a);
 }
 
-/* Add one pixel (value d, weight w > 0) to a lane's sums at parameters q. */
-TIDE_HD static inline void dip_accum(int kind, const double *q, const dip_shape *sh,
-                                     const float *psf, int psf_side, double x, double y,
-                                     double d, double w, double *S) {
+/* Add one pixel (value d, weight w > 0) to a lane's sums at the trial of dip_fit_shape. For
+ * GDIP the Jacobian is carried to u by the chain rule: d/d ln A = A d/dA (= m), d/dxc = d/dxp +
+ * d/dxn, d/d ln r = rc (d/dxp - d/dxn) + rs (d/dyp - d/dyn), d/dphi = -rs (...) + rc (...). */
+TIDE_HD static inline void dip_accum(int kind, const dip_shape *sh, const float *psf,
+                                     int psf_side, double x, double y, double d, double w,
+                                     double *S) {
     double J[DIP_MAXP];
-    const double m = dip_model(kind, q, sh, psf, psf_side, x, y, J);
+    const double m = dip_model(kind, sh->qp, sh, psf, psf_side, x, y, J);
+    if (kind == DIP_K_GDIP) {
+        const double ax = J[4] - J[6], ay = J[5] - J[7];
+        J[0] = m;
+        J[4] = J[4] + J[6];
+        J[5] = J[5] + J[7];
+        J[6] = sh->rc * ax + sh->rs * ay;
+        J[7] = -sh->rs * ax + sh->rc * ay;
+    }
     const double r = d - m;
     /* Only the model's own parameters: the other entries of J are zero and would add 0. */
     const int np = dip_nparam(kind);
@@ -263,14 +302,40 @@ TIDE_HD static inline void dip_lm_init(dip_lm *st, int kind, const double *q0, i
     st->pred = 0.0;
     st->hi = (double)(side - 1);
     for (int k = 0; k < DIP_MAXP; k++) st->p[k] = st->ptry[k] = k < st->np ? q0[k] : 0.0;
-    st->ptry[0] = 1.0;
+    st->ptry[0] = kind == DIP_K_GDIP ? 0.0 : 1.0; /* amplitude 1 (GDIP fits ln A) */
 }
+
+/* Bounds of the GDIP half-separation r: below DIP_RMIN the lobes have merged (a fit that ends
+ * there is TIDE_DIPOLE_UNRESOLVED); above the stamp side a lobe is far outside the stamp. */
+#define DIP_LN_RMIN (-4.605170185988091) /* ln 0.01 pixel */
+
+/* A fit whose accepted step lowered chi2 by less than DIP_CHI2_STAT (times the reduced chi2
+ * when above 1) and whose next step predicts less again has converged for every statistical
+ * purpose: the parameters are within ~0.03 sigma of the minimum of the local quadratic model
+ * (the estimated distance to the minimum of MINUIT's MIGRAD, James & Roos 1975). Without it a
+ * fit along a flat valley (overlapping lobes: moment well measured, separation not) ran to
+ * the iteration limit on chi2 decreases of 1e-3 a step. */
+#define DIP_CHI2_STAT 1e-3
+
+/* Signal of the fitted dipole below which it is TIDE_DIPOLE_NOSIGNAL: S/N = sqrt(sum w m^2),
+ * the chi2 the model removes from the data. */
+#define DIP_MIN_SNR 8.0
+
+/* A GDIP fit whose lobe separation is below DIP_UNRESOLVED Gaussian widths and below its own
+ * error is TIDE_DIPOLE_UNRESOLVED. */
+#define DIP_UNRESOLVED 0.25
 
 /* Keep a trial inside the box where the model is meaningful: centres within a pixel of the
  * stamp, widths between 0.3 px and the stamp side. */
 TIDE_HD static inline void dip_clamp(dip_lm *st, double *q) {
     const int ix = dip_ix(st->kind);
-    for (int k = ix; k < st->np; k++) q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
+    if (st->kind == DIP_K_GDIP) {
+        /* midpoint within a pixel of the stamp, half-separation in [0.01, side] */
+        for (int k = 4; k < 6; k++) q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
+        q[6] = fmin(fmax(q[6], DIP_LN_RMIN), log(st->hi + 1.0));
+    } else {
+        for (int k = ix; k < st->np; k++) q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
+    }
     if (st->kind <= DIP_K_GPS) {
         const double lo = -1.2039728043259361, hi = log(st->hi + 1.0);
         q[1] = fmin(fmax(q[1], lo), hi);
@@ -314,11 +379,23 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
             st->done = 1;
             return;
         }
-        st->ptry[0] = 1.0 + S[DIP_NH] / h00;
+        const double a = 1.0 + S[DIP_NH] / h00;
+        if (st->kind == DIP_K_GDIP) {
+            /* ln A: a negative best amplitude swaps the lobes (phi + pi) */
+            if (!(a != 0.0) || !isfinite(a)) {
+                st->status = TIDE_DIPOLE_BADINPUT;
+                st->done = 1;
+                return;
+            }
+            st->ptry[0] = log(fabs(a));
+            if (a < 0.0) st->ptry[7] += 3.141592653589793;
+        } else {
+            st->ptry[0] = a;
+        }
         st->phase = 1;
         return;
     }
-    int take = 0;
+    int take = 0, small = 0;
     if (st->phase == 1) {
         if (!isfinite(chi2)) {
             st->status = TIDE_DIPOLE_BADINPUT;
@@ -343,6 +420,7 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
                 st->status = TIDE_DIPOLE_CONVERGED;
                 st->done = 1;
             }
+            small = dchi < DIP_CHI2_STAT * fmax(1.0, chi2 / fmax(st->npix - st->np, 1.0));
         } else {
             st->lambda *= 10.0;
             if (st->lambda > 1e10) {
@@ -366,31 +444,55 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
     if (dip_lm_propose(st)) {
         st->status = TIDE_DIPOLE_SINGULAR;
         st->done = 1;
+        return;
+    }
+    if (small && st->pred < DIP_CHI2_STAT * fmax(1.0, st->chi2 / fmax(st->npix - st->np, 1.0))) {
+        st->status = TIDE_DIPOLE_CONVERGED; /* statistically converged, see DIP_CHI2_STAT */
+        st->done = 1;
     }
 }
 
-/* Covariance diagonal at the solution: err[k] = sqrt((H^-1)_kk) over the constrained
- * parameters, NaN for unconstrained ones. Returns 1 when the amplitude or a position is
+/* The fit's parameters at the solution in dip_model's order, qp, and their errors err (square
+ * roots of the diagonal of the covariance H^-1 over the constrained parameters, carried from
+ * u to qp through the covariance for GDIP; NaN for unconstrained ones); *sep_err: error of the
+ * lobe separation (GDIP; NaN otherwise). Returns 1 when the amplitude or a position is
  * unconstrained (the fit is singular). */
-TIDE_HD static inline int dip_lm_errors(const dip_lm *st, double *err) {
-    double M[DIP_MAXP * DIP_MAXP], L[DIP_MAXP * DIP_MAXP];
+TIDE_HD static inline int dip_lm_errors(const dip_lm *st, double *qp, double *err,
+                                        double *sep_err) {
+    double M[DIP_MAXP * DIP_MAXP], L[DIP_MAXP * DIP_MAXP], C[DIP_MAXP * DIP_MAXP];
     int fix[DIP_MAXP];
-    const int np = st->np;
+    const int np = st->np, ix = dip_ix(st->kind);
     for (int a = 0; a < np; a++)
         for (int b = a; b < np; b++)
             M[a * DIP_MAXP + b] = M[b * DIP_MAXP + a] = st->H[dip_hidx(a, b)];
     dip_chol(np, M, L, fix);
     int bad = 0;
     for (int k = 0; k < np; k++) {
-        if (fix[k]) {
-            err[k] = NAN;
-            if (k == 0 || k >= dip_ix(st->kind)) bad = 1;
-            continue;
-        }
         double e[DIP_MAXP], x[DIP_MAXP];
         for (int j = 0; j < np; j++) e[j] = j == k ? 1.0 : 0.0;
         dip_cholsolve(np, L, fix, e, x);
-        err[k] = x[k] > 0.0 ? sqrt(x[k]) : NAN;
+        for (int j = 0; j < np; j++) C[j * DIP_MAXP + k] = fix[k] || fix[j] ? NAN : x[j];
+        if (fix[k] && (k == 0 || k >= ix)) bad = 1;
+    }
+    dip_shape sh;
+    dip_fit_shape(st->p, st->kind, &sh);
+    for (int k = 0; k < DIP_MAXP; k++) qp[k] = sh.qp[k];
+    for (int k = 0; k < np; k++) err[k] = C[k * DIP_MAXP + k] > 0.0 ? sqrt(C[k * DIP_MAXP + k]) : NAN;
+    *sep_err = NAN;
+    if (st->kind == DIP_K_GDIP) {
+        /* d(xp, yp, xn, yn)/d(xc, yc, ln r, phi) */
+        const double T[4][4] = {{1.0, 0.0, sh.rc, -sh.rs},
+                                {0.0, 1.0, sh.rs, sh.rc},
+                                {1.0, 0.0, -sh.rc, sh.rs},
+                                {0.0, 1.0, -sh.rs, -sh.rc}};
+        for (int i = 0; i < 4; i++) {
+            double v = 0.0;
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) v += T[i][a] * C[(4 + a) * DIP_MAXP + 4 + b] * T[i][b];
+            err[4 + i] = v > 0.0 ? sqrt(v) : NAN;
+        }
+        err[0] *= sh.qp[0];
+        *sep_err = 2.0 * exp(st->p[6]) * err[6];
     }
     return bad;
 }
@@ -442,13 +544,42 @@ TIDE_HD static inline void dip_start(int kind, int side, int tp, int tn, double 
         q[2] = log(sigma / 1.05);
         q[3] = 0.0;
     }
+    if (kind == DIP_K_GDIP) {
+        /* to u: ln A (A = 1), midpoint, ln half-separation, angle from negative to positive */
+        const double dx = 0.5 * (q[4] - q[6]), dy = 0.5 * (q[5] - q[7]);
+        q[0] = 0.0;
+        q[4] -= dx;
+        q[5] -= dy;
+        q[6] = log(fmax(sqrt(dx * dx + dy * dy), 0.5));
+        q[7] = atan2(dy, dx);
+    }
+}
+
+/* Why a fit that ran is not a dipole, or 0: TIDE_DIPOLE_NOSIGNAL when the model's S/N
+ * sqrt(sum w m^2) (H00 for GDIP, whose J0 = m; F^2 H00 for PDIP) is below DIP_MIN_SNR;
+ * TIDE_DIPOLE_SINGLESIGN when a lobe's centre lies outside the stamp (the data hold one sign:
+ * the fit pushed the other lobe away); TIDE_DIPOLE_UNRESOLVED (GDIP) when the separation is
+ * smaller than its own error or the lobes merged (r at its floor). */
+TIDE_HD static inline int dip_reason(const dip_lm *dp, const double *qp, double sep_err) {
+    const double snr = dp->kind == DIP_K_GDIP ? sqrt(fmax(dp->H[0], 0.0))
+                                              : fabs(qp[0]) * sqrt(fmax(dp->H[0], 0.0));
+    if (!(snr >= DIP_MIN_SNR)) return TIDE_DIPOLE_NOSIGNAL;
+    const int ix = dip_ix(dp->kind);
+    for (int k = ix; k < ix + 4; k++)
+        if (!(qp[k] >= -0.5 && qp[k] <= dp->hi + 0.5)) return TIDE_DIPOLE_SINGLESIGN;
+    if (dp->kind == DIP_K_GDIP) {
+        const double sep = 2.0 * exp(dp->p[6]), sig = exp(0.5 * (qp[1] + qp[2]));
+        if (dp->p[6] <= DIP_LN_RMIN + 1e-9 || (sep < DIP_UNRESOLVED * sig && !(sep >= sep_err)))
+            return TIDE_DIPOLE_UNRESOLVED;
+    }
+    return 0;
 }
 
 /* Fill the dipole's fields of one stamp's output (all but ps_* and chi2_ps) from its
  * finished fit; (ox, oy) turn stamp coordinates into the frame's. */
 TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double oy,
                                              tide_dipole_fit *o) {
-    double e[DIP_MAXP];
+    double e[DIP_MAXP], qp[DIP_MAXP], se;
     const double nan = NAN;
     o->npix = (int64_t)dp->npix;
     o->niter = dp->niter;
@@ -459,27 +590,29 @@ TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double
     o->chi2_dip = nan;
     if (dp->status != TIDE_DIPOLE_BADINPUT && dp->phase == 2) {
         const int ix = dip_ix(dp->kind);
-        if (dip_lm_errors(dp, e) && dp->status == TIDE_DIPOLE_CONVERGED)
+        if (dip_lm_errors(dp, qp, e, &se) && dp->status == TIDE_DIPOLE_CONVERGED)
             o->status = TIDE_DIPOLE_SINGULAR;
-        const int sw = dp->p[0] < 0.0; /* a negative amplitude: swap the lobes */
+        const int why = dip_reason(dp, qp, se);
+        if (why) o->status = why;
+        const int sw = qp[0] < 0.0; /* a negative amplitude: swap the lobes */
         const int a = sw ? ix + 2 : ix, b = sw ? ix : ix + 2;
-        o->flux = fabs(dp->p[0]);
+        o->flux = fabs(qp[0]);
         o->flux_err = e[0];
-        o->xpos = dp->p[a] + ox;
-        o->ypos = dp->p[a + 1] + oy;
-        o->xneg = dp->p[b] + ox;
-        o->yneg = dp->p[b + 1] + oy;
+        o->xpos = qp[a] + ox;
+        o->ypos = qp[a + 1] + oy;
+        o->xneg = qp[b] + ox;
+        o->yneg = qp[b + 1] + oy;
         o->xpos_err = e[a];
         o->ypos_err = e[a + 1];
         o->xneg_err = e[b];
         o->yneg_err = e[b + 1];
         o->chi2_dip = dp->chi2;
         if (dp->kind == DIP_K_GDIP) {
-            o->sigma1 = exp(dp->p[1]);
-            o->sigma2 = exp(dp->p[2]);
+            o->sigma1 = exp(qp[1]);
+            o->sigma2 = exp(qp[2]);
             o->sigma1_err = o->sigma1 * e[1];
             o->sigma2_err = o->sigma2 * e[2];
-            double th = fmod(dp->p[3], 3.141592653589793);
+            double th = fmod(qp[3], 3.141592653589793);
             if (th <= -1.5707963267948966) th += 3.141592653589793;
             if (th > 1.5707963267948966) th -= 3.141592653589793;
             o->theta = th;
@@ -492,7 +625,7 @@ TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double
  * BADINPUT when it was not fitted. */
 TIDE_HD static inline void dip_finish_ps(const dip_lm *ps, int fit_ps, double ox, double oy,
                                          tide_dipole_fit *o) {
-    double e[DIP_MAXP];
+    double e[DIP_MAXP], qp[DIP_MAXP], se;
     const double nan = NAN;
     o->chi2_ps = nan;
     o->ps_x = o->ps_y = o->ps_flux = o->ps_x_err = o->ps_y_err = o->ps_flux_err = nan;
@@ -503,7 +636,7 @@ TIDE_HD static inline void dip_finish_ps(const dip_lm *ps, int fit_ps, double ox
         o->ps_niter = ps->niter;
         if (ps->status != TIDE_DIPOLE_BADINPUT && ps->phase == 2) {
             const int ix = dip_ix(ps->kind);
-            if (dip_lm_errors(ps, e) && ps->status == TIDE_DIPOLE_CONVERGED)
+            if (dip_lm_errors(ps, qp, e, &se) && ps->status == TIDE_DIPOLE_CONVERGED)
                 o->ps_status = TIDE_DIPOLE_SINGULAR;
             o->ps_flux = ps->p[0];
             o->ps_flux_err = e[0];

@@ -22,7 +22,7 @@ static const char *const f64_units[C_NF64] = {
 static const char *const i32_names[4] = {"NPIX", "NITER", "FIT_STATUS", "PS_STATUS"};
 static const char *const i32_comments[4] = {
     "pixels used by the fits", "dipole fit iterations",
-    "dipole fit: 0 converged, 1 max-iter, 2 singular, 3 bad input", "point-source fit status"};
+    "0 ok 1 maxiter 2 sing 3 bad 4 unres 5 1sign 6 nosig", "point-source fit status"};
 
 int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, tide_table *t) {
     if (!t || n < 0 || (n > 0 && !fit))
