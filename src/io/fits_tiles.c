@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,10 +47,19 @@ typedef struct {
     int64_t data_start;
     tile_col cmp, gz, unc;
     int64_t row_lo; /* offset in a row of the first byte held of each row */
+    size_t scratch_bytes; /* one decoded RICE tile */
+} tile_check;
+
+/* One thread's buffers, and the first tile it found wrong (its detail copied, since the
+ * error detail is per thread). */
+typedef struct {
     uint8_t *stream; /* one tile's stream */
     size_t stream_cap;
     void *scratch; /* one decoded RICE tile */
-} tile_check;
+    int64_t bad;   /* first failing tile, INT64_MAX when none */
+    int st;
+    char msg[1024];
+} tile_worker;
 
 #define FAIL(t, ...) tile_fail((t), TIDE_E_FORMAT, __VA_ARGS__)
 
@@ -421,22 +431,22 @@ static int descriptor(const tile_check *t, const tile_col *c, const uint8_t *row
 }
 
 /* The stream of @p nelem elements of column @p c at heap offset @p off, in t->stream. */
-static int load_stream(tile_check *t, const tile_col *c, int64_t tile, int64_t nelem,
-                       int64_t off, size_t *nbytes) {
+static int load_stream(const tile_check *t, tile_worker *w, const tile_col *c, int64_t tile,
+                       int64_t nelem, int64_t off, size_t *nbytes) {
     size_t n;
     if (tide_size_elems(nelem, (size_t)c->elem, &n) || n > (size_t)TIDE_FITS_TILE_MAX_BYTES)
         return FAIL(t, "tile %lld: a stream of %lld elements is larger than %lld bytes",
                     (long long)tile + 1, (long long)nelem, (long long)TIDE_FITS_TILE_MAX_BYTES);
-    if (n > t->stream_cap) {
-        void *p = realloc(t->stream, n);
+    if (n > w->stream_cap) {
+        void *p = realloc(w->stream, n);
         if (!p)
             return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte stream",
                               t->path, t->hdu, n);
-        t->stream = p;
-        t->stream_cap = n;
+        w->stream = p;
+        w->stream_cap = n;
     }
     *nbytes = n;
-    return read_at(t, t->stream, n, t->data_start + t->theap + off);
+    return read_at(t, w->stream, n, t->data_start + t->theap + off);
 }
 
 /* Pixel sizes a gzip tile may inflate to, as cfitsio writes them (floating-point images:
@@ -468,7 +478,7 @@ static void tile_shape(const tile_check *t, int64_t k, int64_t *n1, int64_t *n2,
 }
 
 /* One tile's streams, from its row's bytes. */
-static int check_tile(tile_check *t, int64_t k, const uint8_t *row) {
+static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint8_t *row) {
     int64_t nelem, off, n1, n2, npix;
     int st = descriptor(t, &t->cmp, row, k, &nelem, &off);
     if (st)
@@ -491,10 +501,10 @@ static int check_tile(tile_check *t, int64_t k, const uint8_t *row) {
                 return FAIL(t, "tile %lld has no data (empty COMPRESSED_DATA and "
                                "GZIP_COMPRESSED_DATA)",
                             (long long)k + 1);
-            if ((st = load_stream(t, &t->gz, k, nelem, off, &nb)))
+            if ((st = load_stream(t, w, &t->gz, k, nelem, off, &nb)))
                 return st;
             int size = -t->zbitpix / 8;
-            st = tide_tile_check_gzip(t->stream, nb, npix, &size, 1);
+            st = tide_tile_check_gzip(w->stream, nb, npix, &size, 1);
             return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: GZIP_COMPRESSED_DATA: ",
                                           t->path, t->hdu, (long long)k + 1)
                       : 0;
@@ -502,20 +512,20 @@ static int check_tile(tile_check *t, int64_t k, const uint8_t *row) {
         return FAIL(t, "tile %lld has no data (empty COMPRESSED_DATA, no uncompressed column)",
                     (long long)k + 1);
     }
-    if ((st = load_stream(t, &t->cmp, k, nelem, off, &nb)))
+    if ((st = load_stream(t, w, &t->cmp, k, nelem, off, &nb)))
         return st;
     int sizes[2], ns;
     switch (t->codec) {
     case CODEC_RICE:
-        st = tide_rice_decode(t->stream, nb, t->rice_bytepix, t->rice_block, npix, t->scratch);
+        st = tide_rice_decode(w->stream, nb, t->rice_bytepix, t->rice_block, npix, w->scratch);
         break;
     case CODEC_GZIP1:
     case CODEC_GZIP2:
         ns = gzip_sizes(t, sizes);
-        st = tide_tile_check_gzip(t->stream, nb, npix, sizes, ns);
+        st = tide_tile_check_gzip(w->stream, nb, npix, sizes, ns);
         break;
-    case CODEC_HCOMP: st = tide_tile_check_hcompress(t->stream, nb, n1, n2); break;
-    default: st = tide_tile_check_plio(t->stream, (size_t)nelem); break;
+    case CODEC_HCOMP: st = tide_tile_check_hcompress(w->stream, nb, n1, n2); break;
+    default: st = tide_tile_check_plio(w->stream, (size_t)nelem); break;
     }
     return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: ", t->path, t->hdu,
                                   (long long)k + 1)
@@ -523,8 +533,10 @@ static int check_tile(tile_check *t, int64_t k, const uint8_t *row) {
 }
 
 /* Every row, read in chunks of whole rows (or, for rows wider than a chunk, the span of the
- * stream columns' descriptors alone). */
-static int check_rows(tile_check *t) {
+ * stream columns' descriptors alone); the rows of a chunk are checked by @p nw threads. The
+ * tile reported is the first wrong one, whatever the threads' order: a thread skips only
+ * tiles after one already found wrong. */
+static int check_rows(tile_check *t, tile_worker *w, int nw) {
     int64_t lo = t->cmp.off, hi = t->cmp.off + (t->cmp.q ? 16 : 8);
     const tile_col *cols[2] = {&t->gz, &t->unc};
     for (int i = 0; i < 2; i++)
@@ -542,23 +554,46 @@ static int check_rows(tile_check *t) {
     if (!buf)
         return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for the table", t->path, t->hdu);
     int st = 0;
-    for (int64_t r0 = 0; r0 < t->naxis2 && !st; r0 += per) {
+    int64_t bad = INT64_MAX;
+    for (int64_t r0 = 0; r0 < t->naxis2 && !st && bad == INT64_MAX; r0 += per) {
         int64_t nr = t->naxis2 - r0 < per ? t->naxis2 - r0 : per;
         if (wide)
             st = read_at(t, buf, cap, t->data_start + r0 * t->naxis1 + lo);
         else
             st = read_at(t, buf, (size_t)(nr * t->naxis1), t->data_start + r0 * t->naxis1);
-        for (int64_t r = 0; r < nr && !st; r++) {
-            const uint8_t *row = wide ? buf : buf + r * t->naxis1;
-            st = check_tile(t, r0 + r, row);
+        if (st)
+            break;
+        int nt = nr < nw ? (int)nr : nw;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t k = r0 + r;
+            if (k > __atomic_load_n(&bad, __ATOMIC_RELAXED))
+                continue;
+            tile_worker *me = &w[omp_get_thread_num()];
+            int s = check_tile(t, me, k, wide ? buf : buf + r * t->naxis1);
+            if (s && k < me->bad) {
+                me->bad = k;
+                me->st = s;
+                snprintf(me->msg, sizeof me->msg, "%s", tide_error_detail());
+                int64_t cur = __atomic_load_n(&bad, __ATOMIC_RELAXED);
+                while (k < cur && !__atomic_compare_exchange_n(&bad, &cur, k, 0,
+                                                               __ATOMIC_RELAXED,
+                                                               __ATOMIC_RELAXED))
+                    ;
+            }
         }
     }
     free(buf);
-    return st;
+    if (st)
+        return st;
+    for (int i = 0; i < nw; i++)
+        if (w[i].bad == bad && bad != INT64_MAX)
+            return tide_error(w[i].st, "%s", w[i].msg);
+    return 0;
 }
 
-int tide_fits_check_tiles(int fd, const char *path, int hdu, const tide_header *hdr,
-                          int64_t data_start, int64_t file_size) {
+int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_header *hdr,
+                                  int64_t data_start, int64_t file_size, int threads) {
     tile_check *t = calloc(1, sizeof *t);
     if (!t)
         return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: out of memory", path, hdu);
@@ -569,20 +604,44 @@ int tide_fits_check_tiles(int fd, const char *path, int hdu, const tide_header *
     int st = read_image_keys(t, hdr);
     if (!st)
         st = read_table(t, hdr, file_size);
-    if (!st && t->codec == CODEC_RICE) {
-        size_t n;
-        if (tide_size_elems(t->maxpix, (size_t)t->rice_bytepix, &n) ||
-            n > (size_t)TIDE_FITS_TILE_MAX_BYTES)
-            st = FAIL(t, "a RICE tile of %lld pixels decodes to more than %lld bytes",
-                      (long long)t->maxpix, (long long)TIDE_FITS_TILE_MAX_BYTES);
-        else if (!(t->scratch = malloc(n)))
+    if (!st && t->codec == CODEC_RICE &&
+        (tide_size_elems(t->maxpix, (size_t)t->rice_bytepix, &t->scratch_bytes) ||
+         t->scratch_bytes > (size_t)TIDE_FITS_TILE_MAX_BYTES))
+        st = FAIL(t, "a RICE tile of %lld pixels decodes to more than %lld bytes",
+                  (long long)t->maxpix, (long long)TIDE_FITS_TILE_MAX_BYTES);
+    if (st) {
+        free(t);
+        return st;
+    }
+    /* Threads: as asked (0: OpenMP's default), as many as there are tiles, and no more than
+     * fit TIDE_FITS_TILE_MAX_BYTES of scratch tiles together. */
+    int nw = threads > 0 ? threads : omp_get_max_threads();
+    if ((int64_t)nw > t->ntiles)
+        nw = (int)t->ntiles;
+    if (t->scratch_bytes && (size_t)nw > (size_t)TIDE_FITS_TILE_MAX_BYTES / t->scratch_bytes)
+        nw = (int)((size_t)TIDE_FITS_TILE_MAX_BYTES / t->scratch_bytes);
+    if (nw < 1)
+        nw = 1;
+    tile_worker *w = calloc((size_t)nw, sizeof *w);
+    st = w ? 0 : tide_error(TIDE_E_NOMEM, "%s[HDU %d]: out of memory", t->path, hdu);
+    for (int i = 0; !st && i < nw; i++) {
+        w[i].bad = INT64_MAX;
+        if (t->scratch_bytes && !(w[i].scratch = malloc(t->scratch_bytes)))
             st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte tile", t->path,
-                            hdu, n);
+                            hdu, t->scratch_bytes);
     }
     if (!st)
-        st = check_rows(t);
-    free(t->scratch);
-    free(t->stream);
+        st = check_rows(t, w, nw);
+    for (int i = 0; w && i < nw; i++) {
+        free(w[i].scratch);
+        free(w[i].stream);
+    }
+    free(w);
     free(t);
     return st;
+}
+
+int tide_fits_check_tiles(int fd, const char *path, int hdu, const tide_header *hdr,
+                          int64_t data_start, int64_t file_size) {
+    return tide_fits_check_tiles_threads(fd, path, hdu, hdr, data_start, file_size, 0);
 }

@@ -60,10 +60,17 @@
 /** Check the tile-compressed image in the BINTABLE HDU @p hdu (0-based, for messages) of the
  *  file open on @p fd (@p path for messages), whose raw header (the file's own cards, Z*
  *  keywords not converted) is @p hdr and whose data unit starts at byte @p data_start of a
- *  file of @p file_size bytes. Reads with pread; allocates at most one stream and one tile.
+ *  file of @p file_size bytes. Reads with pread; allocates one stream and one tile per thread.
  *  Returns 0 when cfitsio can decode every tile within its buffers, else TIDE_E_FORMAT (or
- *  TIDE_E_UNSUPPORTED, TIDE_E_IO, TIDE_E_NOMEM) with a detail "PATH[HDU n]: ...". */
+ *  TIDE_E_UNSUPPORTED, TIDE_E_IO, TIDE_E_NOMEM) with a detail "PATH[HDU n]: ...", naming
+ *  the first wrong tile. The tiles' streams are checked on OpenMP's default number of
+ *  threads (each with its own stream and tile buffer, at most 1 GiB of tiles in all). */
 int tide_fits_check_tiles(int fd, const char *path, int hdu, const tide_header *hdr,
                           int64_t data_start, int64_t file_size);
+
+/** The same on @p threads threads (0: OpenMP's default; 1: the calling thread alone). The
+ *  verdict and its detail do not depend on the number of threads. */
+int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_header *hdr,
+                                  int64_t data_start, int64_t file_size, int threads);
 
 #endif

@@ -4,31 +4,52 @@
 
 #include "tide/status.h"
 
-/* The bit reader: the unread bits of the bytes loaded so far are the low n bits of buf (the
- * bits above are always zero), p the next byte. n stays below 40: a load happens only while
- * fewer bits are held than one request needs, and no request needs more than 32. */
+/* The bit reader. The unread bits are the top n bits of buf, most significant first; the
+ * bits below them are either zero or the leading bits of the bytes from p on (a refill ORs
+ * those same bits into the same places again, so they do no harm). Where 8 bytes remain, a
+ * refill loads them at once and keeps the whole bytes that fit (n >= 56 after it); near the
+ * end it loads byte by byte, never past the end. No request needs more than 32 bits. */
 typedef struct {
     const uint8_t *p, *end;
     uint64_t buf;
     int n;
 } rice_bits;
 
+static inline uint64_t load_be64(const uint8_t *b) {
+    uint64_t v;
+    __builtin_memcpy(&v, b, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void rb_refill(rice_bits *r) {
+    if (r->end - r->p >= 8) {
+        r->buf |= load_be64(r->p) >> r->n;
+        int bytes = (63 - r->n) >> 3;
+        r->p += bytes;
+        r->n += bytes * 8;
+    } else {
+        while (r->n < 56 && r->p < r->end) {
+            r->buf |= (uint64_t)*r->p++ << (56 - r->n);
+            r->n += 8;
+        }
+    }
+}
+
 /* Hold at least k (<= 32) bits; -1 when the stream ends first. */
 static inline int rb_fill(rice_bits *r, int k) {
-    while (r->n < k) {
-        if (r->p == r->end)
-            return -1;
-        r->buf = (r->buf << 8) | *r->p++;
-        r->n += 8;
-    }
-    return 0;
+    if (r->n < k)
+        rb_refill(r);
+    return r->n < k ? -1 : 0;
 }
 
 /* The next k (1..32) bits, after rb_fill(r, k). */
 static inline uint32_t rb_take(rice_bits *r, int k) {
+    uint32_t v = (uint32_t)(r->buf >> (64 - k));
+    r->buf <<= k;
     r->n -= k;
-    uint32_t v = (uint32_t)(r->buf >> r->n) & (uint32_t)((1ull << k) - 1);
-    r->buf &= (1ull << r->n) - 1;
     return v;
 }
 
@@ -36,19 +57,23 @@ static inline uint32_t rb_take(rice_bits *r, int k) {
  * -1 when the stream ends first. The count is bounded by the input, 8 zeros per byte. */
 static inline int rb_unary(rice_bits *r, uint64_t *zeros) {
     uint64_t z = 0;
-    while (r->buf == 0) { /* every held bit is a zero */
-        z += (uint64_t)r->n;
+    for (;;) {
+        int lz = r->buf ? __builtin_clzll(r->buf) : 64;
+        if (lz < r->n) {
+            z += (uint64_t)lz;
+            r->buf <<= lz; /* lz < n <= 64 - 8 */
+            r->buf <<= 1;
+            r->n -= lz + 1;
+            *zeros = z;
+            return 0;
+        }
+        z += (uint64_t)r->n; /* every held bit is a zero */
+        r->buf = 0;
+        r->n = 0;
         if (r->p == r->end)
             return -1;
-        r->buf = *r->p++;
-        r->n = 8;
+        rb_refill(r);
     }
-    int top = 63 - __builtin_clzll(r->buf); /* the one bit's position, < n */
-    z += (uint64_t)(r->n - 1 - top);
-    r->n = top;
-    r->buf &= (1ull << top) - 1;
-    *zeros = z;
-    return 0;
 }
 
 static int rice_end(size_t nin, int64_t pix, int64_t npix) {
@@ -84,6 +109,7 @@ rice_run(const uint8_t *in, size_t nin, const int bytepix, int blocksize, int64_
     for (int k = 0; k < bytepix; k++)
         last = (last << 8) | in[k];
     rice_bits r = {in + bytepix, in + nin, 0, 0};
+    rb_refill(&r);
 
     int64_t i = 0;
     while (i < npix) {
@@ -112,6 +138,8 @@ rice_run(const uint8_t *in, size_t nin, const int bytepix, int blocksize, int64_
             const uint64_t zmax = 0xffffffffull >> fs;
             for (; i < imax; i++) {
                 uint64_t z;
+                if (r.n < 32)
+                    rb_refill(&r);
                 if (rb_unary(&r, &z))
                     return rice_end(nin, i, npix);
                 if (z > zmax)
@@ -132,7 +160,8 @@ rice_run(const uint8_t *in, size_t nin, const int bytepix, int blocksize, int64_
         }
     }
 #undef RICE_STORE
-    *used = (size_t)(r.p - in);
+    /* Bytes of which a bit was used (cfitsio's count): those loaded less the unread bits. */
+    *used = ((size_t)(r.p - in) * 8 - (size_t)r.n + 7) / 8;
     return TIDE_OK;
 }
 
