@@ -524,7 +524,9 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
         ns = gzip_sizes(t, sizes);
         st = tide_tile_check_gzip(w->stream, nb, npix, sizes, ns);
         break;
-    case CODEC_HCOMP: st = tide_tile_check_hcompress(w->stream, nb, n1, n2); break;
+    case CODEC_HCOMP: /* cfitsio decodes to 64-bit pixels beyond 16-bit images */
+        st = tide_tile_check_hcompress(w->stream, nb, n1, n2, t->zbitpix != 8 && t->zbitpix != 16);
+        break;
     default: st = tide_tile_check_plio(w->stream, (size_t)nelem); break;
     }
     return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: ", t->path, t->hdu,

@@ -41,13 +41,15 @@
  *       exactly the tile's pixel count times the stored pixel size (|ZBITPIX| / 8; 4 or 8
  *       for ZBITPIX -64, quantized or not); more or less is an error.
  *     HCOMPRESS_1: the stream starts with 0xDD 0x99 and its two big-endian int32 sizes are
- *       the tile's (the second axis first, as cfitsio writes them), the tile being 2-D.
+ *       the tile's (the second axis first, as cfitsio writes them), the tile being 2-D; then
+ *       the stream is walked as fits_hdecompress reads it (hcompress_check.c: bit planes,
+ *       quadtree codes, end code, sign bits), each read within the stream's bytes.
  *     PLIO_1: at least 3 shorts, and the line list's own length (from its header) within
  *       the stored shorts, no instruction needing a word past them.
- * Not checked: the bits of HCOMPRESS streams past their header (cfitsio's fits_hdecompress
- * takes no stream length, so a cut stream can still make it read past its buffer, and it
- * leaks on some errors), PLIO instructions beyond the bound above, the values of ZSCALE /
- * ZZERO / ZBLANK, checksums, and what the pixels mean. */
+ * Not checked: the HCOMPRESS pixel values (no inverse H-transform is run; cfitsio's
+ * fits_hdecompress takes no stream length, so the walk is what keeps it inside the stream),
+ * PLIO instructions beyond the bound above, the values of ZSCALE / ZZERO / ZBLANK,
+ * checksums, and what the pixels mean. */
 #ifndef TIDE_FITS_TILES_H
 #define TIDE_FITS_TILES_H
 #include <stdint.h>

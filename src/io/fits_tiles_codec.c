@@ -1,5 +1,5 @@
-/* fits_tiles_codec.c — bounded checks of GZIP, HCOMPRESS and PLIO tile streams, done before
- * cfitsio decodes them (see fits_tiles.h for what each does and does not cover). */
+/* fits_tiles_codec.c — bounded checks of GZIP and PLIO tile streams, done before cfitsio
+ * decodes them (see fits_tiles.h for what each covers; HCOMPRESS is hcompress_check.c). */
 #include "io/fits_tiles_codec.h"
 
 #include <stdlib.h>
@@ -77,27 +77,6 @@ int tide_tile_check_gzip(const uint8_t *in, size_t nin, int64_t npix, const int 
     return tide_error(TIDE_E_FORMAT,
                       "gzip stream inflates to %llu bytes, not %lld pixels of %d bytes",
                       (unsigned long long)total, (long long)npix, sizes[nsizes - 1]);
-}
-
-static int64_t be32(const uint8_t *b) {
-    return (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) |
-                     (uint32_t)b[3]);
-}
-
-int tide_tile_check_hcompress(const uint8_t *in, size_t nin, int64_t n1, int64_t n2) {
-    if (nin < 10)
-        return tide_error(TIDE_E_FORMAT,
-                          "HCOMPRESS stream of %zu bytes is shorter than its header", nin);
-    if (in[0] != 0xDD || in[1] != 0x99)
-        return tide_error(TIDE_E_FORMAT,
-                          "HCOMPRESS stream does not start with 0xDD 0x99 (0x%02X 0x%02X)",
-                          in[0], in[1]);
-    int64_t a = be32(in + 2), b = be32(in + 6);
-    if (a != n2 || b != n1)
-        return tide_error(TIDE_E_FORMAT,
-                          "HCOMPRESS stream is of %lld x %lld pixels, the tile of %lld x %lld",
-                          (long long)b, (long long)a, (long long)n1, (long long)n2);
-    return TIDE_OK;
 }
 
 static int be16(const uint8_t *b) { return (int16_t)(((unsigned)b[0] << 8) | b[1]); }

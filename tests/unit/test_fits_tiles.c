@@ -696,6 +696,54 @@ static void test_patched_files(void) {
 #undef FRESH
 }
 
+/* HCOMPRESS: valid streams of odd and even tile sizes pass; each cut by a byte, or with its
+ * bit-plane format code broken, fails (the walk reads what cfitsio's decoder reads, which
+ * takes no length and would read on past the stream). */
+static void test_hcompress(void) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/hc.fits", dir);
+    const long shapes[][4] = {{37, 23, 37, 23}, {64, 48, 16, 16}, {100, 50, 50, 10},
+                              {33, 17, 33, 17}, {90, 45, 32, 16}};
+    const int bitpix[] = {16, 32, -32};
+    for (int s = 0; s < 5; s++)
+        for (int b = 0; b < 3; b++) {
+            const long *sh = shapes[s];
+            int cst = make_image(path, HCOMPRESS_1, bitpix[b], sh[0], sh[1], sh[2], sh[3], 0);
+            if (cst) {
+                printf("cfitsio does not write HCOMPRESS_1 %ldx%ld in %ldx%ld tiles (%d)\n",
+                       sh[0], sh[1], sh[2], sh[3], cst);
+                continue;
+            }
+            int st = check_file(path);
+            if (st)
+                fprintf(stderr, "HCOMPRESS %ldx%ld/%ldx%ld ZBITPIX %d: %s\n", sh[0], sh[1],
+                        sh[2], sh[3], bitpix[b], tide_error_detail());
+            CHECK(st == 0);
+            uint32_t nelem, off;
+            uint8_t d[8];
+            get_desc(path, 0, &nelem, &off);
+            be32put(d, nelem - 1);
+            be32put(d + 4, off);
+            patch_data(path, 0, d, 8);
+            EXPECT_FORMAT(check_file(path), path, "tile 1: HCOMPRESS stream of");
+            be32put(d, nelem);
+            patch_data(path, 0, d, 8);
+            CHECK(check_file(path) == 0);
+            uint8_t code;
+            read_data(path, table_bytes(path) + off + 25, &code, 1);
+            code = (uint8_t)((code & 0x0f) | 0x50); /* first bit plane's format code: 5 */
+            patch_data(path, table_bytes(path) + off + 25, &code, 1);
+            EXPECT_FORMAT(check_file(path), path, "format code 5");
+        }
+    /* More bit planes than the pixels have bits. */
+    CHECK(make_image(path, HCOMPRESS_1, 16, 64, 48, 16, 16, 0) == 0);
+    uint32_t nelem, off;
+    get_desc(path, 0, &nelem, &off);
+    uint8_t planes = 200;
+    patch_data(path, table_bytes(path) + off + 22, &planes, 1);
+    EXPECT_FORMAT(check_file(path), path, "200 bit planes");
+}
+
 /* The reproducers of issue 22, where ../shared/reliability is present. */
 static void test_reproducers(void) {
     char root[4096] = "";
@@ -726,6 +774,7 @@ static void test_reproducers(void) {
     snprintf(p, sizeof p, "%s/cfitsio_hdecompress_leak.fits", root);
     int st = check_file(p);
     printf("cfitsio_hdecompress_leak.fits: %s\n", st ? tide_error_detail() : "passes the check");
+    EXPECT_FORMAT(st, "cfitsio_hdecompress_leak.fits", "format code");
 }
 
 int main(void) {
@@ -739,6 +788,7 @@ int main(void) {
     test_valid_files();
     test_float_lossless_tile();
     test_patched_files();
+    test_hcompress();
     test_reproducers();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
