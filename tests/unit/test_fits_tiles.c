@@ -191,6 +191,26 @@ static void test_rice_corrupt(void) {
         }
         CHECK(fails > 0);
     }
+    /* A 4-byte stream with fs = 24 and a unary run of 256 zeros: a difference of 2^32 and
+     * more, which no 32-bit pixel has; one fewer zero is valid. */
+    for (int zeros = 255; zeros <= 256; zeros++) {
+        static unsigned char bits[64];
+        memset(bits, 0, sizeof bits);
+        int pos = 32; /* after the first pixel (0) */
+        const char *code = "11001";
+        for (int i = 0; i < 5; i++, pos++)
+            if (code[i] == '1')
+                bits[pos / 8] |= (unsigned char)(0x80 >> (pos % 8));
+        pos += zeros;
+        bits[pos / 8] |= (unsigned char)(0x80 >> (pos % 8));
+        pos += 1 + 24;
+        size_t len = (size_t)(pos + 7) / 8;
+        int st = tide_rice_decode(guarded(bits, len), len, 4, 32, 1, out);
+        if (zeros == 255)
+            CHECK(st == 0);
+        else
+            CHECK(st == TIDE_E_FORMAT && strstr(tide_error_detail(), "wider than 32 bits"));
+    }
     /* Bad parameters. */
     CHECK(tide_rice_decode(junk, 10, 3, 32, 5, out) == TIDE_E_INVAL);
     CHECK(tide_rice_decode(junk, 10, 4, 0, 5, out) == TIDE_E_INVAL);
