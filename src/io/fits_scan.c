@@ -34,6 +34,7 @@
 
 #include "core/checked.h"
 #include "fits_internal.h"
+#include "fits_tiles.h"
 #include "tide/status.h"
 
 enum { CARD = 80, BLOCK = 2880, MAX_HEADER_CARDS = 1 << 20 };
@@ -406,6 +407,9 @@ static int scan_hdu(const scan_file *sf, int hdu, int64_t off, int64_t *next) {
                         "%s[HDU %d]: truncated: the data unit needs %lld bytes from byte %lld but "
                         "the file ends at byte %lld",
                         sf->path, hdu, (long long)bytes, (long long)pos, (long long)sf->size);
+    /* before cfitsio ever moves to it: cfitsio divides by ZTILEn on the move */
+    if (!st && hk->bintable && hk->zimage)
+        st = tide_fits_check_tiles(sf->fd, sf->path, hdu, &raw, pos, sf->size);
     if (!st) {
         int64_t padded = bytes + (BLOCK - bytes % BLOCK) % BLOCK;
         *next = pos + padded;
