@@ -91,34 +91,29 @@ static int check_image(const char *path, const tide_image *im) {
     return 0;
 }
 
+/* Write the image into the begun output @p o and commit it, or abort it on failure. */
+static int write_and_commit(tide_fits_out *o, const tide_image *im, const tide_header *hdr) {
+    int st = write_all(o, im, hdr);
+    if (st) {
+        tide_fits_out_abort(o);
+        return st;
+    }
+    return tide_fits_out_commit(o);
+}
+
 int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
                              const tide_header *hdr) {
     int st = check_image(of->path, im);
     tide_fits_out o;
     if (!st)
         st = tide_fits_out_begin_staged(&o, of);
-    if (st)
-        return st;
-    st = write_all(&o, im, hdr);
-    if (st) {
-        tide_fits_out_abort(&o);
-        return st;
-    }
-    return tide_fits_out_commit(&o);
+    return st ? st : write_and_commit(&o, im, hdr);
 }
 
 int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
     int st = check_image(path, im);
-    if (st)
-        return st;
     tide_fits_out o;
-    st = tide_fits_out_begin(&o, path);
-    if (st)
-        return st;
-    st = write_all(&o, im, hdr);
-    if (st) {
-        tide_fits_out_abort(&o);
-        return st;
-    }
-    return tide_fits_out_commit(&o);
+    if (!st)
+        st = tide_fits_out_begin(&o, path);
+    return st ? st : write_and_commit(&o, im, hdr);
 }

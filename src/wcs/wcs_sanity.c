@@ -21,20 +21,30 @@ static int number(const tide_header *h, const char *key, double *v) {
     return st || !isfinite(*v) ? -1 : 1;
 }
 
+/* Read the 2x2 matrix STEMi_j (CD or PC) over @p m, leaving absent elements as they are;
+ * *any tells whether one was present. TIDE_E_WCS for a non-numeric or non-finite element. */
+static int matrix(const tide_header *h, const char *stem, const char *source, double m[2][2],
+                  int *any) {
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            char key[16];
+            snprintf(key, sizeof key, "%s%d_%d", stem, i + 1, j + 1);
+            int r = number(h, key, &m[i][j]);
+            if (r < 0)
+                return tide_error(TIDE_E_WCS, "%s: %s is not a finite number", source, key);
+            *any |= r;
+        }
+    return TIDE_OK;
+}
+
 int tide_wcs_check_header(const tide_header *h, const char *source) {
     if (tide_header_find(h, "CTYPE1") < 0 && tide_header_find(h, "CTYPE2") < 0)
         return TIDE_OK; /* no primary WCS on axes 1-2: nothing to check here */
     double m[2][2] = {{0, 0}, {0, 0}}, cdelt[2] = {1, 1};
     int has_cd = 0, has_pc = 0, has_cdelt = 0, has_crota = 0;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            char key[16];
-            snprintf(key, sizeof key, "CD%d_%d", i + 1, j + 1);
-            int r = number(h, key, &m[i][j]);
-            if (r < 0)
-                return tide_error(TIDE_E_WCS, "%s: %s is not a finite number", source, key);
-            has_cd |= r;
-        }
+    int st = matrix(h, "CD", source, m, &has_cd);
+    if (st)
+        return st;
     if (has_cd) {
         double det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
         if (!(fabs(det) > 0) || !isfinite(det))
@@ -58,15 +68,9 @@ int tide_wcs_check_header(const tide_header *h, const char *source) {
         has_crota |= tide_header_find(h, key) >= 0;
     }
     double pc[2][2] = {{1, 0}, {0, 1}};
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            char key[16];
-            snprintf(key, sizeof key, "PC%d_%d", i + 1, j + 1);
-            int r = number(h, key, &pc[i][j]);
-            if (r < 0)
-                return tide_error(TIDE_E_WCS, "%s: %s is not a finite number", source, key);
-            has_pc |= r;
-        }
+    st = matrix(h, "PC", source, pc, &has_pc);
+    if (st)
+        return st;
     if (has_pc && !(fabs(pc[0][0] * pc[1][1] - pc[0][1] * pc[1][0]) > 0))
         return tide_error(TIDE_E_WCS, "%s: the PC matrix is singular: no pixel scale", source);
     if (!has_cdelt && !has_pc && !has_crota)
