@@ -60,7 +60,7 @@ for h in "${harnesses[@]}"; do
     # the first three frames of the report that are tide's or a library's, not the fuzzer's,
     # the sanitizer's or libc's abort path
     top=$(grep -E '^ +#[0-9]+ 0x[0-9a-f]+ in ' "$a.log" | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //' \
-          | grep -v -E '^(fuzzer::|__sanitizer|__asan|__interceptor|__lsan|__ubsan|malloc|calloc|realloc|free|abort|raise|__pthread_kill|__libc|__fortify_fail|__chk_fail|LLVMFuzzerTestOneInput|main) ' \
+          | grep -v -E '^(fuzzer::|__sanitizer|__asan|__interceptor|__lsan|__ubsan|__pthread_kill|__libc|__fortify_fail|__chk_fail)|^(malloc|calloc|realloc|free|abort|raise|LLVMFuzzerTestOneInput|main) ' \
           | head -3 | sed -E 's/ \(BuildId[^)]*\)//; s/ \/[^ ]*\/([^/ ]+)$/ \1/' | paste -sd '<' -)
     kind=$(grep -m1 -Eo 'ERROR: [A-Za-z]+: [a-z-]+|runtime error: .{0,60}|ERROR: libFuzzer: [a-z-]+|buffer overflow detected' "$a.log" || echo "?")
     if [ -n "$why" ]; then
