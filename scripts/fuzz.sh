@@ -8,6 +8,7 @@
 # matched against the known list. What the run found stays in the build tree:
 #   BUILD/fuzz/work/HARNESS      the corpus it grew (seeds are never changed)
 #   BUILD/fuzz/artifacts/HARNESS crash-*, leak-*, timeout-*, oom-* inputs and their .log
+#                                (emptied when the harness runs again)
 # fuzz/README.md describes longer campaigns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,7 @@ for h in "${harnesses[@]}"; do
   bin=$build/fuzz/$h
   work=$build/fuzz/work/$h
   art=$build/fuzz/artifacts/$h
+  rm -rf "$art" # the previous run's findings (copy them elsewhere to keep them)
   mkdir -p "$work" "$art"
   log=$art/run.log
   t0=$(date +%s)
@@ -62,7 +64,7 @@ for h in "${harnesses[@]}"; do
     top=$(grep -E '^ +#[0-9]+ 0x[0-9a-f]+ in ' "$a.log" | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //' \
           | grep -v -E '^(fuzzer::|__sanitizer|__asan|__interceptor|__lsan|__ubsan|__pthread_kill|__libc|__fortify_fail|__chk_fail)|^(malloc|calloc|realloc|free|abort|raise|LLVMFuzzerTestOneInput|main) ' \
           | head -3 | sed -E 's/ \(BuildId[^)]*\)//; s/ \/[^ ]*\/([^/ ]+)$/ \1/' | paste -sd '<' -)
-    kind=$(grep -m1 -Eo 'ERROR: [A-Za-z]+: [a-z-]+|runtime error: .{0,60}|ERROR: libFuzzer: [a-z-]+|buffer overflow detected' "$a.log" || echo "?")
+    kind=$(grep -m1 -Eo 'ERROR: [A-Za-z]+: [A-Za-z-]+( on| of)?|runtime error: .{0,60}|ERROR: libFuzzer: [a-z-]+|buffer overflow detected' "$a.log" || echo "?")
     if [ -n "$why" ]; then
       echo "fuzz: $h: known ($why): $a: $kind: $top"
     elif [[ $(basename "$a") == oom-* ]]; then
