@@ -55,3 +55,12 @@ foreach(src ${TIDE_C_TESTS} ${TIDE_PY_TESTS} ${TIDE_SH_TESTS})
       "ASAN_OPTIONS=${_asan}" "LSAN_OPTIONS=${_lsan}" "UBSAN_OPTIONS=${_ubsan}" ${_sym})
   endif()
 endforeach()
+
+# Wall-clock time limits inside these tests (the solver's timeout_s: a 50 s blind solve, a 3 s
+# limit that must end a solve within 30 s) meet the sanitizers' slowdown plus a parallel
+# test's load: they run alone.
+foreach(name test_solve test_solve_sim peer_test_solve_field)
+  if(TEST ${name})
+    set_property(TEST ${name} PROPERTY RUN_SERIAL TRUE)
+  endif()
+endforeach()
