@@ -57,9 +57,9 @@ foreach(src ${TIDE_C_TESTS} ${TIDE_PY_TESTS} ${TIDE_SH_TESTS})
 endforeach()
 
 # Wall-clock time limits inside these tests (the solver's timeout_s: a 50 s blind solve, a 3 s
-# limit that must end a solve within 30 s) meet the sanitizers' slowdown plus a parallel
-# test's load: they run alone.
-foreach(name test_solve test_solve_sim peer_test_solve_field)
+# limit that must end a solve within 30 s; bench --diff within 60 s) meet the sanitizers'
+# slowdown plus a parallel test's load: they run alone.
+foreach(name test_solve test_solve_sim peer_test_solve_field cli_test_bench_diff)
   if(TEST ${name})
     set_property(TEST ${name} PROPERTY RUN_SERIAL TRUE)
   endif()
