@@ -5,8 +5,9 @@
 # nothing more), then ctest. Fails on a failing test, and on any sanitizer report written by
 # any process of any test (sanitizer-logs/ of the build: a report from a command that a test
 # expects to fail would otherwise pass unseen). scripts/test.sh runs it after the normal tests.
-# 2 cores: ~3 min build, ~5 min tests. Python tests that load libtide through ctypes run with
-# ASan's runtime preloaded and no leak check (label "preload", tests/sanitizer/tests.cmake).
+# 2 cores: ~3 min build, ~10 min tests (595 s measured; the solver and bench tests with
+# wall-clock limits run alone). Python tests that load libtide through ctypes run with ASan's
+# runtime preloaded and no leak check (label "preload", tests/sanitizer/tests.cmake).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-sanitize}

@@ -3,7 +3,7 @@
 # GPU tests report themselves skipped where no GPU is present (CI); scripts/gpu/ runs them on
 # the GPU machine. Then the sanitizer build runs the whole suite again (test-sanitize.sh) and
 # each fuzz harness runs for 40 s (fuzz.sh); TIDE_TEST_QUICK=1 skips both. On CI's 2 cores:
-# ~6 min normal build and tests, ~9 min sanitizer build and tests, ~6 min fuzzing.
+# ~6 min normal build and tests, ~13 min sanitizer build and tests, ~6 min fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
