@@ -6,6 +6,9 @@ set -euo pipefail
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
             libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
+# The sanitizer build and the fuzz harnesses (scripts/test-sanitize.sh, scripts/fuzz.sh):
+# clang with its sanitizer and libFuzzer runtimes, LLVM's OpenMP, llvm-symbolizer for stacks.
+san_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libsep-dev
            python3-photutils python3-astroscrappy python3-reproject source-extractor
@@ -14,7 +17,7 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            sqlite3 postgresql postgresql-15-q3c)
 
 missing=()
-for p in "${build_pkgs[@]}" "${peer_pkgs[@]}"; do
+for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${peer_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

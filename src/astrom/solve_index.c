@@ -79,7 +79,8 @@ static int list_index_files(const char *dir, char ***names, int *count) {
         free(v);
         return st;
     }
-    qsort(v, (size_t)n, sizeof *v, name_cmp);
+    if (n > 1) /* an empty directory leaves v NULL, which qsort must not be given */
+        qsort(v, (size_t)n, sizeof *v, name_cmp);
     *names = v;
     *count = n;
     return 0;

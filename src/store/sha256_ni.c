@@ -10,6 +10,7 @@
 #include "sha256.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 
 static const uint32_t K[64] = {
@@ -72,11 +73,15 @@ __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const
     _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(cdgh, t, 8));    /* E F G H */
 }
 
+/* The processor's own answer through cpuid (leaf 1 ECX bit 19: SSE4.1; leaf 7 subleaf 0 EBX
+ * bit 29: SHA), not __builtin_cpu_supports: clang 14 does not know its "sha" feature name. */
 tide_sha256_blocks_fn tide_sha256_blocks_ni(void) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1"))
-        return blocks_ni;
-    return NULL;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)))
+        return NULL;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 29)))
+        return NULL;
+    return blocks_ni;
 }
 
 #else

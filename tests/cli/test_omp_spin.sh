@@ -5,6 +5,8 @@
 # libgomp's OMP_DISPLAY_ENV=verbose prints the value each start of the program sees.
 set -u
 TIDE=${TIDE_BIN:?TIDE_BIN is not set}
+# The policy is libgomp's (GOMP_SPINCOUNT); a clang build runs on LLVM's libomp, which has none.
+ldd "$TIDE" | grep -q libgomp || { echo "SKIP: $TIDE is not linked against libgomp"; exit 77; }
 # the test sets these itself
 unset GOMP_SPINCOUNT OMP_WAIT_POLICY TIDE_OMP_SPIN_SET
 tmp=$(mktemp -d /tmp/tide_cli_spin.XXXXXX)

@@ -79,8 +79,9 @@ static double match(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     }
     double frac = n0 ? (double)found / n0 : 0.0;
     printf("%s: %lld tide sources, SE %d objects (%d with FLAGS=0); FLAGS=0 found within 1 px: "
-           "%d (%.1f%%), all flags: %d\n", what, (long long)t.nrows, n, n0, found, 100 * frac,
-           found_all);
+           "%d (%.1f%%), all flags: %d; mean |WIN - isophotal centre| %.3f px\n", what,
+           (long long)t.nrows, n, n0, found, 100 * frac, found_all,
+           found_all ? dwin / found_all : 0.0);
     tide_table_free(&t);
     return frac;
 }

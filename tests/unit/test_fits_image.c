@@ -88,7 +88,7 @@ static void test_bitpix(void) {
         }
         long long ll[20];
         for (int i = 0; i < N; i++)
-            ll[i] = (long long)raw[i];
+            ll[i] = bp > 0 ? (long long)raw[i] : 0; /* only integer BITPIX writes them */
         if (bp > 0)
             fits_write_img(f, TLONGLONG, 1, N, ll, &st);
         else
