@@ -383,8 +383,13 @@ int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hd
     int nk = 0, cst = 0;
     tide_header_init(hdr);
     /* fits_convert_hdr2str gives the uncompressed image's header for a compressed image. */
-    if (fits_convert_hdr2str(f, 0, NULL, 0, &str, &nk, &cst))
-        return tide_fits_status(cst, path, hdu, "cannot read the header");
+    if (fits_convert_hdr2str(f, 0, NULL, 0, &str, &nk, &cst)) {
+        int st = tide_fits_status(cst, path, hdu, "cannot read the header");
+        int fst = 0;
+        if (str) /* cfitsio may fail after allocating the string */
+            fits_free_memory(str, &fst);
+        return st;
+    }
     int st = tide_header_parse(hdr, str, nk);
     fits_free_memory(str, &cst);
     if (st) {

@@ -178,6 +178,10 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     int ncards = 0;
     char *cards = tide_header_to_string(h, &ncards);
     if (!cards) return tide_error(TIDE_E_NOMEM, "%s: out of memory", source);
+    /* wcspih's lexer crashes on bytes above 126, which a FITS comment may hold in practice
+     * (the header scan tolerates them there): wcslib reads ASCII text only. */
+    for (char *c = cards; *c; c++)
+        if ((unsigned char)*c < 32 || (unsigned char)*c > 126) *c = ' ';
 
     int nreject = 0, nwcs = 0;
     struct wcsprm *vec = NULL;

@@ -83,6 +83,11 @@ w("wcs_sip1000.fits", primary([card("CTYPE1", "'RA---TAN-SIP'"), card("CTYPE2", 
   + wcs[2:] + [card("CD1_1", "1E-4"), card("CD2_2", "1E-4"), card("A_ORDER", "1000"),
   card("B_ORDER", "2")]))
 w("wcs_ok.fits", primary(wcs + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4")]))
+# bytes above 126 in commentary and comments are tolerated by the scan; wcslib's header lexer
+# must never see them (it crashed on some, found by fuzzing)
+w("wcs_highbytes.fits", primary(wcs + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4"),
+  ("COMMENT \xff\xfe\x80 observer's notes \xe9\xe8" + "\xa7" * 40).ljust(80)[:80],
+  (card("FILTER", "'R'")[:30] + "/ \xb0\xff\x7f\x80").ljust(80)]))
 PYEOF
 
 # refuse FILE WORDS...: `tide info FILE` and `tide stats FILE` exit 1, stderr names the file
@@ -146,6 +151,8 @@ for f in wcs_singular:singular wcs_zero:singular wcs_noscale:"no pixel scale" wc
     echo "$out" | grep -q "WCS error: .*${f#*:}" || bad "info ${f%%:*}: the WCS problem is not reported: $out"
     echo "$out" | grep -q "arcsec/pixel" && bad "info ${f%%:*}: printed a scale: $out"
 done
+"$TIDE" info wcs_highbytes.fits 2>"$E" | grep -q "scale 0.3600 arcsec/pixel" ||
+    bad "info wcs_highbytes.fits: the WCS beside non-ASCII comments is lost: $(cat "$E")"
 "$TIDE" info wcs_ok.fits | grep -q "scale 0.3600 arcsec/pixel" || bad "info wcs_ok.fits: scale 0.36\"/px not shown"
 
 # names: local files only, unless --cfitsio-names
