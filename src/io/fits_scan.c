@@ -150,7 +150,9 @@ static int indexed(const char *key, const char *stem) {
 static ktype key_type(const char *k) {
     static const char *ints[] = {"BITPIX", "NAXIS",  "PCOUNT",  "GCOUNT",  "TFIELDS", "THEAP",
                                  "EXTVER", "EXTLEVEL", "BLANK", "ZBITPIX", "ZNAXIS",  "ZPCOUNT",
-                                 "ZGCOUNT", "ZBLANK", "ZDITHER0", "ZTHEAP"};
+                                 "ZGCOUNT", "ZBLANK", "ZDITHER0", "ZTHEAP",
+                                 /* tide's own: the HDUs of its MASK and VAR planes */
+                                 "TIDEMASK", "TIDEVAR"};
     static const char *strs[] = {"XTENSION", "EXTNAME", "ZCMPTYPE", "ZQUANTIZ", "ZTENSION",
                                  "ZMASKCMP"};
     static const char *reals[] = {"BSCALE", "BZERO", "ZSCALE", "ZZERO"};
@@ -175,10 +177,12 @@ static ktype key_type(const char *k) {
         indexed(k, "TDISP") || indexed(k, "TDIM") || indexed(k, "ZNAME") ||
         indexed(k, "ZFORM") || indexed(k, "ZCTYP"))
         return K_STR;
-    if (indexed(k, "TSCAL") || indexed(k, "TZERO"))
+    /* ZVALn: cfitsio reads every tile-compression parameter (BLOCKSIZE, BYTEPIX, SCALE,
+     * SMOOTH, NOISEBIT) as a number */
+    if (indexed(k, "TSCAL") || indexed(k, "TZERO") || indexed(k, "ZVAL"))
         return K_REAL;
-    if (indexed(k, "TNULL") || indexed(k, "ZVAL"))
-        return K_INT_OR_STR; /* TNULLn is a string in ASCII tables; ZVALn may be either */
+    if (indexed(k, "TNULL"))
+        return K_INT_OR_STR; /* an integer in binary tables, a string in ASCII tables */
     return K_OTHER;
 }
 
@@ -188,6 +192,7 @@ static const char *type_words(ktype t) {
     case K_STR: return "a quoted string";
     case K_REAL: return "a number";
     case K_LOG: return "T or F";
+    case K_INT_OR_STR: return "an integer (binary table) or a string (ASCII table)";
     default: return "a value";
     }
 }
@@ -267,7 +272,7 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
     case K_STR: ok = vk == V_STR; break;
     case K_REAL: ok = (vk == V_INT || vk == V_REAL) && isfinite(dv); break;
     case K_LOG: ok = vk == V_LOG; break;
-    default: ok = vk == V_INT || vk == V_STR || vk == V_REAL; break;
+    default: ok = hk->bintable ? vk == V_INT : vk == V_STR; break; /* TNULLn */
     }
     if (!ok)
         return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: header card %lld: %s must be %s, not '%.*s'",

@@ -96,7 +96,7 @@ int tide_tile_check_plio(const uint8_t *in, size_t nshort) {
         if (nshort < 7)
             return tide_error(TIDE_E_FORMAT,
                               "PLIO line list of %zu shorts is shorter than its header", nshort);
-        len = ((int64_t)be16(in + 8) << 15) + be16(in + 6);
+        len = (int64_t)be16(in + 8) * 32768 + be16(in + 6); /* may be negative: no shift */
         first = (int64_t)be16(in + 2) + 1;
     }
     if (len > (int64_t)nshort)

@@ -120,9 +120,11 @@ static int cover_spans(tide_store *s, const int64_t *rg, int64_t nrg, int64_t **
                 }
                 *spans = m;
             }
-            int64_t id = sqlite3_column_int64(q, 0);
-            (*spans)[2 * *nspan] = (id << 32) + sqlite3_column_int64(q, 1);
-            (*spans)[2 * *nspan + 1] = (id << 32) + sqlite3_column_int64(q, 2);
+            /* a store's values are not trusted: a negative or huge image id from a damaged
+             * file must not shift into undefined behaviour (the span is then simply empty) */
+            const uint64_t id = (uint64_t)sqlite3_column_int64(q, 0) << 32;
+            (*spans)[2 * *nspan] = (int64_t)(id + (uint64_t)sqlite3_column_int64(q, 1));
+            (*spans)[2 * *nspan + 1] = (int64_t)(id + (uint64_t)sqlite3_column_int64(q, 2));
             (*nspan)++;
         }
         if (!st && rc != SQLITE_DONE)

@@ -165,6 +165,31 @@ static int pick_primary(const struct wcsprm *v, int n) {
     return 0;
 }
 
+/* wcspih's lexer (wcslib 7.12) crashes on bytes above 126, which a FITS comment may hold in
+ * practice (the header scan tolerates them there), and overflows a buffer (strcpy) on a
+ * string value whose closing quote is missing. wcslib gets ASCII only, and such a card is
+ * blanked: it is not a valid keyword of any WCS. */
+static void sanitize_for_wcspih(char *cards, int ncards) {
+    for (int i = 0; i < ncards; i++) {
+        char *c = cards + (size_t)i * 80;
+        for (int k = 0; k < 80; k++)
+            if ((unsigned char)c[k] < 32 || (unsigned char)c[k] > 126) c[k] = ' ';
+        if (c[8] != '=' || c[9] != ' ') continue;
+        int k = 10;
+        while (k < 80 && c[k] == ' ') k++;
+        if (k == 80 || c[k] != '\'') continue;
+        int closed = 0;
+        for (k++; k < 80 && !closed; k++) {
+            if (c[k] != '\'') continue;
+            if (k + 1 < 80 && c[k + 1] == '\'')
+                k++; /* a doubled quote inside the string */
+            else
+                closed = 1;
+        }
+        if (!closed) memset(c, ' ', 80);
+    }
+}
+
 int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **out) {
     if (!h || !out) return tide_error(TIDE_E_INVAL, "tide_wcs_from_header: NULL argument");
     *out = NULL;
@@ -178,10 +203,7 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     int ncards = 0;
     char *cards = tide_header_to_string(h, &ncards);
     if (!cards) return tide_error(TIDE_E_NOMEM, "%s: out of memory", source);
-    /* wcspih's lexer crashes on bytes above 126, which a FITS comment may hold in practice
-     * (the header scan tolerates them there): wcslib reads ASCII text only. */
-    for (char *c = cards; *c; c++)
-        if ((unsigned char)*c < 32 || (unsigned char)*c > 126) *c = ' ';
+    sanitize_for_wcspih(cards, ncards);
 
     int nreject = 0, nwcs = 0;
     struct wcsprm *vec = NULL;

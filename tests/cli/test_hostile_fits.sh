@@ -83,6 +83,9 @@ w("wcs_sip1000.fits", primary([card("CTYPE1", "'RA---TAN-SIP'"), card("CTYPE2", 
   + wcs[2:] + [card("CD1_1", "1E-4"), card("CD2_2", "1E-4"), card("A_ORDER", "1000"),
   card("B_ORDER", "2")]))
 w("wcs_ok.fits", primary(wcs + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4")]))
+# a WCS string without its closing quote: wcspih's strcpy overflowed on it (fuzzing)
+w("wcs_unclosed.fits", primary([card("CTYPE1", "'RA---TAN"), card("CTYPE2", "'DEC--TAN'")] +
+  wcs[2:] + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4")]))
 # bytes above 126 in commentary and comments are tolerated by the scan; wcslib's header lexer
 # must never see them (it crashed on some, found by fuzzing)
 w("wcs_highbytes.fits", primary(wcs + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4"),
@@ -153,6 +156,8 @@ for f in wcs_singular:singular wcs_zero:singular wcs_noscale:"no pixel scale" wc
 done
 "$TIDE" info wcs_highbytes.fits 2>"$E" | grep -q "scale 0.3600 arcsec/pixel" ||
     bad "info wcs_highbytes.fits: the WCS beside non-ASCII comments is lost: $(cat "$E")"
+"$TIDE" info wcs_unclosed.fits >/dev/null 2>"$E"; rc=$?
+[ $rc -eq 0 ] || bad "info wcs_unclosed.fits: exit $rc (the broken CTYPE1 must only cost the WCS)"
 "$TIDE" info wcs_ok.fits | grep -q "scale 0.3600 arcsec/pixel" || bad "info wcs_ok.fits: scale 0.36\"/px not shown"
 
 # names: local files only, unless --cfitsio-names
