@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -308,7 +309,9 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
         const char *v = c + 10;
         while (*v == ' ')
             v++;
-        hk->bintable = !strncmp(v, "'BINTABLE", 9) && (v[9] == '\'' || v[9] == ' ');
+        /* 'A3DTABLE', the binary table's name before the standard, is one to cfitsio too */
+        hk->bintable = (!strncmp(v, "'BINTABLE", 9) || !strncmp(v, "'A3DTABLE", 9)) &&
+                       (v[9] == '\'' || v[9] == ' ');
     }
     return TIDE_OK;
 }
@@ -432,8 +435,10 @@ static int scan_fd(int fd, const char *path, int64_t size) {
     for (int hdu = 0;; hdu++) {
         if (hdu > 0) {
             char b[9];
-            if (off >= size || size - off < 9 || read_at(&sf, off, b, 9) ||
-                memcmp(b, "XTENSION=", 9))
+            /* cfitsio takes any card named XTENSION, wherever its '=', as the start of an
+             * extension: such bytes are scanned (and held to the fixed format) too */
+            if (off >= size || size - off < 8 || read_at(&sf, off, b, 8) ||
+                memcmp(b, "XTENSION", 8))
                 return TIDE_OK;
         }
         int64_t next = 0;
@@ -493,7 +498,7 @@ typedef struct scanned {
     dev_t dev;
     ino_t ino;
     off_t size;
-    struct timespec mtime;
+    struct timespec mtime, ctime;
 } scanned;
 static scanned scanned_files[32];
 static int scanned_next;
@@ -501,7 +506,8 @@ static pthread_mutex_t scanned_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int same_file(const scanned *a, const struct stat *sb) {
     return a->dev == sb->st_dev && a->ino == sb->st_ino && a->size == sb->st_size &&
-           a->mtime.tv_sec == sb->st_mtim.tv_sec && a->mtime.tv_nsec == sb->st_mtim.tv_nsec;
+           a->mtime.tv_sec == sb->st_mtim.tv_sec && a->mtime.tv_nsec == sb->st_mtim.tv_nsec &&
+           a->ctime.tv_sec == sb->st_ctim.tv_sec && a->ctime.tv_nsec == sb->st_ctim.tv_nsec;
 }
 
 int tide_fits_scan_file(const char *path, int gzipped) {
@@ -514,9 +520,15 @@ int tide_fits_scan_file(const char *path, int gzipped) {
         close(fd);
         return tide_error(TIDE_E_IO, "%s: not a regular file", path);
     }
+    /* Only a file that has not changed for a while is remembered: a file rewritten in place
+     * within one clock tick of a scan would otherwise keep its stamps (ctime, which no user
+     * can set back, is part of the key) */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const int settled = now.tv_sec - sb.st_ctim.tv_sec > 2;
     pthread_mutex_lock(&scanned_lock);
     int known = 0;
-    for (int i = 0; i < (int)(sizeof scanned_files / sizeof *scanned_files); i++)
+    for (int i = 0; settled && i < (int)(sizeof scanned_files / sizeof *scanned_files); i++)
         known |= same_file(&scanned_files[i], &sb);
     pthread_mutex_unlock(&scanned_lock);
     if (known) {
@@ -536,7 +548,7 @@ int tide_fits_scan_file(const char *path, int gzipped) {
         st = scan_fd(fd, path, (int64_t)sb.st_size);
     }
     close(fd);
-    if (!st) {
+    if (!st && settled) {
         pthread_mutex_lock(&scanned_lock);
         scanned *s = &scanned_files[scanned_next];
         scanned_next = (scanned_next + 1) % (int)(sizeof scanned_files / sizeof *scanned_files);
@@ -544,6 +556,7 @@ int tide_fits_scan_file(const char *path, int gzipped) {
         s->ino = sb.st_ino;
         s->size = sb.st_size;
         s->mtime = sb.st_mtim;
+        s->ctime = sb.st_ctim;
         pthread_mutex_unlock(&scanned_lock);
     }
     return st;

@@ -202,8 +202,23 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
             return tide_error(TIDE_E_NOTFOUND, "%s: no such file", root);
         return tide_error(TIDE_E_IO, "%s: cannot open: %s", root, strerror(errno));
     }
+    if (kind == 0 && !atomic_load(&extended_names)) {
+        /* cfitsio accepts more than the standard's fixed format (a SIMPLE card with its '='
+         * elsewhere...) and would then parse headers the scan below never saw */
+        struct stat sb;
+        if (stat(root, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return tide_error(TIDE_E_IO, "%s: is a directory, not a FITS file", root);
+        if (size == 0)
+            return tide_error(TIDE_E_FORMAT, "%s: empty file (0 bytes), not a FITS file", root);
+        return tide_error(TIDE_E_FORMAT,
+                          "%s: not a FITS file (it does not start with SIMPLE  =)", root);
+    }
+    if (kind == 1 && size < 2880 && !atomic_load(&extended_names))
+        return tide_error(TIDE_E_FORMAT,
+                          "%s: truncated: %lld bytes, less than one 2880-byte FITS header block",
+                          root, (long long)size);
     /* Every header is held to the standard before cfitsio parses it (fits_scan.c). */
-    if ((kind == 1 && size >= 2880) || gzip) {
+    if (kind == 1 || gzip) {
         st = tide_fits_scan_file(root, gzip);
         if (st)
             return st;

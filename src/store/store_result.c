@@ -99,7 +99,9 @@ void tide_store_result_set_f(store_result *r, int64_t row, int j, double v) {
     if (r->fcol[j])
         r->fcol[j][row] = v;
     else if (r->icol[j])
-        r->icol[j][row] = isfinite(v) ? (int64_t)v : 0;
+        /* a value from a damaged store may not fit: out of the int64 range is undefined to
+         * convert, so it reads as 0 like a non-finite one */
+        r->icol[j][row] = isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0;
 }
 
 typedef struct key2 {
