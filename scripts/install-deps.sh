@@ -12,9 +12,10 @@ san_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libsep-dev
            python3-photutils python3-astroscrappy python3-reproject source-extractor
-           astrometry.net astrometry-data-tycho2-08-littleendian
+           astrometry.net astrometry-data-tycho2-07-littleendian astrometry-data-tycho2-08-littleendian
            astrometry-data-tycho2-09-littleendian astrometry-data-tycho2-10-19-littleendian
-           sqlite3 postgresql postgresql-15-q3c)
+           sqlite3 postgresql postgresql-15-q3c
+           netpbm)  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
 
 missing=()
 for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${peer_pkgs[@]}"; do
