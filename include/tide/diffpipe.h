@@ -104,10 +104,9 @@ typedef struct tide_diff_params {
     tide_reproject_params reproj; /**< reprojection [Lanczos-3, flux-conserving] */
     tide_subtract_params sub;  /**< subtraction [subtract.h defaults]. With measured FWHMs
                                     and few clean stars n, the run lowers sub.spatial_degree
-                                    until it has fewer than n spatial terms, and (unless
-                                    basis_fixed) the basis degrees until the basis has at most
-                                    3n functions */
-    int basis_fixed;           /**< 1: keep sub.degrees as given [0] */
+                                    until it has fewer than n spatial terms (the subtraction
+                                    lowers it and the background's further with few usable
+                                    stamps); the basis is kept whatever n */
     tide_candidate_params cand; /**< candidates (det.fwhm_guess is set by the run) */
     tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: the unconvolved
                                     frame's PSF model, else a Gaussian of its FWHM] */

@@ -14,22 +14,28 @@
  * which is kept constant over the field; the others are polynomials of degree
  * spatial_degree in x and y; B is a polynomial of degree bg_degree.
  *
- * The fit uses stamps (one per cell of a grid, centred on the brightest unmasked pixel of the
- * reference in the cell, if it stands stamp_snr sky sigmas above the sky; pixels near masked
+ * The fit uses stamps (one per cell of a grid of cells about one stamp wide, centred on the
+ * brightest unmasked local peak of the reference in the cell, if it stands stamp_snr sky
+ * sigmas above the sky; pixels near masked
  * reference pixels, masked target pixels and frame edges get no weight). The normal equations
  * are accumulated per stamp in double precision from the basis-convolved reference at the
  * stamp pixels (direct convolution there, or with fft_basis one batched FFT correlation of
  * the frame with every basis kernel, gathered at the stamps), with
  * the spatial polynomials evaluated at the stamp centre (Alard 2000 §2), solved by Cholesky
  * with a condition check (ridge-regularised when ill-conditioned), and the worst stamps are
- * sigma-clipped on their chi^2 per pixel, refitting twice. The varying convolution is then
+ * sigma-clipped on their chi^2 per pixel, refitting twice. A spatially varying fit is
+ * preceded by a screen, the same clipped fit with a constant kernel and background, whose
+ * clipping a bad stamp (a mover) cannot escape by dragging the fit; with n stamps left the
+ * spatial and background degrees are lowered until each has at most n - 2 terms (with fewer
+ * spare stamps a bad one cannot be told apart). The varying convolution is then
  * sum_p P_p(x, y) (R * K_p) with K_p = sum_b c_bp K_b: one correlation per polynomial term.
  *
  * A noisy reference biases a pixel fit's kernel sum low (noise in a regressor; ~1% when both
- * frames are equally deep). When at least bg terms + 3 stamps are kept, the kernel sum is
- * instead taken from stamp sums, sum(I) = k sum(R * K_0) + N bg (a photometric ratio, whose
- * regressor noise averages out over each stamp), provided it agrees with the pixel fit to 3%,
- * and the rest is refitted with it fixed.
+ * frames are equally deep). The kernel sum is instead taken from stamp sums, sum(I) - N (B +
+ * k s) = k (sum(R * K_0) - N s) (s the reference's sky, B + k s the level the pixel fit gives
+ * the sky: a ratio of sky-subtracted fluxes, whose regressor noise averages out over each
+ * stamp), provided it agrees with the pixel fit to 3%, and the rest is refitted with it
+ * fixed.
  *
  * The difference is always "science minus template": S - (T * K) - B when the template is
  * convolved (in the science frame's flux scale), (S * K) + B - T when the science is (in the

@@ -46,10 +46,10 @@ static const char *help =
     "                           PSF FWHMs in the frames' own pixels [measured]\n"
     "  --resample lanczos3|bilinear|nearest   reprojection kernel [lanczos3]\n"
     "  --convolve auto|template|science       frame to convolve [auto: the sharper one]\n"
-    "  --spatial-degree N       kernel variation degree; 0 = constant kernel [2]\n"
-    "  --bg-degree N            differential background degree [1]\n"
-    "  --basis D1,D2,...        one Gaussian per degree, widths from the FWHMs [6,4,2;\n"
-    "                           lowered when the frames have few clean stars]\n"
+    "  --spatial-degree N       kernel variation degree; 0 = constant kernel [2; lowered\n"
+    "                           with few stars: npoly + 2 usable stamps per degree]\n"
+    "  --bg-degree N            differential background degree [1; lowered likewise]\n"
+    "  --basis D1,D2,...        one Gaussian per degree, widths from the FWHMs [6,4,2]\n"
     "  --no-cosmetics           do not flag cosmic rays, hot pixels, bleed trails [flag]\n"
     "  --decorrelate            whiten the difference noise (Reiss & Lupton 2016) [off]\n"
     "  --thresh SNR             detection threshold on the difference S/N [5]\n"
@@ -322,7 +322,6 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
                         cmd, "--basis needs 1 to 4 polynomial degrees 0..8, e.g. 6,4,2 (got '%s')",
                         v);
                 p->sub.ngauss = k;
-                p->basis_fixed = 1;
                 for (int j = 0; j < k; j++)
                     p->sub.degrees[j] = d[j], p->sub.sigmas[j] = 0;
             } else if (!strcmp(a, "--thresh")) {

@@ -1,11 +1,11 @@
 /* subtract.c — PSF-matched subtraction (subtract.h): the algorithm, once, for both backends.
  *
- * Order: choose the frame to convolve -> kernel basis -> stamps (one per grid cell) and their
- * weights -> the reference correlated with every basis kernel at the stamps (directly, or by
- * a batched FFT correlation of the frame and a gather) -> per-stamp normal matrices
- * (backend, double) -> global normal equations with the spatial polynomials at the stamp
- * centres (host, Alard 2000) -> Cholesky with a condition check -> stamp clipping and refit
- * -> the per-term kernels K_p and sum_p P_p (R * K_p) + B -> difference, variance, mask ->
+ * Order: choose the frame to convolve -> kernel basis -> stamps (one per grid cell, on a
+ * peak) and their weights -> the reference correlated with every basis kernel at the stamps
+ * (directly, or by a batched FFT correlation of the frame and a gather) -> per-stamp normal
+ * matrices (backend, double) -> global normal equations with the spatial polynomials at the
+ * stamp centres (host, Alard 2000) -> Cholesky with a condition check -> stamp clipping and
+ * refit (a constant-kernel screen first) -> the per-term kernels K_p and sum_p P_p (R * K_p) + B -> difference, variance, mask ->
  * optional decorrelation (subtract_decorr.c). */
 #include <math.h>
 #include <stdlib.h>
@@ -257,6 +257,7 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     L.nc = L.nb + 3;
 
     L.n = 1 + (L.nb - 1) * L.npk + L.nbg;
+    L.sky_ref = 0.0;
     float var_ref = 0.0f, var_tgt = 0.0f;
     double sky_ref = 0.0, sky_tgt = 0.0;
     tide_timer_start(ctx, &tm, "subtract.noise");
@@ -266,14 +267,18 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     /* stamps only on sources: a pure-noise reference stamp biases the fit towards a zero
      * kernel (noise in the regressor; Alard-Lupton assumes a clean reference) */
     float vmin = (float)(sky_ref + p->stamp_snr * sqrt((double)var_ref));
+    L.sky_ref = sky_ref;
     tide_timer_stop(ctx, &tm, NULL);
     tide_timer_start(ctx, &tm, "subtract.stamps");
     r->decor_sigma_ref = sqrt(var_ref);
     r->decor_sigma_target = sqrt(var_tgt);
     /* stamps */
     int span = 2 * hs + 1;
-    int ncx = p->nstamps_x > 0 ? p->nstamps_x : (int)(W / (3 * span));
-    int ncy = p->nstamps_y > 0 ? p->nstamps_y : (int)(H / (3 * span));
+    /* cells about one stamp wide (at most 20 x 20), each with a stamp on its brightest
+     * peak: every isolated star gets its own stamp, which a fit on a few stars needs (to
+     * clip a mover's stamp it must have others to compare) */
+    int ncx = p->nstamps_x > 0 ? p->nstamps_x : (int)(W / span);
+    int ncy = p->nstamps_y > 0 ? p->nstamps_y : (int)(H / span);
     ncx = ncx < 1 ? 1 : ncx > 20 && p->nstamps_x <= 0 ? 20 : ncx;
     ncy = ncy < 1 ? 1 : ncy > 20 && p->nstamps_y <= 0 ? 20 : ncy;
     tide_sub_geom g = {W, H, ncx * ncy, hs, (int64_t)span * span, L.nc, kh, p->mask_bits};
@@ -351,7 +356,46 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
                 keep[s] = centre[s] >= 0 && npix[s] >= g.npx / 4;
                 r->nstamps_total += keep[s];
             }
-            st = tide_sub_fit_clip(ctx, &L, &g, centre, Qh, w->Q, npix, p, keep, a, r);
+            /* The screen: a bad stamp (a mover, a variable) drags a spatially varying fit
+             * towards itself until every stamp fits badly and none stands out to be clipped
+             * (the walkthrough with 5 stars and degree 1: chi2/px 374). A constant kernel and
+             * background, fitted first with clipping, cannot follow one stamp, so it stands
+             * out; the full fit then starts from the stamps the screen kept. */
+            int nclean = r->nstamps_total;
+            if (!st && (L.sdeg > 0 || L.bgdeg > 0) && nclean >= 3) {
+                fit_layout L0 = L;
+                L0.sdeg = L0.bgdeg = 0;
+                L0.npk = L0.nbg = 1;
+                L0.n = L0.nb + 1;
+                st = tide_sub_fit_clip(ctx, &L0, &g, centre, Qh, w->Q, npix, p, keep, a, r);
+                nclean = 0;
+                for (int s = 0; s < g.ns; s++)
+                    nclean += keep[s] != 0;
+            }
+            /* The kernel's spatial variation and the background are polynomials over the
+             * stamps (the background is one constant per stamp: its monomials are taken at
+             * the stamp centres), so each term needs stamps of its own: with no more than
+             * 2 npoly stamps a polynomial fits every stamp exactly, a bad stamp (a mover, a
+             * variable) can no longer be told from a good one, and the surface is
+             * extrapolated from a handful of points over the frame (the walkthrough: 4
+             * stamps, degree 1, 12-sigma residuals; a background tilted across the frame).
+             * Each degree is lowered until there are at least npoly + 2 usable stamps (the
+             * DECam pair OBS18, 5 stamps: degree 1 leaves 0.97 sigma, degree 0 1.6). */
+            const int d0 = L.sdeg, b0 = L.bgdeg;
+            while (L.sdeg > 0 && tide_sub_npoly(L.sdeg) + 2 > nclean)
+                L.sdeg--;
+            while (L.bgdeg > 0 && tide_sub_npoly(L.bgdeg) + 2 > nclean)
+                L.bgdeg--;
+            if (L.sdeg != d0 || L.bgdeg != b0) {
+                L.npk = tide_sub_npoly(L.sdeg);
+                L.nbg = tide_sub_npoly(L.bgdeg);
+                L.n = 1 + (L.nb - 1) * L.npk + L.nbg;
+                tide_log(&ctx->log, TIDE_LOG_INFO, "subtract",
+                         "%d usable stamps: kernel spatial degree %d -> %d, background "
+                         "degree %d -> %d", nclean, d0, L.sdeg, b0, L.bgdeg);
+            }
+            if (!st)
+                st = tide_sub_fit_clip(ctx, &L, &g, centre, Qh, w->Q, npix, p, keep, a, r);
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);

@@ -31,6 +31,7 @@ int tide_sub_select_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *
             for (int64_t x = x0; x < x1; x++) {
                 float v = ref->pix[y * ref->stride + x];
                 if (!(v >= vmin) || !tide_sub_usable(v, mask_of(ref, y * ref->stride + x), g->bits) ||
+                    !tide_sub_peak(ref->pix, ref->stride, x, y) ||
                     !tide_sub_usable(tgt->pix[y * tgt->stride + x],
                                      mask_of(tgt, y * tgt->stride + x), g->bits))
                     continue;

@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(SEL_THREADS)
         int64_t x = x0 + k % cw, y = y0 + k / cw;
         float v = rp[y * rs + x];
         if (!(v >= vmin) || !tide_sub_usable(v, dmask(rm, y * rs + x), bits) ||
+            !tide_sub_peak(rp, rs, x, y) ||
             !tide_sub_usable(tp[y * ts + x], dmask(tm, y * ts + x), bits))
             continue;
         int64_t idx = y * w + x;

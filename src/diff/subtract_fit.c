@@ -130,49 +130,45 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The kernel sum from stamp sums (a photometric ratio): over each kept stamp's fit pixels,
- * sum(I) = k sum(R * K_0) + N bg(centre) (zero-sum kernels add ~nothing to a stamp's sum), a
- * least-squares fit over stamps of k and the background. Why: the pixel fit's kernel sum is
+/* The kernel sum from stamp sums (a photometric ratio). Why: the pixel fit's kernel sum is
  * biased low when the reference is noisy (noise in a regressor attenuates its coefficient,
- * and the flexible zero-sum terms leave little signal unique to the flux term), whereas a
- * stamp sum averages the reference's noise over hundreds of pixels against the star's whole
- * flux. Returns 0 with *k when at least nbg + 3 stamps are kept, else -1. Q's column
- * nb + 1 holds 1/w, so Q[nb+1][c] is the unweighted sum of column c. */
+ * and the flexible zero-sum terms leave little signal unique to the flux term: 1-2% at a
+ * star peak S/N of 30), whereas a stamp sum averages the reference's noise over hundreds of
+ * pixels against the star's whole flux. Over each kept stamp's N fit pixels, sum(I) =
+ * k sum(R * K_0) + N B (zero-sum kernels add ~nothing to a stamp's sum, B the background at
+ * the stamp). B is not fitted to the stamp sums: with a few stamps that all hold the same
+ * sky, k and B trade against each other through the sky level (5 stamps: k off by 1%). The
+ * pixel fit pins the level k s + B that the sky pixels see, so with the sky s of the
+ * reference, sum(I) - N (B_p + k_p s) = k (sum(R * K_0) - N s) to first order in k - k_p
+ * (p: the pixel fit's, @p a): one unknown, the sky-subtracted flux of the target over that
+ * of the reference, least squares over the stamps. Returns 0 with *k, or -1 without a
+ * usable stamp. Q's column nb + 1 holds 1/w, so Q[nb+1][c] is the unweighted sum of c. */
 static int stamp_flux_ratio(const fit_layout *L, const tide_sub_geom *g,
                             const int64_t *centre, const double *Q, const int *keep,
-                            double *k) {
-    int nbg = L->nbg, m = 1 + nbg, nc = L->nc, t = nc - 1, vc = L->nb + 1, ones = L->nb;
-    double M[(1 + TIDE_SUB_MAXPOLY) * (1 + TIDE_SUB_MAXPOLY)], rhs[1 + TIDE_SUB_MAXPOLY];
-    double x[1 + TIDE_SUB_MAXPOLY];
-    memset(M, 0, sizeof M);
-    memset(rhs, 0, sizeof rhs);
+                            const double *a, double *k) {
+    int nc = L->nc, t = nc - 1, vc = L->nb + 1, ones = L->nb;
+    const double *bg = a + 1 + (L->nb - 1) * L->npk; /* the background coefficients */
+    double sxy = 0.0, sxx = 0.0;
     int n = 0;
     for (int s = 0; s < g->ns; s++) {
         if (!keep[s])
             continue;
         const double *q = Q + (size_t)s * (size_t)nc * (size_t)nc + (size_t)vc * nc;
-        double y = q[t], xr = q[0], np = q[ones], var = q[vc];
+        double np = q[ones], var = q[vc];
         if (!(var > 0.0) || !(np > 0.0))
             continue;
-        double mo[TIDE_SUB_MAXPOLY], row[1 + TIDE_SUB_MAXPOLY];
+        double mo[TIDE_SUB_MAXPOLY], b = 0.0;
         stamp_monomials(L, g, centre[s], mo); /* the background's are the leading nbg */
-        row[0] = xr;
-        for (int u = 0; u < nbg; u++)
-            row[1 + u] = np * mo[u];
-        for (int u = 0; u < m; u++) {
-            rhs[u] += row[u] * y / var;
-            for (int v = 0; v < m; v++)
-                M[u * m + v] += row[u] * row[v] / var;
-        }
+        for (int u = 0; u < L->nbg; u++)
+            b += bg[u] * mo[u];
+        double x = q[0] - np * L->sky_ref, y = q[t] - np * (b + a[0] * L->sky_ref);
+        sxy += x * y / var;
+        sxx += x * x / var;
         n++;
     }
-    if (n < nbg + 3)
+    if (n < 1 || !(sxx > 0.0) || !(sxy / sxx > 0.0))
         return -1;
-    double cond;
-    int reg;
-    if (tide_sub_solve(m, M, rhs, x, &cond, &reg, NULL) || reg || !(x[0] > 0.0))
-        return -1;
-    *k = x[0];
+    *k = sxy / sxx;
     return 0;
 }
 
@@ -251,13 +247,17 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
         a[0] = x[n - 1];
         for (int u = 1; u < n; u++)
             a[u] = x[u - 1];
-        /* The flux term from stamp sums when there are enough stamps and it agrees with the
+        /* The flux term from stamp sums when it agrees with the
          * pixel fit to 3% (the noise bias it removes is ~1%; a larger disagreement means the
          * stamp sums are spoiled, e.g. by neighbours across stamp edges): refit with a_0
          * fixed at it, i.e. the leading block with a_0's column moved to the right side. */
-        double k0;
+        double k0 = NAN;
         r->flux_from_stamps = 0;
-        if (stamp_flux_ratio(L, g, centre, Q, keep, &k0) == 0 && fabs(k0 / a[0] - 1.0) < 0.03) {
+        int kst = stamp_flux_ratio(L, g, centre, Q, keep, a, &k0);
+        tide_log(&ctx->log, TIDE_LOG_DEBUG, "subtract",
+                 "fit %d: kernel sum %.5f from the pixels, %.5f from the stamp sums", iter,
+                 a[0], kst ? NAN : k0);
+        if (kst == 0 && fabs(k0 / a[0] - 1.0) < 0.03) {
             for (int u = 0; u < n - 1; u++)
                 rhs[u] -= A[(size_t)u * n + n - 1] * k0;
             tide_sub_chol_solve(&f, n - 1, rhs, x);
@@ -282,7 +282,8 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
         r->chi2 = chi2;
         r->nfit = nfit;
         r->nstamps = nkeep;
-        if (iter == p->clip_iter || m < 4)
+        /* three stamps suffice: their median is a good one unless two are bad */
+        if (iter == p->clip_iter || m < 3)
             break;
         /* clip: median + k * max(1.4826 MAD, 0.1 median) (the floor keeps a set of equally
          * good stamps, MAD ~ 0, from clipping on noise). */

@@ -61,6 +61,7 @@ struct tide_sub_geom;
 typedef struct fit_layout {
     int nb, npk, nbg, nc, n; /* basis, spatial terms, background terms, D columns, unknowns */
     int sdeg, bgdeg;
+    double sky_ref; /* the convolved frame's sky level (the stamp sums' flux ratio) */
 } fit_layout;
 
 /** The global normal equations A a = rhs (A n x n, full, row-major) over the stamps with

@@ -48,8 +48,8 @@ typedef struct tide_sub_model {
     float var_scale;       /**< factor on the difference variance (decorrelation) [1] */
 } tide_sub_model;
 
-/** Per cell of an ncx x ncy grid: the index y*W+x of the brightest pixel of @p ref with no
- *  @p g->bits in either mask, finite in both, at least @p margin from every edge; -1 when
+/** Per cell of an ncx x ncy grid: the index y*W+x of the brightest pixel of @p ref that is a
+ *  local peak (tide_sub_peak) with no @p g->bits in either mask, finite in both, at least @p margin from every edge; -1 when
  *  none; a pixel must also be >= @p vmin. Ties go to the smallest index. @p centre: backend memory, ncx*ncy. */
 int tide_sub_select_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
                         const tide_sub_geom *g, int ncx, int ncy, int margin, float vmin,

@@ -79,6 +79,21 @@ TIDE_HD static inline double tide_sub_model_at(const tide_sub_model *m, int64_t 
     return s + b;
 }
 
+/** Is pixel (x, y) of @p pix (row stride @p stride) a local peak: no less than any of its 8
+ *  neighbours (all inside the frame: the caller keeps a margin)? Stamps go on peaks so that
+ *  a cell next to a star's cell does not take a stamp on that star's wing (the brightest
+ *  pixel of such a cell is on its border), which would leave a cell with two stars only
+ *  one stamp and a fit on few stars no stamp to spare. */
+TIDE_HD static inline int tide_sub_peak(const float *pix, int64_t stride, int64_t x,
+                                        int64_t y) {
+    const float v = pix[y * stride + x];
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++)
+            if ((dx || dy) && !(v >= pix[(y + dy) * stride + x + dx]))
+                return 0;
+    return 1;
+}
+
 /** Is @p v a usable pixel value with mask @p mk (mask may be absent: pass 0)? */
 TIDE_HD static inline int tide_sub_usable(float v, uint16_t mk, uint16_t bits) {
     return isfinite(v) && !(mk & bits);

@@ -40,7 +40,7 @@ static void ref_unknown(const fit_layout *L, int u, const double *pk, const doub
 }
 
 static void check_assemble(tide_ctx *ctx, int nb, int sdeg, int bgdeg, int ns) {
-    fit_layout L = {nb, tide_sub_npoly(sdeg), tide_sub_npoly(bgdeg), nb + 3, 0, sdeg, bgdeg};
+    fit_layout L = {nb, tide_sub_npoly(sdeg), tide_sub_npoly(bgdeg), nb + 3, 0, sdeg, bgdeg, 0.0};
     L.n = 1 + (nb - 1) * L.npk + L.nbg;
     int n = L.n, nc = L.nc, t = nc - 1;
     int64_t npx = 25;
