@@ -232,6 +232,15 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
     tide_detect_params d2 = p->det;
     d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;
     STAGE(r, "reduce.detect2", tide_detect(ctx, &r->work, &r->rmap, &out->psf, &d2, &r->det));
+    if (!st)
+        STAGE(r, "reduce.detect2",
+              tide_pipe_carry_first(&r->first, &r->det, d2.fwhm_guess, &out->n_carried));
+    if (!st && out->n_carried > 0)
+        tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",
+                 "%s: %lld first-pass sources have no second-pass source within %.2f px: "
+                 "kept from the first pass (FLAGS_TIDE 2048, NFIRSTKP)",
+                 p->source[0] ? p->source : "frame", (long long)out->n_carried,
+                 d2.fwhm_guess > 1.0 ? d2.fwhm_guess : 1.0);
     return st;
 }
 
