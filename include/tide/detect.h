@@ -79,8 +79,11 @@ enum {
     TIDE_DETECT_FLAG_COSMIC = 256,     /**< a footprint pixel has TIDE_MASK_COSMIC */
     TIDE_DETECT_FLAG_MASKED = 512,     /**< a footprint pixel has another bad mask bit
                                             (NODATA, BAD, HOT, COLD, USER) */
-    TIDE_DETECT_FLAG_WIN_FAILED = 1024 /**< windowed centroid did not converge or left the
+    TIDE_DETECT_FLAG_WIN_FAILED = 1024, /**< windowed centroid did not converge or left the
                                             footprint: XWIN/YWIN are the barycentre */
+    TIDE_DETECT_FLAG_FIRST_PASS = 2048 /**< set by the reduction pipeline, never by
+                                            tide_detect: a first-pass source the second pass
+                                            lost, kept with its first-pass measurements */
 };
 
 /** Detection parameters; tide_detect_params_default gives the values in brackets. */

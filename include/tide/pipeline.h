@@ -42,8 +42,9 @@
  *
  * Header of the catalog (tide_pipeline_result.header): TIDEVERS, BACKEND, DEVICE, IMAGEW,
  * IMAGEH, GAIN, RDNOISE, SATURATE, NCOMBINE, BIAS, SKYLEVEL, SKYRMS, BACKSIZE, BACKFILT,
- * NOISESRC, DETTHRES, DETMINAR, NFIRST, NDETECT, the PSF summary of tide_psf_to_header (FWHM,
- * FWHMLL/LR/UL/UR, PSFBETA, PSFELLIP, PSFTHETA, PSFNSTAR, PSFMODEL ...), PSFFALLB, NAPER,
+ * NOISESRC, DETTHRES, DETMINAR, NFIRST, NDETECT, NFIRSTKP (first-pass sources the second pass
+ * lost, kept), the PSF summary of tide_psf_to_header (FWHM, FWHMLL/LR/UL/UR, PSFBETA,
+ * PSFELLIP, PSFTHETA, PSFNSTAR, PSFMODEL ..., PSFFBWHY), PSFFALLB, NAPER,
  * APER01.. (radii, pixels), APCOR01.. (aperture correction F(r)/F(r_ref) at the frame centre),
  * APCREF, APCNSTAR, APCLAWA, APCLAWB, APCFALLB, ROPT10/30/100/300/1000 (S/N-optimal radius at
  * those detection S/N), NSATPIX, NBLEED, NHOTPIX, NCOLDPIX, NCOSMIC. No timings: the same frame
@@ -143,6 +144,8 @@ typedef struct tide_pipeline_result {
     tide_cosmetics_report cos; /**< cosmetics counts (zero when the stage is off) */
     int64_t n_first;           /**< sources of the first (Gaussian) detection pass */
     int64_t n_sources;         /**< rows of the catalog */
+    int64_t n_carried;         /**< of which first-pass sources the second pass lost, kept
+                                    (FLAGS_TIDE 2048) */
     int psf_fallback;          /**< 1: the PSF is a Gaussian (too few stars or no model) */
     double ms_total;           /**< wall time of tide_pipeline_run, milliseconds */
     size_t device_peak;        /**< peak device-pool bytes during the run (0 on the CPU) */

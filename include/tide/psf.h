@@ -33,6 +33,11 @@
  * With fewer than min_stars usable stars the model is a single circular Gaussian (the FWHM
  * measured on the few stars there are, else fwhm_guess), `gaussian_fallback` is 1 and a
  * warning is logged; tide_psf_to_header writes PSFMODEL = 'GAUSSIAN' so the catalog says so.
+ * A model that fails its checks falls back the same way, the reason in `fallback_why` and
+ * the log: with the summary on, a Moffat summary whose wings put more than 5% of the flux
+ * outside the stamp (1 - F(<r) = (1 + r²/alpha²)^(1-beta) at r = stamp/2: a beta near 1 is
+ * the fit of neighbours' light, not a PSF the stamp can hold) or that could not be fitted;
+ * and a median residual RMS above 10% of the stars' peak.
  *
  * Coordinates are 0-based pixel centres. Everything is deterministic: the same inputs give a
  * bitwise identical model on one backend; CPU and CUDA stamps agree to ~1e-6. */
@@ -133,7 +138,11 @@ typedef struct tide_psf_model {
     int nreject[8];             /**< candidates rejected per reason: nreject[i] counts bit
                                      1 << i of TIDE_PSF_REJ_* (the first reason found) */
     double size_median;         /**< median Gaussian-equivalent FWHM of the candidates */
-    int gaussian_fallback;      /**< 1: too few stars, a Gaussian (see header comment) */
+    int gaussian_fallback;      /**< 1: a Gaussian (see header comment) */
+    char fallback_why[16];      /**< why the fallback: "NSTARS" (too few stars), "WINGS" (the
+                                     Moffat summary puts more than 5% of the flux outside the
+                                     stamp: beta too small for the stamp, or no Moffat fits),
+                                     "RESID" (median residual above 10% of the peak); "" */
     double resid_rms;           /**< median over stars of the RMS of (stamp - model) divided
                                      by the stamp's peak; 0 for the fallback */
     double *star_x, *star_y;    /**< nstars positions (recentred) of the stars used */
@@ -167,7 +176,8 @@ int tide_psf_terms(int degree, double u, double v, double *terms);
 
 /** Write the model summary into a header: FWHM, PSFBETA, PSFELLIP, PSFTHETA, FWHMLL (0,0),
  *  FWHMLR (W-1,0), FWHMUL (0,H-1), FWHMUR (W-1,H-1) (pixels), PSFNSTAR, PSFNBAS, PSFDEG,
- *  PSFSTAMP, PSFRESID and PSFMODEL ('PCA' or 'GAUSSIAN' for the fallback). */
+ *  PSFSTAMP, PSFRESID and PSFMODEL ('PCA' or 'GAUSSIAN' for the fallback), and for a
+ *  fallback PSFFBWHY (its fallback_why). */
 int tide_psf_to_header(const tide_psf_model *m, tide_header *h);
 
 /** Release the model's arrays and zero it. NULL is a no-op. */

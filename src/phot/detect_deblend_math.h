@@ -7,8 +7,10 @@
  * its peak; at each level the pixels of every current object that stay above the level are
  * split into 8-connected branches (union-find over the parent's pixel list). A branch is
  * significant when it has at least minarea pixels and its summed S/N is at least mincont
- * times the parent's total; an object with two or more significant branches is replaced by
- * them. Pixels left outside the final objects are given to the object whose elliptical
+ * times the parent's total (SE's test), or when its peak stands out of the level by a
+ * detection of its own (tide_det_branch_significant: the prominence test, which keeps faint
+ * stars in the footprint of a bright one, where mincont of a huge total drops them); an
+ * object with two or more significant branches is replaced by them. Pixels left outside the final objects are given to the object whose elliptical
  * Gaussian (moments of its pixels, amplitude its peak) is largest there.
  *
  * Work. A level only visits the pixels still above the previous level (an ordered list that
@@ -20,8 +22,8 @@
  * (tests/unit/test_detect_deblend.c keeps that formulation and compares).
  *
  * Scratch. Everything lives in one caller-provided block of tide_det_deblend_scratch_bytes(n,
- * minarea, limit) bytes: 4 neighbour links, union-find, owner, seed, root-map and active-list
- * words per pixel, one double per pixel, and per-object records for at most
+ * minarea, limit) bytes: 4 neighbour links, union-find, owner, seed, root-map, active-list
+ * and branch-peak words per pixel, one double per pixel, and per-object records for at most
  * 2 min(limit, n/minarea) + 2 objects (each split adds at least one live object; live objects
  * are disjoint and hold at least minarea pixels, so the count is a true bound and nothing can
  * overflow). */
@@ -47,8 +49,24 @@ TIDE_HD static inline int64_t tide_det_deblend_ocap(int64_t n, int64_t minarea, 
 TIDE_HD static inline int64_t tide_det_deblend_scratch_bytes(int64_t n, int64_t minarea,
                                                              int limit) {
     int64_t oc = tide_det_deblend_ocap(n, minarea, limit);
-    int64_t b = 8 * (n + TIDE_DET_OBJ_NMOM * oc) + 4 * (9 * n + 4 * oc);
+    int64_t b = 8 * (n + TIDE_DET_OBJ_NMOM * oc) + 4 * (10 * n + 4 * oc);
     return (b + 7) / 8 * 8;
+}
+
+/** Is a branch found at level @p t significant? Source Extractor's test: at least @p minarea
+ *  pixels and a summed S/N of at least @p minflux (mincont times the parent's total). Or the
+ *  prominence test: its highest S/N @p pk stands @p thresh noise units above the level, with
+ *  at least 2 pixels: a detection on its own, whatever else shares the footprint. The noise
+ *  of the S/N map is 1 where the sky dominates; the source's own Poisson noise adds to it in
+ *  proportion to the S/N (variance ratio ~ t / (gain * sigma * sqrt(noise-equivalent area)),
+ *  at most ~t for any detector with sigma >= 1 e-), so sqrt(1 + t) bounds it whatever the
+ *  gain, and noise on a bright star's profile does not split off. */
+TIDE_HD static inline int tide_det_branch_significant(int32_t npix, double flux, double pk,
+                                                      double t, int64_t minarea, double minflux,
+                                                      double thresh) {
+    if (npix >= minarea && flux >= minflux)
+        return 1;
+    return npix >= 2 && pk - t >= thresh * sqrt(1.0 + t);
 }
 
 TIDE_HD static inline int32_t tide_det_uf_find(int32_t *uf, int32_t i) {
@@ -90,6 +108,7 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t *onsig = act + n;
     int32_t *oalive = onsig + oc;
     int32_t *olocal = oalive + oc;
+    float *cpk = (float *)(olocal + oc); /* a branch root's highest S/N */
 
     for (int32_t i = 0; i < n; i++) local[i] = 0;
     if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
@@ -190,6 +209,7 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
          * order (kept in a register while consecutive pixels share the root). */
         int32_t cr = -1, cn = 0;
         double cs = 0.0;
+        float cp = 0.0f;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
             const int32_t r = uf[uf[i]];
@@ -198,22 +218,28 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
                 if (cr >= 0) {
                     cflux[cr] = cs;
                     cmap[cr] = cn;
+                    cpk[cr] = cp;
                 }
                 cr = r;
                 cs = r == i ? 0.0 : cflux[r];
                 cn = r == i ? 0 : cmap[r];
+                cp = r == i ? val[i] : cpk[r];
             }
             cs += (double)val[i];
             cn++;
+            if (val[i] > cp) cp = val[i];
         }
         if (cr >= 0) {
             cflux[cr] = cs;
             cmap[cr] = cn;
+            cpk[cr] = cp;
         }
         for (int64_t o = 0; o < nobj; o++) onsig[o] = 0;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
-            if (uf[i] == i && cmap[i] >= minarea && cflux[i] >= minflux) onsig[owner[i]]++;
+            if (uf[i] == i && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
+                                                          minarea, minflux, thresh))
+                onsig[owner[i]]++;
         }
         int64_t newalive = alive, nsplit = 0;
         for (int64_t o = 0; o < nobj; o++)
@@ -232,7 +258,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             const int32_t i = act[a];
             if (uf[i] != i) continue;
             int32_t o = owner[i];
-            if (onsig[o] >= 2 && cmap[i] >= minarea && cflux[i] >= minflux) {
+            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i],
+                                                             t, minarea, minflux, thresh)) {
                 cmap[i] = (int32_t)nobj;
                 oalive[nobj] = 1;
                 onsig[nobj] = 0;

@@ -3,6 +3,7 @@
  * work (centroid, measurement, recentred stamps) runs batched on the context's backend, with
  * the candidate arrays moved in one copy each way. See psf.h for the method. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,9 +272,11 @@ static void summarise(const psf_plan *pl, tide_psf_model *m) {
     free(st);
 }
 
-/* Too few stars: a Gaussian of the FWHM measured on the stars there are (their plain mean
- * stamp), or of fwhm_guess when there are none or the fit fails. */
-static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_psf_model *m) {
+/* Too few stars, or a model that failed its checks (@p why, @p detail for the log): a
+ * Gaussian of the FWHM measured on the stars there are (their plain mean stamp), or of
+ * fwhm_guess when there are none or the fit fails. */
+static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_psf_model *m,
+                    const char *why, const char *detail) {
     double fwhm = pl->p.fwhm_guess;
     const char *src = "configured";
     const int npix = pl->side * pl->side;
@@ -306,10 +309,42 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
         m->star_x[i] = s->x[i];
         m->star_y[i] = s->y[i];
     }
+    snprintf(m->fallback_why, sizeof m->fallback_why, "%s", why);
     tide_log(&ctx->log, TIDE_LOG_WARN, "psf",
-             "only %d PSF star(s) (minimum %d) of %d candidates: Gaussian PSF of the %s FWHM "
-             "%.2f px", s->n, pl->p.min_stars, m->ncandidates, src, fwhm);
+             "%s (PSFFBWHY = '%s'; %d PSF star(s), minimum %d, of %d candidates): Gaussian PSF "
+             "of the %s FWHM %.2f px", detail, why, s->n, pl->p.min_stars, m->ncandidates, src,
+             fwhm);
     return 0;
+}
+
+/* The checks a built model must pass (psf.h's header comment); returns the reason code of
+ * the first that fails, with its detail in @p msg, or NULL. */
+static const char *model_check(const psf_plan *pl, const tide_psf_model *m, char *msg,
+                               size_t cap) {
+    if (pl->p.summary) {
+        if (!(m->fwhm > 0.0) || !(m->beta > 1.0)) {
+            snprintf(msg, cap, "no Moffat fits the model (FWHM %.3g px, beta %.3g)", m->fwhm,
+                     m->beta);
+            return "WINGS";
+        }
+        /* Moffat: alpha = FWHM / (2 sqrt(2^(1/beta) - 1)), 1 - F(<r) = (1 + r²/alpha²)^(1-beta) */
+        const double alpha = m->fwhm / (2.0 * sqrt(pow(2.0, 1.0 / m->beta) - 1.0));
+        const double r = 0.5 * m->stamp, q = r / alpha;
+        const double out = pow(1.0 + q * q, 1.0 - m->beta);
+        if (out > 0.05) {
+            snprintf(msg, cap,
+                     "the Moffat summary (FWHM %.3f px, beta %.2f) puts %.1f%% of the flux "
+                     "outside the %d px stamp",
+                     m->fwhm, m->beta, 100.0 * out, m->stamp);
+            return "WINGS";
+        }
+    }
+    if (m->resid_rms > 0.1) {
+        snprintf(msg, cap, "the model misses its stars by %.1f%% of the peak (median RMS)",
+                 100.0 * m->resid_rms);
+        return "RESID";
+    }
+    return NULL;
 }
 
 int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, int64_t n,
@@ -367,7 +402,7 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
     free(idx), free(cx);
     if (!st) {
         if (s.n < pl.p.min_stars) {
-            st = fallback(ctx, &pl, &s, out);
+            st = fallback(ctx, &pl, &s, out, "NSTARS", "too few PSF stars");
         } else {
             tide_timer_start(ctx, &tm, "psf.model");
             st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
@@ -375,7 +410,15 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
             tide_timer_start(ctx, &tm, "psf.summary");
             if (!st && pl.p.summary) summarise(&pl, out);
             tide_timer_stop(ctx, &tm, NULL);
-            if (!st)
+            char msg[160];
+            const char *why = st ? NULL : model_check(&pl, out, msg, sizeof msg);
+            if (why) {
+                tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
+                         "%d PSF stars of %d candidates; FWHM %.3f px, beta %.2f, residual "
+                         "%.4f of the peak: the model fails its checks",
+                         out->nstars, out->ncandidates, out->fwhm, out->beta, out->resid_rms);
+                st = fallback(ctx, &pl, &s, out, why, msg);
+            } else if (!st)
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
                          "%d PSF stars (%d in the reference) of %d candidates; %d eigen-PSFs, "
                          "degree %d; FWHM %.3f px (corners %.3f %.3f %.3f %.3f), beta %.2f, "

@@ -162,8 +162,11 @@ int tide_psf_to_header(const tide_psf_model *m, tide_header *h) {
                                 "PSF FWHM at (1,NAXIS2) [pix]",
                                 "PSF FWHM at (NAXIS1,NAXIS2) [pix]"};
     int st = tide_header_set_str(h, "PSFMODEL", m->gaussian_fallback ? "GAUSSIAN" : "PCA",
-                                 m->gaussian_fallback ? "too few PSF stars: Gaussian fallback"
+                                 m->gaussian_fallback ? "PSF model failed: Gaussian fallback"
                                                       : "reference + eigen-PSFs, poly fields");
+    if (!st && m->gaussian_fallback)
+        st = tide_header_set_str(h, "PSFFBWHY", m->fallback_why[0] ? m->fallback_why : "NSTARS",
+                                 "why: NSTARS too few, WINGS beta/fit, RESID");
     if (!st) st = tide_header_set_dbl(h, "FWHM", m->fwhm, "PSF FWHM at frame centre [pix]");
     for (int c = 0; c < 4 && !st; c++) st = tide_header_set_dbl(h, ck[c], m->fwhm_corner[c], cc[c]);
     if (!st) st = tide_header_set_dbl(h, "PSFBETA", m->beta, "Moffat beta at centre (0: Gaussian)");

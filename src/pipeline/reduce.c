@@ -224,13 +224,23 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
     if (out->psf_fallback)
         tide_log(&ctx->log, TIDE_LOG_WARN, "reduce",
                  "%s: Gaussian PSF of FWHM %.3f px (%d PSF stars of %d candidates); the "
-                 "catalog header says PSFMODEL = 'GAUSSIAN'",
+                 "catalog header says PSFMODEL = 'GAUSSIAN', PSFFBWHY = '%s'",
                  p->source[0] ? p->source : "frame", out->psf.fwhm, out->psf.nstars,
-                 out->psf.ncandidates);
+                 out->psf.ncandidates,
+                 out->psf.fallback_why[0] ? out->psf.fallback_why : "NSTARS");
     r->has_psf = 1;
     tide_detect_params d2 = p->det;
     d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;
     STAGE(r, "reduce.detect2", tide_detect(ctx, &r->work, &r->rmap, &out->psf, &d2, &r->det));
+    if (!st)
+        STAGE(r, "reduce.detect2",
+              tide_pipe_carry_first(&r->first, &r->det, d2.fwhm_guess, &out->n_carried));
+    if (!st && out->n_carried > 0)
+        tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",
+                 "%s: %lld first-pass sources have no second-pass source within %.2f px: "
+                 "kept from the first pass (FLAGS_TIDE 2048, NFIRSTKP)",
+                 p->source[0] ? p->source : "frame", (long long)out->n_carried,
+                 d2.fwhm_guess > 1.0 ? d2.fwhm_guess : 1.0);
     return st;
 }
 

@@ -36,6 +36,13 @@ void tide_pipe_phot_free(tide_pipe_phot *ph);
  *  0 rows; then every column exists with no row. */
 int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tide_table *out);
 
+/** Append to @p det (the second detection pass) every source of @p first (the first pass,
+ *  same columns) with no @p det source within @p fwhm (at least 1) pixels, flagged
+ *  TIDE_DETECT_FLAG_FIRST_PASS with PARENT -1; their count into *ncarried
+ *  (reduce_carry.c). */
+int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
+                          int64_t *ncarried);
+
 /** Write the run's summary cards into @p h (see pipeline.h). */
 int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
                            const tide_pipeline_result *r, int64_t width, int64_t height,

@@ -45,6 +45,7 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
     int32_t *onsig = cmap + n;
     int32_t *oalive = onsig + oc;
     int32_t *olocal = oalive + oc;
+    float *cpk = (float *)(olocal + oc);
 
     for (int32_t i = 0; i < n; i++) local[i] = 0;
     if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
@@ -102,13 +103,17 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
             if (r == i) {
                 cflux[i] = 0.0;
                 cmap[i] = 0;
+                cpk[i] = val[i];
             }
             cflux[r] += (double)val[i];
             cmap[r]++;
+            if (val[i] > cpk[r]) cpk[r] = val[i];
         }
         for (int64_t o = 0; o < nobj; o++) onsig[o] = 0;
         for (int32_t i = 0; i < n; i++)
-            if (uf[i] == i && cmap[i] >= minarea && cflux[i] >= minflux) onsig[owner[i]]++;
+            if (uf[i] == i && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
+                                                          minarea, minflux, thresh))
+                onsig[owner[i]]++;
         int64_t newalive = alive, nsplit = 0;
         for (int64_t o = 0; o < nobj; o++)
             if (oalive[o] && onsig[o] >= 2) {
@@ -125,7 +130,8 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
         for (int32_t i = 0; i < n; i++) {
             if (uf[i] != i) continue;
             int32_t o = owner[i];
-            if (onsig[o] >= 2 && cmap[i] >= minarea && cflux[i] >= minflux) {
+            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i],
+                                                             t, minarea, minflux, thresh)) {
                 cmap[i] = (int32_t)nobj;
                 oalive[nobj] = 1;
                 onsig[nobj] = 0;
