@@ -183,7 +183,7 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
             (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
             outp ? outp : "(no FITS output)");
     fprintf(f,
-            "  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
+            "  sky %.6g ADU, rms %.6g ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
             "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
             r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA", m->nstars,
             m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2], m->fwhm_corner[3],

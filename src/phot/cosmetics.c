@@ -7,6 +7,7 @@
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "tide/log.h"
 #include "tide/memory.h"
 #include "tide/reduce.h"
 #include "tide/status.h"
@@ -76,7 +77,8 @@ int tide_cosmetics_params_check(const tide_cosmetics_params *p) {
 #define BAD(cond, name)                                                                       \
     if (cond)                                                                                 \
         return tide_error(TIDE_E_INVAL, "cosmetics: parameter %s out of range", name);
-    BAD(!(p->gain > 0) || !isfinite(p->gain), "gain (must be > 0)");
+    BAD(!(p->gain >= 0) || !isfinite(p->gain), "gain (must be >= 0; 0 = unknown)");
+    BAD(!(p->noise_rms >= 0) || !isfinite(p->noise_rms), "noise_rms (must be >= 0)");
     BAD(!(p->rdnoise >= 0) || !isfinite(p->rdnoise), "rdnoise (must be >= 0)");
     BAD(!isfinite(p->bias), "bias");
     BAD(isinf(p->saturation), "saturation (finite or NaN)");
@@ -160,12 +162,49 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
         }                                                                                     \
     } while (0)
 
+/* Without a gain and a given noise_rms: the frame's noise σ, the median minus the 15.87th
+ * percentile of the pixels valid under @p vbits (one σ of a Gaussian below its centre;
+ * sources lie above the sky and do not move it). A frame whose lower half is flat (σ = 0:
+ * quantized or constant) takes its standard deviation instead. Scale-free: the percentiles of
+ * a·I + b are a·P + b. No valid pixel gives 0 (no pass will run). */
+static int measure_noise(tide_ctx *ctx, const tide_image *im, uint16_t vbits, double *sigma) {
+    static const double q[2] = {15.865525393145708, 50.0};
+    double pc[2] = {0.0, 0.0};
+    *sigma = 0.0;
+    int st = tide_reduce_percentiles(ctx, im, vbits, q, 2, pc);
+    if (st == TIDE_E_EMPTY) {
+        tide_error_clear();
+        return 0;
+    }
+    if (st)
+        return st;
+    *sigma = pc[1] - pc[0];
+    if (!(*sigma > 0.0)) {
+        tide_stats s;
+        if ((st = tide_reduce_stats(ctx, im, vbits, &s)) != 0)
+            return st;
+        *sigma = isfinite(s.std) && s.std > 0.0 ? s.std : 0.0;
+    }
+    tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
+             "no gain: pixel noise %.6g ADU from the frame (median %.6g), no Poisson term", *sigma,
+             pc[1]);
+    return 0;
+}
+
 /* The passes on an image that lives where the context computes. */
 static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
                       tide_cosmetics_report *r) {
     const tide_cos_geom g = {im->width, im->height, im->stride};
     const int64_t npix = im->width * im->height;
-    const tide_cos_noise nm = {(float)p->gain, (float)(p->rdnoise * p->rdnoise), (float)p->bias};
+    tide_cosmetics_params pm = *p;
+    if (!(pm.gain > 0.0) && !(pm.noise_rms > 0.0)) {
+        int s0 = measure_noise(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA),
+                               &pm.noise_rms);
+        if (s0)
+            return s0;
+    }
+    p = &pm;
+    const tide_cos_noise nm = tide_cos_noise_of(p);
     int64_t c0[16], c1[16];
     tide_cos_work wk;
     memset(&wk, 0, sizeof wk);
