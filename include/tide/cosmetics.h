@@ -37,8 +37,8 @@
  * ADU of a known gain, i.e. ~1e-5 electrons: physical units, so it assumes nothing about the
  * data's scale. With gain 0 (unknown, as a frame in flux units or without GAIN) there is no
  * Poisson term: σ is one value for the whole frame, `noise_rms` when it is > 0, else measured
- * from the frame as the difference of the median and the 15.87th percentile of the valid
- * pixels (one Gaussian σ below the median: sources, which sit above the sky, do not move it).
+ * from the frame as the global RMS of the background estimate (background.h, its defaults):
+ * the median of the clipped σ of 64×64 meshes, which neither sky gradients nor sources move.
  * Multiplying such a frame by any factor, or adding a constant, then gives the same masks.
  *
  * Pixels with `skip_bits` (and non-finite pixels) are never flagged and never serve as

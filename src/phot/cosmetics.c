@@ -7,6 +7,7 @@
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "tide/background.h"
 #include "tide/log.h"
 #include "tide/memory.h"
 #include "tide/reduce.h"
@@ -162,32 +163,31 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
         }                                                                                     \
     } while (0)
 
-/* Without a gain and a given noise_rms: the frame's noise σ, the median minus the 15.87th
- * percentile of the pixels valid under @p vbits (one σ of a Gaussian below its centre;
- * sources lie above the sky and do not move it). A frame whose lower half is flat (σ = 0:
- * quantized or constant) takes its standard deviation instead. Scale-free: the percentiles of
- * a·I + b are a·P + b. No valid pixel gives 0 (no pass will run). */
+/* Without a gain and a given noise_rms: the frame's pixel noise σ, the global RMS of Source
+ * Extractor's background estimate (tide_background_estimate with its defaults: the median
+ * over 64×64 meshes of each mesh's clipped σ) of the pixels valid under @p vbits. Meshes follow
+ * sky gradients and vignetting that a frame-wide spread would count as noise (ccd.fits: 41 ADU
+ * frame-wide against 13.5 per mesh), the clipping drops sources and defects, and the σ of
+ * a·I + b is a·σ, so the masks do not depend on the data's units. No valid pixel gives 0 (no
+ * pass will run then). */
 static int measure_noise(tide_ctx *ctx, const tide_image *im, uint16_t vbits, double *sigma) {
-    static const double q[2] = {15.865525393145708, 50.0};
-    double pc[2] = {0.0, 0.0};
+    tide_bkg_params bp;
+    tide_bkg_params_default(&bp);
+    bp.mask_bits = vbits;
+    tide_bkg_summary s;
     *sigma = 0.0;
-    int st = tide_reduce_percentiles(ctx, im, vbits, q, 2, pc);
+    int st = tide_background_estimate(ctx, im, &bp, NULL, NULL, &s);
     if (st == TIDE_E_EMPTY) {
         tide_error_clear();
         return 0;
     }
     if (st)
-        return st;
-    *sigma = pc[1] - pc[0];
-    if (!(*sigma > 0.0)) {
-        tide_stats s;
-        if ((st = tide_reduce_stats(ctx, im, vbits, &s)) != 0)
-            return st;
-        *sigma = isfinite(s.std) && s.std > 0.0 ? s.std : 0.0;
-    }
+        return tide_error_prefix(st, "cosmetics: the noise without a gain: ");
+    *sigma = s.global_rms;
     tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
-             "no gain: pixel noise %.6g ADU from the frame (median %.6g), no Poisson term", *sigma,
-             pc[1]);
+             "no gain: pixel noise %.6g ADU from the frame's background RMS (sky %.6g), no "
+             "Poisson term",
+             *sigma, s.global_back);
     return 0;
 }
 
