@@ -101,6 +101,13 @@ for kc in "-20 0" "-12 0" "-6 0" "3 0" "6 0" "0 12345"; do
     compare "$tmp/s0.csv" "$tmp/s_$1_$2.csv" "$1" "$2" "sim x1e$1 + $2" || fail=1
 done
 
+# The model noise needs a gain: refused, saying so, on a frame without one.
+if "$TIDE" reduce "$tmp/s0.fits" --csv /dev/null --no-astrometry --noise model >"$tmp/m.log" 2>&1; then
+    echo "FAIL: --noise model accepted without a gain"; fail=1
+elif ! grep -q "needs the gain" "$tmp/m.log"; then
+    echo "FAIL: --noise model without a gain: the message does not say why"; cat "$tmp/m.log"; fail=1
+fi
+
 # 2. a real frame in flux units, with a wild negative pixel
 cache=${TIDE_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tide/real}
 if [ ! -d "$cache/midas" ] && mkdir -p "$cache"; then
