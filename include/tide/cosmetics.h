@@ -33,7 +33,13 @@
  *      photometry silently. Pixels with no unmasked neighbour are left as they were.
  *
  * Noise model (ADU): σ(m) = sqrt(gain·max(m − bias, 1e-5) + rdnoise²) / gain, with m a local
- * median level in ADU and rdnoise in electrons (van Dokkum 2001, eq. 10).
+ * median level in ADU and rdnoise in electrons (van Dokkum 2001, eq. 10). The 1e-5 floor is in
+ * ADU of a known gain, i.e. ~1e-5 electrons: physical units, so it assumes nothing about the
+ * data's scale. With gain 0 (unknown, as a frame in flux units or without GAIN) there is no
+ * Poisson term: σ is one value for the whole frame, `noise_rms` when it is > 0, else measured
+ * from the frame as the global RMS of the background estimate (background.h, its defaults):
+ * the median of the clipped σ of 64×64 meshes, which neither sky gradients nor sources move.
+ * Multiplying such a frame by any factor, or adding a constant, then gives the same masks.
  *
  * Pixels with `skip_bits` (and non-finite pixels) are never flagged and never serve as
  * neighbours. Pixels flagged SATURATED or BLEED are not tested by passes 3–4, and no cosmic ray
@@ -60,7 +66,7 @@ extern "C" {
  *  brackets. */
 typedef struct tide_cosmetics_params {
     /* detector and noise model */
-    double gain;       /**< e-/ADU [1.0]; > 0 */
+    double gain;       /**< e-/ADU [1.0]; >= 0, 0 = unknown: no Poisson term (see above) */
     double rdnoise;    /**< read noise, e- rms [0.0] */
     double bias;       /**< zero-signal level still in the frame, ADU [0.0] */
     /* saturation and bleed trails */
@@ -100,6 +106,9 @@ typedef struct tide_cosmetics_params {
     /* input mask */
     uint16_t skip_bits; /**< pixels never tested nor used as neighbours
                              [NODATA | BAD | USER] */
+    /* noise without a gain */
+    double noise_rms; /**< with gain 0: the pixel noise σ, ADU; 0 = measure it from the frame
+                           [0.0] */
 } tide_cosmetics_params;
 
 /** Fill @p p with the defaults documented in brackets. */
@@ -110,7 +119,7 @@ void tide_cosmetics_params_default(tide_cosmetics_params *p);
  *  even when keys are missing; TIDE_E_FORMAT if a key is present but not a number. */
 int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
 
-/** Check parameters: gain > 0, rdnoise >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
+/** Check parameters: gain >= 0, rdnoise >= 0, noise_rms >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
  *  0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
  *  detail naming the field. */
 int tide_cosmetics_params_check(const tide_cosmetics_params *p);

@@ -15,7 +15,8 @@
  *   6. photometry     apertures at the configured radii, Kron (AUTO), PSF fit at fixed
  *                     position, aperture-correction model and S/N-optimal radius
  *                     (photometry.h); sky variance from the measured RMS map or the noise
- *                     model, plus the source Poisson term from the gain
+ *                     model, plus the source Poisson term from the gain (none when the
+ *                     gain is unknown, 0)
  *   7. catalog        a host table with Source Extractor's column names (FITS 1-based
  *                     coordinates) and a header with the frame's summary (see below)
  *
@@ -85,7 +86,8 @@ typedef enum {
  *  not in the nested structs. tide_pipeline_params_default gives the values in brackets. */
 typedef struct tide_pipeline_params {
     /* detector */
-    double gain;     /**< e-/ADU [1.0]; > 0 */
+    double gain;     /**< e-/ADU; 0 = unknown: no Poisson term, cosmetics measure the noise
+                          [0.0] */
     double rdnoise;  /**< read noise, e- [0] */
     double saturate; /**< saturation level of the frame, ADU; NaN = none [NaN] */
     double bias;     /**< zero-signal level still in the frame, ADU (SIMBIAS of `tide sim`
@@ -129,7 +131,7 @@ void tide_pipeline_params_default(tide_pipeline_params *p);
 int tide_pipeline_params_from_config(tide_pipeline_params *p, const tide_config *cfg,
                                      const tide_instrument *inst);
 
-/** Check the parameters: gain > 0, rdnoise >= 0, bias finite, ncombine >= 1, fwhm_guess > 0,
+/** Check the parameters: gain >= 0 (0 only with the measured noise), rdnoise >= 0, bias finite, ncombine >= 1, fwhm_guess > 0,
  *  1 <= naper <= TIDE_PIPELINE_MAX_APER with radii > 0. TIDE_E_INVAL naming the field. */
 int tide_pipeline_params_check(const tide_pipeline_params *p);
 

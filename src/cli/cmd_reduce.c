@@ -66,6 +66,9 @@ static const char *help =
     "  --bias ADU               zero level still in the frame (e.g. SIMBIAS) [0]\n"
     "  --noise measured|model   sky variance of the flux errors: the RMS map, or the model\n"
     "                           from gain, read noise and the background [measured]\n"
+    "                           Without GAIN in the header or camera.gain the gain is\n"
+    "                           unknown: the noise comes from the frame, with no Poisson\n"
+    "                           term (Source Extractor's GAIN 0), and model is refused\n"
     "  --no-cosmetics           skip the cosmetics stage [off]\n"
     "  --no-psf                 no PSF model: a Gaussian of the FWHM guess [off]\n"
     "  --psf-fit-background     fit a constant local background with each PSF flux [off]\n"
@@ -183,7 +186,7 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
             (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
             outp ? outp : "(no FITS output)");
     fprintf(f,
-            "  sky %.3f ADU, rms %.3f ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
+            "  sky %.6g ADU, rms %.6g ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
             "%.3f %.3f %.3f), beta %.2f, ellipticity %.3f\n",
             r->bkg.global_back, r->bkg.global_rms, r->psf_fallback ? "Gaussian" : "PCA", m->nstars,
             m->fwhm, m->fwhm_corner[0], m->fwhm_corner[1], m->fwhm_corner[2], m->fwhm_corner[3],

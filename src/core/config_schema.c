@@ -42,7 +42,8 @@ static const tide_config_key schema[] = {
 
     /* ---- camera: defaults when a keyword is missing ---------------------------------------- */
     {"camera", "exptime", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 0, "s", "exposure time"},
-    {"camera", "gain", TIDE_CFG_NUMBER, "1.0", 0.0, NONE_HI, 1, "e-/ADU", "gain"},
+    {"camera", "gain", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "e-/ADU",
+     "gain (unset: unknown, the noise is measured from the frame with no Poisson term)"},
     {"camera", "rdnoise", TIDE_CFG_NUMBER, "0.0", 0.0, NONE_HI, 0, "e-", "read noise"},
     {"camera", "saturate", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "ADU",
      "saturation level (unset: no saturation masking unless the frame says)"},

@@ -7,6 +7,8 @@
 
 #include "phot/cosmetics_internal.h"
 #include "phot/cosmetics_kernels.h"
+#include "tide/background.h"
+#include "tide/log.h"
 #include "tide/memory.h"
 #include "tide/reduce.h"
 #include "tide/status.h"
@@ -76,7 +78,8 @@ int tide_cosmetics_params_check(const tide_cosmetics_params *p) {
 #define BAD(cond, name)                                                                       \
     if (cond)                                                                                 \
         return tide_error(TIDE_E_INVAL, "cosmetics: parameter %s out of range", name);
-    BAD(!(p->gain > 0) || !isfinite(p->gain), "gain (must be > 0)");
+    BAD(!(p->gain >= 0) || !isfinite(p->gain), "gain (must be >= 0; 0 = unknown)");
+    BAD(!(p->noise_rms >= 0) || !isfinite(p->noise_rms), "noise_rms (must be >= 0)");
     BAD(!(p->rdnoise >= 0) || !isfinite(p->rdnoise), "rdnoise (must be >= 0)");
     BAD(!isfinite(p->bias), "bias");
     BAD(isinf(p->saturation), "saturation (finite or NaN)");
@@ -160,12 +163,48 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
         }                                                                                     \
     } while (0)
 
+/* Without a gain and a given noise_rms: the frame's pixel noise σ, the global RMS of Source
+ * Extractor's background estimate (tide_background_estimate with its defaults: the median
+ * over 64×64 meshes of each mesh's clipped σ) of the pixels valid under @p vbits. Meshes follow
+ * sky gradients and vignetting that a frame-wide spread would count as noise (ccd.fits: 41 ADU
+ * frame-wide against 13.5 per mesh), the clipping drops sources and defects, and the σ of
+ * a·I + b is a·σ, so the masks do not depend on the data's units. No valid pixel gives 0 (no
+ * pass will run then). */
+static int measure_noise(tide_ctx *ctx, const tide_image *im, uint16_t vbits, double *sigma) {
+    tide_bkg_params bp;
+    tide_bkg_params_default(&bp);
+    bp.mask_bits = vbits;
+    tide_bkg_summary s;
+    *sigma = 0.0;
+    int st = tide_background_estimate(ctx, im, &bp, NULL, NULL, &s);
+    if (st == TIDE_E_EMPTY) {
+        tide_error_clear();
+        return 0;
+    }
+    if (st)
+        return tide_error_prefix(st, "cosmetics: the noise without a gain: ");
+    *sigma = s.global_rms;
+    tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
+             "no gain: pixel noise %.6g ADU from the frame's background RMS (sky %.6g), no "
+             "Poisson term",
+             *sigma, s.global_back);
+    return 0;
+}
+
 /* The passes on an image that lives where the context computes. */
 static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
                       tide_cosmetics_report *r) {
     const tide_cos_geom g = {im->width, im->height, im->stride};
     const int64_t npix = im->width * im->height;
-    const tide_cos_noise nm = {(float)p->gain, (float)(p->rdnoise * p->rdnoise), (float)p->bias};
+    tide_cosmetics_params pm = *p;
+    if (!(pm.gain > 0.0) && !(pm.noise_rms > 0.0)) {
+        int s0 = measure_noise(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA),
+                               &pm.noise_rms);
+        if (s0)
+            return s0;
+    }
+    p = &pm;
+    const tide_cos_noise nm = tide_cos_noise_of(p);
     int64_t c0[16], c1[16];
     tide_cos_work wk;
     memset(&wk, 0, sizeof wk);

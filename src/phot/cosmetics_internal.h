@@ -8,6 +8,17 @@
 #include "phot/cosmetics_math.h"
 #include "tide/cosmetics.h"
 
+/** The noise model of @p p (cosmetics_math.h): with a gain, eq. 10's constants; without one
+ *  (gain 0), the frame's noise σ = noise_rms as rdn2 = σ² in ADU². */
+static inline tide_cos_noise tide_cos_noise_of(const tide_cosmetics_params *p) {
+    tide_cos_noise nm;
+    nm.gain = p->gain > 0.0 ? (float)p->gain : 0.0f;
+    nm.rdn2 = p->gain > 0.0 ? (float)(p->rdnoise * p->rdnoise)
+                            : (float)(p->noise_rms * p->noise_rms);
+    nm.bias = (float)p->bias;
+    return nm;
+}
+
 /** Scratch of one call, allocated once (host or device) before the passes run. */
 typedef struct tide_cos_work {
     int on_device;

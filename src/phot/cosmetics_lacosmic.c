@@ -44,7 +44,7 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     const int64_t w = g->w;
     const uint16_t defects = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC |
                              TIDE_MASK_NODATA;
-    const tide_cos_noise nm = {(float)p->gain, (float)(p->rdnoise * p->rdnoise), (float)p->bias};
+    const tide_cos_noise nm = tide_cos_noise_of(p);
     tide_cos_lacos lp;
     lp.sigclip = (float)p->sigclip;
     lp.objlim = (float)p->objlim;

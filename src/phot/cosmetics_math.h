@@ -36,9 +36,10 @@ typedef struct tide_cos_geom {
     int64_t w, h, stride;
 } tide_cos_geom;
 
-/** Noise model constants (van Dokkum 2001, eq. 10), all float so both sides round alike. */
+/** Noise model constants (van Dokkum 2001, eq. 10), all float so both sides round alike.
+ *  gain 0 means unknown: then rdn2 is the frame's pixel variance in ADU² (cos_sigma). */
 typedef struct tide_cos_noise {
-    float gain, rdn2, bias; /* e-/ADU, read noise² (e-²), ADU */
+    float gain, rdn2, bias; /* e-/ADU, read noise² (e-², or ADU² with gain 0), ADU */
 } tide_cos_noise;
 
 /** Hot/cold test constants. */
@@ -80,8 +81,13 @@ TIDE_HD static inline float cos_median(float *v, int n) {
     return COS_MUL(0.5f, COS_ADD(v[n / 2 - 1], v[n / 2]));
 }
 
-/** σ in ADU at local level m (ADU): sqrt(g·max(m − bias, 1e-5) + rn²)/g (eq. 10). */
+/** σ in ADU at local level m (ADU): sqrt(g·max(m − bias, 1e-5) + rn²)/g (eq. 10). The floor
+ *  is ~1e-5 electrons, a physical unit, so it holds at any data scale once the gain is known.
+ *  Without a gain (g <= 0) there is no Poisson term and σ = sqrt(rdn2), the frame's measured
+ *  noise: monotone (constant) in m, as the hot/cold screen needs. */
 TIDE_HD static inline float cos_sigma(const tide_cos_noise *nm, float m) {
+    if (!(nm->gain > 0.0f))
+        return COS_SQRT(nm->rdn2);
     float s = COS_SUB(m, nm->bias);
     if (!(s > 1e-5f))
         s = 1e-5f;

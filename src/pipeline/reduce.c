@@ -442,7 +442,7 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
         return st;
     }
     tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",
-             "%s: %lld sources (first pass %lld), FWHM %.3f px%s, sky %.2f ± %.2f ADU, %.1f ms",
+             "%s: %lld sources (first pass %lld), FWHM %.3f px%s, sky %.6g ± %.6g ADU, %.1f ms",
              src, (long long)out->n_sources, (long long)out->n_first, out->psf.fwhm,
              out->psf_fallback ? " (Gaussian fallback)" : "", out->bkg.global_back,
              out->bkg.global_rms, out->ms_total);

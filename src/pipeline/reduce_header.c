@@ -31,7 +31,7 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
     }
     T(tide_header_set_int(h, "IMAGEW", width, "frame width, pixels"));
     T(tide_header_set_int(h, "IMAGEH", height, "frame height, pixels"));
-    T(tide_header_set_dbl(h, "GAIN", p->gain, "gain used, e-/ADU"));
+    T(tide_header_set_dbl(h, "GAIN", p->gain, "gain used, e-/ADU (0: unknown, no Poisson)"));
     T(tide_header_set_dbl(h, "RDNOISE", p->rdnoise, "read noise used, e-"));
     T(set_dbl(h, "SATURATE", p->saturate, "saturation level used, ADU"));
     T(tide_header_set_int(h, "NCOMBINE", p->ncombine, "frames averaged into the frame"));

@@ -9,7 +9,10 @@
 
 void tide_pipeline_params_default(tide_pipeline_params *p) {
     memset(p, 0, sizeof *p);
-    p->gain = 1.0;
+    /* Gain unknown until the frame or the configuration says: the noise comes from the data
+     * and there is no Poisson term (Source Extractor's GAIN 0), so the result does not depend
+     * on the units of the pixels. */
+    p->gain = 0.0;
     p->rdnoise = 0.0;
     p->saturate = NAN;
     p->bias = 0.0;
@@ -135,8 +138,13 @@ int tide_pipeline_params_from_config(tide_pipeline_params *p, const tide_config 
 int tide_pipeline_params_check(const tide_pipeline_params *p) {
     if (!p)
         return tide_error(TIDE_E_INVAL, "pipeline parameters: NULL");
-    if (!(p->gain > 0) || !isfinite(p->gain))
-        return tide_error(TIDE_E_INVAL, "gain must be > 0 e-/ADU (got %g)", p->gain);
+    if (!(p->gain >= 0) || !isfinite(p->gain))
+        return tide_error(TIDE_E_INVAL, "gain must be > 0 e-/ADU, or 0 when unknown (got %g)",
+                          p->gain);
+    if (p->gain == 0 && p->noise == TIDE_NOISE_MODEL)
+        return tide_error(TIDE_E_INVAL, "the model noise needs the gain: the frame has no GAIN "
+                                        "and camera.gain is not set (set it, or use the "
+                                        "measured noise)");
     if (!(p->rdnoise >= 0) || !isfinite(p->rdnoise))
         return tide_error(TIDE_E_INVAL, "rdnoise must be >= 0 e- (got %g)", p->rdnoise);
     if (!isfinite(p->bias))

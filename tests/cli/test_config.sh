@@ -44,7 +44,7 @@ grep -q -- "--set SECTION.KEY=VAL" "$T/help.out" || fail "help lacks --set"
 
 # ---- built-ins only -------------------------------------------------------------------------
 run builtin 0 --default none
-check builtin 'd["config"]["processing"]["back_size"] == 64 and d["config"]["camera"]["gain"] == 1.0'
+check builtin 'd["config"]["processing"]["back_size"] == 64 and d["config"]["camera"]["gain"] is None'
 check builtin 'd["config"]["processing"]["aper_radii"] == [3.0, 5.0, 8.0]'
 check builtin 'd["config"]["camera"]["_origin"]["gain"] == "built-in" and d["layers"]["default"] is None'
 

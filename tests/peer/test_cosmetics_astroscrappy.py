@@ -43,7 +43,8 @@ class Params(C.Structure):
                 ("hot_isolation", C.c_double), ("hot_ratio", C.c_double), ("cosmic", C.c_int),
                 ("sigclip", C.c_double), ("sigfrac", C.c_double), ("objlim", C.c_double),
                 ("niter", C.c_int), ("sat_protect", C.c_int), ("inpaint", C.c_int),
-                ("inpaint_bits", C.c_uint16), ("skip_bits", C.c_uint16)]
+                ("inpaint_bits", C.c_uint16), ("skip_bits", C.c_uint16),
+                ("noise_rms", C.c_double)]
 
 
 class Report(C.Structure):

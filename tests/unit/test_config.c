@@ -24,12 +24,13 @@ static void expect_error(const char *text, const char *want, int line) {
                 tide_error_detail(), want);
         tide_test_failures++;
     }
-    /* a failed merge changes nothing */
-    double g = 0;
-    CHECK_OK(tide_config_get_dbl(c, "camera.gain", &g));
-    CHECK(g == 1.0);
+    /* a failed merge changes nothing: the gain stays unset (unknown), the read noise built-in */
+    CHECK(!tide_config_is_set(c, "camera.gain"));
+    double g = -1;
+    CHECK_OK(tide_config_get_dbl(c, "camera.rdnoise", &g));
+    CHECK(g == 0.0);
     tide_config_origin o;
-    CHECK_OK(tide_config_origin_of(c, "camera.gain", &o));
+    CHECK_OK(tide_config_origin_of(c, "camera.rdnoise", &o));
     CHECK(o.layer == TIDE_CONFIG_BUILTIN);
     tide_config_free(c);
 }
@@ -68,14 +69,14 @@ static void test_builtins(void) {
     /* unset, unknown key, wrong getter */
     CHECK(tide_config_get_dbl(c, "camera.saturate", &d) == TIDE_E_NOTFOUND);
     CHECK(strstr(tide_error_detail(), "camera.saturate is not set"));
-    CHECK(!tide_config_is_set(c, "camera.saturate"));
-    CHECK(tide_config_is_set(c, "camera.gain"));
+    CHECK(!tide_config_is_set(c, "camera.gain")); /* unknown unless a frame or file says */
+    CHECK(tide_config_is_set(c, "camera.rdnoise"));
     CHECK(tide_config_get_dbl(c, "camera.nope", &d) == TIDE_E_INVAL);
     CHECK(tide_config_get_dbl(c, "nosection", &d) == TIDE_E_INVAL);
-    CHECK(tide_config_get_int(c, "camera.gain", &i) == TIDE_E_INVAL);
-    CHECK(tide_config_get_str(c, "camera.gain", &s) == TIDE_E_INVAL);
-    CHECK(tide_config_get_bool(c, "camera.gain", &b) == TIDE_E_INVAL);
-    CHECK(tide_config_get_array(c, "camera.gain", &arr, &n) == TIDE_E_INVAL);
+    CHECK(tide_config_get_int(c, "camera.rdnoise", &i) == TIDE_E_INVAL);
+    CHECK(tide_config_get_str(c, "camera.rdnoise", &s) == TIDE_E_INVAL);
+    CHECK(tide_config_get_bool(c, "camera.rdnoise", &b) == TIDE_E_INVAL);
+    CHECK(tide_config_get_array(c, "camera.rdnoise", &arr, &n) == TIDE_E_INVAL);
     tide_config_origin o;
     CHECK_OK(tide_config_origin_of(c, "processing.back_size", &o));
     CHECK(o.layer == TIDE_CONFIG_BUILTIN && o.file == NULL);
@@ -217,7 +218,7 @@ static void test_type_errors(void) {
     EXPECT_ERROR("[1, 2]", "t.json:1:1: the top level must be an object of sections, got an "
                            "array");
     EXPECT_ERROR("  \n  [1]", "t.json:2:3: the top level must be an object");
-    /* a bad key after good ones: nothing applied (expect_error checks camera.gain stays 1) */
+    /* a bad key after good ones: nothing applied (expect_error checks camera.gain stays unset) */
     EXPECT_ERROR("{\"camera\": {\"gain\": 7, \"rdnoise\": \"x\"}}", "camera.rdnoise");
 }
 

@@ -60,9 +60,9 @@ static void test_header_and_defaults(void) {
     CHECK_CLOSE(in.mjdobs, 60311.12784259, 1e-8);
     CHECK(in.airmass == 1.25 && !strcmp(in.object, "CDFS"));
 
-    /* no header: camera values only, the rest missing (NaN, "") */
+    /* no header: camera values only, the rest missing (NaN, ""); the gain has no default */
     CHECK_OK(tide_instrument_resolve(c, NULL, "none", &in));
-    CHECK(in.gain == 1.0 && in.source[TIDE_INST_GAIN] == TIDE_INST_CAMERA);
+    CHECK(isnan(in.gain) && in.source[TIDE_INST_GAIN] == TIDE_INST_MISSING); /* unknown */
     CHECK(isnan(in.exptime) && in.source[TIDE_INST_EXPTIME] == TIDE_INST_MISSING);
     CHECK(isnan(in.saturate) && isnan(in.pixscale_arcsec) && isnan(in.ra_deg));
     CHECK(in.source[TIDE_INST_PIXSCALE] == TIDE_INST_MISSING);
@@ -143,11 +143,11 @@ static void test_header_formats(void) {
     CHECK(in.gain == 1.5 && in.saturate == 65000.0);
     CHECK(in.ra_deg == 150.25);
     CHECK_CLOSE(in.dec_deg, 2.2, 1e-12);
-    /* an undefined value (FITS: unknown) falls back to the camera default */
+    /* an undefined value (FITS: unknown) falls back to the camera default (none: missing) */
     tide_header_remove(&h, "GAIN");
     tide_header_append_card(&h, "GAIN    =                      / unknown");
     CHECK_OK(tide_instrument_resolve(c, &h, "f.fits", &in));
-    CHECK(in.gain == 1.0 && in.source[TIDE_INST_GAIN] == TIDE_INST_CAMERA);
+    CHECK(isnan(in.gain) && in.source[TIDE_INST_GAIN] == TIDE_INST_MISSING);
     tide_header_free(&h);
 
     struct {
@@ -185,7 +185,7 @@ static void test_header_formats(void) {
     tide_header_set_str(&h, "GAIN", "abc", NULL);
     CHECK_OK(tide_config_set(c, "keywords.gain=null"));
     CHECK_OK(tide_instrument_resolve(c, &h, "f.fits", &in));
-    CHECK(in.gain == 1.0 && in.source[TIDE_INST_GAIN] == TIDE_INST_CAMERA);
+    CHECK(isnan(in.gain) && in.source[TIDE_INST_GAIN] == TIDE_INST_MISSING);
     tide_header_free(&h);
     tide_config_free(c);
 }

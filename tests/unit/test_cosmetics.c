@@ -1,7 +1,8 @@
 /* test_cosmetics.c — the cosmetics stage on frames built here: argument checks, tiny and
  * all-NaN frames, pure noise (no false flags), exact bleed-trail extents along columns and
  * rows, hot/cold pixels beside a sharp star, inpainting that keeps the defect bits and leaves
- * every other pixel untouched, and thread-count independence. */
+ * every other pixel untouched, thread-count independence, and without a gain the same masks
+ * at any scale of the pixels. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ static void test_args(tide_ctx *ctx) {
     CHECK_OK(tide_image_alloc(ctx, &im, 8, 8, TIDE_HOST, TIDE_IMAGE_MASK));
     tide_cosmetics_params p;
     params(&p);
-    p.gain = 0;
+    p.gain = -1; /* 0 is allowed: unknown */
     CHECK(tide_cosmetics_apply(ctx, &im, &p, NULL) == TIDE_E_INVAL);
     CHECK(strstr(tide_error_detail(), "gain") != NULL);
     params(&p);
@@ -214,6 +215,73 @@ static void test_hot_cold(tide_ctx *ctx) {
     tide_image_free(ctx, &im);
 }
 
+/* Without a gain (0: unknown) the noise is measured from the frame, so a frame in flux units
+ * (~1e-18, as ESO's hbo.fits) or in large numbers gets the masks it gets in ADU. The frame of
+ * test_hot_cold plus a sky gradient of 3σ across it, multiplied by 2^-60 (~8.7e-19) and 2^20
+ * (exact in float: the masks must be identical bit for bit) and by 1e-18 with 1e-15 added (the
+ * injected defects, nothing on the stars). With the old absolute floor
+ * (max(m − bias, 1e-5) at gain 1) nothing was flagged at 2^-60 and most pixels at 2^20. */
+static void test_no_gain(tide_ctx *ctx) {
+    const int64_t n = 200, np = n * n;
+    tide_image im;
+    CHECK_OK(tide_image_alloc(ctx, &im, n, n, TIDE_HOST, TIDE_IMAGE_MASK));
+    sky(&im, 9);
+    const double fw[4] = {1.8, 2.5, 3.0, 4.5};
+    for (int k = 0; k < 16; k++)
+        add_star(&im, 20.3 + 45 * (k % 4), 20.6 + 45 * (k / 4), 2000.0 * (1 + k), fw[k % 4]);
+    for (int64_t i = 0; i < np; i++)
+        im.pix[i] += (float)(0.5 * (double)(i % n)); /* 100 ADU across: ~3σ */
+    const int64_t hx[5] = {60, 110, 150, 33, 180}, hy[5] = {30, 77, 150, 180, 12};
+    for (int k = 0; k < 5; k++)
+        im.pix[hy[k] * n + hx[k]] += 400.0f + 500.0f * k;
+    im.pix[130 * n + 120] -= 500.0f;
+    float *base = malloc(sizeof(float) * (size_t)np);
+    uint16_t *ref = malloc(sizeof(uint16_t) * (size_t)np);
+    CHECK(base && ref);
+    if (!base || !ref) {
+        free(base), free(ref);
+        tide_image_free(ctx, &im);
+        return;
+    }
+    memcpy(base, im.pix, sizeof(float) * (size_t)np);
+    tide_cosmetics_params p;
+    tide_cosmetics_params_default(&p);
+    p.gain = 0.0;
+    const double scale[4] = {1.0, ldexp(1.0, -60), ldexp(1.0, 20), 1e-18};
+    for (int s = 0; s < 4; s++) {
+        const double add = s == 3 ? 1e-15 : 0.0;
+        for (int64_t i = 0; i < np; i++) {
+            im.pix[i] = (float)((double)base[i] * scale[s] + add);
+            im.mask[i] = 0;
+        }
+        tide_cosmetics_report r;
+        CHECK_OK(tide_cosmetics_apply(ctx, &im, &p, &r));
+        int64_t starflag = 0;
+        for (int k = 0; k < 16; k++) {
+            const int64_t x0 = 20 + 45 * (k % 4), y0 = 20 + 45 * (k / 4);
+            for (int64_t y = y0 - 3; y <= y0 + 3; y++)
+                for (int64_t x = x0 - 3; x <= x0 + 3; x++)
+                    starflag += im.mask[y * n + x] != 0;
+        }
+        int hits = 0;
+        for (int k = 0; k < 5; k++)
+            hits += (im.mask[hy[k] * n + hx[k]] & (TIDE_MASK_HOT | TIDE_MASK_COSMIC)) != 0;
+        printf("no gain, x%g + %g: hot %lld cold %lld cosmic %lld, %d of 5 defects, %lld star "
+               "pixels\n",
+               scale[s], add, (long long)r.n_hot, (long long)r.n_cold, (long long)r.n_cosmic,
+               hits, (long long)starflag);
+        CHECK(hits == 5 && (im.mask[130 * n + 120] & TIDE_MASK_COLD) && starflag == 0);
+        CHECK(r.n_hot + r.n_cold + r.n_cosmic <= 12);
+        if (s == 0)
+            memcpy(ref, im.mask, sizeof(uint16_t) * (size_t)np);
+        else if (s < 3)
+            CHECK(memcmp(ref, im.mask, sizeof(uint16_t) * (size_t)np) == 0);
+    }
+    free(base);
+    free(ref);
+    tide_image_free(ctx, &im);
+}
+
 /* Inpainting: replaced pixels keep their defect bit and gain INTERP, take the median of their
  * clean 5×5 neighbours, and no other pixel changes by a single bit. */
 static void test_inpaint(tide_ctx *ctx) {
@@ -291,6 +359,7 @@ int main(void) {
     test_bleed(ctx, 1);
     test_hot_cold(ctx);
     test_inpaint(ctx);
+    test_no_gain(ctx);
     test_threads();
     tide_ctx_destroy(ctx);
     return TIDE_TEST_RESULT();
