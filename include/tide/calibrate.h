@@ -63,7 +63,12 @@ extern "C" {
 typedef struct tide_calib_params {
     int astrometry;            /**< 1: solve / refine the WCS [1] */
     char index_dir[1024];      /**< astrometry.net index files ["": tide_solve_index_dir] */
-    double solve_timeout_s;    /**< per solve attempt [60; $TIDE_SOLVE_TIMEOUT overrides] */
+    double solve_timeout_s;    /**< bound of the whole unattended solve: every attempt
+                                    (reference catalogue, hinted, blind) shares it [10;
+                                    $TIDE_SOLVE_TIMEOUT overrides] */
+    int solve;                 /**< 1: plate-solve even without a reference catalogue, the
+                                    header's WCS (if any) giving the hints, not the answer
+                                    [0; tide reduce --solve or --index-dir] */
     int64_t nbright;           /**< sources given to the solver [500] */
     double scale_tolerance;    /**< hinted scale range, fraction [0.1] */
     double hint_radius_deg;    /**< uncertainty of the header pointing, degrees: the hinted

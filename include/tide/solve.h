@@ -160,6 +160,19 @@ typedef struct tide_solve_info {
 int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
                const tide_solve_params *p, tide_wcs **wcs, tide_solve_info *info);
 
+/** Plate-solve against the reference catalogue @p ref itself (columns RA, DEC, MAG): build
+ *  astrometry.net index files from it for the quads of the hinted field (a quarter to 0.8 of
+ *  its smaller side, at the hinted scale range) in a private temporary directory ($TMPDIR,
+ *  else /tmp), run tide_solve's hinted attempt on them (no blind fallback: the catalogue
+ *  covers the hinted cone only), and remove them. For fields no installed index covers:
+ *  simulated skies, narrow fields. @p p must give a position and a scale; its timeout_s
+ *  bounds the build and the solve together.
+ *  @return as tide_solve; TIDE_E_NOSOLVE also when no index can be built from the catalogue
+ *          for the field's quad sizes (the detail says why). */
+int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, const double *flux,
+                      int64_t n, const tide_solve_params *p, tide_wcs **wcs,
+                      tide_solve_info *info);
+
 /* ---- index building ------------------------------------------------------------------- */
 
 /** How to build index files. tide_index_build_params_init sets the values in brackets. */
