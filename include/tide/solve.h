@@ -60,6 +60,13 @@ int tide_solver_index_info(const tide_solver *s, int i, double *quad_lo_arcsec,
  *  differs. Freed with the context. *out stays owned by the context. */
 int tide_solver_get(tide_ctx *ctx, const char *index_dir, tide_solver **out);
 
+/** The stars of index @p name (a file name as tide_solver_index_info gives; NULL or "": of
+ *  every index) within @p radius_deg of (@p ra, @p dec), degrees, into malloc'd arrays
+ *  *@p ra_out, *@p dec_out of *@p n: reference stars to refine a solution on when no
+ *  reference catalogue is given. @return 0; TIDE_E_EMPTY when none; TIDE_E_INVAL, TIDE_E_NOMEM. */
+int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
+                            double radius_deg, double **ra_out, double **dec_out, int64_t *n);
+
 /** Resolve the index directory: @p explicit_dir (--index-dir) if non-empty, else
  *  @p config_dir (instrument configuration) if non-empty, else the environment variable
  *  TIDE_INDEX_DIR if set and non-empty, else "/usr/share/astrometry" (Debian's

@@ -170,6 +170,57 @@ static int solve_refcat(const tide_cal_sources *src, const tide_solve_params *sp
     return 0;
 }
 
+/* A solution found without reference stars, refined on the stars of the index that solved
+ * it (the same stars solve-field's tweak fits, but every clean source of the frame matched
+ * to them from a generous radius by tide_astrom_refine, rather than the stars the
+ * verification happened to pair). *wcs is replaced when the refinement succeeds; a failed one
+ * leaves the solution as it is and says so. */
+static int refine_on_index(tide_ctx *ctx, const tide_calib_params *p,
+                           const tide_cal_sources *src, int64_t width, int64_t height,
+                           tide_wcs **wcs, tide_calib_result *out) {
+    if (!out->solved || !out->solve.index_name[0])
+        return 0;
+    char dir[1024];
+    tide_solver *solver = NULL;
+    int st = tide_solve_index_dir(p->index_dir, NULL, dir, sizeof dir);
+    if (!st)
+        st = tide_solver_get(ctx, dir, &solver);
+    const field_guess g = guess_from_wcs(*wcs, width, height);
+    double *ra = NULL, *dec = NULL;
+    int64_t n = 0;
+    if (!st && g.known)
+        st = tide_solver_index_stars(solver, out->solve.index_name, g.ra, g.dec,
+                                     1.05 * g.radius_deg, &ra, &dec, &n);
+    if (st == TIDE_E_NOMEM)
+        return st;
+    if (st || !g.known) {
+        tide_error_clear();
+        return 0;
+    }
+    tide_refine_params rp;
+    tide_refine_defaults(&rp);
+    rp.sip_order = p->sip_order;
+    tide_wcs *refined = NULL;
+    const double t0 = tide_cal_now_ms();
+    st = tide_astrom_refine(ctx, *wcs, width, height, src->cx, src->cy, src->csigma, src->nclean,
+                            ra, dec, n, &rp, &refined, &out->refine);
+    out->ms_refine += tide_cal_now_ms() - t0;
+    free(ra);
+    free(dec);
+    if (st == TIDE_E_NOMEM)
+        return st;
+    if (st) {
+        set_msg(out->astrmsg, sizeof out->astrmsg, "refinement on the index stars failed");
+        tide_error_clear();
+        return 0;
+    }
+    tide_wcs_free(*wcs);
+    *wcs = refined;
+    out->refined = 1;
+    snprintf(out->astrstat, sizeof out->astrstat, "REFINED");
+    return 0;
+}
+
 /* Write the WCS, its summary and the astrometric quality into the catalog header. */
 static int wcs_header(const tide_wcs *w, int64_t width, int64_t height,
                       const tide_calib_result *out, tide_header *h) {
@@ -261,6 +312,10 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
      * 8.4 -> 0.5 ms on the build machine, the refined WCS the same to its RMS (0.155 px from
      * 705 stars); order 1 had been ~2.4x faster than the default of 2. */
     sp.tweak_order = 0;
+    /* Without reference stars nothing refines the solution afterwards: astrometry.net's
+     * tweak (solve-field's default order 2) is then the final fit, as in solve-field. */
+    if (!tide_calib_has_refcat(p))
+        sp.tweak_order = 1;
     tide_header none;
     tide_header_init(&none);
     st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
@@ -333,6 +388,11 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
         }
         if (initial)
             snprintf(out->astrstat, sizeof out->astrstat, out->solved ? "SOLVED" : "HEADER");
+        if (initial && !cs->have_ref) {
+            st = refine_on_index(ctx, p, &src, width, height, &initial, out);
+            if (st)
+                goto done;
+        }
         if (initial && cs->have_ref) {
             tide_refine_params rp;
             tide_refine_defaults(&rp);
