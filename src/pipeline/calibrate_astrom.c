@@ -137,7 +137,15 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
     }
     out->ms_solve += tide_cal_now_ms() - t0;
     if (st) {
-        set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");
+        /* The header keeps 68 characters: the reason first, the attempts' detail after. */
+        char what[96];
+        if (st != TIDE_E_NOSOLVE)
+            snprintf(what, sizeof what, "not solved");
+        else if (out->solve.timed_out)
+            snprintf(what, sizeof what, "not solved within the %.3g s bound", p->solve_timeout_s);
+        else
+            snprintf(what, sizeof what, "not solved: every quad tried, none verified");
+        set_msg(out->astrmsg, sizeof out->astrmsg, what);
         return st == TIDE_E_NOMEM ? st : 0;
     }
     out->solved = 1;
