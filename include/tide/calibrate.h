@@ -9,9 +9,13 @@
  *                        solution's.
  *   2. astrometry        a header WCS that puts the sources on their reference stars
  *                        (tide_astrom_verify) is refined; otherwise the field is plate-solved
- *                        in process (astrometry.net, hinted, then blind), then refined:
+ *                        in process: on the reference stars themselves (tide_solve_refcat,
+ *                        hinted by the header), then on the index files (astrometry.net,
+ *                        hinted, then blind), all within solve_timeout_s, then refined:
  *                        crossmatch + TAN-SIP fit with outlier rejection (wcsfit.h). Without a
- *                        reference catalog the solution (or a header WCS) is used as it is.
+ *                        reference catalog a header WCS is used as it is, unless solve is
+ *                        set: the field is then solved and refined on the stars of the index
+ *                        that solved it (the header WCS is kept, unverified, when none does).
  *   3. sky positions     ALPHA_J2000, DELTA_J2000 of every source from XWIN/YWIN.
  *   4. crossmatch        of the sources with the reference stars (crossmatch.h): REFMAG,
  *                        REFMAGERR, REFCOLOR, REFSEP columns; a source without a counterpart
