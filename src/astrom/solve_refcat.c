@@ -55,7 +55,7 @@ static int brightest(const tide_table *ref, tide_table *out) {
                  *mg = tide_table_f64(ref, "MAG");
     if (!ra || !de || !mg)
         return tide_error(TIDE_E_NOTFOUND, "refcat solve: the catalogue needs double columns "
-                          "RA, DEC and MAG");
+                                           "RA, DEC and MAG");
     mag_order *o = malloc((size_t)(ref->nrows > 0 ? ref->nrows : 1) * sizeof *o);
     if (!o)
         return tide_error(TIDE_E_NOMEM, "refcat solve: %lld stars", (long long)ref->nrows);
@@ -150,7 +150,8 @@ int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, c
         built += nb;
     }
     if (!built) {
-        st = tide_error(TIDE_E_NOSOLVE, "refcat solve: no index could be built from %lld "
+        st = tide_error(TIDE_E_NOSOLVE,
+                        "refcat solve: no index could be built from %lld "
                         "reference stars for quads of %.3g'..%.3g'%s%s",
                         (long long)ref->nrows, qlo, qhi, why[0] ? ": " : "", why);
         goto done;
@@ -165,8 +166,10 @@ int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, c
             q.timeout_s = 0.05;
         st = tide_solve(s, x, y, flux, n, &q, wcs, info);
         if (info && !st)
-            snprintf(info->index_name, sizeof info->index_name, "reference catalogue (%d "
-                     "scale%s)", built, built == 1 ? "" : "s");
+            snprintf(info->index_name, sizeof info->index_name,
+                     "reference catalogue (%d "
+                     "scale%s)",
+                     built, built == 1 ? "" : "s");
         tide_solver_free(s);
     }
 done:
