@@ -95,8 +95,9 @@ typedef struct tide_solve_params {
     double blind_scale_lo, blind_scale_hi; /**< blind scale range, arcsec/px; 0 = derived
                                 from a field width of 0.1 to 180 degrees, as solve-field
                                 does [0, 0] */
-    double timeout_s; /**< wall-clock limit of each attempt, seconds [60]. astrometry.net
-                           polls the limit between field objects, after the first second */
+    double timeout_s; /**< wall-clock limit of each attempt, seconds [60]: a watchdog
+                           raises the solver's quit flag when it passes (astrometry.net's
+                           own timer is polled only between field objects) */
     /* astrometry.net's thresholds (engine.c defaults) */
     double logodds_solve;    /**< log-odds to accept a solution [log(1e9)] */
     double logodds_keep;     /**< log-odds to keep (and tweak) a match [log(1e9)] */
