@@ -9,9 +9,13 @@
  *                        solution's.
  *   2. astrometry        a header WCS that puts the sources on their reference stars
  *                        (tide_astrom_verify) is refined; otherwise the field is plate-solved
- *                        in process (astrometry.net, hinted, then blind), then refined:
+ *                        in process: on the reference stars themselves (tide_solve_refcat,
+ *                        hinted by the header), then on the index files (astrometry.net,
+ *                        hinted, then blind), all within solve_timeout_s, then refined:
  *                        crossmatch + TAN-SIP fit with outlier rejection (wcsfit.h). Without a
- *                        reference catalog the solution (or a header WCS) is used as it is.
+ *                        reference catalog a header WCS is used as it is, unless solve is
+ *                        set: the field is then solved and refined on the stars of the index
+ *                        that solved it (the header WCS is kept, unverified, when none does).
  *   3. sky positions     ALPHA_J2000, DELTA_J2000 of every source from XWIN/YWIN.
  *   4. crossmatch        of the sources with the reference stars (crossmatch.h): REFMAG,
  *                        REFMAGERR, REFCOLOR, REFSEP columns; a source without a counterpart
@@ -63,7 +67,12 @@ extern "C" {
 typedef struct tide_calib_params {
     int astrometry;            /**< 1: solve / refine the WCS [1] */
     char index_dir[1024];      /**< astrometry.net index files ["": tide_solve_index_dir] */
-    double solve_timeout_s;    /**< per solve attempt [60; $TIDE_SOLVE_TIMEOUT overrides] */
+    double solve_timeout_s;    /**< bound of the whole unattended solve: every attempt
+                                    (reference catalogue, hinted, blind) shares it [10;
+                                    $TIDE_SOLVE_TIMEOUT overrides] */
+    int solve;                 /**< 1: plate-solve even without a reference catalogue, the
+                                    header's WCS (if any) giving the hints, not the answer
+                                    [0; tide reduce --solve or --index-dir] */
     int64_t nbright;           /**< sources given to the solver [500] */
     double scale_tolerance;    /**< hinted scale range, fraction [0.1] */
     double hint_radius_deg;    /**< uncertainty of the header pointing, degrees: the hinted

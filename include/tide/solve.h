@@ -60,6 +60,13 @@ int tide_solver_index_info(const tide_solver *s, int i, double *quad_lo_arcsec,
  *  differs. Freed with the context. *out stays owned by the context. */
 int tide_solver_get(tide_ctx *ctx, const char *index_dir, tide_solver **out);
 
+/** The stars of index @p name (a file name as tide_solver_index_info gives; NULL or "": of
+ *  every index) within @p radius_deg of (@p ra, @p dec), degrees, into malloc'd arrays
+ *  *@p ra_out, *@p dec_out of *@p n: reference stars to refine a solution on when no
+ *  reference catalogue is given. @return 0; TIDE_E_EMPTY when none; TIDE_E_INVAL, TIDE_E_NOMEM. */
+int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
+                            double radius_deg, double **ra_out, double **dec_out, int64_t *n);
+
 /** Resolve the index directory: @p explicit_dir (--index-dir) if non-empty, else
  *  @p config_dir (instrument configuration) if non-empty, else the environment variable
  *  TIDE_INDEX_DIR if set and non-empty, else "/usr/share/astrometry" (Debian's
@@ -88,8 +95,9 @@ typedef struct tide_solve_params {
     double blind_scale_lo, blind_scale_hi; /**< blind scale range, arcsec/px; 0 = derived
                                 from a field width of 0.1 to 180 degrees, as solve-field
                                 does [0, 0] */
-    double timeout_s; /**< wall-clock limit of each attempt, seconds [60]. astrometry.net
-                           polls the limit between field objects, after the first second */
+    double timeout_s; /**< wall-clock limit of each attempt, seconds [60]: a watchdog
+                           raises the solver's quit flag when it passes (astrometry.net's
+                           own timer is polled only between field objects) */
     /* astrometry.net's thresholds (engine.c defaults) */
     double logodds_solve;    /**< log-odds to accept a solution [log(1e9)] */
     double logodds_keep;     /**< log-odds to keep (and tweak) a match [log(1e9)] */
@@ -159,6 +167,19 @@ typedef struct tide_solve_info {
  *          for an attempt stopped by its limit); TIDE_E_NOMEM. */
 int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
                const tide_solve_params *p, tide_wcs **wcs, tide_solve_info *info);
+
+/** Plate-solve against the reference catalogue @p ref itself (columns RA, DEC, MAG): build
+ *  astrometry.net index files from it for the quads of the hinted field (a quarter to 0.8 of
+ *  its smaller side, at the hinted scale range) in a private temporary directory ($TMPDIR,
+ *  else /tmp), run tide_solve's hinted attempt on them (no blind fallback: the catalogue
+ *  covers the hinted cone only), and remove them. For fields no installed index covers:
+ *  simulated skies, narrow fields. @p p must give a position and a scale; its timeout_s
+ *  bounds the build and the solve together.
+ *  @return as tide_solve; TIDE_E_NOSOLVE also when no index can be built from the catalogue
+ *          for the field's quad sizes (the detail says why). */
+int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, const double *flux,
+                      int64_t n, const tide_solve_params *p, tide_wcs **wcs,
+                      tide_solve_info *info);
 
 /* ---- index building ------------------------------------------------------------------- */
 

@@ -6,7 +6,9 @@
  * follow astrometry.net's engine.c / onefield.c for a solve-field job: the same log-odds
  * thresholds, tweak order, quad-size fraction and index selection by quad size, so that a
  * solve here and `solve-field` on the same list agree. */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +47,67 @@ static time_t timer_cb(void *user) {
         return 0;
     }
     return 1;
+}
+
+/* A watchdog for one attempt: astrometry.net calls timer_cb only between field objects, and
+ * late objects (many quads each, on many indexes) can take seconds, so the attempt would
+ * overrun its limit by that much. The watchdog sleeps until the deadline and then raises the
+ * solver's quit_now flag, which its quad loops poll; the run ends within milliseconds. */
+typedef struct watchdog {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, started;
+    double deadline; /* tide_now() seconds */
+    solver_t *sp;
+    attempt *a;
+} watchdog;
+
+static void *watchdog_main(void *arg) {
+    watchdog *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        const double left = w->deadline - tide_now();
+        if (left <= 0) {
+            /* A plain store the solver's loops read: it only ever goes from FALSE to TRUE. */
+            __atomic_store_n(&w->sp->quit_now, TRUE, __ATOMIC_RELAXED);
+            w->a->timed_out = 1;
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        const double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + left;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        const int r = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        if (r != 0 && r != ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, solver_t *sp, attempt *a) {
+    memset(w, 0, sizeof *w);
+    w->sp = sp;
+    w->a = a;
+    w->deadline = a->deadline;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    /* Without a thread, timer_cb still bounds the run (only less tightly). */
+    w->started = pthread_create(&w->thread, NULL, watchdog_main, w) == 0;
+}
+
+static void watchdog_stop(watchdog *w) {
+    if (w->started) {
+        pthread_mutex_lock(&w->mu);
+        w->done = 1;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
 }
 
 static const char *index_file_name(const tide_solver *s, const index_t *ind) {
@@ -180,7 +243,10 @@ static int run_attempt(const tide_solver *s, const double *x1, const double *y1,
     solver_reset_best_match(sp);
     if (*nindexes > 0) {
         solver_preprocess_field(sp);
+        watchdog wd;
+        watchdog_start(&wd, sp, a);
         solver_run(sp);
+        watchdog_stop(&wd);
     }
     solver_free(sp); /* frees the field, the best match and the index list (not the indexes) */
     return a->solved;

@@ -1,6 +1,7 @@
 /* solve_index.c — the set of astrometry.net index files a tide_solver holds: loading a
  * directory once, the ctx cache, and where the directory comes from. */
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <astrometry/errors.h>
 #include <astrometry/index.h>
 #include <astrometry/log.h>
+#include <astrometry/starkd.h>
 
 #include "solve_internal.h"
 #include "tide/status.h"
@@ -204,5 +206,60 @@ int tide_solve_index_dir(const char *explicit_dir, const char *config_dir, char 
     if (!out || n == 0 || strlen(d) >= n)
         return tide_error(TIDE_E_RANGE, "index directory name too long: %.80s", d);
     snprintf(out, n, "%s", d);
+    return 0;
+}
+
+int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
+                            double radius_deg, double **ra_out, double **dec_out, int64_t *n) {
+    if (!s || !ra_out || !dec_out || !n)
+        return tide_error(TIDE_E_INVAL, "index stars: no solver or output");
+    *ra_out = *dec_out = NULL;
+    *n = 0;
+    if (!(radius_deg > 0) || !isfinite(ra) || !(dec >= -90 && dec <= 90))
+        return tide_error(TIDE_E_INVAL, "index stars: bad cone (%g, %g) radius %g", ra, dec,
+                          radius_deg);
+    /* The stars of the named index (the one that solved): one index's stars are a uniform
+     * sample of the sky at its scale, and other scales would repeat the same stars. */
+    int64_t total = 0;
+    double *rv = NULL, *dv = NULL;
+    for (int i = 0; i < s->nidx; i++) {
+        if (name && *name && strcmp(s->idx[i].name, name) != 0)
+            continue;
+        startree_t *sk = s->idx[i].index->starkd;
+        if (!sk)
+            continue;
+        double *radec = NULL;
+        int k = 0;
+        startree_search_for_radec(sk, ra, dec, radius_deg, NULL, &radec, NULL, &k);
+        if (k > 0) {
+            double *nr = realloc(rv, (size_t)(total + k) * sizeof *nr);
+            double *nd = nr ? realloc(dv, (size_t)(total + k) * sizeof *nd) : NULL;
+            if (nr)
+                rv = nr;
+            if (nd)
+                dv = nd;
+            if (!nr || !nd) {
+                free(radec);
+                free(rv);
+                free(dv);
+                return tide_error(TIDE_E_NOMEM, "%s: %d index stars", s->idx[i].name, k);
+            }
+            for (int j = 0; j < k; j++) {
+                rv[total + j] = radec[2 * j];
+                dv[total + j] = radec[2 * j + 1];
+            }
+            total += k;
+        }
+        free(radec);
+    }
+    if (total == 0) {
+        free(rv);
+        free(dv);
+        return tide_error(TIDE_E_EMPTY, "%s: no index star within %.3g deg of (%.5f, %.5f)",
+                          s->dir, radius_deg, ra, dec);
+    }
+    *ra_out = rv;
+    *dec_out = dv;
+    *n = total;
     return 0;
 }

@@ -18,7 +18,8 @@
 #include "tide/store.h"
 
 int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_params *p) {
-    return tide_calib_has_refcat(p) || o->solve;
+    /* An index directory on the command line asks for a solve as --solve does. */
+    return tide_calib_has_refcat(p) || o->solve || o->index_dir;
 }
 
 static int copy_opt(char *dst, size_t n, const char *v, const char *what) {
@@ -41,6 +42,8 @@ int tide_reduce_calib_params(const tide_reduce_calib_opts *o, const tide_config 
         st = copy_opt(p->refcat_table, sizeof p->refcat_table, o->refcat_table, "--refcat-table");
     if (!st && o->index_dir)
         st = copy_opt(p->index_dir, sizeof p->index_dir, o->index_dir, "--index-dir");
+    if (o->solve || o->index_dir)
+        p->solve = 1;
     if (o->no_astrometry)
         p->astrometry = 0;
     snprintf(p->source, sizeof p->source, "%s", spec);

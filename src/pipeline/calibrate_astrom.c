@@ -64,13 +64,25 @@ static int fetch_ref(const tide_calib_params *p, const field_guess *g, tide_cal_
     return 0;
 }
 
-/* Sources and time limit of the quick first attempt of solve_field. */
+/* Sources of the quick first attempt of solve_field, and the shares of the solve's time
+ * bound the two hinted attempts may take at most, so that a header whose scale or position
+ * is wrong leaves most of the bound to the blind attempt. */
 #define CAL_QUICK_NBRIGHT 150
-#define CAL_QUICK_TIMEOUT_S 5.0
+#define CAL_QUICK_SHARE 0.2
+#define CAL_HINTED_SHARE 0.3
 
-/* Plate-solve the sources; *wcs receives the solution. Not solving is reported in out. */
+/* Seconds left before @p t_end_ms (never below a token 50 ms, so an attempt still reports
+ * cleanly that time ran out). */
+static double time_left_s(double t_end_ms) {
+    const double s = 1e-3 * (t_end_ms - tide_cal_now_ms());
+    return s > 0.05 ? s : 0.05;
+}
+
+/* Plate-solve the sources on the index files; *wcs receives the solution. Not solving is
+ * reported in out. Every attempt ends by @p t_end_ms. */
 static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal_sources *src,
-                       tide_solve_params *sp, tide_wcs **wcs, tide_calib_result *out) {
+                       tide_solve_params *sp, double t_end_ms, tide_wcs **wcs,
+                       tide_calib_result *out) {
     char dir[1024];
     int st = tide_solve_index_dir(p->index_dir, NULL, dir, sizeof dir);
     tide_solver *solver = NULL;
@@ -82,29 +94,138 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
     }
     /* The solver works on barycentres: the windowed centroid of a saturated star (the very
      * stars an index keeps, its brightest per sky cell) can fail or wander, its barycentre
-     * stays on the star. A quick hinted attempt on the brightest sources first, then the
-     * configured attempt (more sources, then blind). Few sources mean few quads to try and cheap
-     * verifications, so a field whose hints are right solves in milliseconds; the second
-     * attempt only runs when the first fails. */
+     * stays on the star. A quick hinted attempt on the brightest sources first, then a hinted
+     * one on more, then blind. Few sources mean few quads to try and cheap verifications, so
+     * a field whose hints are right solves in milliseconds; the later attempts only run when
+     * the earlier fail, and the hinted ones are held to a share of the bound. */
     const double t0 = tide_cal_now_ms();
+    const double bound = 1e-3 * (t_end_ms - t0);
+    const int hinted = sp->has_position || sp->scale_hi > 0;
     st = TIDE_E_NOSOLVE;
-    if (sp->has_position && sp->scale_hi > 0 && sp->nbright > CAL_QUICK_NBRIGHT) {
-        tide_solve_params quick = *sp;
-        quick.nbright = CAL_QUICK_NBRIGHT;
-        quick.blind_fallback = 0;
-        quick.timeout_s = fmin(sp->timeout_s, CAL_QUICK_TIMEOUT_S);
-        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &quick, wcs, &out->solve);
-        if (st == TIDE_E_NOSOLVE)
-            tide_error_clear();
+    char why[600] = "";
+    if (hinted && sp->nbright > CAL_QUICK_NBRIGHT) {
+        tide_solve_params q = *sp;
+        q.nbright = CAL_QUICK_NBRIGHT;
+        q.blind_fallback = 0;
+        q.timeout_s = fmin(time_left_s(t_end_ms), CAL_QUICK_SHARE * bound);
+        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
     }
-    if (st == TIDE_E_NOSOLVE)
-        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, sp, wcs, &out->solve);
-    out->ms_solve = tide_cal_now_ms() - t0;
+    if (st == TIDE_E_NOSOLVE && hinted) {
+        tide_error_clear();
+        tide_solve_params q = *sp;
+        q.blind_fallback = 0;
+        q.timeout_s = fmin(time_left_s(t_end_ms), CAL_HINTED_SHARE * bound);
+        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
+        if (st == TIDE_E_NOSOLVE)
+            snprintf(why, sizeof why, "%s", tide_error_detail());
+    }
+    if (st == TIDE_E_NOSOLVE && (sp->blind_fallback || !hinted)) {
+        /* Blind: no position, no scale; the header may be wrong by any factor. */
+        tide_error_clear();
+        tide_solve_params q = *sp;
+        q.has_position = 0;
+        q.scale_lo = q.scale_hi = 0;
+        q.radius_deg = 0;
+        q.timeout_s = time_left_s(t_end_ms);
+        st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
+        if (st == TIDE_E_NOSOLVE && why[0]) {
+            char both[1200];
+            snprintf(both, sizeof both, "%s; then %s", why, tide_error_detail());
+            tide_error_clear();
+            tide_error(TIDE_E_NOSOLVE, "%s", both);
+        }
+    }
+    out->ms_solve += tide_cal_now_ms() - t0;
     if (st) {
-        set_msg(out->astrmsg, sizeof out->astrmsg, "not solved");
+        /* The header keeps 68 characters: the reason first, the attempts' detail after. */
+        char what[96];
+        if (st != TIDE_E_NOSOLVE)
+            snprintf(what, sizeof what, "not solved");
+        else if (out->solve.timed_out)
+            snprintf(what, sizeof what, "not solved within the %.3g s bound", p->solve_timeout_s);
+        else
+            snprintf(what, sizeof what, "not solved: every quad tried, none verified");
+        set_msg(out->astrmsg, sizeof out->astrmsg, what);
         return st == TIDE_E_NOMEM ? st : 0;
     }
     out->solved = 1;
+    out->astrmsg[0] = '\0'; /* an earlier attempt's failure is no longer the story */
+    return 0;
+}
+
+/* Solve on the reference stars themselves (tide_solve_refcat), hinted by the header: for a
+ * rough header over a sky no installed index covers. Not solving is not an error. */
+static int solve_refcat(const tide_cal_sources *src, const tide_solve_params *sp,
+                        const tide_cal_state *cs, double t_end_ms, tide_wcs **wcs,
+                        tide_calib_result *out) {
+    if (!cs->have_ref || cs->ref.nrows < 4 || !sp->has_position || !(sp->scale_hi > 0))
+        return 0;
+    const double t0 = tide_cal_now_ms();
+    tide_solve_params q = *sp;
+    q.timeout_s = time_left_s(t_end_ms);
+    const int st = tide_solve_refcat(&cs->ref, src->bx, src->by, src->flux, src->n, &q, wcs,
+                                     &out->solve);
+    out->ms_solve += tide_cal_now_ms() - t0;
+    if (st == TIDE_E_NOMEM)
+        return st;
+    if (st) {
+        set_msg(out->astrmsg, sizeof out->astrmsg, "not solved on the reference stars");
+        tide_error_clear();
+        return 0;
+    }
+    out->solved = 1;
+    out->astrmsg[0] = '\0';
+    return 0;
+}
+
+/* A solution found without reference stars, refined on the stars of the index that solved
+ * it (the same stars solve-field's tweak fits, but every clean source of the frame matched
+ * to them from a generous radius by tide_astrom_refine, rather than the stars the
+ * verification happened to pair). *wcs is replaced when the refinement succeeds; a failed one
+ * leaves the solution as it is and says so. */
+static int refine_on_index(tide_ctx *ctx, const tide_calib_params *p,
+                           const tide_cal_sources *src, int64_t width, int64_t height,
+                           tide_wcs **wcs, tide_calib_result *out) {
+    if (!out->solved || !out->solve.index_name[0])
+        return 0;
+    char dir[1024];
+    tide_solver *solver = NULL;
+    int st = tide_solve_index_dir(p->index_dir, NULL, dir, sizeof dir);
+    if (!st)
+        st = tide_solver_get(ctx, dir, &solver);
+    const field_guess g = guess_from_wcs(*wcs, width, height);
+    double *ra = NULL, *dec = NULL;
+    int64_t n = 0;
+    if (!st && g.known)
+        st = tide_solver_index_stars(solver, out->solve.index_name, g.ra, g.dec,
+                                     1.05 * g.radius_deg, &ra, &dec, &n);
+    if (st == TIDE_E_NOMEM)
+        return st;
+    if (st || !g.known) {
+        tide_error_clear();
+        return 0;
+    }
+    tide_refine_params rp;
+    tide_refine_defaults(&rp);
+    rp.sip_order = p->sip_order;
+    tide_wcs *refined = NULL;
+    const double t0 = tide_cal_now_ms();
+    st = tide_astrom_refine(ctx, *wcs, width, height, src->cx, src->cy, src->csigma, src->nclean,
+                            ra, dec, n, &rp, &refined, &out->refine);
+    out->ms_refine += tide_cal_now_ms() - t0;
+    free(ra);
+    free(dec);
+    if (st == TIDE_E_NOMEM)
+        return st;
+    if (st) {
+        set_msg(out->astrmsg, sizeof out->astrmsg, "refinement on the index stars failed");
+        tide_error_clear();
+        return 0;
+    }
+    tide_wcs_free(*wcs);
+    *wcs = refined;
+    out->refined = 1;
+    snprintf(out->astrstat, sizeof out->astrstat, "REFINED");
     return 0;
 }
 
@@ -199,6 +320,10 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
      * 8.4 -> 0.5 ms on the build machine, the refined WCS the same to its RMS (0.155 px from
      * 705 stars); order 1 had been ~2.4x faster than the default of 2. */
     sp.tweak_order = 0;
+    /* Without reference stars nothing refines the solution afterwards: astrometry.net's
+     * tweak (solve-field's default order 2) is then the final fit, as in solve-field. */
+    if (!tide_calib_has_refcat(p))
+        sp.tweak_order = 1;
     tide_header none;
     tide_header_init(&none);
     st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
@@ -223,7 +348,7 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     if (!p->astrometry) {
         initial = hdr_wcs, hdr_wcs = NULL;
         snprintf(out->astrstat, sizeof out->astrstat, initial ? "HEADER" : "NONE");
-    } else if (hdr_wcs && !cs->have_ref) {
+    } else if (hdr_wcs && !cs->have_ref && !p->solve) {
         /* Nothing to check a header WCS against: it is taken as it is. */
         initial = hdr_wcs, hdr_wcs = NULL;
         snprintf(out->astrstat, sizeof out->astrstat, "HEADER");
@@ -240,9 +365,22 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
                 initial = hdr_wcs, hdr_wcs = NULL;
         }
         if (!initial) {
-            st = solve_field(ctx, p, &src, &sp, &initial, out);
+            /* One bound for every attempt of this frame. */
+            const double t_end = tide_cal_now_ms() + 1e3 * p->solve_timeout_s;
+            st = solve_refcat(&src, &sp, cs, t_end, &initial, out);
+            if (!st && !initial)
+                st = solve_field(ctx, p, &src, &sp, t_end, &initial, out);
             if (st)
                 goto done;
+            if (!initial && hdr_wcs && !cs->have_ref) {
+                /* Solving was asked for without reference stars and failed: the header WCS
+                 * stays, unverified, and the header says so. */
+                initial = hdr_wcs, hdr_wcs = NULL;
+                char msg[sizeof out->astrmsg];
+                snprintf(msg, sizeof msg, "%s", out->astrmsg);
+                snprintf(out->astrmsg, sizeof out->astrmsg, "header WCS kept unverified; %s",
+                         msg);
+            }
             /* The reference stars follow the solution when it lies outside the cone
              * fetched for the guess (or none was fetched: a blind solve). */
             if (initial && want_ref) {
@@ -258,6 +396,11 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
         }
         if (initial)
             snprintf(out->astrstat, sizeof out->astrstat, out->solved ? "SOLVED" : "HEADER");
+        if (initial && !cs->have_ref) {
+            st = refine_on_index(ctx, p, &src, width, height, &initial, out);
+            if (st)
+                goto done;
+        }
         if (initial && cs->have_ref) {
             tide_refine_params rp;
             tide_refine_defaults(&rp);

@@ -11,7 +11,7 @@
 void tide_calib_params_default(tide_calib_params *p) {
     memset(p, 0, sizeof *p);
     p->astrometry = 1;
-    p->solve_timeout_s = 60.0;
+    p->solve_timeout_s = 10.0;
     p->nbright = 500;
     p->scale_tolerance = 0.1;
     p->hint_radius_deg = 2.0;

@@ -174,7 +174,8 @@ int tide_cal_photometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
             snprintf(msg, sizeof msg, "%s", out->zpmsg);
             st = tide_header_set_str(&res->header, "PHOTMSG", msg, "why there is no zero point");
         }
-    } else if (cs->have_ref) {
+    } else if (cs->have_ref || tide_calib_has_refcat(p)) {
+        /* Asked for; without a WCS there was no cone to fetch or nothing to match. */
         photstat = "FAILED";
         snprintf(out->zpmsg, sizeof out->zpmsg, "no WCS to match the reference stars with");
     }
