@@ -233,7 +233,7 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
     d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;
     STAGE(r, "reduce.detect2", tide_detect(ctx, &r->work, &r->rmap, &out->psf, &d2, &r->det));
     if (!st)
-        STAGE(r, "reduce.detect2",
+        STAGE(r, "reduce.carry",
               tide_pipe_carry_first(&r->first, &r->det, d2.fwhm_guess, &out->n_carried));
     if (!st && out->n_carried > 0)
         tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",
