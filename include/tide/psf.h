@@ -142,7 +142,10 @@ typedef struct tide_psf_model {
     char fallback_why[16];      /**< why the fallback: "NSTARS" (too few stars), "WINGS" (the
                                      Moffat summary puts more than 5% of the flux outside the
                                      stamp: beta too small for the stamp, or no Moffat fits),
-                                     "RESID" (median residual above 10% of the peak); "" */
+                                     "RESID" (median residual above 10% of the peak),
+                                     "CORNERS" (a corner's FWHM beyond a factor 2 of the
+                                     centre's, also after a refit constant over the
+                                     frame, degree 0, which comes first); "" */
     double resid_rms;           /**< median over stars of the RMS of (stamp - model) divided
                                      by the stamp's peak; 0 for the fallback */
     double *star_x, *star_y;    /**< nstars positions (recentred) of the stars used */

@@ -339,6 +339,23 @@ static const char *model_check(const psf_plan *pl, const tide_psf_model *m, char
             return "WINGS";
         }
     }
+    if (pl->p.summary) {
+        /* The corners' Moffat FWHMs come from the spatial polynomial extrapolated to the
+         * frame's corners. Few stars over a field can make it run away (0.06 and 1318 px
+         * on a real 400x400 frame with 22 stars), and the second detection filters each
+         * corner with its FWHM: a factor of 2 from the centre is no optics' PSF change over
+         * one detector, so it is taken as an ill-determined spatial model. */
+        for (int c = 0; c < 4; c++) {
+            const double f = m->fwhm_corner[c];
+            if (!(f >= 0.5 * m->fwhm && f <= 2.0 * m->fwhm)) {
+                snprintf(msg, cap,
+                         "corner %d's FWHM %.3g px is not within a factor 2 of the centre's "
+                         "%.3f px",
+                         c, f, m->fwhm);
+                return "CORNERS";
+            }
+        }
+    }
     if (m->resid_rms > 0.1) {
         snprintf(msg, cap, "the model misses its stars by %.1f%% of the peak (median RMS)",
                  100.0 * m->resid_rms);
@@ -412,6 +429,19 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
             tide_timer_stop(ctx, &tm, NULL);
             char msg[160];
             const char *why = st ? NULL : model_check(&pl, out, msg, sizeof msg);
+            if (why && !strcmp(why, "CORNERS") && out->degree > 0) {
+                /* A spatially constant model of the same stars before the Gaussian. */
+                tide_log(&ctx->log, TIDE_LOG_WARN, "psf",
+                         "%s: the PSF model's spatial variation is ill-determined by %d "
+                         "stars; refitting it constant over the frame (degree 0)",
+                         msg, out->nstars);
+                pl.p.degree = 0;
+                tide_timer_start(ctx, &tm, "psf.model");
+                st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
+                tide_timer_stop(ctx, &tm, NULL);
+                if (!st) summarise(&pl, out);
+                why = st ? NULL : model_check(&pl, out, msg, sizeof msg);
+            }
             if (why) {
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
                          "%d PSF stars of %d candidates; FWHM %.3f px, beta %.2f, residual "
