@@ -9,7 +9,7 @@ on the same pixels:
     2.25.0, unchanged), default.conv, PHOT_APERTURES = the diameter of the tide aperture
     compared (2 x 5 px) and GAIN from the header when it has one. A peer source is *clean*
     when FLAGS == 0 and FLUX_AUTO / FLUXERR_AUTO > 30, and a pixel defect when its brightest
-    pixel holds > 90 % of its 3x3 sum (DEFECT_PEAK_SHARE): those are counted apart.
+    pixel holds more of its 3x3 sum than a star of the frame could (DEFECT_*): counted apart.
   * solve-field on the same index files tide uses, bounded by --cpulimit, with a position
     hint when the header has a celestial WCS.
 
@@ -107,13 +107,17 @@ EXCLUDE = {
 
 SE_PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "FLUX_APER", "FLUXERR_APER", "FLUX_AUTO",
              "FLUXERR_AUTO", "FLAGS", "XPEAK_IMAGE", "YPEAK_IMAGE", "BACKGROUND"]
-# A clean peer source whose brightest pixel holds more than this share of the background-
-# subtracted 3x3 sum around it is a pixel defect (hot pixel, cosmic-ray hit), not light
-# through optics: a Gaussian PSF puts 58 % of its 3x3 flux in the central pixel at FWHM 1 px
-# and 83 % at FWHM 0.7 px, so only a PSF sharper than ~0.6 px FWHM reaches 90 %. Source
-# Extractor keeps such pixels as sources (FWHM_IMAGE reads ~4 px for them); tide masks them.
-# They are counted apart ("SE defects") and left out of the recall.
+# A clean peer source is a pixel defect (hot pixel, cosmic-ray hit), not light through optics,
+# when its brightest pixel holds more of the background-subtracted 3x3 sum around it than any
+# star of the frame could: more than 90 % (a Gaussian PSF puts 58 % there at FWHM 1 px and
+# 83 % at FWHM 0.7 px), or more than 50 % and DEFECT_LOCUS times the median share of the
+# frame's other sources (FLAGS 0, S/N > 10: mostly stars), i.e. far off the frame's own
+# stellar locus (wcs/sipsample.fits: 2-pixel hits holding 76 % on a frame whose sources hold
+# a few %). Source Extractor keeps such pixels as clean sources (its FWHM_IMAGE reads ~4 px
+# for them); tide masks them. They are counted apart ("SE defects"), out of the recall.
 DEFECT_PEAK_SHARE = 0.9
+DEFECT_PEAK_SHARE_LOCUS = 0.5
+DEFECT_LOCUS = 2.5
 # Source Extractor's default.conv (3x3 pyramid, "all-ground" filter), as it ships.
 DEFAULT_CONV = "CONV NORM\n# 3x3 ``all-ground'' convolution mask with FWHM = 2 pixels.\n" \
                "1 2 1\n2 4 2\n1 2 1\n"
@@ -287,14 +291,34 @@ def run_se(path, h, d):
                                              "YPEAK_IMAGE", "BACKGROUND")}, dt
 
 
-def pixel_defects(path, se):
-    """Boolean array: which peer sources are single-pixel defects (DEFECT_PEAK_SHARE).
-    All False where astropy cannot read the frame's pixels."""
-    out = np.zeros(len(se["FLAGS"]), bool)
+def pixel_defects(path, se, snr):
+    """Boolean array: which peer sources are single-pixel defects (DEFECT_PEAK_SHARE and
+    the locus rule above). All False where astropy cannot read the frame's pixels."""
+    n = len(se["FLAGS"])
+    share = np.full(n, np.nan)
     try:
         img = np.asarray(fits.getdata(path), dtype=np.float64)
     except Exception:
-        return out
+        return np.zeros(n, bool)
+    if img.ndim != 2:
+        return np.zeros(n, bool)
+    ny, nx = img.shape
+    for i, (xp, yp, b) in enumerate(zip(se["XPEAK_IMAGE"], se["YPEAK_IMAGE"],
+                                        se["BACKGROUND"])):
+        x, y = int(xp) - 1, int(yp) - 1
+        if x < 1 or y < 1 or x >= nx - 1 or y >= ny - 1:
+            continue
+        box = img[y - 1:y + 2, x - 1:x + 2] - b
+        tot = box.sum()
+        if np.isfinite(tot) and tot > 0:
+            share[i] = box[1, 1] / tot
+    locus = share[(se["FLAGS"] == 0) & (snr > 10) & np.isfinite(share)]
+    med = float(np.median(locus)) if len(locus) >= 5 else np.nan
+    with np.errstate(invalid="ignore"):
+        out = share > DEFECT_PEAK_SHARE
+        if np.isfinite(med):
+            out |= (share > DEFECT_PEAK_SHARE_LOCUS) & (share > DEFECT_LOCUS * med)
+    return out
     if img.ndim != 2:
         return out
     ny, nx = img.shape
@@ -421,7 +445,7 @@ def measure(tide, label, path, work):
         snr = np.where(se["FLUXERR_AUTO"] > 0, se["FLUX_AUTO"] / np.where(
             se["FLUXERR_AUTO"] > 0, se["FLUXERR_AUTO"], 1), 0)
         clean = (se["FLAGS"] == 0) & (snr > SNR_CLEAN)
-        defect = clean & pixel_defects(path, se)
+        defect = clean & pixel_defects(path, se, snr)
         clean &= ~defect
         row["n_se"], row["n_clean"] = len(se["FLAGS"]), int(clean.sum())
         row["n_defect"] = int(defect.sum())
