@@ -154,6 +154,25 @@ def jpeg_to_fits(jpg, out):
     return True
 
 
+# Header keywords that name a frame's observation type, and the types that are not sky
+# images: a bias or dark holds cosmic rays and hot pixels only (prim/nttexample.mt: ESO OBS
+# TYPE = 'BIAS', EXPTIME = 0, whose "sources" for Source Extractor are 2x2-pixel hits).
+OBSTYPE_KEYS = ("IMAGETYP", "OBSTYPE", "ESO OBS TYPE", "ESO DPR TYPE")
+CALIBRATION_TYPES = ("BIAS", "DARK", "ZERO", "FLAT", "ARC", "LAMP", "WAVE")
+
+
+def calibration_type(h):
+    """'KEY = VALUE' when the header says the frame is a calibration exposure, else None."""
+    for k in OBSTYPE_KEYS:
+        try:
+            v = h.get(k)
+        except Exception:
+            continue
+        if isinstance(v, str) and any(t in v.upper() for t in CALIBRATION_TYPES):
+            return "%s = '%s'" % (k, v.strip())
+    return None
+
+
 def find_frames(dirs, work):
     """(label, path) of every gauntlet frame, and (label, reason) of every file left out."""
     frames, left = [], []
@@ -189,6 +208,10 @@ def find_frames(dirs, work):
                 continue
             nax = h.get("NAXIS", 0)
             dims = [h.get("NAXIS%d" % k, 0) for k in range(1, nax + 1)]
+            cal = calibration_type(h)
+            if cal:
+                left.append((label, "calibration frame (%s), not a sky image" % cal))
+                continue
             if nax == 2 and min(dims) >= 32:
                 frames.append((label, path))
             elif nax == 0:
