@@ -35,7 +35,10 @@
  * Noise model (ADU): σ(m) = sqrt(gain·max(m − bias, 1e-5) + rdnoise²) / gain, with m a local
  * median level in ADU and rdnoise in electrons (van Dokkum 2001, eq. 10). The 1e-5 floor is in
  * ADU of a known gain, i.e. ~1e-5 electrons: physical units, so it assumes nothing about the
- * data's scale. With gain 0 (unknown, as a frame in flux units or without GAIN) there is no
+ * data's scale. The model is checked against the frame: when the σ measured at the sky (as
+ * below) exceeds the model's there by more than 25% (a frame whose sky was subtracted still
+ * carries the sky's photon noise), the read-noise term is raised to make them meet, with a
+ * warning. With gain 0 (unknown, as a frame in flux units or without GAIN) there is no
  * Poisson term: σ is one value for the whole frame, `noise_rms` when it is > 0, else measured
  * from the frame as the global RMS of the background estimate (background.h, its defaults):
  * the median of the clipped σ of 64×64 meshes, which neither sky gradients nor sources move.

@@ -16,8 +16,11 @@
  *
  * Masks. A pixel is *excluded* when its mask has any of p->mask_bits, or when its value or
  * variance is not finite. Excluded pixels never enter a sum; their overlap area is reported
- * and the source flagged TIDE_PHOT_MASKED. Optionally (mask_correct) the flux is scaled up by
- * total / unmasked area, as sep does by default. Pixels outside the frame are excluded too
+ * and the source flagged TIDE_PHOT_MASKED. Optionally (mask_correct) an excluded pixel is
+ * replaced by the image at its mirror point about the aperture centre (bilinear, else the
+ * nearest pixel: Source Extractor's MASK_TYPE CORRECT), and where no mirror can be read the
+ * flux is scaled up by area / used area (sep's correction) for the rest (aperture_pixel.h).
+ * Pixels outside the frame are excluded too
  * and flag TIDE_PHOT_TRUNCATED (Source Extractor's flag 16, "aperture data incomplete").
  *
  * Variance (per aperture, ADU²), from the noise model:
@@ -30,8 +33,8 @@
  *                                         σ_b = error of the clipped median, see bkgann)
  *       + (F σ_C / C)²                    aperture-correction error, where one is applied
  *                                         (tide_optimal_photometry)
- *   w_i is the pixel's overlap area (like sep); with mask_correct, V is multiplied by k² where
- *   k = area / unmasked area is the flux scale factor.
+ *   w_i is the pixel's overlap area (like sep); with mask_correct, a mirrored pixel adds its mirror's
+ *   variance, and V is multiplied by k² where k = area / used area is the flux scale factor.
  *
  * Flags (int32, OR-ed over a source's apertures) are Source Extractor's where one exists and
  * tide's own bits above 2^11 (detection owns the low SE bits it sets). */
@@ -62,8 +65,8 @@ enum {
 /** Options of aperture photometry. */
 typedef struct tide_aper_params {
     uint16_t mask_bits;  /**< mask bits that exclude a pixel [0xFFFF: any bit] */
-    int mask_correct;    /**< 1: scale flux by area / unmasked area (sep's default); 0: only
-                              exclude and report [0] */
+    int mask_correct;    /**< 1: replace excluded pixels by their mirror about the centre,
+                              else scale by area / used area; 0: only exclude and report [0] */
     double gain;         /**< e-/ADU for the source Poisson term; <= 0: no Poisson term [0] */
     int ncombine;        /**< frames averaged into the image (effective gain ×ncombine) [1] */
     double bkgann_in;    /**< local background annulus inner radius, px; 0 = none [0] */

@@ -6,21 +6,9 @@
 #include <string.h>
 #include "phot/aperture_kernels.h"
 #include "phot/aperture_math.h"
+#include "phot/aperture_pixel.h"
 #include "tide/photometry.h"
 #include "tide/status.h"
-
-/* Value, variance and exclusion of pixel (i, j), which must be inside the frame. */
-static inline int ap_pixel(const tide_ap_planes *im, int64_t i, int64_t j, double *d,
-                           double *v) {
-    const float pv = im->pix[j * im->stride + i];
-    const float vv = im->var ? im->var[j * im->var_stride + i] : 0.0f;
-    if ((im->mask && (im->mask[j * im->stride + i] & im->mask_bits)) || !isfinite(pv) ||
-        !isfinite(vv))
-        return 0;
-    *d = pv;
-    *v = vv;
-    return 1;
-}
 
 /* Aperture o = s * nr + k: source s at its k-th radius. */
 static void ap_one(const tide_ap_job *job, int64_t o) {
@@ -31,7 +19,7 @@ static void ap_one(const tide_ap_job *job, int64_t o) {
     const double bkg = job->bkg ? job->bkg[s] : 0.0, bkg_err = job->bkg_err ? job->bkg_err[s] : 0.0;
     {
         const double r = job->per_source ? job->radii[s * job->nr + k] : job->radii[k];
-        double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
+        tide_ap_acc a = tide_ap_acc_zero();
         if (isfinite(cx) && isfinite(cy) && r > 0.0) {
             int64_t x0, x1, y0, y1;
             tide_ap_range(cx, r, &x0, &x1);
@@ -39,23 +27,16 @@ static void ap_one(const tide_ap_job *job, int64_t o) {
             for (int64_t j = y0; j <= y1; j++)
                 for (int64_t i = x0; i <= x1; i++) {
                     const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
-                    if (w <= 0.0) continue;
-                    double d, v;
-                    if (i < 0 || j < 0 || i >= im->width || j >= im->height) aout += w;
-                    else if (!ap_pixel(im, i, j, &d, &v)) amask += w;
-                    else {
-                        sf += w * d;
-                        sv += w * v;
-                        aval += w;
-                    }
+                    if (w > 0.0) tide_ap_add(&a, im, i, j, w, cx, cy, job->mask_correct);
                 }
         }
         int32_t fl;
-        tide_ap_finalize(sf, sv, aval, amask, aout, bkg, bkg_err, job->mask_correct,
-                         job->gain_eff, &job->flux[o], &job->fluxerr[o], &fl);
+        tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
+                         job->mask_correct, job->gain_eff, &job->flux[o], &job->fluxerr[o],
+                         &fl);
         if (!(isfinite(cx) && isfinite(cy) && r > 0.0)) fl |= TIDE_PHOT_FIT_FAILED;
-        if (job->area) job->area[o] = aval + amask;
-        if (job->masked_area) job->masked_area[o] = amask;
+        if (job->area) job->area[o] = a.aval + a.amiss; /* in the frame */
+        if (job->masked_area) job->masked_area[o] = a.amask;
         if (job->aflags) job->aflags[o] |= fl; /* zeroed or pre-set by the caller */
     }
 }
@@ -143,7 +124,7 @@ int tide_ap_annulus_cpu(tide_ctx *ctx, const tide_ann_job *job) {
                     for (int64_t i = x0; i <= x1; i++) {
                         const double dx = i - cx, dy = j - cy, d2 = dx * dx + dy * dy;
                         double d, v;
-                        if (d2 < ri2 || d2 >= ro2 || !ap_pixel(im, i, j, &d, &v)) continue;
+                        if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(im, i, j, &d, &v)) continue;
                         if (nv < TIDE_PHOT_ANNULUS_MAX) buf[nv++] = (float)d;
                     }
             }

@@ -12,21 +12,10 @@
 #include "core/cuda_check.h"
 #include "phot/aperture_kernels.h"
 #include "phot/aperture_math.h"
+#include "phot/aperture_pixel.h"
 #include "tide/photometry.h"
 
 #define AP_WARPS_PER_BLOCK 4
-
-__device__ static inline int ap_pixel_dev(const tide_ap_planes &im, int64_t i, int64_t j,
-                                          double *d, double *v) {
-    const float pv = im.pix[j * im.stride + i];
-    const float vv = im.var ? im.var[j * im.var_stride + i] : 0.0f;
-    if ((im.mask && (im.mask[j * im.stride + i] & im.mask_bits)) || !isfinite(pv) ||
-        !isfinite(vv))
-        return 0;
-    *d = pv;
-    *v = vv;
-    return 1;
-}
 
 __device__ static inline double warp_sum(double v) {
     for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
@@ -47,7 +36,7 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
     {
         const double r = job.per_source ? job.radii[s * job.nr + k] : job.radii[k];
         const int ok = isfinite(cx) && isfinite(cy) && r > 0.0;
-        double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
+        tide_ap_acc a = tide_ap_acc_zero();
         if (ok) {
             int64_t x0, x1, y0, y1;
             tide_ap_range(cx, r, &x0, &x1);
@@ -58,29 +47,23 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
             for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
                 const int64_t j = y0 + row, i = x0 + col;
                 const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
-                if (w <= 0.0) continue;
-                double d, v;
-                if (i < 0 || j < 0 || i >= job.im.width || j >= job.im.height) aout += w;
-                else if (!ap_pixel_dev(job.im, i, j, &d, &v)) amask += w;
-                else {
-                    sf += w * d;
-                    sv += w * v;
-                    aval += w;
-                }
+                if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
             }
         }
-        sf = warp_sum(sf);
-        sv = warp_sum(sv);
-        aval = warp_sum(aval);
-        amask = warp_sum(amask);
-        aout = warp_sum(aout);
+        a.sf = warp_sum(a.sf);
+        a.sv = warp_sum(a.sv);
+        a.aval = warp_sum(a.aval);
+        a.amask = warp_sum(a.amask);
+        a.amiss = warp_sum(a.amiss);
+        a.aout = warp_sum(a.aout);
         if (lane == 0) {
             int32_t fl;
-            tide_ap_finalize(sf, sv, aval, amask, aout, bkg, bkg_err, job.mask_correct,
-                             job.gain_eff, &job.flux[o], &job.fluxerr[o], &fl);
+            tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
+                             job.mask_correct, job.gain_eff, &job.flux[o], &job.fluxerr[o],
+                             &fl);
             if (!ok) fl |= TIDE_PHOT_FIT_FAILED;
-            if (job.area) job.area[o] = aval + amask;
-            if (job.masked_area) job.masked_area[o] = amask;
+            if (job.area) job.area[o] = a.aval + a.amiss; /* in the frame */
+            if (job.masked_area) job.masked_area[o] = a.amask;
             if (job.aflags) job.aflags[o] |= fl; /* zeroed or pre-set by the caller */
         }
     }
@@ -153,7 +136,7 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
             const int64_t j = y0 + row, i = x0 + col;
             const double dx = i - cx, dy = j - cy, d2 = dx * dx + dy * dy;
             double d, vv;
-            if (d2 < ri2 || d2 >= ro2 || !ap_pixel_dev(im, i, j, &d, &vv)) continue;
+            if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(&im, i, j, &d, &vv)) continue;
             /* the order of arrival does not matter: the values are sorted next */
             const int slot = atomicAdd(&count, 1);
             if (slot < TIDE_PHOT_ANNULUS_MAX) v[slot] = (float)d;

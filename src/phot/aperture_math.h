@@ -173,22 +173,24 @@ TIDE_HD static inline double tide_ap_ellipse_frac(double dx, double dy, double c
 /* ---- aperture totals -------------------------------------------------------------------- */
 
 /* Turn the sums of one aperture into flux, error and flags (photometry.h, "Variance"):
- * sf = Σ w d, sv = Σ w v over used pixels, aval/amask/aout = overlap area of used, excluded
- * and out-of-frame pixels; bkg, bkg_err = local background per pixel and its error. */
+ * sf = Σ w d, sv = Σ w v over used pixels (read or mirrored, aperture_pixel.h), aval = their
+ * overlap area, amask = area of excluded pixels (flags TIDE_PHOT_MASKED), amiss = the part of
+ * amask no mirror replaced, aout = area outside the frame; bkg, bkg_err = local background
+ * per pixel and its error. With mask_correct the flux of the amiss area is taken as the
+ * mean of the used area (flux and variance scaled by (aval + amiss) / aval): the fallback
+ * where no mirror pixel could stand in. */
 TIDE_HD static inline void tide_ap_finalize(double sf, double sv, double aval, double amask,
-                                            double aout, double bkg, double bkg_err,
-                                            int mask_correct, double gain_eff, double *flux,
-                                            double *err, int32_t *flags) {
+                                            double amiss, double aout, double bkg,
+                                            double bkg_err, int mask_correct, double gain_eff,
+                                            double *flux, double *err, int32_t *flags) {
     double f = sf - bkg * aval;
     double v = sv + aval * aval * bkg_err * bkg_err;
     int32_t fl = 0;
-    if (amask > 0.0) {
-        fl |= 1 << 12; /* TIDE_PHOT_MASKED */
-        if (mask_correct && aval > 0.0) {
-            const double k = (aval + amask) / aval;
-            f *= k;
-            v *= k * k;
-        }
+    if (amask > 0.0) fl |= 1 << 12; /* TIDE_PHOT_MASKED */
+    if (mask_correct && amiss > 0.0 && aval > 0.0) {
+        const double k = (aval + amiss) / aval;
+        f *= k;
+        v *= k * k;
     }
     if (aout > 0.0) fl |= 16; /* TIDE_PHOT_TRUNCATED */
     if (gain_eff > 0.0 && f > 0.0) v += f / gain_eff;

@@ -163,31 +163,63 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
         }                                                                                     \
     } while (0)
 
-/* Without a gain and a given noise_rms: the frame's pixel noise σ, the global RMS of Source
+/* The frame's pixel noise σ (the noise without a gain, and the check of the model with one)
+ * and sky level: the global RMS and level of Source
  * Extractor's background estimate (tide_background_estimate with its defaults: the median
  * over 64×64 meshes of each mesh's clipped σ) of the pixels valid under @p vbits. Meshes follow
  * sky gradients and vignetting that a frame-wide spread would count as noise (ccd.fits: 41 ADU
  * frame-wide against 13.5 per mesh), the clipping drops sources and defects, and the σ of
  * a·I + b is a·σ, so the masks do not depend on the data's units. No valid pixel gives 0 (no
- * pass will run then). */
-static int measure_noise(tide_ctx *ctx, const tide_image *im, uint16_t vbits, double *sigma) {
+ * pass will run then; no check of the model). */
+static int measure_noise(tide_ctx *ctx, const tide_image *im, uint16_t vbits, double *sigma,
+                         double *sky) {
     tide_bkg_params bp;
     tide_bkg_params_default(&bp);
     bp.mask_bits = vbits;
     tide_bkg_summary s;
     *sigma = 0.0;
+    *sky = 0.0;
     int st = tide_background_estimate(ctx, im, &bp, NULL, NULL, &s);
     if (st == TIDE_E_EMPTY) {
         tide_error_clear();
         return 0;
     }
     if (st)
-        return tide_error_prefix(st, "cosmetics: the noise without a gain: ");
+        return tide_error_prefix(st, "cosmetics: the frame's noise: ");
     *sigma = s.global_rms;
-    tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
-             "no gain: pixel noise %.6g ADU from the frame's background RMS (sky %.6g), no "
-             "Poisson term",
-             *sigma, s.global_back);
+    *sky = s.global_back;
+    return 0;
+}
+
+/* With a gain: the model's σ at the frame's sky level against the σ measured there (as
+ * measure_noise). A frame whose sky was subtracted (DECam community-pipeline products, many
+ * archive frames) still carries the sky's photon noise, but its level is ~0, so the model
+ * gives only the read noise: 3 ADU against 34 measured on DEC-OBS04a, and L.A.Cosmic and the
+ * hot/cold/bad-column passes then flag half the frame, stars included. When the measured σ
+ * exceeds the model's by more than TIDE_COS_MODEL_SLACK, the missing photon noise is put
+ * back as a constant variance (in the read-noise term, e-²) that makes the model meet the
+ * measurement at the sky level; sources still add their own Poisson term above it. The
+ * slack keeps frames the model describes (σ within a few per cent of it: sources and
+ * clipping move the measured σ a little) exactly as they were. A model above the
+ * measurement (an average of frames, a gain too low) is kept: it can only miss faint hits. */
+#define TIDE_COS_MODEL_SLACK 1.25
+static int check_model(tide_ctx *ctx, const tide_image *im, uint16_t vbits,
+                       tide_cosmetics_params *pm) {
+    double sig, sky;
+    int st = measure_noise(ctx, im, vbits, &sig, &sky);
+    if (st || !(sig > 0.0))
+        return st;
+    const double g = pm->gain, rn2 = pm->rdnoise * pm->rdnoise;
+    const double e = g * (sky - pm->bias) > 1e-5 * g ? g * (sky - pm->bias) : 1e-5 * g;
+    const double model = sqrt(e + rn2) / g;
+    if (!(sig > TIDE_COS_MODEL_SLACK * model))
+        return 0;
+    pm->rdnoise = sqrt(g * g * sig * sig - e);
+    tide_log(&ctx->log, TIDE_LOG_WARN, "cosmetics",
+             "the noise model (gain %.6g e-/ADU, read noise %.6g e-) gives %.6g ADU at the sky "
+             "level %.6g ADU, the frame has %.6g ADU (sky subtracted?): using %.6g e- of "
+             "constant noise instead of the read noise",
+             g, sqrt(rn2), model, sky, sig, pm->rdnoise);
     return 0;
 }
 
@@ -198,8 +230,17 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
     const int64_t npix = im->width * im->height;
     tide_cosmetics_params pm = *p;
     if (!(pm.gain > 0.0) && !(pm.noise_rms > 0.0)) {
+        double sky;
         int s0 = measure_noise(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA),
-                               &pm.noise_rms);
+                               &pm.noise_rms, &sky);
+        if (s0)
+            return s0;
+        tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
+                 "no gain: pixel noise %.6g ADU from the frame's background RMS (sky %.6g), no "
+                 "Poisson term",
+                 pm.noise_rms, sky);
+    } else if (pm.gain > 0.0 && (pm.hot || pm.cold || pm.badcol || pm.cosmic)) {
+        int s0 = check_model(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA), &pm);
         if (s0)
             return s0;
     }

@@ -1,21 +1,10 @@
 /* kron_cpu.c — CPU twin of the Kron kernel: one source per OpenMP iteration. */
 #include <math.h>
 #include "phot/aperture_math.h"
+#include "phot/aperture_pixel.h"
 #include "phot/kron_kernels.h"
 #include "phot/kron_math.h"
 #include "tide/photometry.h"
-
-static inline int kr_pixel(const tide_ap_planes *im, int64_t i, int64_t j, double *d,
-                           double *v) {
-    const float pv = im->pix[j * im->stride + i];
-    const float vv = im->var ? im->var[j * im->var_stride + i] : 0.0f;
-    if ((im->mask && (im->mask[j * im->stride + i] & im->mask_bits)) || !isfinite(pv) ||
-        !isfinite(vv))
-        return 0;
-    *d = pv;
-    *v = vv;
-    return 1;
-}
 
 static void kron_one(const tide_kron_job *job, int64_t s) {
     const tide_ap_planes *im = &job->im;
@@ -39,7 +28,7 @@ static void kron_one(const tide_kron_job *job, int64_t s) {
             const double dx = i - cx, dy = j - cy;
             const double r2 = g.cxx * dx * dx + g.cyy * dy * dy + g.cxy * dx * dy;
             double d, v;
-            if (r2 > ns2 || !kr_pixel(im, i, j, &d, &v)) continue;
+            if (r2 > ns2 || !tide_ap_read(im, i, j, &d, &v)) continue;
             r1 += sqrt(r2) * d;
             v1 += d;
         }
@@ -48,24 +37,16 @@ static void kron_one(const tide_kron_job *job, int64_t s) {
     if (failed) fl |= TIDE_PHOT_FIT_FAILED;
     /* flux in the ellipse of scale K */
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
-    double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
+    tide_ap_acc a = tide_ap_acc_zero();
     for (int64_t j = y0; j <= y1; j++)
         for (int64_t i = x0; i <= x1; i++) {
             const double w = tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K,
                                                   g.reach, job->subpix);
-            if (w <= 0.0) continue;
-            double d, v;
-            if (i < 0 || j < 0 || i >= im->width || j >= im->height) aout += w;
-            else if (!kr_pixel(im, i, j, &d, &v)) amask += w;
-            else {
-                sf += w * d;
-                sv += w * v;
-                aval += w;
-            }
+            if (w > 0.0) tide_ap_add(&a, im, i, j, w, cx, cy, job->mask_correct);
         }
     int32_t af;
-    tide_ap_finalize(sf, sv, aval, amask, aout, 0.0, 0.0, job->mask_correct, job->gain_eff,
-                     &job->flux[s], &job->fluxerr[s], &af);
+    tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0, job->mask_correct,
+                     job->gain_eff, &job->flux[s], &job->fluxerr[s], &af);
     if (job->kron_radius) job->kron_radius[s] = K;
     job->flags[s] = fl | af;
 }

@@ -5,23 +5,12 @@
 #include "core/box_walk.h"
 #include "core/cuda_check.h"
 #include "phot/aperture_math.h"
+#include "phot/aperture_pixel.h"
 #include "phot/kron_kernels.h"
 #include "phot/kron_math.h"
 #include "tide/photometry.h"
 
 #define KR_WARPS 4
-
-__device__ static inline int kr_pixel_dev(const tide_ap_planes &im, int64_t i, int64_t j,
-                                          double *d, double *v) {
-    const float pv = im.pix[j * im.stride + i];
-    const float vv = im.var ? im.var[j * im.var_stride + i] : 0.0f;
-    if ((im.mask && (im.mask[j * im.stride + i] & im.mask_bits)) || !isfinite(pv) ||
-        !isfinite(vv))
-        return 0;
-    *d = pv;
-    *v = vv;
-    return 1;
-}
 
 __device__ static inline double kr_warp_sum(double v) {
     for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
@@ -60,7 +49,7 @@ __global__ void kron_kernel(const tide_kron_job job) {
             const double dx = i - cx, dy = j - cy;
             const double r2 = g.cxx * dx * dx + g.cyy * dy * dy + g.cxy * dx * dy;
             double d, v;
-            if (r2 > ns2 || !kr_pixel_dev(job.im, i, j, &d, &v)) continue;
+            if (r2 > ns2 || !tide_ap_read(&job.im, i, j, &d, &v)) continue;
             r1 += sqrt(r2) * d;
             v1 += d;
         }
@@ -72,7 +61,7 @@ __global__ void kron_kernel(const tide_kron_job job) {
     int failed;
     const double K = tide_kron_radius(r1, v1, job.kron_fact, job.min_radius, &failed);
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
-    double sf = 0, sv = 0, aval = 0, amask = 0, aout = 0;
+    tide_ap_acc a = tide_ap_acc_zero();
     const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
     int64_t col, row;
     tide_box_walk_start(lane, bw, &col, &row);
@@ -80,25 +69,18 @@ __global__ void kron_kernel(const tide_kron_job job) {
         const int64_t j = y0 + row, i = x0 + col;
         const double w = tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K, g.reach,
                                               job.subpix);
-        if (w <= 0.0) continue;
-        double d, v;
-        if (i < 0 || j < 0 || i >= job.im.width || j >= job.im.height) aout += w;
-        else if (!kr_pixel_dev(job.im, i, j, &d, &v)) amask += w;
-        else {
-            sf += w * d;
-            sv += w * v;
-            aval += w;
-        }
+        if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
     }
-    sf = kr_warp_sum(sf);
-    sv = kr_warp_sum(sv);
-    aval = kr_warp_sum(aval);
-    amask = kr_warp_sum(amask);
-    aout = kr_warp_sum(aout);
+    a.sf = kr_warp_sum(a.sf);
+    a.sv = kr_warp_sum(a.sv);
+    a.aval = kr_warp_sum(a.aval);
+    a.amask = kr_warp_sum(a.amask);
+    a.amiss = kr_warp_sum(a.amiss);
+    a.aout = kr_warp_sum(a.aout);
     if (lane == 0) {
         int32_t af;
-        tide_ap_finalize(sf, sv, aval, amask, aout, 0.0, 0.0, job.mask_correct, job.gain_eff,
-                         &job.flux[s], &job.fluxerr[s], &af);
+        tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0,
+                         job.mask_correct, job.gain_eff, &job.flux[s], &job.fluxerr[s], &af);
         if (job.kron_radius) job.kron_radius[s] = K;
         job.flags[s] = af | (failed ? TIDE_PHOT_FIT_FAILED : 0);
     }

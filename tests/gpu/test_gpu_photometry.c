@@ -107,6 +107,7 @@ int main(void) {
     p.gain = 2.0;
     p.bkgann_in = 13.0;
     p.bkgann_out = 19.0;
+    p.mask_correct = 1; /* mirror replacement of the masked and NaN pixels, and its fallback */
     tide_aper_extra exc = {NULL, NULL, afc, bc, bec}, exg = {NULL, NULL, afg, bg, beg};
     CHECK_OK(tide_aperture_photometry_ex(cpu, &im, NULL, N, x, y, nr, radii, &p, fc, ec, flc, &exc));
     CHECK_OK(tide_aperture_photometry_ex(gpu, &im, NULL, N, x, y, nr, radii, &p, fg, eg, flg, &exg));
@@ -137,6 +138,7 @@ int main(void) {
         tide_kron_params kp;
         tide_kron_params_default(&kp);
         kp.aper.gain = 2.0;
+        kp.aper.mask_correct = 1;
         CHECK_OK(tide_kron_photometry(cpu, &im, NULL, N, x, y, a, b, th, &kp, krc, kfc, kec, kflc));
         CHECK_OK(tide_kron_photometry(gpu, &dim, NULL, N, x, y, a, b, th, &kp, krg, kfg, keg, kflg));
         CHECK(fails_rel("kron radius", krc, krg, N, 1e-5, 1e-9) == 0);
