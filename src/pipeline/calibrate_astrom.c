@@ -68,6 +68,9 @@ static int fetch_ref(const tide_calib_params *p, const field_guess *g, tide_cal_
  * bound the two hinted attempts may take at most, so that a header whose scale or position
  * is wrong leaves most of the bound to the blind attempt. */
 #define CAL_QUICK_NBRIGHT 150
+/* Odds a blind solve must reach (astrometry.net's 1e9 for a hinted one; see the blind
+ * attempt below). */
+#define CAL_BLIND_ODDS 1e14
 #define CAL_QUICK_SHARE 0.2
 #define CAL_HINTED_SHARE 0.3
 
@@ -126,6 +129,13 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
         q.has_position = 0;
         q.scale_lo = q.scale_hi = 0;
         q.radius_deg = 0;
+        /* A blind search tries every index scale over the whole sky, ~1e5 times the
+         * hypotheses of a hinted one (41,253 deg² against a hint's few, times the scale
+         * range), so its false-alarm odds are ~1e5 times worse at the same threshold: the
+         * DECam cutouts of ../shared/data/diff (67" across, beneath every Tycho-2 index) solve
+         * blind at log-odds 28.8 and 30.2 with 8 of 23-27 stars, above log(1e9) = 20.7, while
+         * real blind solves reach 150+. The odds to accept rise by that factor. */
+        q.logodds_solve = fmax(q.logodds_solve, log(CAL_BLIND_ODDS));
         q.timeout_s = time_left_s(t_end_ms);
         st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
         if (st == TIDE_E_NOSOLVE && why[0]) {

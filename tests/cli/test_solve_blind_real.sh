@@ -7,8 +7,12 @@
 # claims 0.53"/px at (40, -20): the hinted attempts fail and the blind one must find it.
 # Checks: solved blind; the two solutions within 0.3 px (median over a 9x9 grid) and 1.5 px
 # (worst corner) of each other; on solve-field's own matched Tycho-2 stars (its .corr file)
-# tide's median residual no worse than 1.2x solve-field's; tide's solve no slower than 1.5x
-# solve-field's run. (At 170"/px, 1" is 0.006 px: the issue's 1" is met here in pixels.)
+# tide's median residual no worse than 1.2x solve-field's. Both times are printed, not held:
+# speed is measured by benchmarks, not by timed tests on a shared CI machine. (At 170"/px, 1"
+# is 0.006 px: the issue's 1" is met here in pixels.) Cosmic-ray cleaning is off: an 8-bit
+# JPEG of a camera lens has no cosmic rays, and L.A.Cosmic (tide's, and astroscrappy alike)
+# takes the cores of its undersampled, clipped stars for hits (tracked by the gauntlet's
+# apod4 row), which this astrometry test is not about.
 # Skips (77) without solve-field, netpbm, the Tycho-2 index files 15-19 or the shared data.
 # Cost: ~10 s on 2 cores.
 set -u
@@ -53,6 +57,7 @@ t1=$(date +%s.%N)
 sf_s=$(echo "$t1 - $t0" | bc)
 
 "$TIDE" reduce "$tmp/wrong.fits" -o "$tmp/cat.fits" --index-dir "$IDX" --backend cpu --json \
+    --set processing.clean_cosmics=false \
     >"$tmp/tide.json" 2>"$tmp/tide.err"
 rc=$?
 [ $rc -eq 0 ] && ok "tide reduce exits 0" || bad "tide reduce exited $rc: $(tail -3 "$tmp/tide.err")"
@@ -109,8 +114,6 @@ if not errs:
     if not res['tide'] <= 1.2 * res['solve-field']:
         errs.append('tide residual on the .corr stars %.1f" > 1.2 x %.1f"'
                     % (res['tide'], res['solve-field']))
-    if not ms / 1e3 <= 1.5 * sf_s:
-        errs.append('tide solve %.2f s > 1.5 x solve-field %.2f s' % (ms / 1e3, sf_s))
 if errs:
     print('; '.join(errs))
     sys.exit(1)
