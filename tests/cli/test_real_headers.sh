@@ -8,16 +8,7 @@
 # Skips when the package cannot be fetched and no shared data is present.
 set -u
 TIDE=${TIDE_BIN:?}
-cache=${TIDE_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tide/real}
-mkdir -p "$cache" || exit 1
-if [ ! -d "$cache/midas" ]; then
-    tmp=$(mktemp -d)
-    if (cd "$tmp" && apt-get download -q eso-midas-testdata >/dev/null 2>&1) &&
-        dpkg -x "$tmp"/eso-midas-testdata_*.deb "$tmp/x"; then
-        mv "$tmp/x" "$cache/midas"
-    fi
-    rm -rf "$tmp"
-fi
+. "$(dirname "$0")/../real/fetch_midas.sh" || exit 1
 dirs=()
 [ -d "$cache/midas" ] && dirs+=("$cache/midas")
 [ -d "${TIDE_SHARED_DATA:-/nonexistent}" ] && dirs+=("$TIDE_SHARED_DATA")

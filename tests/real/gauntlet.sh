@@ -17,16 +17,7 @@ PY=${TIDE_PYTHON:-/usr/bin/python3}
 for t in source-extractor solve-field; do
     command -v $t >/dev/null || { echo "SKIP: $t not installed (scripts/install-deps.sh)"; exit 77; }
 done
-cache=${TIDE_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tide/real}
-mkdir -p "$cache" || exit 1
-if [ ! -d "$cache/midas" ]; then
-    tmp=$(mktemp -d)
-    if (cd "$tmp" && apt-get download -q eso-midas-testdata >/dev/null 2>&1) &&
-        dpkg -x "$tmp"/eso-midas-testdata_*.deb "$tmp/x"; then
-        mv "$tmp/x" "$cache/midas"
-    fi
-    rm -rf "$tmp"
-fi
+. "$here/fetch_midas.sh" || exit 1
 dirs=()
 m=$(ls -d "$cache"/midas/usr/lib/eso-midas/*/test 2>/dev/null | head -1)
 [ -n "$m" ] && for s in prim fits; do [ -d "$m/$s" ] && dirs+=("$m/$s"); done
