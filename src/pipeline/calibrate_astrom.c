@@ -136,10 +136,12 @@ static int solve_field(tide_ctx *ctx, const tide_calib_params *p, const tide_cal
          * blind at log-odds 28.8 and 30.2 with 8 of 23-27 stars, above log(1e9) = 20.7, while
          * real blind solves reach 150+. The odds to accept rise by that factor. */
         q.logodds_solve = fmax(q.logodds_solve, log(CAL_BLIND_ODDS));
-        /* ... and to keep: as in a hinted run (both 1e9), only a match that can be taken is
-         * tweaked. Matches kept below the odds to solve leaked the tweak's allocations inside
-         * libastrometry (LeakSanitizer: tweak2, sip_create, startree_search_for). */
+        /* ... and to keep and to tune up: only a match that can be taken is tweaked. A match
+         * tuned up (tweak2) and then not kept leaves the tweak's allocations inside
+         * libastrometry 0.93, which calls no one back for it (LeakSanitizer: sip_create,
+         * tweak2, startree_search_for); a blind solve worth taking reaches 1e14 untuned. */
         q.logodds_keep = fmax(q.logodds_keep, q.logodds_solve);
+        q.logodds_tune = fmax(q.logodds_tune, q.logodds_solve);
         q.timeout_s = time_left_s(t_end_ms);
         st = tide_solve(solver, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
         if (st == TIDE_E_NOSOLVE && why[0]) {
