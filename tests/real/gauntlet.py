@@ -342,18 +342,6 @@ def pixel_defects(path, se, snr):
         if np.isfinite(med):
             out |= (share > DEFECT_PEAK_SHARE_LOCUS) & (share > DEFECT_LOCUS * med)
     return out
-    if img.ndim != 2:
-        return out
-    ny, nx = img.shape
-    for i, (xp, yp, b) in enumerate(zip(se["XPEAK_IMAGE"], se["YPEAK_IMAGE"],
-                                        se["BACKGROUND"])):
-        x, y = int(xp) - 1, int(yp) - 1
-        if x < 1 or y < 1 or x >= nx - 1 or y >= ny - 1:
-            continue
-        box = img[y - 1:y + 2, x - 1:x + 2] - b
-        tot = box.sum()
-        out[i] = tot > 0 and box[1, 1] > DEFECT_PEAK_SHARE * tot
-    return out
 
 
 def run_tide(tide, path, d, scale):
