@@ -12,6 +12,8 @@
  *     logical, an integer that fits in 64 bits, a finite real;
  *   - BITPIX is one of the six, NAXIS at most 999, every axis length and the data size are
  *     computed with overflow checks, and the data unit lies inside the file;
+ *   - a card that cfitsio's looser lookup would take for one of those keywords is written as
+ *     that keyword, and no second card gives one of them another value (fits_card_keys.h);
  *   - BSCALE (and a ZSCALE keyword) is finite and non-zero;
  *   - a tile-compressed image's table is checked against the bytes it holds (fits_tiles.c).
  * A file that passes is handed to cfitsio; one that does not is refused with a message naming
@@ -34,6 +36,7 @@
 #include <zlib.h>
 
 #include "core/checked.h"
+#include "fits_card_keys.h"
 #include "fits_internal.h"
 #include "fits_tiles.h"
 #include "tide/status.h"
@@ -203,6 +206,7 @@ typedef struct hdu_keys {
     int64_t bitpix, naxis, naxes[1000], pcount, gcount;
     int have_bitpix, have_naxis, have_naxes[1000];
     int zimage, bintable;
+    tide_key_set seen; /* the keywords of key_type's list set so far, with their values */
 } hdu_keys;
 
 /** A file being scanned: its descriptor and size. */
@@ -241,6 +245,16 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
                               "(byte %d at column %d); a FITS header is ASCII text",
                               sf->path, hdu, (long long)cardno + 1, key[0] ? key : "blank",
                               (unsigned char)c[i], i + 1);
+    /* a card cfitsio would read as one of the keywords it interprets must be written as that
+     * keyword, or the two readers disagree on the value (fits_card_keys.h) */
+    char cname[72];
+    int standard = tide_fits_cfitsio_key_name(c, cname);
+    if (key_type(cname) != K_OTHER && !(standard && !strcmp(cname, key)))
+        return tide_error(TIDE_E_FORMAT,
+                          "%s[HDU %d]: header card %lld ('%.20s') is not written as a keyword "
+                          "(upper case in columns 1-8, then '= ' in columns 9-10), but cfitsio "
+                          "would read it as %s",
+                          sf->path, hdu, (long long)cardno + 1, c, cname);
     if (commentary) {
         for (int i = 0; i < 8; i++)
             if ((unsigned char)c[i] > 126)
@@ -279,6 +293,22 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
         return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: header card %lld: %s must be %s, not '%.*s'",
                           sf->path, hdu, (long long)cardno + 1, key, type_words(t),
                           vk == V_BAD ? 40 : cpos, c + 10);
+    /* cfitsio's lookup may take either of two cards of one name (it starts where its last
+     * read ended), tide's the first: a second value for one of these keywords is refused */
+    int vs = 0, ve = vk == V_BAD ? CARD - 10 : cpos;
+    while (vs < ve && c[10 + vs] == ' ')
+        vs++;
+    while (ve > vs && c[10 + ve - 1] == ' ')
+        ve--;
+    int64_t first = 0;
+    int dup = tide_key_set_put(&hk->seen, key, c + 10 + vs, (size_t)(ve - vs), cardno, &first);
+    if (dup < 0)
+        return tide_error(TIDE_E_NOMEM, "%s: no memory", sf->path);
+    if (dup)
+        return tide_error(TIDE_E_FORMAT,
+                          "%s[HDU %d]: header cards %lld and %lld both set %s, to different "
+                          "values (cfitsio may read either)",
+                          sf->path, hdu, (long long)first + 1, (long long)cardno + 1, key);
     if ((!strcmp(key, "BSCALE") || !strcmp(key, "ZSCALE")) && dv == 0)
         return tide_error(TIDE_E_FORMAT,
                           "%s[HDU %d]: header card %lld: %s = 0 would make every pixel the same "
@@ -304,7 +334,7 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
         const char *v = c + 10;
         while (*v == ' ')
             v++;
-        hk->zimage = *v == 'T';
+        hk->zimage |= *v == 'T'; /* cfitsio's ffbinit: any ZIMAGE = T card makes it one */
     } else if (!strcmp(key, "XTENSION")) {
         const char *v = c + 10;
         while (*v == ' ')
@@ -423,6 +453,7 @@ static int scan_hdu(const scan_file *sf, int hdu, int64_t off, int64_t *next) {
         *next = pos + padded;
     }
     tide_header_free(&raw);
+    tide_key_set_free(&hk->seen);
     free(hk);
     return st;
 }

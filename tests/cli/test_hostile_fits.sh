@@ -91,6 +91,33 @@ w("wcs_unclosed.fits", primary([card("CTYPE1", "'RA---TAN"), card("CTYPE2", "'DE
 w("wcs_highbytes.fits", primary(wcs + [card("CD1_1", "-1E-4"), card("CD2_2", "1E-4"),
   ("COMMENT \xff\xfe\x80 observer's notes \xe9\xe8" + "\xa7" * 40).ljust(80)[:80],
   (card("FILTER", "'R'")[:30] + "/ \xb0\xff\x7f\x80").ljust(80)]))
+# cards cfitsio reads otherwise than tide (issue 22, fuzzing): a second ZIMAGE that hid the
+# tile check from a ZTILE2 = 0 (cfitsio's SIGFPE), keyword forms cfitsio's lookup still finds
+import io
+from astropy.io import fits
+b = io.BytesIO()
+fits.HDUList([fits.PrimaryHDU(), fits.CompImageHDU(np.arange(256, dtype=np.int16).reshape(16, 16),
+              compression_type="RICE_1")]).writeto(b)
+rice = b.getvalue()
+def edit(blob, key, new=None, add=()):
+    """Replace card KEY of the second header with NEW; put the cards ADD before its END."""
+    out = bytearray(blob)
+    at = lambda k, start=2880: next(i for i in range(start, len(out), 80) if out[i:i + 8] == k.ljust(8).encode())
+    if new is not None:
+        i = at(key)
+        out[i:i + 80] = new.ljust(80).encode()
+    end = at("END")
+    assert (end + 80 * (len(add) + 1)) <= (end // 2880 + 1) * 2880, "no room in the header block"
+    for c in add:
+        out[end:end + 80] = c.ljust(80).encode()
+        end += 80
+    out[end:end + 80] = "END".ljust(80).encode()
+    return bytes(out)
+w("zimage_twice.fits", edit(rice, "ZTILE2", card("ZTILE2", "0"), [card("ZIMAGE", "F")]))
+w("ztile_nospace.fits", edit(rice, "ZTILE2", "ZTILE2  =0"))
+w("ztile_lower.fits", edit(rice, "ZTILE2", card("ztile2", "0")))
+w("bscale_hierarch.fits", primary(["HIERARCH BSCALE = 0".ljust(80)], np.arange(64, dtype=">i2").reshape(8, 8), 16))
+w("bzero_twice.fits", primary([card("BZERO", "0"), card("BZERO", "32768")], np.arange(64, dtype=">i2").reshape(8, 8), 16))
 PYEOF
 
 # refuse FILE WORDS...: `tide info FILE` and `tide stats FILE` exit 1, stderr names the file
@@ -132,6 +159,11 @@ refuse naxis1000.fits "NAXIS"
 refuse wrap.fits "overflows"
 refuse bscale0.fits "BSCALE = 0"
 refuse bscale_nan.fits "BSCALE must be a number"
+refuse zimage_twice.fits "HDU 1" "both set ZIMAGE"
+refuse ztile_nospace.fits "HDU 1" "cfitsio would read it as ZTILE2"
+refuse ztile_lower.fits "HDU 1" "cfitsio would read it as ZTILE2"
+refuse bscale_hierarch.fits "HDU 0" "cfitsio would read it as BSCALE"
+refuse bzero_twice.fits "HDU 0" "both set BZERO"
 
 # fit-dipoles: the wrapped cube is refused, the NaN stamp pixel is skipped (no crash)
 "$TIDE" fit-dipoles --backend cpu wrap.fits -o fit.fits 2>"$E"; rc=$?
