@@ -1,4 +1,4 @@
-/* fuzz_config.c — libFuzzer harness: the JSON configuration loader (src/core/config_load.c:
+/* fuzz_config.c — libFuzzer harness: the JSON configuration loader (src/core/config/config_load.c:
  * jansson, the schema check, error positions from config_scan.c) on a buffer of exactly the
  * input's size (no NUL after it: an over-read is an ASan report), as an instrument layer and
  * as a default layer, then the merged configuration written back as JSON; short inputs also

@@ -1,8 +1,8 @@
 /* fuzz_refcat_csv.c — libFuzzer harness: the CSV reference-catalog reader
- * (src/io/refcat_csv.c: quotes, header names, degrees or sexagesimal angles), with the default
+ * (src/refcat/refcat_csv.c: quotes, header names, degrees or sexagesimal angles), with the default
  * column names and with "ra", "dec", "mag" named explicitly, as tide_refcat_read calls it. */
 #include "fuzz_common.h"
-#include "io/refcat_internal.h"
+#include "refcat/refcat_internal.h"
 #include "tide/refcat.h"
 #include "tide/table.h"
 

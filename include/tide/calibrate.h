@@ -49,7 +49,7 @@
 #include "tide/header.h"
 #include "tide/instrument.h"
 #include "tide/photcal.h"
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/refcat.h"
 #include "tide/solve.h"
 #include "tide/wcsfit.h"

@@ -2,7 +2,7 @@
  * CSV.
  *
  * A catalog is a tide_table (table.h) whose columns carry Source Extractor's names, units and
- * FITS 1-based pixel coordinates (the pipeline builds it; pipeline.h lists the columns), plus
+ * FITS 1-based pixel coordinates (the pipeline builds it; reduce.h lists the columns), plus
  * a header of summary cards. Every writer is atomic: the file appears complete under its name
  * or not at all (an existing file is replaced). */
 #ifndef TIDE_CATALOG_H

@@ -26,7 +26,7 @@
  *      from a hot pixel and gets HOT.
  *   4. Cosmic rays (TIDE_MASK_COSMIC): L.A.Cosmic, van Dokkum 2001, PASP 113, 1420 — Laplacian
  *      edge detection of the 2×-subsampled frame with the fine-structure test that protects
- *      stars, iterated (details in src/phot/cosmetics_lacosmic.c).
+ *      stars, iterated (details in src/reduction/cosmetics/cosmetics_lacosmic.c).
  *   5. Optional inpainting (TIDE_MASK_INTERP): pixels carrying `inpaint_bits` are replaced by
  *      the median of the unmasked pixels in their 5×5 box. They keep their defect bits, so a
  *      stage that excludes masked pixels still excludes them: inpainting never changes

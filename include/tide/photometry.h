@@ -12,7 +12,7 @@
  * pixel square (as sep's subpix=0 and photutils' method='exact'); a pixel value is weighted
  * by that area. Elliptical (Kron) apertures are sampled on a subpix × subpix grid in boundary
  * pixels (exact area for pixels wholly inside). The overlap math is one TIDE_HD function
- * shared by both backends (src/phot/aperture_math.h).
+ * shared by both backends (src/reduction/photometry/aperture_math.h).
  *
  * Masks. A pixel is *excluded* when its mask has any of p->mask_bits, or when its value or
  * variance is not finite. Excluded pixels never enter a sum; their overlap area is reported

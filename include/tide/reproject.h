@@ -35,7 +35,7 @@
  *
  * Backends. A CPU context needs host images. A CUDA context takes device images, or host
  * images which are uploaded, resampled and copied back. The CPU and CUDA twins share their
- * per-pixel math (src/diff/reproject_math.h) and agree to float rounding. Deterministic: no
+ * per-pixel math (src/difference/reproject/reproject_math.h) and agree to float rounding. Deterministic: no
  * atomics, each output pixel is one fixed sum. */
 #ifndef TIDE_REPROJECT_H
 #define TIDE_REPROJECT_H

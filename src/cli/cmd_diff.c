@@ -1,5 +1,5 @@
 /* cmd_diff.c — `tide diff SCIENCE.fits TEMPLATE.fits -o DIR`: the difference path
- * (diffpipe.h): reprojection onto one grid, PSF-matched subtraction, candidates and dipole
+ * (diff.h): reprojection onto one grid, PSF-matched subtraction, candidates and dipole
  * fits, written as FITS files and PNG pictures into DIR, all or nothing. With --template,
  * one template prepared once and any number of science frames, each into DIR/STEM. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "tide/diffpipe.h"
+#include "tide/diff.h"
 
 static const char *help =
     "usage: tide diff SCIENCE.fits TEMPLATE.fits -o DIR [OPTIONS]\n"

@@ -1,5 +1,5 @@
 /* cmd_reduce.c — `tide reduce FRAME -o CATALOG.fits`: one calibrated frame to a source
- * catalog (cosmetics, background, PSF model, detection, photometry; pipeline.h), then, with a
+ * catalog (cosmetics, background, PSF model, detection, photometry; reduce.h), then, with a
  * reference catalog, astrometry and photometric calibration (calibrate.h), written as a FITS
  * table, FITS-LDAC or CSV and into a catalog store (store.h). Parameters come from the
  * instrument configuration with command-line overrides. */
@@ -15,7 +15,7 @@
 #include "reduce_calib.h"
 #include "tide/catalog.h"
 #include "tide/outfile.h"
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/store.h"
 
 static const char *help =

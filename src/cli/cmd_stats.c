@@ -1,6 +1,6 @@
 /* cmd_stats.c — `tide stats FILE`: pixel statistics of one image, identical on CPU and GPU.
  *
- * Every number comes from the deterministic reductions of reduce.h, so the CPU and CUDA
+ * Every number comes from the deterministic reductions of stats.h, so the CPU and CUDA
  * backends print the same digits. Values print with %.9g (enough to round-trip a float). */
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_util.h"
+#include "cli/bench/bench_util.h"
 #include "cli.h"
 #include "reduce_calib.h"
 #include "tide/catalog.h"

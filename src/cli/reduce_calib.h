@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "tide/calibrate.h"
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/outfile.h"
 #include "tide/store.h"
 

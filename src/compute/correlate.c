@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/correlate_kernels.h"
-#include "compute/fft_kernels.h"
+#include "correlate_kernels.h"
+#include "fft_kernels.h"
 #include "tide/ctx.h"
 #include "tide/fft.h"
 #include "tide/memory.h"

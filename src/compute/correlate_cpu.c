@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/correlate_kernels.h"
-#include "compute/correlate_math.h"
+#include "correlate_kernels.h"
+#include "correlate_math.h"
 #include "tide/status.h"
 
 /* Per spectrum row v: the Horner recurrence over the kernel rows j runs for all u at once

@@ -9,9 +9,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "compute/correlate_kernels.h"
-#include "compute/correlate_math.h"
-#include "core/cuda_check.h"
+#include "correlate_kernels.h"
+#include "correlate_math.h"
+#include "core/gpu/cuda_check.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 

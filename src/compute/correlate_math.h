@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "core/hd.h"
+#include "core/gpu/hd.h"
 
 /** One entry of a kernel's row table (correlate_kernels.h): rows_k[j][u] =
  *  sum_i k[j][i] exp(+s 2 pi i u (i - rx) / px) for the kernel row @p kr (kw taps), with

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/fft_kernels.h"
+#include "fft_kernels.h"
 #include "tide/ctx.h"
 #include "tide/fft.h"
 #include "tide/memory.h"

@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "compute/fft_kernels.h"
+#include "fft_kernels.h"
 #include "tide/status.h"
 
 static void omp_parallel_loop(void *(*work)(char *), char *jobdata, size_t elsize, int njobs,

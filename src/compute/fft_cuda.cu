@@ -6,7 +6,7 @@
 #include <cufft.h>
 #include <stdint.h>
 
-#include "compute/fft_kernels.h"
+#include "fft_kernels.h"
 #include "tide/status.h"
 
 static const char *cufft_name(cufftResult r) {

@@ -2,7 +2,7 @@
  * once for both backends (DESIGN §3).
  *
  * Selection is a most-significant-digit radix select over the order-preserving 32-bit keys of
- * the floats (reduce_math.h): a histogram of the top 11 bits of every selected pixel says which
+ * the floats (stats_math.h): a histogram of the top 11 bits of every selected pixel says which
  * bin holds rank r; a histogram of the next 11 bits among pixels with that prefix narrows it,
  * and the last 10 bits give the key itself. Three sweeps over the pixels, integer counts only,
  * so the answer is exact and identical on every backend. Several ranks share a sweep (up to
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/reduce_internal.h"
-#include "compute/reduce_math.h"
-#include "tide/reduce.h"
+#include "stats_internal.h"
+#include "stats_math.h"
+#include "tide/stats.h"
 #include "tide/status.h"
 
 /* Find the bin of histogram @p h holding 0-based rank *rem; subtract the counts below it. */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/select_f64.h"
+#include "select_f64.h"
 
 #define DEFINE_SELECT_KTH(name, T)                                                            \
     T name(T *v, int64_t n, int64_t k) {                                                      \

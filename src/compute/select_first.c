@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/select_first.h"
+#include "select_first.h"
 
 /* Swap two elements of @p size bytes through a small stack buffer. */
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t size) {

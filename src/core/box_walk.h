@@ -6,7 +6,7 @@
 #define TIDE_BOX_WALK_H
 #include <stdint.h>
 
-#include "core/hd.h"
+#include "core/gpu/hd.h"
 
 /** Column and row of pixel @p t of a box @p bw wide (both 0 for an empty box, bw < 1). */
 TIDE_HD static inline void tide_box_walk_start(int64_t t, int64_t bw, int64_t *col,

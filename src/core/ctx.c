@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_internal.h"
+#include "core_internal.h"
 #include "tide/ctx.h"
 #include "tide/status.h"
 
 #ifdef TIDE_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include "core/cuda_check.h"
+#include "core/gpu/cuda_check.h"
 #endif
 
 int tide_cuda_available(int *count) {

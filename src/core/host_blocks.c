@@ -24,7 +24,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "core/core_internal.h"
+#include "core_internal.h"
 #include "tide/memory.h"
 
 #define HB_MAX 256 /* blocks tracked at once; beyond that plain calloc/free */

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_internal.h"
-#include "core/checked.h"
+#include "core_internal.h"
+#include "checked.h"
 #include "tide/ctx.h"
 #include "tide/image.h"
 #include "tide/memory.h"

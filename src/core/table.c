@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/checked.h"
+#include "checked.h"
 #include "tide/status.h"
 #include "tide/table.h"
 

@@ -3,14 +3,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/core_internal.h"
+#include "core_internal.h"
 #include "tide/ctx.h"
 #include "tide/status.h"
 #include "tide/timer.h"
 
 #ifdef TIDE_HAVE_CUDA
 #include <cuda_runtime.h>
-#include "core/cuda_check.h"
+#include "core/gpu/cuda_check.h"
 #endif
 
 typedef struct stage_total {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipeline/calibrate_internal.h"
+#include "calibrate_internal.h"
 #include "tide/status.h"
 #include "tide/store.h"
 #include "tide/timer.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/calibrate_internal.h"
+#include "calibrate_internal.h"
 #include "tide/crossmatch.h"
 #include "tide/obsinfo.h"
 #include "tide/status.h"

@@ -1,13 +1,13 @@
 /* diff.c — tide_diff_run: stage order, memory plan and outputs of the difference pipeline
- * (diffpipe.h). The stages do the science; this file decides what runs when, on which grid,
+ * (diff.h). The stages do the science; this file decides what runs when, on which grid,
  * where each image lives and what comes back to the host. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/diff_internal.h"
-#include "pipeline/diff_side.h"
+#include "diff_internal.h"
+#include "diff_side.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
@@ -24,7 +24,7 @@ void tide_diff_params_default(tide_diff_params *p) {
     tide_subtract_params_default(&p->sub);
     tide_candidate_params_default(&p->cand);
     tide_dipole_params_default(&p->dip);
-    p->dip.model = TIDE_DIPOLE_PSF; /* with the difference's PSF: see diffpipe.h */
+    p->dip.model = TIDE_DIPOLE_PSF; /* with the difference's PSF: see diff.h */
     p->stamp = 21;
     p->max_fit = 100000;
     p->keep_stamps = 16;

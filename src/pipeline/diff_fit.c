@@ -1,14 +1,14 @@
 /* diff_fit.c — stage 7 of the difference pipeline: candidate stamps cut where the context
  * computes, batched dipole and point-source fits (dipole.h), the candidate table of
- * diffpipe.h, and the stamps and models kept for the pictures. */
+ * diff.h, and the stamps and models kept for the pictures. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compute/select_f64.h"
-#include "pipeline/diff_internal.h"
-#include "pipeline/diff_ops.h"
+#include "diff_internal.h"
+#include "difference/noise/noise_ops.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 

@@ -1,11 +1,11 @@
-/* diff_internal.h — the pieces of the difference pipeline (diffpipe.h) shared by its files:
+/* diff_internal.h — the pieces of the difference pipeline (diff.h) shared by its files:
  * one frame's preparation, overlap check, candidate fits and pictures. */
 #ifndef TIDE_DIFF_INTERNAL_H
 #define TIDE_DIFF_INTERNAL_H
 #include <stdint.h>
 
 #include "tide/cosmetics.h"
-#include "tide/diffpipe.h"
+#include "tide/diff.h"
 #include "tide/wcs.h"
 
 /** One input frame on its own grid, ready for reprojection or subtraction. */
@@ -30,7 +30,7 @@ typedef struct tide_diffp_frame {
     uint16_t sub_sky_bits;
 } tide_diffp_frame;
 
-/** A template prepared once (diffpipe.h, tide_diff_template_prepare): its frame on its own
+/** A template prepared once (diff.h, tide_diff_template_prepare): its frame on its own
  *  grid, which is the output grid of every run against it, and what the runs' outputs take
  *  from it. */
 struct tide_diff_template {
@@ -41,7 +41,7 @@ struct tide_diff_template {
     char name[256];
 };
 
-/** Prepare @p im (diffpipe.h stages 2-3) into @p f with its WCS: @p wcs, already built from
+/** Prepare @p im (diff.h stages 2-3) into @p f with its WCS: @p wcs, already built from
  *  @p hdr (taken over: f owns it from the start, whatever the outcome), or NULL to build it
  *  here. @p gain, @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips
  *  the measurement. @p cos non-NULL: the cosmetics stage first (detector values from the
@@ -92,7 +92,7 @@ int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const ch
 
 /** Stage 7: cut stamps of the first n = min(rows, p->max_fit) candidates of @p cands from
  *  @p diff, fit them (TIDE_DIPOLE_PSF without a PSF: a Gaussian of @p fwhm, pixels), and
- *  build @p out (the candidate columns of diffpipe.h) from @p cands and the fits; keep the
+ *  build @p out (the candidate columns of diff.h) from @p cands and the fits; keep the
  *  first p->keep_stamps stamps and models in @p r. */
 int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
                    const tide_wcs *wcs, const tide_diff_params *p, double fwhm,

@@ -1,14 +1,14 @@
 /* diff_prep.c — one input frame of the difference pipeline on its own grid: WCS, background,
- * variance, saturation and FWHM (diffpipe.h stages 1-3), and the overlap check. */
+ * variance, saturation and FWHM (diff.h stages 1-3), and the overlap check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compute/select_f64.h"
-#include "pipeline/diff_internal.h"
-#include "pipeline/diff_ops.h"
-#include "pipeline/diff_side.h"
+#include "diff_internal.h"
+#include "difference/noise/noise_ops.h"
+#include "diff_side.h"
 #include "tide/background.h"
 #include "tide/cosmetics.h"
 #include "tide/detect.h"

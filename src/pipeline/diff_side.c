@@ -1,5 +1,5 @@
 /* diff_side.c — a job of the difference pipeline beside the caller's work (diff_side.h). */
-#include "pipeline/diff_side.h"
+#include "diff_side.h"
 
 #include <omp.h>
 #include <stdio.h>

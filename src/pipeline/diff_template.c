@@ -1,10 +1,10 @@
-/* diff_template.c — a template prepared once for many differences (diffpipe.h): stages 1-3
+/* diff_template.c — a template prepared once for many differences (diff.h): stages 1-3
  * of tide_diff_run on the template, kept for tide_diff_run_template. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/diff_internal.h"
+#include "diff_internal.h"
 #include "tide/status.h"
 
 void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t) {

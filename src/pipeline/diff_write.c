@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pipeline/diff_internal.h"
+#include "diff_internal.h"
 #include "tide/fits.h"
 #include "tide/outfile.h"
 #include "tide/png.h"

@@ -1,13 +1,13 @@
 /* reduce.c — tide_pipeline_run: stage order, memory plan and fallbacks of the reduction
- * pipeline (pipeline.h). The stages do the science; this file decides what runs when, where
+ * pipeline (reduce.h). The stages do the science; this file decides what runs when, where
  * each image lives and for how long, and what happens when a stage has too little to work
  * with. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/reduce_internal.h"
-#include "pipeline/reduce_ops.h"
+#include "reduce_internal.h"
+#include "reduction/maps/map_ops.h"
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/reduce_internal.h"
+#include "reduce_internal.h"
 #include "tide/detect.h"
 #include "tide/status.h"
 

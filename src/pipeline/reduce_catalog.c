@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/reduce_internal.h"
+#include "reduce_internal.h"
 #include "tide/coords.h"
 #include "tide/status.h"
 

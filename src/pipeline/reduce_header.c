@@ -1,10 +1,10 @@
 /* reduce_header.c — the catalog header: how the frame was reduced and what was found
- * (pipeline.h lists the keys). Only values that the same frame and options reproduce go in:
+ * (reduce.h lists the keys). Only values that the same frame and options reproduce go in:
  * no timings, no dates, so catalogs compare byte for byte between runs. */
 #include <math.h>
 #include <stdio.h>
 
-#include "pipeline/reduce_internal.h"
+#include "reduce_internal.h"
 #include "tide/status.h"
 
 /* Set a real key only when the value is finite (FITS has no NaN). */

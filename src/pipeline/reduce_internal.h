@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/wcs.h"
 
 /** Per-source results of the photometry stage, host arrays of n (or n·naper) elements. Any
@@ -31,7 +31,7 @@ int tide_pipe_phot_alloc(tide_pipe_phot *ph, int64_t n, int naper, const double 
 /** Free the arrays and zero the struct. */
 void tide_pipe_phot_free(tide_pipe_phot *ph);
 
-/** Build the catalog table (columns of pipeline.h, FITS 1-based coordinates) from the
+/** Build the catalog table (columns of reduce.h, FITS 1-based coordinates) from the
  *  detection table @p det (0-based columns of detect.h) and the photometry. @p det may have
  *  0 rows; then every column exists with no row. */
 int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tide_table *out);
@@ -43,7 +43,7 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
 int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
                           int64_t *ncarried);
 
-/** Write the run's summary cards into @p h (see pipeline.h). */
+/** Write the run's summary cards into @p h (see reduce.h). */
 int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
                            const tide_pipeline_result *r, int64_t width, int64_t height,
                            tide_header *h);

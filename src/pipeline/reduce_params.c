@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/status.h"
 
 void tide_pipeline_params_default(tide_pipeline_params *p) {

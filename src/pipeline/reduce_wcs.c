@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/reduce_internal.h"
+#include "reduce_internal.h"
 #include "tide/status.h"
 
 static void parse(tide_pipe_wcs_job *j) {

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sim_rng.h"
+#include "core/rng.h"
 #include "tide/sim.h"
 
 /* ---- WCS (sim_wcs.c) ----------------------------------------------------------------- */

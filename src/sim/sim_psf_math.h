@@ -10,7 +10,7 @@
 #define TIDE_SIM_PSF_MATH_H
 #include <math.h>
 
-#include "core/hd.h"
+#include "core/gpu/hd.h"
 
 /** Moffat alpha for a FWHM (pixels) and beta. */
 TIDE_HD static inline double sim_moffat_alpha(double fwhm, double beta) {

@@ -1,7 +1,7 @@
 /* tan_sip_cpu.c — CPU twins of the TAN/SIP kernels: one OpenMP loop over points. Each point
  * is independent, so the result does not depend on the thread count. */
-#include "wcs/tan_sip_kernels.h"
-#include "wcs/tan_sip_math.h"
+#include "tan_sip_kernels.h"
+#include "tan_sip_math.h"
 
 /* Below this many points a parallel region costs more than it saves. */
 enum { TANSIP_OMP_MIN = 4096 };

@@ -3,9 +3,9 @@
  * coefficient at the same time, which the constant cache broadcasts. Grid-stride loops, one
  * point per thread per step, double precision. */
 #include <cuda_runtime.h>
-#include "core/cuda_check.h"
-#include "wcs/tan_sip_kernels.h"
-#include "wcs/tan_sip_math.h"
+#include "core/gpu/cuda_check.h"
+#include "tan_sip_kernels.h"
+#include "tan_sip_math.h"
 
 static_assert(sizeof(tide_wcs_tansip) < 4000, "tide_wcs_tansip must fit the kernel parameters");
 

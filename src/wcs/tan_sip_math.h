@@ -13,7 +13,7 @@
 #ifndef TIDE_TAN_SIP_MATH_H
 #define TIDE_TAN_SIP_MATH_H
 #include <math.h>
-#include "core/hd.h"
+#include "core/gpu/hd.h"
 #include "tide/wcs.h"
 
 #define TIDE_TANSIP_D2R 0.017453292519943295769 /* pi / 180 */

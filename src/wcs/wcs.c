@@ -14,7 +14,7 @@
 #include <wcslib/wcsfix.h>
 #include <wcslib/wcshdr.h>
 #include "tide/status.h"
-#include "wcs/wcs_internal.h"
+#include "wcs_internal.h"
 
 /* wcslib keeps its error-message switch in a process-wide flag; turn it on once. */
 static pthread_once_t errmsg_once = PTHREAD_ONCE_INIT;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <wcslib/wcshdr.h>
 #include "tide/status.h"
-#include "wcs/wcs_internal.h"
+#include "wcs_internal.h"
 
 /* s matches "D+" (one or more digits) up to its end. */
 static int all_digits(const char *s) {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "tide/status.h"
-#include "wcs/wcs_internal.h"
+#include "wcs_internal.h"
 
 /* The value of @p key as a number: 1 when present and numeric, 0 when absent, -1 when present
  * but not a finite number. */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <wcslib/wcsmath.h> /* undefined() */
 #include "tide/status.h"
-#include "wcs/wcs_internal.h"
+#include "wcs_internal.h"
 
 #define DEG (3.14159265358979323846 / 180.0)
 

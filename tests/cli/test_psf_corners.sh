@@ -1,6 +1,6 @@
 #!/bin/bash
 # CLI test: a PSF model whose spatial variation runs away at the frame's corners is refitted
-# constant over the frame (src/phot/psf.c, model_check "CORNERS"). On the real frame
+# constant over the frame (src/reduction/psf/psf.c, model_check "CORNERS"). On the real frame
 # wcs/tnx.fits of ../shared/data (400 x 400, 22 PSF stars), the degree-2 coefficient fields
 # extrapolated to the corners gave Moffat FWHMs of 0.06 and 1318 px against 4.98 at the
 # centre; the second detection pass then filtered a corner with a 1318 px kernel and took

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Real frames through tide's header scan (issue 22, and a first brick of issue 15's gauntlet):
-# the scan that guards cfitsio (src/io/fits_scan.c, fits_tiles.c) must refuse hostile files
+# the scan that guards cfitsio (src/io/fits/fits_scan.c, fits_tiles.c) must refuse hostile files
 # without refusing real ones. Every FITS file of Debian's eso-midas-testdata (fetched at test
 # time into a cache outside the repository: apt-get download + dpkg -x, no install) and of
 # ../shared/data goes through `tide info`; none may be refused with one of the scan's reasons.

@@ -14,7 +14,7 @@ ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }
 
 # check_cat FILE MIN MAX: a valid catalog with MIN..MAX rows, the columns and header keys of
-# pipeline.h, finite positions inside the frame.
+# reduce.h, finite positions inside the frame.
 check_cat() {
     "$PY" - "$@" <<'PYEOF'
 import sys

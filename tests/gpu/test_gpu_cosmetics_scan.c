@@ -19,8 +19,8 @@ int main(void) {
     TIDE_TEST_SKIP("this build has no CUDA backend");
 }
 #else
-#include "phot/cosmetics_kernels.h"
-#include "phot/cosmetics_lines_math.h"
+#include "reduction/cosmetics/cosmetics_kernels.h"
+#include "reduction/cosmetics/cosmetics_lines_math.h"
 
 static uint64_t rs = 0xD1B54A32D192ED03ull;
 static uint32_t urand32(void) {

@@ -21,7 +21,7 @@ int main(void) {
     TIDE_TEST_SKIP("this build has no CUDA backend");
 }
 #else
-#include "phot/detect_kernels.h"
+#include "reduction/detect/detect_kernels.h"
 
 static uint64_t rs = 11;
 static double urand(void) {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/diff_ops.h"
+#include "difference/noise/noise_ops.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 #include "unit/diff_walkthrough.h"

@@ -19,7 +19,7 @@ int main(void) {
     TIDE_TEST_SKIP("this build has no CUDA backend");
 }
 #else
-#include "phot/psf_kernels.h"
+#include "reduction/psf/psf_kernels.h"
 
 typedef struct frame {
     tide_sim_frame f;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/reduce_ops.h"
+#include "reduction/maps/map_ops.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -22,7 +22,7 @@ int main(void) {
 }
 #else
 #include "../unit/test_subtract_synth.h"
-#include "diff/subtract_kernels.h"
+#include "difference/subtract/subtract_kernels.h"
 
 static double now_ms(void) {
     struct timespec t;

@@ -14,7 +14,7 @@ Tolerances (measured on this machine in brackets):
       max |tide - sep| <= 1e-5 x max|sep| for the RMS map                 [<= 3.9e-6]
       global background and RMS: relative 1e-6                            [equal]
   The residual is float rounding: tide evaluates SE's spline in a factorised, GPU-friendly
-  order (see src/phot/background_kernels.h), and computes each pixel's offset from the
+  order (see src/reduction/background/background_kernels.h), and computes each pixel's offset from the
   nodes directly where SE/sep add 1/mesh_w in float pixel after pixel (exact for mesh 64;
   for mesh 1000 it drifts by ~3e-5 of a mesh, the 3.9e-6 above)."""
 import ctypes as C

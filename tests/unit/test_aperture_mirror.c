@@ -1,5 +1,5 @@
 /* test_aperture_mirror.c — the masked-pixel correction of aperture and Kron photometry
- * (src/phot/aperture_pixel.h): a Gaussian star with masked wing pixels on one side and a
+ * (src/reduction/photometry/aperture_pixel.h): a Gaussian star with masked wing pixels on one side and a
  * masked core pixel, as cosmic-ray cleaning leaves them on real frames, must give the flux
  * of the unmasked star. Scaling the remainder by area / unmasked area (the old correction)
  * credits each masked wing pixel with the aperture's mean surface brightness and comes out

@@ -1,10 +1,10 @@
-/* test_aperture_overlap.c — the exact circle–pixel overlap (src/phot/aperture_math.h)
+/* test_aperture_overlap.c — the exact circle–pixel overlap (src/reduction/photometry/aperture_math.h)
  * against independent high-resolution numerical integration: circle wholly inside a pixel,
  * centred on pixel corners and edges, tiny and huge radii, random configurations, and the
  * identity Σ over all pixels = π r². */
 #include <math.h>
 #include <stdint.h>
-#include "phot/aperture_math.h"
+#include "reduction/photometry/aperture_math.h"
 #include "tide/status.h"
 #include "tide_test.h"
 

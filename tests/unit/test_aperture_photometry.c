@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "phot/aperture_math.h"
+#include "reduction/photometry/aperture_math.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -5,7 +5,7 @@
  * random histograms (exact equality). */
 #include <stdint.h>
 
-#include "phot/background_math.h"
+#include "reduction/background/background_math.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/cosmetics_internal.h"
-#include "phot/cosmetics_kernels.h"
-#include "phot/cosmetics_median.h"
+#include "reduction/cosmetics/cosmetics_internal.h"
+#include "reduction/cosmetics/cosmetics_kernels.h"
+#include "reduction/cosmetics/cosmetics_median.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

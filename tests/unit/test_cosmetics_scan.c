@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/cosmetics_internal.h"
-#include "phot/cosmetics_kernels.h"
-#include "phot/cosmetics_lines_math.h"
-#include "phot/cosmetics_region.h"
+#include "reduction/cosmetics/cosmetics_internal.h"
+#include "reduction/cosmetics/cosmetics_kernels.h"
+#include "reduction/cosmetics/cosmetics_lines_math.h"
+#include "reduction/cosmetics/cosmetics_region.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "astrom/crossmatch_math.h"
+#include "astrometry/crossmatch_math.h"
 #include "tide/crossmatch.h"
 #include "tide/tide.h"
 #include "tide_test.h"

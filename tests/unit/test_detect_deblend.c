@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/detect_deblend_math.h"
-#include "phot/detect_kernels.h"
+#include "reduction/detect/detect_deblend_math.h"
+#include "reduction/detect/detect_kernels.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

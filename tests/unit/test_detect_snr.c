@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/detect_filter_math.h"
-#include "phot/detect_kernels.h"
+#include "reduction/detect/detect_filter_math.h"
+#include "reduction/detect/detect_kernels.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

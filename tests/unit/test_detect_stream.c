@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/detect_kernels.h"
+#include "reduction/detect/detect_kernels.h"
 #include "tide/fft.h"
 #include "tide/tide.h"
 #include "tide_test.h"

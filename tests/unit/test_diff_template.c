@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tide/diffpipe.h"
+#include "tide/diff.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 #include "unit/diff_walkthrough.h"

@@ -5,7 +5,7 @@
  * closer than sigma). Counter-based noise (dipole_sim.h): deterministic in seed and index. */
 #ifndef TEST_DIPOLE_POP_H
 #define TEST_DIPOLE_POP_H
-#include "diff/dipole_sim.h"
+#include "difference/dipole/dipole_sim.h"
 
 /* Kinds of stamp. */
 enum { DPOP_DIPOLE = 0, DPOP_SINGLE = 1, DPOP_NOISE = 2 };

@@ -1,5 +1,5 @@
 /* test_dipole_sim.h — random simulated dipoles and point sources with known truth for the
- * dipole-fit tests: the stamp maker of src/diff/dipole_sim.h (shared with tide bench --diff)
+ * dipole-fit tests: the stamp maker of src/difference/dipole/dipole_sim.h (shared with tide bench --diff)
  * plus the statistics the tests use. */
 #ifndef TEST_DIPOLE_SIM_H
 #define TEST_DIPOLE_SIM_H
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff/dipole_sim.h"
+#include "difference/dipole/dipole_sim.h"
 #include "tide/tide.h"
 
 static int dsim_cmp(const void *a, const void *b) {

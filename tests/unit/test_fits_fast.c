@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/fits_fast.h"
+#include "io/fits/fits_fast.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -1,5 +1,5 @@
-/* test_fits_tiles.c — the tile-compressed image check (io/fits_tiles.h) and tide's RICE
- * decoder (io/rice_decode.h):
+/* test_fits_tiles.c — the tile-compressed image check (io/fits/fits_tiles.h) and tide's RICE
+ * decoder (io/fits/rice_decode.h):
  *  - the decoder against cfitsio's own fits_rcomp* / fits_rdecomp* on random data, several
  *    block sizes and tile lengths, bit for bit;
  *  - corrupted streams (cut, random, all zeros, all 0xFF) placed against a PROT_NONE page, so
@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/fits_tiles.h"
-#include "io/rice_decode.h"
+#include "io/fits/fits_tiles.h"
+#include "io/fits/rice_decode.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "tide/photcal.h"
-#include "tide/pipeline.h"
+#include "tide/reduce.h"
 #include "tide/sim.h"
 #include "tide/status.h"
 #include "tide_test.h"

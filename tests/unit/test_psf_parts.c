@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/psf_internal.h"
-#include "phot/psf_kernels.h"
-#include "phot/psf_math.h"
+#include "reduction/psf/psf_internal.h"
+#include "reduction/psf/psf_kernels.h"
+#include "reduction/psf/psf_math.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

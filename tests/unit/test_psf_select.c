@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phot/psf_internal.h"
+#include "reduction/psf/psf_internal.h"
 #include "tide/timer.h"
 #include "tide_test.h"
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sim/sim_rng.h"
+#include "core/rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -11,7 +11,7 @@
 #include <omp.h>
 #endif
 
-#include "../../src/store/sha256.h"
+#include "store/sha256.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/store/skycell.h"
+#include "store/skycell.h"
 #include "store_check.h"
 
 static void test_sha256(void) {

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "diff/subtract_kernels.h"
-#include "diff/subtract_math.h"
+#include "difference/subtract/subtract_kernels.h"
+#include "difference/subtract/subtract_math.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
