@@ -116,6 +116,9 @@ def edit(blob, key, new=None, add=()):
 w("zimage_twice.fits", edit(rice, "ZTILE2", card("ZTILE2", "0"), [card("ZIMAGE", "F")]))
 w("ztile_nospace.fits", edit(rice, "ZTILE2", "ZTILE2  =0"))
 w("ztile_lower.fits", edit(rice, "ZTILE2", card("ztile2", "0")))
+# cfitsio takes ' BINTABLE' and '3DTABLE' for binary tables too: the tile check must run
+w("xtension_3d.fits", edit(edit(rice, "ZTILE2", card("ZTILE2", "0")), "XTENSION", card("XTENSION", "'3DTABLE '")))
+w("xtension_blank.fits", edit(edit(rice, "ZTILE2", card("ZTILE2", "0")), "XTENSION", card("XTENSION", "' BINTABLE'")))
 w("bscale_hierarch.fits", primary(["HIERARCH BSCALE = 0".ljust(80)], np.arange(64, dtype=">i2").reshape(8, 8), 16))
 w("bzero_twice.fits", primary([card("BZERO", "0"), card("BZERO", "32768")], np.arange(64, dtype=">i2").reshape(8, 8), 16))
 PYEOF
@@ -162,6 +165,8 @@ refuse bscale_nan.fits "BSCALE must be a number"
 refuse zimage_twice.fits "HDU 1" "both set ZIMAGE"
 refuse ztile_nospace.fits "HDU 1" "cfitsio would read it as ZTILE2"
 refuse ztile_lower.fits "HDU 1" "cfitsio would read it as ZTILE2"
+refuse xtension_3d.fits "HDU 1" "ZTILE2 = 0"
+refuse xtension_blank.fits "HDU 1" "ZTILE2 = 0"
 refuse bscale_hierarch.fits "HDU 0" "cfitsio would read it as BSCALE"
 refuse bzero_twice.fits "HDU 0" "both set BZERO"
 

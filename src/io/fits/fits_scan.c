@@ -339,9 +339,23 @@ static int check_card(const scan_file *sf, int hdu, int64_t cardno, const char *
         const char *v = c + 10;
         while (*v == ' ')
             v++;
-        /* 'A3DTABLE', the binary table's name before the standard, is one to cfitsio too */
-        hk->bintable = (!strncmp(v, "'BINTABLE", 9) || !strncmp(v, "'A3DTABLE", 9)) &&
-                       (v[9] == '\'' || v[9] == ' ');
+        /* ffrhdu: the string without its quotes, leading and trailing blanks, and the names
+         * from before the standard, 'A3DTABLE' and '3DTABLE', are binary tables too */
+        char name[72] = "";
+        if (*v == '\'') {
+            v++;
+            while (*v == ' ')
+                v++;
+            int n = 0, room = (int)(c + CARD - v); /* the card is not NUL-terminated */
+            while (n < room && v[n] != '\'')
+                n++;
+            while (n > 0 && v[n - 1] == ' ')
+                n--;
+            memcpy(name, v, (size_t)n);
+            name[n] = 0;
+        }
+        hk->bintable =
+            !strcmp(name, "BINTABLE") || !strcmp(name, "A3DTABLE") || !strcmp(name, "3DTABLE");
     }
     return TIDE_OK;
 }
