@@ -82,6 +82,12 @@ typedef struct tide_solve_params {
     int64_t width, height; /**< frame size, pixels (required) */
     int64_t nbright;       /**< the brightest sources used [500]; astrometry.net itself
                                 looks at no more than 1000 */
+    int uniformize;        /**< spread the sources over about this many cells of the field
+                                before the brightest nbright are taken: round r takes the r-th
+                                brightest of every cell, as solve-field's --uniformize [10];
+                                0 or 1 keeps plain brightness order. A field whose brightest
+                                sources crowd one region (a nebula, a cluster) still gives
+                                quads across the frame. */
     /* hints */
     int has_position;          /**< 1: search near (ra, dec) in the hinted attempt [0] */
     double ra, dec;            /**< pointing hint, degrees ICRS */

@@ -392,6 +392,22 @@ int tide_solve(tide_solver *s, const double *x, const double *y, const double *f
     }
     if (flux)
         qsort(ord, (size_t)m, sizeof *ord, by_flux_desc);
+    /* spread over the field before the depth is cut (solve_uniformize.c) */
+    int64_t *pick = malloc((size_t)m * sizeof *pick);
+    if (!pick) {
+        free(ord);
+        return tide_error(TIDE_E_NOMEM, "solve: %lld sources", (long long)m);
+    }
+    for (int64_t k = 0; k < m; k++)
+        pick[k] = ord[k].i;
+    st = tide_solve_uniformize(pick, m, x, y, p->uniformize);
+    for (int64_t k = 0; k < m; k++)
+        ord[k].i = pick[k];
+    free(pick);
+    if (st) {
+        free(ord);
+        return st;
+    }
     int nuse = (int)(m < p->nbright ? m : p->nbright);
     double *buf = malloc((size_t)nuse * 3 * sizeof *buf);
     if (!buf) {

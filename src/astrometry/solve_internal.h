@@ -3,6 +3,8 @@
 #define TIDE_SOLVE_INTERNAL_H
 #include <astrometry/index.h>
 
+#include <stdint.h>
+
 #include "tide/solve.h"
 
 /** One loaded index file. */
@@ -16,6 +18,14 @@ struct tide_solver {
     tide_solver_index *idx;
     int nidx;
 };
+
+/** Reorder @p order (@p m indices into @p x, @p y, brightest first) as solve-field's
+ *  uniformize does: the sources' bounding box is cut into about @p ncell near-square cells,
+ *  and round r lists the r-th brightest source of every cell, brightest first within the
+ *  round. Fewer than 2 cells, or sources all on one line, leave the order as it is.
+ *  @return 0; TIDE_E_NOMEM. */
+int tide_solve_uniformize(int64_t *order, int64_t m, const double *x, const double *y,
+                          int ncell);
 
 /** Silence astrometry.net's process-wide logger (idempotent). */
 void tide_solve_quiet_astrometry(void);

@@ -35,6 +35,8 @@ static const char *help =
     "                           else 60]\n"
     "  --no-blind               do not fall back to a blind solve\n"
     "  --nbright N              use the N brightest sources [500]\n"
+    "  --uniformize N           spread them over about N cells of the field first, as\n"
+    "                           solve-field does; 0 = plain brightness order [10]\n"
     "  --tweak-order N          1 = TAN, 2..9 = TAN-SIP of that order, 0 = none (the\n"
     "                           matched quad's TAN) [2]\n"
     "  --crpix-center           put the reference pixel at the frame centre\n"
@@ -130,7 +132,7 @@ static void print_json(const char *file, const tide_wcs *w, const tide_solve_inf
 
 typedef struct solve_opts {
     const char *file, *index_dir, *out, *ra_s, *dec_s;
-    double width, height, radius, scale_lo, scale_hi, timeout, nbright, tweak;
+    double width, height, radius, scale_lo, scale_hi, timeout, nbright, tweak, uniformize;
     int no_blind, crpix_center;
 } solve_opts;
 
@@ -201,6 +203,7 @@ int tide_cmd_solve(int argc, char **argv) {
     }
     o.nbright = 500;
     o.tweak = 2;
+    o.uniformize = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -227,6 +230,7 @@ int tide_cmd_solve(int argc, char **argv) {
                     {"--scale-hi", &o.scale_hi, NULL},
                     {"--timeout", &o.timeout, NULL},
                     {"--nbright", &o.nbright, NULL},
+                    {"--uniformize", &o.uniformize, NULL},
                     {"--tweak-order", &o.tweak, NULL},
                     {"--index-dir", NULL, &o.index_dir},
                     {"-o", NULL, &o.out},
@@ -257,6 +261,8 @@ int tide_cmd_solve(int argc, char **argv) {
         return tide_cli_usage_error(cmd, "--timeout must be > 0");
     if (o.nbright < 4 || o.nbright != floor(o.nbright))
         return tide_cli_usage_error(cmd, "--nbright must be an integer >= 4");
+    if (o.uniformize < 0 || o.uniformize > 10000 || o.uniformize != floor(o.uniformize))
+        return tide_cli_usage_error(cmd, "--uniformize must be an integer 0..10000");
     if (o.tweak < 0 || o.tweak > 9 || o.tweak != floor(o.tweak))
         return tide_cli_usage_error(cmd, "--tweak-order must be 0..9");
 
@@ -276,6 +282,7 @@ int tide_cmd_solve(int argc, char **argv) {
     p.timeout_s = o.timeout;
     p.blind_fallback = !o.no_blind;
     p.nbright = (int64_t)o.nbright;
+    p.uniformize = (int)o.uniformize;
     p.tweak_order = (int)o.tweak;
     p.crpix_center = o.crpix_center;
 
