@@ -9,9 +9,10 @@
  *                 not overlap on that grid are refused before any work (TIDE_E_RANGE).
  *   2. prepare    per frame, on its own grid: cosmetics (cosmic rays, hot pixels, bleed trails
  *                 flagged in the mask: cosmetics.h); Source Extractor's mesh background and RMS
- *                 (background.h); saturation (SATURATE keyword or the parameter) flagged;
- *                 background subtracted; variance = rms² + max(pix − bkg, 0)/gain (gain from
- *                 GAIN, else sky only). On CUDA the two frames' stages 2-3 run side by side,
+ *                 (background.h); saturation (the frame's level, see config) flagged;
+ *                 background subtracted; variance = rms² + max(pix − bkg, 0)/gain (the
+ *                 frame's gain, else sky only). The steps are tide reduce's (one frame
+ *                 preparation). On CUDA the two frames' stages 2-3 run side by side,
  *                 the template's on a second thread with the context's helper (ctx.h), each
  *                 with half the CPU threads. A template on the output grid also gets the
  *                 subtraction's sky noise here (tide_subtract_sky_noise), off the
@@ -66,6 +67,7 @@
 #include <stdint.h>
 
 #include "tide/background.h"
+#include "tide/config.h"
 #include "tide/cosmetics.h"
 #include "tide/ctx.h"
 #include "tide/dipole.h"
@@ -92,20 +94,26 @@ typedef struct tide_diff_params {
     tide_diff_grid grid;       /**< output grid [TEMPLATE] */
     double fwhm_sci, fwhm_tmpl; /**< FWHMs in the frames' own pixels; <= 0: measured [0, 0] */
     double fwhm_guess;         /**< first-guess FWHM for the measurement, pixels [3.0] */
-    double gain_sci, gain_tmpl; /**< e-/ADU; <= 0: the GAIN keyword, else sky-only variance
-                                     [0, 0] */
-    double sat_sci, sat_tmpl;  /**< saturation levels, ADU; NaN: the SATURATE keyword, else
-                                    none [NaN, NaN] */
+    double gain_sci, gain_tmpl; /**< e-/ADU; <= 0: the frame's gain through @p config,
+                                     else unknown: sky-only variance, no Poisson term in the
+                                     cosmetics [0, 0] */
+    double sat_sci, sat_tmpl;  /**< saturation levels, ADU; NaN: the frame's through @p
+                                    config, else none [NaN, NaN] */
+    const tide_config *config; /**< instrument configuration through which each frame's gain,
+                                    read noise and saturation are resolved, as by tide reduce
+                                    (instrument.h: keyword map, camera defaults, overrides);
+                                    read during the run, not kept. NULL: the built-in
+                                    configuration (GAIN, RDNOISE, SATURATE) [NULL] */
     int cosmetics;             /**< 1: flag cosmic rays, hot/cold pixels, bad columns and bleed
                                     trails of both frames first (cosmetics.h) [1] */
-    tide_cosmetics_params cos; /**< their options (gain, read noise, saturation are taken
-                                    from each frame's header) [cosmetics.h defaults] */
+    tide_cosmetics_params cos; /**< their options (gain, read noise, saturation are each
+                                    frame's, resolved as above) [cosmetics.h defaults] */
     tide_bkg_params bkg;       /**< background of both frames [Source Extractor's defaults] */
     tide_reproject_params reproj; /**< reprojection [Lanczos-3, flux-conserving] */
     tide_subtract_params sub;  /**< subtraction [subtract.h defaults]. With measured FWHMs
-                                    and few clean stars n, the run lowers sub.spatial_degree
-                                    until it has fewer than n spatial terms (the subtraction
-                                    lowers it and the background's further with few usable
+                                    the run sets sub.nstars to the clean stars behind them,
+                                    and the subtraction lowers its spatial degree for them
+                                    (and further, with the background's, for few usable
                                     stamps); the basis is kept whatever n */
     tide_candidate_params cand; /**< candidates (det.fwhm_guess is set by the run) */
     tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: the unconvolved

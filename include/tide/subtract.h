@@ -93,7 +93,15 @@ typedef struct tide_subtract_params {
                              with these mask_bits, measured beforehand (a template prepared
                              once for many exposures) instead of here [0] */
     double tmpl_sky, tmpl_var;
+    int64_t nstars;     /**< clean stars behind the frames' measured FWHMs (the fewer of the
+                             two), or -1 when not counted [-1]: with n >= 0 the spatial degree
+                             is first lowered for them (tide_subtract_degree_for_stars) */
 } tide_subtract_params;
+
+/** The kernel's spatial degree for @p nstars clean stars: a spatially varying kernel needs
+ *  stars spread over the field, so @p degree is lowered until there are more stars than
+ *  polynomial terms, down to a constant kernel (0). @p nstars < 0: @p degree unchanged. */
+int tide_subtract_degree_for_stars(int degree, int64_t nstars);
 
 /** Fill @p p with the defaults above. */
 void tide_subtract_params_default(tide_subtract_params *p);
@@ -117,6 +125,8 @@ typedef struct tide_subtract_result {
     /* the solved model (for tide_subtract_kernel_at); treat as opaque */
     int64_t width, height;
     int spatial_degree, npoly;
+    int spatial_degree_stars; /**< the degree asked of the fit: spatial_degree of the
+                                   parameters after the star rule, before the stamps' */
     float *kernel_terms; /**< npoly kernels K_p (host), npoly * kernel_w^2 */
     double *bg_coef;     /**< background polynomial coefficients */
     int bg_degree;

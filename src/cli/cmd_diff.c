@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_config.h"
 #include "tide/diff.h"
 
 static const char *help =
@@ -56,9 +57,14 @@ static const char *help =
     "  --stamp N                fit stamp side, odd pixels [21]\n"
     "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
     "  --top N                  candidates drawn in candidates.png [16]\n"
-    "  --timings                print the time of every stage [off]\n"
+    "  --timings                print the time of every stage [off]\n";
+
+static const char *help_notes =
     "\n"
-    "Gain and saturation come from the frames' GAIN and SATURATE keywords when present.\n"
+    "Each frame's gain, read noise and saturation come from its header through the\n"
+    "configuration's keyword map (camera.* defaults when a keyword is missing), as for tide\n"
+    "reduce; an unknown gain means no Poisson term. The processing.* keys are tide reduce's:\n"
+    "they do not change a difference.\n"
     "Exit codes: 0 success, 1 the frames could not be differenced or written, 2 usage error.\n";
 
 static int parse_num(const char *s, double lo, double hi, double *v) {
@@ -144,16 +150,17 @@ static void batch_dir(const char *dir, const char *path, char *out, size_t cap) 
 /* --template: prepare the template once, then difference each science frame against it. */
 static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpath,
                      const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
-                     int64_t ntop, int timings) {
+                     int64_t ntop, int timings, const char *const *cfgs, int ncfg) {
     const char *cmd = "diff";
     char (*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
     if (!outs)
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
     for (int i = 0; i < nsci; i++) {
         batch_dir(dir, sci[i], outs[i], sizeof outs[i]);
-        /* no science frame or the template may be a file the outputs would replace */
-        for (int j = 0; j <= nsci; j++) {
-            const char *in = j < nsci ? sci[j] : tpath;
+        /* no science frame, the template or a configuration file may be a file the outputs
+         * would replace */
+        for (int j = 0; j <= nsci + ncfg; j++) {
+            const char *in = j < nsci ? sci[j] : (j == nsci ? tpath : cfgs[j - nsci - 1]);
             const int st = tide_diff_check_outputs(outs[i], &in, 1);
             if (st) {
                 free(outs);
@@ -233,6 +240,7 @@ typedef struct diff_args {
     int npos, timings;
     const char *outp, *tpath;
     int64_t ntop;
+    tide_cli_config cfg; /* --config, --default, --set */
 } diff_args;
 
 /* Parse argv into @p com, @p p and @p d: 0, 2 on a usage error (printed), -1 after --help. */
@@ -242,13 +250,18 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("%s\n%s", help, tide_cli_common_help);
+            printf("%s%s%s\n%s", help, tide_cli_config_help, help_notes, tide_cli_common_help);
             return -1;
         }
         const int c = tide_cli_common_option(com, cmd, argc, argv, &i);
         if (c < 0)
             return 2;
         if (c > 0)
+            continue;
+        const int k = tide_cli_config_option(&d->cfg, cmd, argc, argv, &i);
+        if (k < 0)
+            return 2;
+        if (k > 0)
             continue;
         if (!strcmp(a, "--timings")) {
             d->timings = 1;
@@ -350,59 +363,13 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
     return 0;
 }
 
-int tide_cmd_diff(int argc, char **argv) {
+/* The difference of one pair: SCIENCE TEMPLATE into @p outp. */
+static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
+                   const char *outp, const tide_diff_params *pin, int64_t ntop, int timings) {
     const char *cmd = "diff";
-    tide_cli_common com;
-    tide_cli_common_init(&com);
-    tide_diff_params p;
-    tide_diff_params_default(&p);
-    diff_args d = {calloc((size_t)argc, sizeof(const char *)), 0, 0, NULL, NULL, 16};
-    if (!d.pos)
-        return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
-    int rc = parse_args(argc, argv, &com, &p, &d);
-    if (rc < 0)
-        rc = 0;
-    else if (!rc && !d.outp)
-        rc = tide_cli_usage_error(cmd, "needs -o DIR");
-    else if (!rc && d.tpath && d.npos < 1)
-        rc = tide_cli_usage_error(cmd, "--template needs one or more SCIENCE.fits frames");
-    else if (!rc && d.tpath && p.grid != TIDE_DIFF_GRID_TEMPLATE)
-        rc = tide_cli_usage_error(cmd, "--template works on the template's grid (no --grid)");
-    else if (!rc && !d.tpath && d.npos != 2)
-        rc = tide_cli_usage_error(cmd, d.npos < 2 ? "needs two frames: SCIENCE.fits TEMPLATE.fits"
-                                                  : "too many frames: give SCIENCE TEMPLATE, or "
-                                                    "--template TEMPLATE and the SCIENCE frames");
-    else if (!rc)
-        rc = -1; /* go on */
-    if (rc >= 0) {
-        free(d.pos);
-        return rc;
-    }
-    rc = 0;
-    p.keep_stamps = d.ntop;
-    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
-    if (!ctx) {
-        free(d.pos);
-        return 1;
-    }
-    if (d.tpath) {
-        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings);
-        tide_ctx_destroy(ctx);
-        free(d.pos);
-        return rc;
-    }
-    const char *pos[2] = {d.pos[0], d.pos[1]}, *outp = d.outp;
-    const int64_t ntop = d.ntop;
-    const int timings = d.timings;
-    free(d.pos);
-    const int cst = tide_diff_check_outputs(outp, pos, 2);
-    if (cst) {
-        tide_ctx_destroy(ctx);
-        return tide_cli_fail(cmd, cst);
-    }
+    tide_diff_params p = *pin;
     snprintf(p.sci_name, sizeof p.sci_name, "%s", pos[0]);
     snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pos[1]);
-
     tide_image sci = {0}, tmpl = {0};
     tide_header hs, ht;
     tide_header_init(&hs);
@@ -420,11 +387,93 @@ int tide_cmd_diff(int argc, char **argv) {
     tide_header_free(&ht);
     if (!st)
         st = tide_diff_write(outp, &r, ntop);
+    int rc = 0;
     if (st)
         rc = tide_cli_fail(cmd, st);
     else
-        print_summary(&com, ctx, pos[0], pos[1], outp, &r, timings);
+        print_summary(com, ctx, pos[0], pos[1], outp, &r, timings);
     tide_diff_result_free(&r);
-    tide_ctx_destroy(ctx);
+    return rc;
+}
+
+/* The command line's checks beyond parsing: 0 to go on, else the exit code (printed). */
+static int check_args(const tide_diff_params *p, const diff_args *d) {
+    const char *cmd = "diff";
+    if (!d->outp)
+        return tide_cli_usage_error(cmd, "needs -o DIR");
+    if (d->tpath && d->npos < 1)
+        return tide_cli_usage_error(cmd, "--template needs one or more SCIENCE.fits frames");
+    if (d->tpath && p->grid != TIDE_DIFF_GRID_TEMPLATE)
+        return tide_cli_usage_error(cmd, "--template works on the template's grid (no --grid)");
+    if (!d->tpath && d->npos != 2)
+        return tide_cli_usage_error(cmd, d->npos < 2
+                                             ? "needs two frames: SCIENCE.fits TEMPLATE.fits"
+                                             : "too many frames: give SCIENCE TEMPLATE, or "
+                                               "--template TEMPLATE and the SCIENCE frames");
+    return 0;
+}
+
+int tide_cmd_diff(int argc, char **argv) {
+    const char *cmd = "diff";
+    tide_cli_common com;
+    tide_cli_common_init(&com);
+    tide_diff_params p;
+    tide_diff_params_default(&p);
+    diff_args d;
+    memset(&d, 0, sizeof d);
+    d.pos = calloc((size_t)argc, sizeof(const char *));
+    d.ntop = 16;
+    if (!d.pos)
+        return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+    int rc = parse_args(argc, argv, &com, &p, &d);
+    const int go = rc == 0 && (rc = check_args(&p, &d)) == 0;
+    if (rc < 0) /* --help */
+        rc = 0;
+    tide_config *cfg = NULL;
+    tide_ctx *ctx = NULL;
+    const char *ins[4];
+    int nin = 0;
+    if (!go)
+        goto out;
+    /* Each frame's instrument values through the configuration, as tide reduce does. */
+    const int cst = tide_cli_config_load(&d.cfg, &cfg);
+    if (cst) {
+        rc = tide_cli_fail(cmd, cst);
+        goto out;
+    }
+    p.config = cfg;
+    p.keep_stamps = d.ntop;
+    /* the configuration files are inputs too: no output may replace them */
+    if (d.cfg.instrument)
+        ins[nin++] = d.cfg.instrument;
+    if (d.cfg.def && *d.cfg.def)
+        ins[nin++] = d.cfg.def;
+    if (!d.tpath) {
+        ins[nin++] = d.pos[0];
+        ins[nin++] = d.pos[1];
+        const int st = tide_diff_check_outputs(d.outp, ins, nin);
+        if (st) {
+            rc = tide_cli_fail(cmd, st);
+            goto out;
+        }
+    }
+    ctx = tide_cli_make_ctx(&com, cmd);
+    if (!ctx) {
+        rc = 1;
+        goto out;
+    }
+    if (d.tpath) {
+        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins,
+                       nin);
+    } else {
+        const char *pos[2] = {d.pos[0], d.pos[1]};
+        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings);
+    }
+out:
+    if (ctx)
+        tide_ctx_destroy(ctx);
+    tide_config_free(cfg);
+    tide_cli_config_free(&d.cfg);
+    free(d.pos);
     return rc;
 }

@@ -9,7 +9,10 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_config.h"
+#include "tide/cosmetics.h"
 #include "tide/fits.h"
+#include "tide/instrument.h"
 #include "tide/reproject.h"
 
 static const char *help =
@@ -36,7 +39,12 @@ static const char *help =
     "  --mask-bits N            input mask bits that poison outputs [65535]\n"
     "  --map M                  auto | grid | exact [auto]\n"
     "  --grid-tol PX            bound of the grid mapping error, input px [0.001]\n"
-    "  --no-coverage            do not write coverage maps\n";
+    "  --no-coverage            do not write coverage maps\n"
+    "  --mask-saturated         flag each input's pixels at or above its saturation level\n"
+    "                           (SATURATED) before resampling [off]. The level comes from\n"
+    "                           the header through the configuration's keyword map\n"
+    "                           (camera.saturate when the keyword is missing), as for tide\n"
+    "                           reduce; a frame without one gets no flags\n";
 
 /* FILE[...] -> FILE */
 static void spec_root(const char *spec, char *out, size_t len) {
@@ -120,6 +128,37 @@ static int out_header(const frame *f, const tide_wcs *ow, const tide_reproject_p
     return st;
 }
 
+/* --mask-saturated: flag @p f's pixels at or above its saturation level through @p cfg (the
+ * cosmetics stage's saturation pass alone); the count into *nsat (-1: no level known). */
+static int mask_saturated(tide_ctx *ctx, const tide_config *cfg, const char *name, frame *f,
+                          int64_t *nsat) {
+    *nsat = -1;
+    tide_instrument inst;
+    int st = tide_instrument_resolve(cfg, &f->hdr, name, &inst);
+    if (st || !inst.source[TIDE_INST_SATURATE] || !isfinite(inst.saturate))
+        return st;
+    if (!f->im.mask) { /* a frame read without a MASK HDU: one of zeros */
+        tide_image m;
+        st = tide_image_alloc(ctx, &m, f->im.width, f->im.height, f->im.location,
+                              TIDE_IMAGE_MASK | (f->im.var ? TIDE_IMAGE_VAR : 0));
+        if (!st)
+            st = tide_image_copy(ctx, &m, &f->im);
+        if (st)
+            return st;
+        tide_image_free(ctx, &f->im);
+        f->im = m;
+    }
+    tide_cosmetics_params cp;
+    tide_cosmetics_params_default(&cp);
+    cp.saturation = inst.saturate;
+    cp.bleed = cp.badcol = cp.hot = cp.cold = cp.cosmic = cp.inpaint = 0;
+    tide_cosmetics_report cr;
+    st = tide_cosmetics_apply(ctx, &f->im, &cp, &cr);
+    if (!st)
+        *nsat = cr.n_saturated;
+    return st;
+}
+
 int tide_cmd_reproject(int argc, char **argv) {
     const char *cmd = "reproject";
     tide_cli_common com;
@@ -127,7 +166,10 @@ int tide_cmd_reproject(int argc, char **argv) {
     tide_reproject_params p;
     tide_reproject_params_default(&p);
     const char *onto = NULL, *grid = NULL;
-    int write_cov = 1;
+    int write_cov = 1, mask_sat = 0;
+    tide_cli_config cc;
+    memset(&cc, 0, sizeof cc);
+    tide_config *cfg = NULL;
     const char **ins = calloc((size_t)argc, sizeof *ins),
                **outs = calloc((size_t)argc, sizeof *outs);
     int nin = 0, nout = 0, in_o = 0, rc = 2;
@@ -144,7 +186,7 @@ int tide_cmd_reproject(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("%s\n%s", help, tide_cli_common_help);
+            printf("%s%s\n%s", help, tide_cli_config_help, tide_cli_common_help);
             rc = 0;
             goto out;
         }
@@ -161,6 +203,15 @@ int tide_cmd_reproject(int argc, char **argv) {
             goto out;
         if (c > 0)
             continue;
+        const int k = tide_cli_config_option(&cc, cmd, argc, argv, &i);
+        if (k < 0)
+            goto out;
+        if (k > 0)
+            continue;
+        if (!strcmp(a, "--mask-saturated")) {
+            mask_sat = 1;
+            continue;
+        }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             in_o = 1;
             continue;
@@ -220,7 +271,7 @@ int tide_cmd_reproject(int argc, char **argv) {
     { /* every output and its coverage map against the inputs, --onto and each other */
         char(*names)[4300] = calloc((size_t)nin * 2, sizeof *names);
         const char **on = calloc((size_t)nin * 2, sizeof *on);
-        const char **in2 = calloc((size_t)nin + 1, sizeof *in2);
+        const char **in2 = calloc((size_t)nin + 3, sizeof *in2);
         int bad = !names || !on || !in2;
         for (int i = 0; !bad && i < nin; i++) {
             if (dir_mode)
@@ -232,10 +283,16 @@ int tide_cmd_reproject(int argc, char **argv) {
             on[2 * i + 1] = write_cov ? names[2 * i + 1] : NULL;
             in2[i] = ins[i];
         }
-        if (!bad)
-            in2[nin] = onto;
+        int n2 = nin;
+        if (!bad) { /* the configuration files are inputs too */
+            in2[n2++] = onto;
+            if (cc.instrument)
+                in2[n2++] = cc.instrument;
+            if (cc.def && *cc.def)
+                in2[n2++] = cc.def;
+        }
         rc = bad ? tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"))
-                 : tide_cli_check_outputs(cmd, in2, nin + 1, on, 2 * nin);
+                 : tide_cli_check_outputs(cmd, in2, n2, on, 2 * nin);
         free(names);
         free(on);
         free(in2);
@@ -244,6 +301,14 @@ int tide_cmd_reproject(int argc, char **argv) {
     }
 
     rc = 1;
+    /* the configuration, when one is named or needed: errors name FILE:LINE:COLUMN */
+    if (mask_sat || cc.instrument || cc.def || cc.nsets) {
+        const int cst = tide_cli_config_load(&cc, &cfg);
+        if (cst) {
+            rc = tide_cli_fail(cmd, cst);
+            goto out;
+        }
+    }
     tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
     if (!ctx)
         goto out;
@@ -256,6 +321,14 @@ int tide_cmd_reproject(int argc, char **argv) {
         st = tide_fits_read_image(ctx, ins[i], &fr[i].im, &fr[i].hdr);
         if (!st)
             st = tide_wcs_from_header(&fr[i].hdr, ins[i], &fr[i].wcs);
+        int64_t nsat = -1;
+        if (!st && mask_sat)
+            st = mask_saturated(ctx, cfg, ins[i], &fr[i], &nsat);
+        if (!st && mask_sat && !com.json && nsat < 0)
+            printf("%s: no saturation level: no pixel flagged\n", ins[i]);
+        else if (!st && mask_sat && !com.json)
+            printf("%s: %lld pixels at or above the saturation level flagged\n", ins[i],
+                   (long long)nsat);
     }
     if (!st && onto) {
         tide_header rh;
@@ -359,6 +432,8 @@ int tide_cmd_reproject(int argc, char **argv) {
     tide_wcs_free(ow);
     tide_ctx_destroy(ctx);
 out:
+    tide_config_free(cfg);
+    tide_cli_config_free(&cc);
     free(ins);
     free(outs);
     return rc;

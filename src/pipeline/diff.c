@@ -69,6 +69,7 @@ static int psf_job_run(tide_ctx *ctx, void *arg) {
 /* Everything a run holds; released in one place. */
 typedef struct diff_run {
     tide_ctx *ctx;
+    tide_diff_params p; /* the run's own copy: the stages complete it */
     tide_diffp_frame sci, tmpl;
     tide_image moved; /* the reprojected frame on the output grid */
     tide_subtract_result sr;
@@ -76,7 +77,26 @@ typedef struct diff_run {
     float *psf; /* PSF stamp of the fits (host), or NULL: a Gaussian */
     int psf_side;
     int tmpl_borrowed; /* tmpl is a prepared template's frame: read, never freed here */
+    /* the output grid */
+    int on_tmpl;             /* the template's grid (or north-up), not the science frame's */
+    const tide_wcs *gw;      /* its WCS */
+    tide_wcs *grid_wcs;      /* owned, for the north-up grid only */
+    int64_t W, H;            /* its size */
+    double gscale;           /* its pixel scale, arcsec */
+    size_t helper_peak;      /* the preparation helper's peak device bytes */
 } diff_run;
+
+/* The frames of a run: the science frame and the template frame (tmpl, tmpl_hdr) or a
+ * prepared template (pt). */
+typedef struct diff_inputs {
+    const tide_image *sci;
+    const tide_header *sci_hdr;
+    const tide_image *tmpl;
+    const tide_header *tmpl_hdr;
+    const tide_diff_template *pt;
+    int64_t tw, th;          /* the template's size */
+    const tide_header *thdr; /* the template's header */
+} diff_inputs;
 
 static void run_release(diff_run *r) {
     tide_diffp_frame_free(r->ctx, &r->sci);
@@ -86,6 +106,7 @@ static void run_release(diff_run *r) {
     tide_subtract_result_free(r->ctx, &r->sr);
     tide_table_free(&r->cands);
     free(r->psf);
+    tide_wcs_free(r->grid_wcs);
 }
 
 #define STAGE(ctx, name, call)                                                                     \
@@ -151,7 +172,8 @@ static int make_header(const tide_header *grid_hdr, const tide_wcs *w, const dif
     if (!st)
         st = tide_header_set_int(h, "KHALF", run->sr.kernel_half, "[pixel] kernel half-width");
     if (!st)
-        st = tide_header_set_int(h, "KSPDEG", p->sub.spatial_degree, "kernel spatial degree");
+        st = tide_header_set_int(h, "KSPDEG", run->sr.spatial_degree_stars,
+                                 "kernel spatial degree");
     if (!st)
         st = tide_header_set_dbl(h, "SKYSCI", run->sci.sky, "[adu] science background");
     if (!st)
@@ -222,7 +244,242 @@ static int download_start(tide_ctx *ctx, diff_run *run, tide_diff_result *out) {
     return st;
 }
 
-/* The run, against the template frame (tmpl, tmpl_hdr) or a prepared template (pt). */
+/* Policy: the run's parameters from the caller's (NULL: defaults), with the frames' names,
+ * checked. A prepared template brings its own name and is the output grid. */
+static int run_params(const tide_diff_params *pp, const tide_diff_template *pt,
+                      tide_diff_params *p) {
+    if (pp)
+        *p = *pp;
+    else
+        tide_diff_params_default(p);
+    if (!p->sci_name[0])
+        snprintf(p->sci_name, sizeof p->sci_name, "science");
+    if (pt) /* the template's own settings */
+        snprintf(p->tmpl_name, sizeof p->tmpl_name, "%s", pt->name);
+    if (!p->tmpl_name[0])
+        snprintf(p->tmpl_name, sizeof p->tmpl_name, "template");
+    int st = check_params(p);
+    if (!st && pt && p->grid != TIDE_DIFF_GRID_TEMPLATE)
+        st = tide_error(TIDE_E_INVAL, "diff: a prepared template (%s) is the output grid; "
+                                      "the science or north-up grid needs the template frame",
+                        pt->name);
+    return st;
+}
+
+/* Stages 1-3: WCS, background, variance, FWHM of each frame on its own grid. The WCS and the
+ * overlap are checked before the expensive work; the frames' preparation then takes the WCS
+ * over. Both frames are prepared at once (tide_diffp_prepare_pair), or the science frame
+ * alone against a prepared template. */
+static int stage_prepare(diff_run *run, const diff_inputs *in) {
+    tide_ctx *ctx = run->ctx;
+    tide_diff_params *p = &run->p;
+    const tide_diff_template *pt = in->pt;
+    tide_wcs *swcs = NULL, *twcs = NULL;
+    int st = tide_wcs_from_header(in->sci_hdr, p->sci_name, &swcs);
+    if (!st && !pt)
+        st = tide_wcs_from_header(in->tmpl_hdr, p->tmpl_name, &twcs);
+    if (!st)
+        st = tide_diffp_check_overlap(swcs, in->sci->width, in->sci->height, p->sci_name,
+                                      pt ? pt->f.wcs : twcs, in->tw, in->th, p->tmpl_name);
+    if (st) {
+        tide_wcs_free(swcs);
+        tide_wcs_free(twcs);
+        if (st == TIDE_E_NOTFOUND)
+            st = tide_error_prefix(st, "tide diff needs the celestial WCS of both frames: ");
+        return st;
+    }
+    /* the template stays on its grid (the default): its sky noise for the subtraction is
+     * measured in its preparation, beside the science frame's */
+    const tide_subtract_params *tsky = p->grid == TIDE_DIFF_GRID_TEMPLATE ? &p->sub : NULL;
+    const tide_diffp_input fin[2] = {
+        {in->sci, in->sci_hdr, swcs, p->sci_name, p->gain_sci, p->sat_sci, p->fwhm_sci, NULL,
+         p->config},
+        {in->tmpl, in->tmpl_hdr, twcs, p->tmpl_name, p->gain_tmpl, p->sat_tmpl, p->fwhm_tmpl,
+         tsky, p->config}};
+    const tide_cosmetics_params *cos = p->cosmetics ? &p->cos : NULL;
+    if (pt) {
+        st = tide_diffp_prepare_single(ctx, &fin[0], p->fwhm_guess, &p->bkg, cos, &run->sci);
+        run->tmpl = pt->f;
+        run->tmpl_borrowed = 1;
+    } else {
+        tide_diffp_frame *fr[2] = {&run->sci, &run->tmpl};
+        st = tide_diffp_prepare_pair(ctx, fin, p->fwhm_guess, &p->bkg, cos, fr,
+                                     &run->helper_peak);
+    }
+    if (st)
+        return st;
+    /* The subtraction's kernel degree follows the clean stars behind the FWHMs (subtract.h),
+     * when both were measured. */
+    const int tmpl_measured = pt ? !pt->fwhm_given : p->fwhm_tmpl <= 0;
+    if (p->fwhm_sci <= 0 && tmpl_measured)
+        p->sub.nstars = run->sci.nfwhm < run->tmpl.nfwhm ? run->sci.nfwhm : run->tmpl.nfwhm;
+    return 0;
+}
+
+/* Frame @p f onto the output grid: its pixels, and its stars for the PSF model. */
+static int reproject_frame(diff_run *run, tide_diffp_frame *f) {
+    tide_ctx *ctx = run->ctx;
+    int st = 0;
+    STAGE(ctx, "diff.reproject",
+          tide_reproject(ctx, &f->work, f->wcs, run->gw, run->W, run->H, &run->p.reproj,
+                         &run->moved, NULL));
+    if (st)
+        return tide_error_prefix(st, "reprojecting %s: ", f->name);
+    tide_image_free(ctx, &f->work); /* the frame is no longer needed on its own grid */
+    f->work = run->moved;
+    if (f->nstar > 0) {
+        double *ra = malloc(sizeof(double) * (size_t)f->nstar);
+        double *de = malloc(sizeof(double) * (size_t)f->nstar);
+        if (!ra || !de || tide_wcs_pix2sky(f->wcs, f->nstar, f->star_x, f->star_y, ra, de) ||
+            tide_wcs_sky2pix(run->gw, f->nstar, ra, de, f->star_x, f->star_y)) {
+            f->nstar = 0; /* no PSF model then: Gaussian fits */
+            tide_error_clear();
+        }
+        free(ra);
+        free(de);
+    }
+    memset(&run->moved, 0, sizeof run->moved);
+    f->fwhm_out = f->fwhm * (run->gscale > 0 ? f->scale / run->gscale : 1.0);
+    return 0;
+}
+
+/* Stage 4: the output grid, and every frame not on it resampled onto it. */
+static int stage_grid(diff_run *run, const diff_inputs *in, tide_diff_result *out) {
+    const tide_diff_params *p = &run->p;
+    run->on_tmpl = p->grid != TIDE_DIFF_GRID_SCIENCE;
+    run->gw = run->on_tmpl ? run->tmpl.wcs : run->sci.wcs;
+    run->W = run->on_tmpl ? in->tw : in->sci->width;
+    run->H = run->on_tmpl ? in->th : in->sci->height;
+    run->gscale = run->on_tmpl ? run->tmpl.scale : run->sci.scale;
+    int st = 0;
+    if (p->grid == TIDE_DIFF_GRID_NORTHUP) {
+        const tide_wcs *ws[2] = {run->sci.wcs, run->tmpl.wcs};
+        const int64_t ww[2] = {in->sci->width, in->tw}, hh[2] = {in->sci->height, in->th};
+        tide_wcs_summary gs;
+        st = tide_reproject_northup(ws, ww, hh, 2, &run->grid_wcs, &run->W, &run->H);
+        if (!st)
+            st = tide_wcs_summarize(run->grid_wcs, run->W, run->H, &gs);
+        if (!st) {
+            run->gw = run->grid_wcs;
+            run->gscale = gs.scale_arcsec;
+        }
+    }
+    tide_diffp_frame *frames[2] = {&run->sci, &run->tmpl};
+    for (int k = 0; k < 2 && !st; k++) {
+        if (frames[k]->wcs == run->gw)
+            frames[k]->fwhm_out = frames[k]->fwhm;
+        else
+            st = reproject_frame(run, frames[k]);
+    }
+    out->fwhm_sci = run->sci.fwhm_out;
+    out->fwhm_tmpl = run->tmpl.fwhm_out;
+    return st;
+}
+
+/* Stage 5: PSF-matched subtraction, and beside it (overlap: a second stream and thread) the
+ * PSF model of the fits: the difference's PSF is that of the frame the subtraction leaves
+ * unconvolved. */
+static int stage_subtract(diff_run *run, tide_diff_result *out) {
+    tide_ctx *ctx = run->ctx;
+    tide_diff_params *p = &run->p;
+    psf_job pj = {NULL, NULL, 0};
+    tide_diffp_side side;
+    int st = 0;
+    int psf_beside = p->dip.model == TIDE_DIPOLE_PSF && !p->dip.psf;
+    if (psf_beside) {
+        pj.u = tide_subtract_convolved(&p->sub, out->fwhm_sci, out->fwhm_tmpl) ==
+                       TIDE_SUB_CONVOLVE_SCIENCE
+                   ? &run->tmpl
+                   : &run->sci;
+        st = tide_sync(ctx); /* the frame is complete before another stream reads it */
+        psf_beside = !st;
+        if (psf_beside)
+            tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
+    }
+    /* the template's sky noise from its preparation, when it is still that very image */
+    if (run->tmpl.sub_sky_known && run->tmpl.wcs == run->gw &&
+        run->tmpl.sub_sky_bits == p->sub.mask_bits) {
+        p->sub.tmpl_sky_known = 1;
+        p->sub.tmpl_sky = run->tmpl.sub_sky;
+        p->sub.tmpl_var = run->tmpl.sub_var;
+    }
+    if (!st) {
+        STAGE(ctx, "diff.subtract",
+              tide_subtract(ctx, &run->sci.work, &run->tmpl.work, out->fwhm_sci, out->fwhm_tmpl,
+                            &p->sub, &run->sr));
+        if (st)
+            tide_error_prefix(st, "subtracting %s from %s: ", p->tmpl_name, p->sci_name);
+    }
+    if (psf_beside) { /* also after an error: the job reads the frames freed below */
+        const int pst = tide_diffp_side_join(&side, NULL);
+        if (!st)
+            st = pst;
+        run->psf = pj.psf;
+        run->psf_side = pj.side;
+    }
+    if (st)
+        return st;
+    tide_image_free(ctx, &run->sci.work);
+    if (!run->tmpl_borrowed)
+        tide_image_free(ctx, &run->tmpl.work);
+    out->kernel_sum = run->sr.kernel_sum;
+    out->chi2 = run->sr.chi2;
+    out->nfit_pix = run->sr.nfit;
+    out->convolved = run->sr.convolved;
+    return kernels(&run->sr, out);
+}
+
+/* The noise of the difference is correlated (resampling, convolution), so the propagated
+ * per-pixel variance understates the noise of a PSF-sized sum and the matched-filter S/N
+ * would be too high: the variance is scaled to the measured noise at that scale, where the
+ * difference lives, before it is downloaded (so the host copy needs no pass). */
+static int stage_noise(diff_run *run, double fwhm_d, tide_diff_result *out) {
+    tide_ctx *ctx = run->ctx;
+    if (!run->p.calibrate_var)
+        return 0;
+    tide_timer tn;
+    tide_timer_start(ctx, &tn, "diff.noise");
+    out->var_scale = tide_diffp_noise_scale(ctx, &run->sr.diff, fwhm_d);
+    const int st = tide_diffp_scale_var(ctx, &run->sr.diff, (float)out->var_scale);
+    tide_timer_stop(ctx, &tn, NULL);
+    tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
+             "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
+    return st;
+}
+
+/* Stages 6-7, overlapping the download that download_start began: candidates, with the
+ * matched PSF (the broader of the two), on the device images while the copies run; then,
+ * the copies finished (also after an error: they read the run's device images), the
+ * screen on the host mask, stamps and fits. @p st is the run's status so far. */
+static int stage_candidates(diff_run *run, int st, double fwhm_d, tide_diff_result *out) {
+    tide_ctx *ctx = run->ctx;
+    tide_diff_params *p = &run->p;
+    if (!st) {
+        p->cand.det.fwhm_guess = fwhm_d;
+        STAGE(ctx, "diff.candidates",
+              tide_diff_candidates(ctx, &run->sr.diff, &p->cand, &run->cands));
+    }
+    tide_timer tw;
+    tide_timer_start(ctx, &tw, "diff.download_wait");
+    const int wst = tide_download_wait(ctx);
+    tide_timer_stop(ctx, &tw, NULL);
+    if (!st)
+        st = wst;
+    if (!st)
+        st = tide_diffp_screen(&out->diff, p->reject_bits, &run->cands, &out->nrejected);
+    if (!st)
+        STAGE(ctx, "diff.fit",
+              tide_diffp_fit(ctx, &run->sr.diff, &run->cands, run->gw, p,
+                             run->sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? out->fwhm_tmpl
+                                                                           : out->fwhm_sci,
+                             run->psf, run->psf_side, out));
+    if (!st)
+        st = tide_sync(ctx);
+    return st;
+}
+
+/* Stage order of a run against the template frame (tmpl, tmpl_hdr) or a prepared
+ * template (pt). */
 static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
                     const tide_image *tmpl, const tide_header *tmpl_hdr,
                     const tide_diff_template *pt, const tide_diff_params *pp,
@@ -232,250 +489,47 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
     memset(out, 0, sizeof *out);
     tide_header_init(&out->header);
     tide_table_init(&out->cands);
-    tide_diff_params p;
-    if (pp)
-        p = *pp;
-    else
-        tide_diff_params_default(&p);
-    if (!p.sci_name[0])
-        snprintf(p.sci_name, sizeof p.sci_name, "science");
-    if (pt) /* the template's own settings */
-        snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pt->name);
-    if (!p.tmpl_name[0])
-        snprintf(p.tmpl_name, sizeof p.tmpl_name, "template");
-    int st = check_params(&p);
-    if (!st && pt && p.grid != TIDE_DIFF_GRID_TEMPLATE)
-        st = tide_error(TIDE_E_INVAL, "diff: a prepared template (%s) is the output grid; "
-                                      "the science or north-up grid needs the template frame",
-                        pt->name);
-    if (st)
-        return st;
-    const int64_t tw = pt ? pt->width : tmpl->width, th = pt ? pt->height : tmpl->height;
-    const tide_header *thdr = pt ? &pt->header : tmpl_hdr;
-    const int tmpl_measured = pt ? !pt->fwhm_given : p.fwhm_tmpl <= 0;
-    const double t0 = tide_now();
-    tide_device_reset_peak(ctx);
     diff_run run;
     memset(&run, 0, sizeof run);
     run.ctx = ctx;
     tide_table_init(&run.cands);
-
-    /* 1-3: WCS, background, variance, FWHM of each frame on its own grid. The WCS and the
-     * overlap are checked before the expensive work; the frames' preparation then takes the
-     * WCS over. */
-    tide_wcs *swcs = NULL, *twcs = NULL;
-    st = tide_wcs_from_header(sci_hdr, p.sci_name, &swcs);
-    if (!st && !pt)
-        st = tide_wcs_from_header(tmpl_hdr, p.tmpl_name, &twcs);
-    if (!st)
-        st = tide_diffp_check_overlap(swcs, sci->width, sci->height, p.sci_name,
-                                      pt ? pt->f.wcs : twcs, tw, th, p.tmpl_name);
-    if (st) {
-        tide_wcs_free(swcs);
-        tide_wcs_free(twcs);
-    }
-    if (st == TIDE_E_NOTFOUND)
-        st = tide_error_prefix(st, "tide diff needs the celestial WCS of both frames: ");
-    size_t helper_peak = 0;
-    if (!st) {
-        /* the template stays on its grid (the default): its sky noise for the subtraction is
-         * measured in its preparation, beside the science frame's */
-        const tide_subtract_params *tsky = p.grid == TIDE_DIFF_GRID_TEMPLATE ? &p.sub : NULL;
-        const tide_diffp_input in[2] = {
-            {sci, sci_hdr, swcs, p.sci_name, p.gain_sci, p.sat_sci, p.fwhm_sci, NULL},
-            {tmpl, tmpl_hdr, twcs, p.tmpl_name, p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl, tsky}};
-        tide_diffp_frame *fr[2] = {&run.sci, &run.tmpl};
-        if (pt) {
-            st = tide_diffp_prepare_single(ctx, &in[0], p.fwhm_guess, &p.bkg,
-                                        p.cosmetics ? &p.cos : NULL, &run.sci);
-            run.tmpl = pt->f;
-            run.tmpl_borrowed = 1;
-        } else {
-            st = tide_diffp_prepare_pair(ctx, in, p.fwhm_guess, &p.bkg,
-                                         p.cosmetics ? &p.cos : NULL, fr, &helper_peak);
-        }
-    }
+    int st = run_params(pp, pt, &run.p);
+    if (st)
+        return st;
+    const diff_inputs in = {sci, sci_hdr, tmpl, tmpl_hdr, pt, pt ? pt->width : tmpl->width,
+                            pt ? pt->height : tmpl->height, pt ? &pt->header : tmpl_hdr};
+    const double t0 = tide_now();
+    tide_device_reset_peak(ctx);
+    st = stage_prepare(&run, &in);
     if (st) {
         run_release(&run);
         return st;
     }
-
-    /* A spatially varying kernel needs stars spread over the field: with few clean stars
-     * (those behind the FWHMs) its degree is lowered until there are more stars than
-     * polynomial terms, down to a constant kernel. (Real frames vary even over 256 px: the
-     * DECam pair OBS18 leaves 1.6 sigma residuals with a constant kernel, 0.97 with degree 1
-     * from 5 stars.) */
-    const int64_t nstars = run.sci.nfwhm < run.tmpl.nfwhm ? run.sci.nfwhm : run.tmpl.nfwhm;
-    if (p.fwhm_sci <= 0 && tmpl_measured) {
-        const int d0 = p.sub.spatial_degree;
-        while (p.sub.spatial_degree > 0 &&
-               (p.sub.spatial_degree + 1) * (p.sub.spatial_degree + 2) / 2 > nstars - 1)
-            p.sub.spatial_degree--;
-        if (p.sub.spatial_degree != d0)
-            tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
-                     "%lld clean stars: kernel spatial degree lowered from %d to %d",
-                     (long long)nstars, d0, p.sub.spatial_degree);
-        /* The basis is not lowered with the star count: a few bright stars hold
-         * thousands of fit pixels, and a basis cut to three functions per star (as it
-         * once was) cannot shape a sub-pixel kernel: the walkthrough's 3 stars left
-         * 10-20 sigma residuals with degrees 1 1 2, 0.8 sigma with 6 4 2. The noise bias of
-         * the kernel sum that the cut was meant to curb is the regressor's, and the stamp
-         * sums remove it (subtract_fit.c). */
-    }
-
-    /* 4: the output grid, and every frame not on it resampled onto it. */
-    const int on_tmpl = p.grid != TIDE_DIFF_GRID_SCIENCE;
-    tide_wcs *grid_wcs = NULL; /* owned only for the north-up grid */
-    const tide_wcs *gw = on_tmpl ? run.tmpl.wcs : run.sci.wcs;
-    int64_t W = on_tmpl ? tw : sci->width, H = on_tmpl ? th : sci->height;
-    double gscale = on_tmpl ? run.tmpl.scale : run.sci.scale;
-    if (p.grid == TIDE_DIFF_GRID_NORTHUP) {
-        const tide_wcs *ws[2] = {run.sci.wcs, run.tmpl.wcs};
-        const int64_t ww[2] = {sci->width, tw}, hh[2] = {sci->height, th};
-        tide_wcs_summary gs;
-        st = tide_reproject_northup(ws, ww, hh, 2, &grid_wcs, &W, &H);
-        if (!st)
-            st = tide_wcs_summarize(grid_wcs, W, H, &gs);
-        if (!st) {
-            gw = grid_wcs;
-            gscale = gs.scale_arcsec;
-        }
-    }
-    tide_diffp_frame *frames[2] = {&run.sci, &run.tmpl};
-    for (int k = 0; k < 2 && !st; k++) {
-        tide_diffp_frame *f = frames[k];
-        if (f->wcs == gw) {
-            f->fwhm_out = f->fwhm;
-            continue;
-        }
-        STAGE(ctx, "diff.reproject",
-              tide_reproject(ctx, &f->work, f->wcs, gw, W, H, &p.reproj, &run.moved, NULL));
-        if (st) {
-            tide_error_prefix(st, "reprojecting %s: ", f->name);
-            break;
-        }
-        tide_image_free(ctx, &f->work); /* the frame is no longer needed on its own grid */
-        f->work = run.moved;
-        if (f->nstar > 0) { /* its stars onto the output grid, for the PSF model */
-            double *ra = malloc(sizeof(double) * (size_t)f->nstar);
-            double *de = malloc(sizeof(double) * (size_t)f->nstar);
-            if (!ra || !de || tide_wcs_pix2sky(f->wcs, f->nstar, f->star_x, f->star_y, ra, de) ||
-                tide_wcs_sky2pix(gw, f->nstar, ra, de, f->star_x, f->star_y)) {
-                f->nstar = 0; /* no PSF model then: Gaussian fits */
-                tide_error_clear();
-            }
-            free(ra);
-            free(de);
-        }
-        memset(&run.moved, 0, sizeof run.moved);
-        f->fwhm_out = f->fwhm * (gscale > 0 ? f->scale / gscale : 1.0);
-    }
-    out->fwhm_sci = run.sci.fwhm_out;
-    out->fwhm_tmpl = run.tmpl.fwhm_out;
-
-    /* 5: PSF-matched subtraction, and beside it the PSF model of the fits: the difference's
-     * PSF is that of the frame the subtraction leaves unconvolved. */
-    psf_job pj = {NULL, NULL, 0};
-    tide_diffp_side side;
-    int psf_beside = !st && p.dip.model == TIDE_DIPOLE_PSF && !p.dip.psf;
-    if (psf_beside) {
-        pj.u = tide_subtract_convolved(&p.sub, out->fwhm_sci, out->fwhm_tmpl) ==
-                       TIDE_SUB_CONVOLVE_SCIENCE
-                   ? &run.tmpl
-                   : &run.sci;
-        st = tide_sync(ctx); /* the frame is complete before another stream reads it */
-        psf_beside = !st;
-        if (psf_beside)
-            tide_diffp_side_start(ctx, &side, psf_job_run, &pj);
-    }
-    /* the template's sky noise from its preparation, when it is still that very image */
-    if (run.tmpl.sub_sky_known && run.tmpl.wcs == gw && run.tmpl.sub_sky_bits == p.sub.mask_bits) {
-        p.sub.tmpl_sky_known = 1;
-        p.sub.tmpl_sky = run.tmpl.sub_sky;
-        p.sub.tmpl_var = run.tmpl.sub_var;
-    }
-    if (!st) {
-        STAGE(ctx, "diff.subtract",
-              tide_subtract(ctx, &run.sci.work, &run.tmpl.work, out->fwhm_sci, out->fwhm_tmpl,
-                            &p.sub, &run.sr));
-        if (st)
-            tide_error_prefix(st, "subtracting %s from %s: ", p.tmpl_name, p.sci_name);
-    }
-    if (psf_beside) { /* also after an error: the job reads the frames freed below */
-        const int pst = tide_diffp_side_join(&side, NULL);
-        if (!st)
-            st = pst;
-        run.psf = pj.psf;
-        run.psf_side = pj.side;
-    }
-    if (!st) {
-        tide_image_free(ctx, &run.sci.work);
-        if (!run.tmpl_borrowed)
-            tide_image_free(ctx, &run.tmpl.work);
-        out->kernel_sum = run.sr.kernel_sum;
-        out->chi2 = run.sr.chi2;
-        out->nfit_pix = run.sr.nfit;
-        out->convolved = run.sr.convolved;
-        st = kernels(&run.sr, out);
-    }
-
-    /* The noise of the difference is correlated (resampling, convolution), so the propagated
-     * per-pixel variance understates the noise of a PSF-sized sum and the matched-filter S/N
-     * would be too high: the variance is scaled to the measured noise at that scale, where
-     * the difference lives, before it is downloaded (so the host copy needs no pass). */
+    st = stage_grid(&run, &in, out);
+    if (!st)
+        st = stage_subtract(&run, out);
     const double fwhm_d = fmax(out->fwhm_sci, out->fwhm_tmpl);
     out->var_scale = 1.0;
-    if (!st && p.calibrate_var) {
-        tide_timer tn;
-        tide_timer_start(ctx, &tn, "diff.noise");
-        out->var_scale = tide_diffp_noise_scale(ctx, &run.sr.diff, fwhm_d);
-        st = tide_diffp_scale_var(ctx, &run.sr.diff, (float)out->var_scale);
-        tide_timer_stop(ctx, &tn, NULL);
-        tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
-                 "difference noise at the PSF scale: variance scaled by %.4f", out->var_scale);
-    }
+    if (!st)
+        st = stage_noise(&run, fwhm_d, out);
     if (!st)
         STAGE(ctx, "diff.download", download_start(ctx, &run, out));
-
-    /* 6: candidates, with the matched PSF (the broader of the two), while the download runs. */
-    if (!st) {
-        p.cand.det.fwhm_guess = fwhm_d;
-        STAGE(ctx, "diff.candidates", tide_diff_candidates(ctx, &run.sr.diff, &p.cand,
-                                                            &run.cands));
-    }
-    { /* also after an error: the copies read the run's device images */
-        tide_timer tw;
-        tide_timer_start(ctx, &tw, "diff.download_wait");
-        const int wst = tide_download_wait(ctx);
-        tide_timer_stop(ctx, &tw, NULL);
-        if (!st)
-            st = wst;
-    }
+    st = stage_candidates(&run, st, fwhm_d, out);
     if (!st)
-        st = tide_diffp_screen(&out->diff, p.reject_bits, &run.cands, &out->nrejected);
-    /* 7: stamps and fits; the output table. */
-    if (!st)
-        STAGE(ctx, "diff.fit",
-              tide_diffp_fit(ctx, &run.sr.diff, &run.cands, gw, &p,
-                             run.sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? out->fwhm_tmpl
-                                                                          : out->fwhm_sci,
-                             run.psf, run.psf_side, out));
-    if (!st)
-        st = tide_sync(ctx);
-    if (!st)
-        STAGE(ctx, "diff.header", make_header(on_tmpl ? thdr : sci_hdr, gw, &run, &p, out));
+        STAGE(ctx, "diff.header",
+              make_header(run.on_tmpl ? in.thdr : sci_hdr, run.gw, &run, &run.p, out));
     if (!st) {
         size_t cur = 0;
         tide_device_usage(ctx, &cur, &out->device_peak);
-        out->device_peak += helper_peak; /* an upper bound: the two peaks may not coincide */
+        out->device_peak += run.helper_peak; /* an upper bound: the peaks may not coincide */
         out->ms_total = 1e3 * (tide_now() - t0);
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
                  "%lldx%lld: FWHM sci %.3f tmpl %.3f px, kernel sum %.5f, %lld candidates "
                  "(%lld fitted), %.1f ms",
-                 (long long)W, (long long)H, out->fwhm_sci, out->fwhm_tmpl, out->kernel_sum,
-                 (long long)out->cands.nrows, (long long)out->nfitted, out->ms_total);
+                 (long long)run.W, (long long)run.H, out->fwhm_sci, out->fwhm_tmpl,
+                 out->kernel_sum, (long long)out->cands.nrows, (long long)out->nfitted,
+                 out->ms_total);
     }
-    tide_wcs_free(grid_wcs);
     run_release(&run);
     if (st)
         tide_diff_result_free(out);

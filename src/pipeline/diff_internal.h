@@ -4,6 +4,7 @@
 #define TIDE_DIFF_INTERNAL_H
 #include <stdint.h>
 
+#include "tide/config.h"
 #include "tide/cosmetics.h"
 #include "tide/diff.h"
 #include "tide/wcs.h"
@@ -43,9 +44,9 @@ struct tide_diff_template {
 
 /** Prepare @p im (diff.h stages 2-3) into @p f with its WCS: @p wcs, already built from
  *  @p hdr (taken over: f owns it from the start, whatever the outcome), or NULL to build it
- *  here. @p gain, @p sat: parameters (<= 0 / NaN: header keywords); @p fwhm_given > 0 skips
- *  the measurement. @p cos non-NULL: the cosmetics stage first (detector values from the
- *  header and @p gain / @p sat). @p sky non-NULL: also the subtraction's sky noise of the
+ *  here. @p gain, @p sat: parameters (<= 0 / NaN: the header's through the built-in
+ *  instrument configuration); @p fwhm_given > 0 skips the measurement. @p cos non-NULL: the
+ *  cosmetics stage first (gain, read noise, saturation as resolved). @p sky non-NULL: also the subtraction's sky noise of the
  *  prepared frame with sky->mask_bits (f->sub_sky_known), for a frame that will not be
  *  resampled before the subtraction: it is then measured here, beside the other frame's work,
  *  instead of on the subtraction's path. */
@@ -64,7 +65,16 @@ typedef struct tide_diffp_input {
     const char *name;
     double gain, sat, fwhm_given;
     const tide_subtract_params *sky; /**< as tide_diffp_prepare_frame's @p sky, or NULL */
+    const tide_config *cfg; /**< instrument configuration of the frame's gain, read noise and
+                                 saturation (instrument.h); NULL: the built-in one */
 } tide_diffp_input;
+
+/** tide_diffp_prepare_frame of @p in: the frame's gain, read noise and saturation come from
+ *  in->gain / in->sat when set (> 0 / finite), else through the instrument layer with
+ *  in->cfg, as tide reduce resolves them (an unknown gain is 0: no Poisson term). */
+int tide_diffp_prepare_input(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
+                             const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                             tide_diffp_frame *f);
 
 /** tide_diffp_prepare_frame of one frame, timed as stage "diff.prepare" and finished on the
  *  GPU before it returns. */

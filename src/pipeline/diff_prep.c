@@ -1,17 +1,19 @@
-/* diff_prep.c — one input frame of the difference pipeline on its own grid: WCS, background,
- * variance, saturation and FWHM (diff.h stages 1-3), and the overlap check. */
+/* diff_prep.c — one input frame of the difference pipeline on its own grid: WCS, instrument
+ * values, then the shared preparation (prepare.h: cosmetics, background, variance,
+ * saturation, first detection, FWHM) (diff.h stages 1-3), and the overlap check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute/select_f64.h"
 #include "diff_internal.h"
-#include "difference/noise/noise_ops.h"
 #include "diff_side.h"
+#include "prepare.h"
 #include "tide/background.h"
+#include "tide/config.h"
 #include "tide/cosmetics.h"
 #include "tide/detect.h"
+#include "tide/instrument.h"
 #include "tide/memory.h"
 #include "tide/psf.h"
 #include "tide/status.h"
@@ -29,56 +31,90 @@ void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* Median FWHM of the clean, isolated, bright sources, then again of those within 25% of it
- * (galaxies and blends sit above the stars' mode). 0 when fewer than 3 qualify. */
-static double stars_fwhm(const tide_table *t, int64_t *nused) {
-    const double *fw = tide_table_f64(t, "FWHM"), *snr = tide_table_f64(t, "SNR");
-    const int32_t *fl = tide_table_i32(t, "FLAGS");
-    *nused = 0;
-    if (!fw || !snr || !fl || t->nrows < 3)
-        return 0;
-    double *v = malloc(sizeof(double) * (size_t)t->nrows);
-    if (!v)
-        return 0;
-    int64_t m = 0;
-    for (int64_t i = 0; i < t->nrows; i++)
-        if (fl[i] == 0 && snr[i] >= 20 && isfinite(fw[i]) && fw[i] > 0.5 && fw[i] < 100)
-            v[m++] = fw[i];
-    double med = 0;
-    if (m >= 3) {
-        med = tide_median_f64(v, m);
-        int64_t k = 0;
-        for (int64_t i = 0; i < m; i++)
-            if (fabs(v[i] - med) <= 0.25 * med)
-                v[k++] = v[i];
-        if (k >= 3) {
-            med = tide_median_f64(v, k);
-            m = k;
-        }
-        *nused = m;
+/* The frame's gain, read noise and saturation through the instrument layer (instrument.h),
+ * as tide reduce resolves them: the configuration's keyword map, camera defaults and
+ * overrides (NULL: the built-in configuration); the run's parameters, when set, first. An
+ * unknown gain stays unknown (0: no Poisson term). */
+static int frame_instrument(const tide_diffp_input *in, const char *name, double *gain,
+                            double *rdnoise, double *sat) {
+    tide_config *own = NULL;
+    const tide_config *cfg = in->cfg;
+    int st = 0;
+    if (!cfg) {
+        const tide_config_load_options lo = {"", NULL, NULL, 0}; /* built-ins only */
+        st = tide_config_load(&own, &lo);
+        cfg = own;
     }
-    free(v);
-    return med;
-}
-
-static int header_dbl(const tide_header *h, const char *key, double *v) {
-    double x;
-    if (h && tide_header_get_dbl(h, key, &x) == 0 && isfinite(x)) {
-        *v = x;
-        return 1;
-    }
-    tide_error_clear();
+    tide_instrument inst;
+    if (!st)
+        st = tide_instrument_resolve(cfg, in->hdr, name, &inst);
+    tide_config_free(own);
+    if (st)
+        return st;
+    *gain = in->gain > 0 ? in->gain
+                         : (inst.source[TIDE_INST_GAIN] && isfinite(inst.gain) ? inst.gain : 0);
+    *rdnoise = inst.source[TIDE_INST_RDNOISE] && isfinite(inst.rdnoise) ? inst.rdnoise : 0;
+    *sat = isfinite(in->sat) ? in->sat
+                             : (inst.source[TIDE_INST_SATURATE] && isfinite(inst.saturate)
+                                    ? inst.saturate
+                                    : NAN);
     return 0;
 }
 
-int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
-                             tide_wcs *wcs, const char *name, double gain, double sat,
-                             double fwhm_given, double fwhm_guess, const tide_bkg_params *bkgp,
-                             const tide_cosmetics_params *cosp, const tide_subtract_params *sky,
+/* The unflagged bright sources of the first pass, candidates for the PSF model of the fits. */
+static int keep_stars(const tide_table *t, tide_diffp_frame *f) {
+    const double *X = tide_table_f64(t, "XWIN"), *Y = tide_table_f64(t, "YWIN"),
+                 *F = tide_table_f64(t, "FLUX_ISO"), *S = tide_table_f64(t, "SNR");
+    const int32_t *G = tide_table_i32(t, "FLAGS");
+    if (!X || !Y || !F || !S || !G || t->nrows < 1)
+        return 0;
+    f->star_x = malloc(sizeof(double) * (size_t)t->nrows);
+    f->star_y = malloc(sizeof(double) * (size_t)t->nrows);
+    f->star_f = malloc(sizeof(double) * (size_t)t->nrows);
+    if (!f->star_x || !f->star_y || !f->star_f)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory", f->name);
+    for (int64_t i = 0; i < t->nrows; i++)
+        if (G[i] == 0 && S[i] >= 20) {
+            f->star_x[f->nstar] = X[i];
+            f->star_y[f->nstar] = Y[i];
+            f->star_f[f->nstar++] = F[i];
+        }
+    return 0;
+}
+
+/* Stage 3: the FWHM from the first pass (blends dropped, not split: fewer, cleaner stars),
+ * and the PSF candidates. */
+static int measure_fwhm(tide_ctx *ctx, const tide_image *rms, double fwhm_guess,
+                        tide_diffp_frame *f) {
+    tide_detect_params dp;
+    tide_detect_params_default(&dp);
+    dp.fwhm_guess = fwhm_guess > 0 ? fwhm_guess : 3.0;
+    dp.deblend_nthresh = 1;
+    tide_table t;
+    tide_table_init(&t);
+    int st = tide_prep_first_pass(ctx, &f->work, rms, &dp, "diffp.fwhm", &t);
+    if (!st) {
+        const tide_prep_fwhm_rule rule = TIDE_PREP_FWHM_DIFF;
+        const double fw = tide_prep_fwhm(&t, &rule, &f->nfwhm);
+        st = keep_stars(&t, f);
+        f->fwhm = fw > 0 ? fw : dp.fwhm_guess;
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: FWHM %.3f px from %lld stars", f->name,
+                 f->fwhm, (long long)f->nfwhm);
+    } else {
+        tide_error_prefix(st, "%s: measuring the FWHM: ", f->name);
+    }
+    tide_table_free(&t);
+    return st;
+}
+
+int tide_diffp_prepare_input(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
+                             const tide_bkg_params *bkgp, const tide_cosmetics_params *cosp,
                              tide_diffp_frame *f) {
+    const tide_image *im = in->im;
+    const tide_header *hdr = in->hdr;
     memset(f, 0, sizeof *f);
-    f->wcs = wcs;
-    f->name = name && *name ? name : "frame";
+    f->wcs = in->wcs;
+    f->name = in->name && *in->name ? in->name : "frame";
     if (!im || !im->pix || im->width < 1 || im->height < 1 || im->location != TIDE_HOST)
         return tide_error(TIDE_E_INVAL, "%s: diff needs a host image with pixels", f->name);
     if (!hdr)
@@ -97,132 +133,64 @@ int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_hea
     if (st)
         return tide_error_prefix(st, "%s: ", f->name);
     f->scale = sum.scale_arcsec;
-    f->gain = gain;
-    if (!(f->gain > 0) && !header_dbl(hdr, "GAIN", &f->gain))
-        f->gain = 0;
-    f->saturate = sat;
-    if (!isfinite(f->saturate) && !header_dbl(hdr, "SATURATE", &f->saturate))
-        f->saturate = NAN;
-
-    const tide_location where = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
-    tide_timer tm;
-    tide_timer_start(ctx, &tm, "diffp.upload");
-    st = tide_image_alloc(ctx, &f->work, im->width, im->height, where,
-                          TIDE_IMAGE_MASK | TIDE_IMAGE_VAR);
-    if (!st) {
-        tide_image src = *im; /* the input's own variance, if any, is replaced by the model */
-        src.var = NULL;
-        st = tide_image_copy(ctx, &f->work, &src);
-    }
-    tide_timer_stop(ctx, &tm, NULL);
-    if (!st && cosp) {
-        /* Cosmic rays, hot pixels, bleed trails: flagged, so the kernel fit and the
-         * candidates ignore them (a cosmic ray is a change no survey wants to follow). */
-        tide_cosmetics_params cp = *cosp;
-        tide_cosmetics_report cr;
-        st = tide_cosmetics_params_from_header(&cp, hdr);
-        if (f->gain > 0)
-            cp.gain = f->gain;
-        cp.saturation = f->saturate;
-        /* The mask before, to undo a pass whose noise model does not fit the frame. */
-        const size_t mbytes = (size_t)(f->work.stride * f->work.height) * sizeof(uint16_t);
-        const int dev = f->work.location == TIDE_DEVICE;
-        void *saved = NULL;
-        if (!st)
-            st = dev ? tide_device_alloc(ctx, mbytes, &saved)
-                     : ((saved = malloc(mbytes)) ? 0 : tide_error(TIDE_E_NOMEM, "out of memory"));
-        if (!st)
-            st = tide_memcpy(ctx, saved, dev, f->work.mask, dev, mbytes);
-        if (!st)
-            st = tide_cosmetics_apply(ctx, &f->work, &cp, &cr);
-        /* L.A.Cosmic's noise model needs the sky still in the frame: on a sky-subtracted
-         * frame (DECam community pipeline cutouts) it sees noise everywhere and flags a third
-         * of the pixels. More than 1% of the frame flagged means the model does not fit:
-         * the flags are dropped and the run says so. */
-        const int64_t nflag = st ? 0 : cr.n_cosmic + cr.n_hot + cr.n_cold;
-        if (!st && nflag > (im->width * im->height) / 100) {
-            st = tide_memcpy(ctx, f->work.mask, dev, saved, dev, mbytes);
-            tide_log(&ctx->log, TIDE_LOG_WARN, "diff",
-                     "%s: cosmetics flagged %lld of %lld pixels (is the sky subtracted? the "
-                     "noise model needs it): flags dropped",
-                     f->name, (long long)nflag, (long long)(im->width * im->height));
-        } else if (!st) {
-            f->ncosmic = cr.n_cosmic;
-        }
-        if (dev)
-            tide_device_free(ctx, saved);
-        else
-            free(saved);
-        if (st)
-            return tide_error_prefix(st, "%s: cosmetics: ", f->name);
-    }
+    double rdnoise = 0;
+    st = frame_instrument(in, f->name, &f->gain, &rdnoise, &f->saturate);
     if (st)
         return st;
-    tide_image bkg = {0}, rms = {0};
-    tide_bkg_summary bs;
-    st = tide_background_estimate(ctx, &f->work, bkgp, &bkg, &rms, &bs);
-    if (st == TIDE_E_EMPTY)
-        return tide_error_prefix(st, "%s: no valid pixel: ", f->name);
-    if (!st && (bkg.stride != im->width || rms.stride != im->width))
-        st = tide_error(TIDE_E_INTERNAL, "%s: background maps with a row stride", f->name);
-    if (!st) {
-        f->sky = bs.global_back;
-        f->sky_rms = bs.global_rms;
-        /* Saturation is judged on the raw value, so the level is the header's ADU. */
-        st = TIDE_DISPATCH(ctx, tide_diffp_prepare, im->width, im->height, f->work.stride,
-                           f->work.pix, f->work.mask, f->work.var, bkg.pix, rms.pix,
-                           (float)f->gain, isfinite(f->saturate) ? (float)f->saturate : NAN);
+
+    /* Stage 2: cosmic rays, hot pixels, bleed trails flagged, so the kernel fit and the
+     * candidates ignore them (a cosmic ray is a change no survey wants to follow); the
+     * background subtracted, the variance made from the maps, saturation flagged. */
+    tide_cosmetics_params cp;
+    if (cosp) {
+        cp = *cosp;
+        cp.gain = f->gain;
+        cp.rdnoise = rdnoise;
+        cp.saturation = f->saturate;
     }
-    f->fwhm = fwhm_given;
-    if (!st && !(fwhm_given > 0)) {
-        tide_detect_params dp;
-        tide_detect_params_default(&dp);
-        dp.fwhm_guess = fwhm_guess > 0 ? fwhm_guess : 3.0;
-        dp.deblend_nthresh = 1; /* blends are dropped, not split: fewer, cleaner stars */
-        tide_table t;
-        tide_table_init(&t);
-        tide_timer_start(ctx, &tm, "diffp.fwhm");
-        st = tide_detect(ctx, &f->work, &rms, NULL, &dp, &t);
-        tide_timer_stop(ctx, &tm, NULL);
-        if (!st) {
-            const double fw = stars_fwhm(&t, &f->nfwhm);
-            /* the unflagged bright sources, candidates for the PSF model of the fits */
-            const double *X = tide_table_f64(&t, "XWIN"), *Y = tide_table_f64(&t, "YWIN"),
-                         *F = tide_table_f64(&t, "FLUX_ISO"), *S = tide_table_f64(&t, "SNR");
-            const int32_t *G = tide_table_i32(&t, "FLAGS");
-            if (X && Y && F && S && G && t.nrows > 0) {
-                f->star_x = malloc(sizeof(double) * (size_t)t.nrows);
-                f->star_y = malloc(sizeof(double) * (size_t)t.nrows);
-                f->star_f = malloc(sizeof(double) * (size_t)t.nrows);
-                if (!f->star_x || !f->star_y || !f->star_f)
-                    st = tide_error(TIDE_E_NOMEM, "%s: out of memory", f->name);
-                for (int64_t i = 0; !st && i < t.nrows; i++)
-                    if (G[i] == 0 && S[i] >= 20) {
-                        f->star_x[f->nstar] = X[i];
-                        f->star_y[f->nstar] = Y[i];
-                        f->star_f[f->nstar++] = F[i];
-                    }
-            }
-            f->fwhm = fw > 0 ? fw : dp.fwhm_guess;
-            tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: FWHM %.3f px from %lld stars",
-                     f->name, f->fwhm, (long long)f->nfwhm);
-        } else {
-            tide_error_prefix(st, "%s: measuring the FWHM: ", f->name);
-        }
-        tide_table_free(&t);
-    }
-    tide_image_free(ctx, &bkg);
-    tide_image_free(ctx, &rms);
-    if (!st && sky) {
+    const tide_prep_params pp = {
+        .name = f->name,
+        .cos = cosp ? &cp : NULL,
+        .cos_guard = 1,
+        .bkg = bkgp,
+        .variance = 1,
+        .gain = f->gain,
+        .saturate = f->saturate,
+        .timers = {"diffp.upload", NULL, NULL},
+    };
+    tide_prepared pf;
+    st = tide_prep_frame(ctx, im, &pp, &pf);
+    if (st)
+        return st;
+    f->work = pf.work;
+    memset(&pf.work, 0, sizeof pf.work);
+    f->ncosmic = pf.cos_dropped ? 0 : pf.cr.n_cosmic;
+    f->sky = pf.bkgs.global_back;
+    f->sky_rms = pf.bkgs.global_rms;
+    f->fwhm = in->fwhm_given;
+    if (!(in->fwhm_given > 0))
+        st = measure_fwhm(ctx, &pf.rms, fwhm_guess, f);
+    tide_prep_frame_free(ctx, &pf);
+    if (!st && in->sky) {
+        tide_timer tm;
         tide_timer_start(ctx, &tm, "diffp.sky");
-        st = tide_subtract_sky_noise(ctx, &f->work, sky->mask_bits, &f->sub_sky, &f->sub_var);
+        st = tide_subtract_sky_noise(ctx, &f->work, in->sky->mask_bits, &f->sub_sky, &f->sub_var);
         tide_timer_stop(ctx, &tm, NULL);
         if (st)
             tide_error_prefix(st, "%s: ", f->name);
         f->sub_sky_known = !st;
-        f->sub_sky_bits = sky->mask_bits;
+        f->sub_sky_bits = in->sky->mask_bits;
     }
     return st;
+}
+
+int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
+                             tide_wcs *wcs, const char *name, double gain, double sat,
+                             double fwhm_given, double fwhm_guess, const tide_bkg_params *bkgp,
+                             const tide_cosmetics_params *cosp, const tide_subtract_params *sky,
+                             tide_diffp_frame *f) {
+    const tide_diffp_input in = {im, hdr, wcs, name, gain, sat, fwhm_given, sky, NULL};
+    return tide_diffp_prepare_input(ctx, &in, fwhm_guess, bkgp, cosp, f);
 }
 
 /* One frame's preparation on the context given (the pipeline's or its helper), timed as
@@ -240,9 +208,7 @@ static int prep_one(tide_ctx *ctx, void *arg) {
     tide_timer tm;
     const int ts = tide_timer_start(ctx, &tm, "diff.prepare");
     /* called whatever the timer says: it takes the WCS over */
-    int st = tide_diffp_prepare_frame(ctx, j->in->im, j->in->hdr, j->in->wcs, j->in->name,
-                                      j->in->gain, j->in->sat, j->in->fwhm_given, j->fwhm_guess,
-                                      j->bkg, j->cos, j->in->sky, j->f);
+    int st = tide_diffp_prepare_input(ctx, j->in, j->fwhm_guess, j->bkg, j->cos, j->f);
     if (!ts) {
         const int te = tide_timer_stop(ctx, &tm, NULL);
         if (!st)

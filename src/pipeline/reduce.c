@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prepare.h"
 #include "reduce_internal.h"
 #include "reduction/maps/map_ops.h"
 #include "tide/memory.h"
@@ -100,61 +101,32 @@ static int gather(tide_ctx *ctx, const tide_image *im, int64_t n, const double *
 #endif
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median FWHM of the first pass's clean, bright sources (FLAGS == 0, S/N >= 20); 0 when
- * fewer than 5 qualify. Used as the PSF stage's guess: the configured guess may be far off. */
-static double first_pass_fwhm(const tide_table *t) {
-    const double *fw = tide_table_f64(t, "FWHM"), *snr = tide_table_f64(t, "SNR");
-    const int32_t *fl = tide_table_i32(t, "FLAGS");
-    if (!fw || !snr || !fl || t->nrows < 5)
-        return 0;
-    double *v = malloc(sizeof(double) * (size_t)t->nrows);
-    if (!v)
-        return 0;
-    int64_t m = 0;
-    for (int64_t i = 0; i < t->nrows; i++)
-        if (fl[i] == 0 && snr[i] >= 20 && isfinite(fw[i]) && fw[i] > 0.5)
-            v[m++] = fw[i];
-    double med = 0;
-    if (m >= 5) {
-        qsort(v, (size_t)m, sizeof *v, cmp_dbl);
-        med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-    }
-    free(v);
-    return med;
-}
-
-/* Stages 1-2: the working copy, cosmetics, background, subtraction. */
+/* Stages 1-2: the frame's preparation (prepare.h): the working copy, cosmetics, background,
+ * subtraction. */
 static int stage_frame(pipe_run *r, const tide_image *frame, tide_pipeline_result *out) {
     tide_ctx *ctx = r->ctx;
-    const tide_location where = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
-    int st = 0;
-    STAGE(r, "reduce.upload",
-          tide_image_alloc(ctx, &r->work, frame->width, frame->height, where, TIDE_IMAGE_MASK));
-    if (!st)
-        STAGE(r, "reduce.upload", tide_image_copy(ctx, &r->work, frame));
-    if (!st && r->p.cosmetics)
-        STAGE(r, "reduce.cosmetics", tide_cosmetics_apply(ctx, &r->work, &r->p.cos, &out->cos));
+    const tide_prep_params pp = {
+        .name = r->p.source[0] ? r->p.source : "frame",
+        .cos = r->p.cosmetics ? &r->p.cos : NULL,
+        .cos_guard = 0,
+        .bkg = &r->p.bkg,
+        .variance = 0,
+        .timers = {"reduce.upload", "reduce.cosmetics", "reduce.background"},
+    };
+    tide_prepared f;
+    int st = tide_prep_frame(ctx, frame, &pp, &f);
     if (st)
         return st;
-    STAGE(r, "reduce.background",
-          tide_background_estimate(ctx, &r->work, &r->p.bkg, &r->bmap, &r->rmap, &out->bkg));
-    if (st == TIDE_E_EMPTY)
-        return tide_error_prefix(
-            st, "%s: no valid pixel to reduce: ", r->p.source[0] ? r->p.source : "frame");
-    if (!st && r->p.keep_maps) {
+    r->work = f.work;
+    r->bmap = f.bkg;
+    r->rmap = f.rms;
+    out->bkg = f.bkgs;
+    out->cos = f.cr;
+    if (r->p.keep_maps) {
         st = tide_image_clone(ctx, &out->back_map, &r->bmap, TIDE_HOST);
         if (!st)
             st = tide_image_clone(ctx, &out->rms_map, &r->rmap, TIDE_HOST);
     }
-    if (!st)
-        STAGE(r, "reduce.background",
-              TIDE_DISPATCH(ctx, tide_pipe_map, TIDE_PIPE_SUB, r->work.width, r->work.height,
-                            r->work.pix, r->work.stride, r->bmap.pix, r->bmap.stride, 0.0f));
     return st;
 }
 
@@ -173,14 +145,16 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
         p->psfp.saturation = sat_sub;
     }
     tide_detect_params d1 = p->det;
-    STAGE(r, "reduce.detect1", tide_detect(ctx, &r->work, &r->rmap, NULL, &d1, &r->first));
+    st = tide_prep_first_pass(ctx, &r->work, &r->rmap, &d1, "reduce.detect1", &r->first);
     if (st)
         return st;
     out->n_first = r->first.nrows;
 
     double fwhm = p->fwhm_guess;
     if (p->refine_fwhm) {
-        const double f = first_pass_fwhm(&r->first);
+        /* the PSF stage's guess: the configured one may be far off */
+        const tide_prep_fwhm_rule rule = TIDE_PREP_FWHM_REDUCE;
+        const double f = tide_prep_fwhm(&r->first, &rule, NULL);
         if (f > 0.5 && f < 100) {
             fwhm = f;
             tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",

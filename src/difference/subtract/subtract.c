@@ -38,6 +38,7 @@ void tide_subtract_params_default(tide_subtract_params *p) {
     p->clip_sigma = 3.0;
     p->stamp_snr = 10.0;
     p->clip_iter = 2;
+    p->nstars = -1;
 }
 
 /* ---- backend memory -------------------------------------------------------------------- */
@@ -491,6 +492,13 @@ int tide_subtract(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
     int st = check_inputs(ctx, sci, tmpl, &p);
     if (st)
         return st;
+    const int d0 = p.spatial_degree;
+    p.spatial_degree = tide_subtract_degree_for_stars(d0, p.nstars);
+    if (p.spatial_degree != d0)
+        tide_log(&ctx->log, TIDE_LOG_INFO, "subtract",
+                 "%lld clean stars: kernel spatial degree lowered from %d to %d",
+                 (long long)p.nstars, d0, p.spatial_degree);
+    r->spatial_degree_stars = p.spatial_degree;
     sub_work w;
     memset(&w, 0, sizeof w);
     int host_in = sci->location == TIDE_HOST && ctx->backend == TIDE_BACKEND_CUDA;
