@@ -129,7 +129,9 @@ typedef struct tide_calib_result {
 
 /** Calibrate @p res (the output of tide_pipeline_run on a @p width × @p height frame whose
  *  header is @p frame_hdr, may be NULL) in place: its catalog gets sky positions, reference
- *  matches and magnitudes, its header the cards listed above. @p out (may be NULL) says what
+ *  matches and magnitudes, its header the cards listed above, and res->wcs the final WCS
+ *  (NULL when the field is not placed on the sky). The header's WCS is res->wcs as
+ *  tide_pipeline_run parsed it; @p frame_hdr is parsed only when res->wcs is NULL. @p out (may be NULL) says what
  *  was done. Errors: TIDE_E_INVAL, TIDE_E_IO / TIDE_E_NOTFOUND / TIDE_E_FORMAT (reference
  *  catalog unreadable, a column missing), TIDE_E_EMPTY (no reference star around the field),
  *  TIDE_E_DB (reference table unreachable), TIDE_E_NOMEM. An unsolved field is not an error

@@ -66,6 +66,7 @@
 #include "tide/photometry.h"
 #include "tide/psf.h"
 #include "tide/table.h"
+#include "tide/wcs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -153,6 +154,9 @@ typedef struct tide_pipeline_result {
     size_t device_peak;        /**< peak device-pool bytes during the run (0 on the CPU) */
     tide_image back_map;       /**< host background map when keep_maps, else empty */
     tide_image rms_map;        /**< host background-RMS map when keep_maps, else empty */
+    tide_wcs *wcs;             /**< the frame's WCS, parsed once: the header's after
+                                    tide_pipeline_run (NULL when it has none that parses), the
+                                    final one after tide_calibrate_run (NULL when unsolved) */
 } tide_pipeline_result;
 
 /** Reduce one frame. @p frame: a host image (or, on a CUDA context, a device image) in ADU,

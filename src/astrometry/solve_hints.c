@@ -46,6 +46,18 @@ static int header_angle(const tide_header *h, const char *key, int hours, double
 
 int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,
                                  double focal_mm, double tolerance, tide_solve_params *p) {
+    tide_wcs *wcs = NULL;
+    if (hdr && w > 0 && h > 0 && tide_wcs_from_header(hdr, NULL, &wcs)) {
+        tide_error_clear(); /* no usable WCS: the other hints */
+        wcs = NULL;
+    }
+    const int st = tide_solve_hints(hdr, wcs, w, h, pixsize_um, focal_mm, tolerance, p);
+    tide_wcs_free(wcs);
+    return st;
+}
+
+int tide_solve_hints(const tide_header *hdr, const tide_wcs *wcs, int64_t w, int64_t h,
+                     double pixsize_um, double focal_mm, double tolerance, tide_solve_params *p) {
     if (w <= 0 || h <= 0)
         return tide_error(TIDE_E_INVAL, "solve hints: frame size %lldx%lld", (long long)w,
                           (long long)h);
@@ -55,11 +67,8 @@ int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, d
     p->scale_lo = p->scale_hi = 0;
     if (!(tolerance > 0))
         tolerance = 0.1;
-    tide_wcs *wcs = NULL;
     tide_wcs_summary sum;
-    int have_wcs = hdr && tide_wcs_from_header(hdr, NULL, &wcs) == 0 &&
-                   tide_wcs_summarize(wcs, w, h, &sum) == 0;
-    tide_wcs_free(wcs);
+    const int have_wcs = hdr && wcs && tide_wcs_summarize(wcs, w, h, &sum) == 0;
     tide_error_clear();
     double ra, dec;
     if (hdr && header_angle(hdr, "RA", 1, &ra) == 0 && header_angle(hdr, "DEC", 0, &dec) == 0) {

@@ -2,21 +2,18 @@
  * catalog (cosmetics, background, PSF model, detection, photometry; reduce.h), then, with a
  * reference catalog, astrometry and photometric calibration (calibrate.h), written as a FITS
  * table, FITS-LDAC or CSV and into a catalog store (store.h). Parameters come from the
- * instrument configuration with command-line overrides. */
+ * instrument configuration with command-line overrides. The job itself is the library's
+ * (job.h, tide_reduce_job_run); this file parses the options and prints the summary. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "reduce_calib.h"
-#include "tide/catalog.h"
-#include "tide/outfile.h"
-#include "tide/reduce.h"
-#include "tide/store.h"
+#include "tide/job.h"
+#include "tide/redact.h"
 
 static const char *help =
     "usage: tide reduce FRAME -o CATALOG.fits [OPTIONS]\n"
@@ -110,20 +107,6 @@ static int special_file(const char *path) {
     return path && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
 }
 
-/* Refuse outputs that are the same file as an input (the frame, the configuration files, the
- * reference catalog, an SQLite store) or as each other, before anything is written. */
-static int check_outputs(const char *spec, const char *instrument, const char *def,
-                         const char *refcat, const char *store, const char *const outs[4]) {
-    if (store && !strncmp(store, "sqlite:", 7))
-        store += 7;
-    const char *ins[] = {spec, instrument, def, refcat, store};
-    /* The store is written too: no output may take its name, even before it exists, and it
-     * may not be one of the other inputs. */
-    const char *all[] = {outs[0], outs[1], outs[2], outs[3], store};
-    int st = tide_outputs_check(ins, 5, outs, 4);
-    return st ? st : tide_outputs_check(ins, 4, all, 5);
-}
-
 static void json_num(FILE *f, const char *key, double v, const char *tail) {
     if (isfinite(v))
         fprintf(f, "  \"%s\": %.10g%s\n", key, v, tail);
@@ -133,7 +116,8 @@ static void json_num(FILE *f, const char *key, double v, const char *tail) {
 
 /* Print the summary: text for people, JSON for scripts. */
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
-                          const char *outp, const tide_image *im, const tide_pipeline_result *r,
+                          const char *outp, int64_t width, int64_t height,
+                          const tide_pipeline_result *r,
                           const tide_calib_result *cal, int timings, FILE *f) {
     const tide_psf_model *m = &r->psf;
     int nt = tide_timer_count(ctx);
@@ -144,8 +128,8 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         tide_cli_json_string(f, outp ? outp : "");
         fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", tide_backend_name(ctx->backend));
         tide_cli_json_string(f, ctx->device_name);
-        fprintf(f, ",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)im->width,
-                (long long)im->height);
+        fprintf(f, ",\n  \"width\": %lld,\n  \"height\": %lld,\n", (long long)width,
+                (long long)height);
         fprintf(f, "  \"n_sources\": %lld,\n  \"n_first\": %lld,\n", (long long)r->n_sources,
                 (long long)r->n_first);
         json_num(f, "fwhm", m->fwhm, ",");
@@ -184,8 +168,8 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         fprintf(f, "\n}\n");
         return;
     }
-    fprintf(f, "%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)im->width,
-            (long long)im->height, (long long)r->n_sources, (long long)r->n_first,
+    fprintf(f, "%s: %lldx%lld, %lld sources (first pass %lld) -> %s\n", spec, (long long)width,
+            (long long)height, (long long)r->n_sources, (long long)r->n_first,
             outp ? outp : "(no FITS output)");
     fprintf(f,
             "  sky %.6g ADU, rms %.6g ADU; PSF %s from %d stars: FWHM %.3f px (corners %.3f "
@@ -224,13 +208,11 @@ int tide_cmd_reduce(int argc, char **argv) {
     const char *cmd = "reduce";
     tide_cli_common com;
     tide_cli_common_init(&com);
-    const char *spec = NULL, *outp = NULL, *csv = NULL, *instrument = NULL, *def = NULL;
-    const char *backp = NULL, *rmsp = NULL;
-    tide_reduce_calib_opts co;
-    memset(&co, 0, sizeof co);
-    int ldac = 0, timings = 0, nocos = 0, nopsf = 0, psfbkg = 0, naper = 0, noise = -1,
-        have_bias = 0;
-    double radii[TIDE_PIPELINE_MAX_APER], bias = 0;
+    const char *instrument = NULL, *def = NULL;
+    tide_reduce_request rq;
+    tide_reduce_request_init(&rq);
+    tide_reduce_calib_opts *co = &rq.cal;
+    int timings = 0;
     char **sets = calloc((size_t)argc + 1, sizeof *sets);
     int nsets = 0, rc = 2;
     if (!sets)
@@ -259,25 +241,25 @@ int tide_cmd_reduce(int argc, char **argv) {
             goto out;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            outp = argv[++i];
+            rq.catalog = argv[++i];
         } else if (!strcmp(a, "--csv")) {
-            csv = argv[++i];
+            rq.csv = argv[++i];
         } else if (!strcmp(a, "--back")) {
-            backp = argv[++i];
+            rq.back = argv[++i];
         } else if (!strcmp(a, "--rms")) {
-            rmsp = argv[++i];
+            rq.rms = argv[++i];
         } else if (!strcmp(a, "--refcat")) {
-            co.refcat = argv[++i];
+            co->refcat = argv[++i];
         } else if (!strcmp(a, "--refcat-table")) {
-            co.refcat_table = argv[++i];
+            co->refcat_table = argv[++i];
         } else if (!strcmp(a, "--index-dir")) {
-            co.index_dir = argv[++i];
+            co->index_dir = argv[++i];
         } else if (!strcmp(a, "--store")) {
-            co.store = argv[++i];
+            co->store = argv[++i];
         } else if (!strcmp(a, "--solve")) {
-            co.solve = 1;
+            co->solve = 1;
         } else if (!strcmp(a, "--no-astrometry")) {
-            co.no_astrometry = 1;
+            co->no_astrometry = 1;
         } else if (!strcmp(a, "--config")) {
             instrument = argv[++i];
         } else if (!strcmp(a, "--default")) {
@@ -304,7 +286,7 @@ int tide_cmd_reduce(int argc, char **argv) {
             }
             nsets++;
         } else if (!strcmp(a, "--aper-radii")) {
-            if (parse_radii(argv[++i], radii, &naper)) {
+            if (parse_radii(argv[++i], rq.aper_radii, &rq.naper)) {
                 rc = tide_cli_usage_error(cmd,
                                           "--aper-radii needs 1 to %d radii > 0 separated "
                                           "by commas (got '%s')",
@@ -313,51 +295,52 @@ int tide_cmd_reduce(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--bias")) {
             char *end;
-            bias = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !isfinite(bias)) {
+            rq.bias = strtod(argv[++i], &end);
+            if (end == argv[i] || *end || !isfinite(rq.bias)) {
                 rc = tide_cli_usage_error(cmd, "bad value '%s' for --bias", argv[i]);
                 goto out;
             }
-            have_bias = 1;
+            rq.have_bias = 1;
         } else if (!strcmp(a, "--noise")) {
             const char *v = argv[++i];
             if (!strcmp(v, "measured"))
-                noise = TIDE_NOISE_MEASURED;
+                rq.noise = TIDE_NOISE_MEASURED;
             else if (!strcmp(v, "model"))
-                noise = TIDE_NOISE_MODEL;
+                rq.noise = TIDE_NOISE_MODEL;
             else {
                 rc = tide_cli_usage_error(cmd, "--noise is measured or model (got '%s')", v);
                 goto out;
             }
         } else if (!strcmp(a, "--ldac")) {
-            ldac = 1;
+            rq.ldac = 1;
         } else if (!strcmp(a, "--timings")) {
             timings = 1;
         } else if (!strcmp(a, "--no-cosmetics")) {
-            nocos = 1;
+            rq.no_cosmetics = 1;
         } else if (!strcmp(a, "--no-psf")) {
-            nopsf = 1;
+            rq.no_psf = 1;
         } else if (!strcmp(a, "--psf-fit-background")) {
-            psfbkg = 1;
+            rq.psf_fit_background = 1;
         } else if (a[0] == '-' && a[1]) {
             rc = tide_cli_usage_error(cmd, "unknown option %s", a);
             goto out;
-        } else if (spec) {
-            rc = tide_cli_usage_error(cmd, "one FRAME only (got '%s' and '%s')", spec, a);
+        } else if (rq.frame) {
+            rc = tide_cli_usage_error(cmd, "one FRAME only (got '%s' and '%s')", rq.frame,
+                                      a);
             goto out;
         } else {
-            spec = a;
+            rq.frame = a;
         }
     }
-    if (!spec) {
+    if (!rq.frame) {
         rc = tide_cli_usage_error(cmd, "missing FRAME");
         goto out;
     }
-    if (!outp && !csv) {
+    if (!rq.catalog && !rq.csv) {
         rc = tide_cli_usage_error(cmd, "no output: give -o CATALOG.fits (or --csv FILE)");
         goto out;
     }
-    const char *outs[] = {outp, backp, rmsp};
+    const char *outs[] = {rq.catalog, rq.back, rq.rms};
     for (int k = 0; k < 3; k++)
         if (special_file(outs[k])) {
             rc = tide_cli_usage_error(cmd,
@@ -366,12 +349,14 @@ int tide_cmd_reduce(int argc, char **argv) {
                                       outs[k]);
             goto out;
         }
-    if (ldac && !outp) {
+    if (rq.ldac && !rq.catalog) {
         rc = tide_cli_usage_error(cmd, "--ldac writes the -o file: give -o");
         goto out;
     }
-    const char *const all_outs[4] = {outp, csv, backp, rmsp};
-    if (check_outputs(spec, instrument, def, co.refcat, co.store, all_outs)) {
+    rq.config_files[0] = instrument;
+    rq.config_files[1] = def;
+    const char *const all_outs[4] = {rq.catalog, rq.csv, rq.back, rq.rms};
+    if (tide_reduce_check_outputs(rq.frame, rq.config_files, co->refcat, co->store, all_outs)) {
         rc = tide_cli_fail(cmd, TIDE_E_INVAL);
         goto out;
     }
@@ -395,111 +380,34 @@ int tide_cmd_reduce(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    tide_image im;
-    tide_header hdr;
-    memset(&im, 0, sizeof im);
-    tide_header_init(&hdr);
-    tide_pipeline_result res;
-    memset(&res, 0, sizeof res);
+    tide_reduce_job *job = NULL;
+    tide_reduce_report rep;
+    memset(&rep, 0, sizeof rep);
     rc = 1;
-    st = tide_fits_read_image(ctx, spec, &im, &hdr);
-    tide_instrument inst;
+    st = tide_reduce_job_create(ctx, cfg, &job);
     if (!st)
-        st = tide_instrument_resolve(cfg, &hdr, spec, &inst);
-    tide_pipeline_params p;
-    tide_pipeline_params_default(&p);
-    if (!st)
-        st = tide_pipeline_params_from_config(&p, cfg, &inst);
-    if (st) {
-        rc = tide_cli_fail(cmd, st);
-        goto done;
-    }
-    snprintf(p.source, sizeof p.source, "%s", spec);
-    if (naper) {
-        p.naper = naper;
-        memcpy(p.aper_radii, radii, sizeof(double) * (size_t)naper);
-    }
-    if (have_bias)
-        p.bias = bias;
-    if (noise >= 0)
-        p.noise = (tide_noise_source)noise;
-    if (nocos)
-        p.cosmetics = 0;
-    if (nopsf)
-        p.psf = 0;
-    if (psfbkg)
-        p.psffit.fit_background = 1;
-    p.keep_maps = backp || rmsp;
-    st = tide_pipeline_params_check(&p);
-    if (st) {
-        rc = tide_cli_fail(cmd, tide_error_prefix(st, "%s: ", spec));
-        goto done;
-    }
-    /* Calibration and store settings are checked before the frame is reduced, so a missing
-     * reference catalog fails in milliseconds, not after the reduction. */
-    tide_calib_params cp;
-    st = tide_reduce_calib_params(&co, cfg, &inst, spec, &cp);
-    const int calibrate = !st && tide_reduce_calib_wanted(&co, &cp);
-    if (!st && cp.refcat[0] && !tide_store_uri_is_pg(cp.refcat) && access(cp.refcat, R_OK))
-        st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp.refcat, strerror(errno));
-    const char *store = tide_reduce_store_uri(&co, cfg);
-    if (!st) /* the configuration's reference catalog and store are known now */
-        st = check_outputs(spec, instrument, def, cp.refcat, store, all_outs);
-    /* Every output begun now (its private directory made): one that cannot be written fails
-     * before the reduction, and nothing appears unless all of them (and the store) do. */
-    tide_reduce_outputs staged;
-    if (!st)
-        st = tide_reduce_outputs_begin(&staged, outp, ldac, csv, backp, rmsp);
-    if (st) {
-        rc = tide_cli_fail(cmd, st);
-        goto done;
-    }
-    /* The store's key (the file's checksum) is computed while the frame is reduced. */
-    tide_reduce_checksum sum;
-    memset(&sum, 0, sizeof sum);
-    if (store[0])
-        tide_reduce_checksum_start(&sum, spec);
-    st = tide_pipeline_run(ctx, &im, &hdr, &p, &res);
-    tide_calib_result cal;
-    memset(&cal, 0, sizeof cal);
-    if (!st && calibrate)
-        st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
-    const int sum_st = store[0] ? tide_reduce_checksum_wait(&sum) : 0;
-    if (!st)
-        st = sum_st;
-    /* Every file and the store together: the files appear only when all are complete and
-     * the store has committed (reduce_calib.h). */
-    int64_t image_id = -1;
-    double ms_store = 0;
-    if (!st)
-        st = tide_reduce_outputs_commit(&staged, store, NULL, spec, sum.hex, &hdr, &res, &image_id,
-                                        &ms_store, NULL);
-    else
-        tide_reduce_outputs_abort(&staged);
+        st = tide_reduce_job_run(job, &rq, &rep);
     if (st) {
         rc = tide_cli_fail(cmd, st);
         goto done;
     }
     /* With the CSV on standard output, the summary goes to standard error. */
-    FILE *sumf = csv && !strcmp(csv, "-") ? stderr : stdout;
-    print_summary(&com, ctx, spec, outp ? outp : csv, &im, &res, calibrate ? &cal : NULL,
-                  timings, sumf);
+    FILE *sumf = rq.csv && !strcmp(rq.csv, "-") ? stderr : stdout;
+    print_summary(&com, ctx, rq.frame, rq.catalog ? rq.catalog : rq.csv, rep.width, rep.height,
+                  &rep.res, rep.calibrated ? &rep.cal : NULL, timings, sumf);
     char shown[1300];
-    if (store[0] && !com.json)
-        fprintf(sumf, "  stored as image %lld in %s (%.1f ms)\n", (long long)image_id,
-                tide_redact_uri(store, shown, sizeof shown), ms_store);
-    if (calibrate && (!cal.wcs_ok || (cal.nref > 0 && !cal.zp_ok))) {
-        fprintf(stderr, "tide reduce: warning: %s: catalog written without %s: %s\n", spec,
-                !cal.wcs_ok ? "sky positions" : "a zero point",
-                !cal.wcs_ok ? cal.astrmsg : cal.zpmsg);
+    if (rep.store[0] && !com.json)
+        fprintf(sumf, "  stored as image %lld in %s (%.1f ms)\n", (long long)rep.image_id,
+                tide_redact_uri(rep.store, shown, sizeof shown), rep.ms_store);
+    if (rep.incomplete) {
+        fprintf(stderr, "tide reduce: warning: %s\n", rep.warning);
         rc = 3;
         goto done;
     }
     rc = 0;
 done:
-    tide_pipeline_result_free(&res);
-    tide_image_free(ctx, &im);
-    tide_header_free(&hdr);
+    tide_reduce_report_free(&rep);
+    tide_reduce_job_destroy(job);
     tide_ctx_destroy(ctx);
     tide_config_free(cfg);
 out:

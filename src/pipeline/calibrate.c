@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "calibrate_internal.h"
+#include "tide/coords.h"
 #include "tide/status.h"
 #include "tide/store.h"
 #include "tide/timer.h"
@@ -103,11 +104,12 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
         return tide_error(TIDE_E_NOMEM, "calibrate: arrays for %lld sources", (long long)n);
     }
     for (int64_t i = 0; i < n; i++) {
-        /* The catalog's 1-based FITS positions become the 0-based ones of the library. */
-        s->x[i] = xw[i] - 1.0;
-        s->y[i] = yw[i] - 1.0;
-        s->bx[i] = xb[i] - 1.0;
-        s->by[i] = yb[i] - 1.0;
+        /* The positions the catalog states, 0-based again (coords.h): the WCS is fitted to
+         * what the user receives, so a catalog calibrated from its file gives the same WCS. */
+        s->x[i] = tide_pix_from_fits(xw[i]);
+        s->y[i] = tide_pix_from_fits(yw[i]);
+        s->bx[i] = tide_pix_from_fits(xb[i]);
+        s->by[i] = tide_pix_from_fits(yb[i]);
         const double v = ex && ey ? 0.5 * (ex[i] + ey[i]) : NAN;
         s->sigma[i] = v > 0 ? sqrt(v) : NAN;
         s->flux[i] = isfinite(fa[i]) ? fa[i] : -INFINITY;
@@ -195,7 +197,7 @@ int tide_calibrate_run(tide_ctx *ctx, const tide_header *frame_hdr, int64_t widt
         st = tide_cal_photometry(ctx, frame_hdr, width, height, p, res, &cs, out);
     if (!st)
         st = set_procdate(&res->header);
-    tide_wcs_free(cs.wcs);
+    res->wcs = cs.wcs; /* the final WCS, or NULL */
     tide_table_free(&cs.ref);
     out->ms_total = tide_cal_now_ms() - t0;
     return st;

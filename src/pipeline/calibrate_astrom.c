@@ -318,8 +318,11 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     int st = tide_cal_sources_get(&res->catalog, &src);
     if (st)
         return st;
-    tide_wcs *hdr_wcs = NULL, *initial = NULL;
-    if (frame_hdr && tide_wcs_from_header(frame_hdr, p->source, &hdr_wcs)) {
+    /* The header's WCS as the reduction parsed it (taken over: cs->wcs goes back into the
+     * result); parsed here only for a result that does not carry one. */
+    tide_wcs *hdr_wcs = res->wcs, *initial = NULL;
+    res->wcs = NULL;
+    if (!hdr_wcs && frame_hdr && tide_wcs_from_header(frame_hdr, p->source, &hdr_wcs)) {
         tide_error_clear(); /* no usable WCS in the header: it will be solved */
         hdr_wcs = NULL;
     }
@@ -342,8 +345,8 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
         sp.tweak_order = 1;
     tide_header none;
     tide_header_init(&none);
-    st = tide_solve_hints_from_header(frame_hdr ? frame_hdr : &none, width, height,
-                                      p->pixsize_um, p->focal_mm, p->scale_tolerance, &sp);
+    st = tide_solve_hints(frame_hdr ? frame_hdr : &none, hdr_wcs, width, height, p->pixsize_um,
+                          p->focal_mm, p->scale_tolerance, &sp);
     tide_header_free(&none);
     /* The search radius: the pointing's uncertainty plus the field's half-diagonal.
      * astrometry.net keeps only the index stars within the radius of the hint, so a radius

@@ -308,21 +308,25 @@ static int stage_phot(pipe_run *r, tide_pipeline_result *out) {
     return st;
 }
 
-/* Sky positions of the sources when the frame has a celestial WCS. Returns 0: a frame without
- * a usable one gets no sky columns (and a warning), not an error. */
-static int sky_positions(pipe_run *r, tide_pipe_wcs_job *wj) {
+/* Sky positions of the sources when the frame has a celestial WCS, which the result keeps
+ * (the calibration's starting point). Returns 0: a frame without a usable one gets no sky
+ * columns (and a warning), not an error. */
+static int sky_positions(pipe_run *r, tide_pipe_wcs_job *wj, tide_pipeline_result *out) {
     tide_pipe_phot *ph = &r->ph;
-    if (!wj->hdr || ph->n == 0)
+    if (!wj->hdr)
         return 0;
     tide_wcs *w = NULL;
     int st = tide_pipe_wcs_finish(wj, &w);
     if (st) {
-        if (st != TIDE_E_NOTFOUND)
+        if (st != TIDE_E_NOTFOUND && ph->n > 0)
             tide_log(&r->ctx->log, TIDE_LOG_WARN, "reduce",
                      "no ALPHA_J2000/DELTA_J2000 columns: %s", tide_error_detail());
         tide_error_clear();
         return 0;
     }
+    out->wcs = w;
+    if (ph->n == 0)
+        return 0;
     ph->ra = malloc(sizeof(double) * (size_t)ph->n);
     ph->dec = malloc(sizeof(double) * (size_t)ph->n);
     if (!ph->ra || !ph->dec || tide_wcs_pix2sky(w, ph->n, ph->x, ph->y, ph->ra, ph->dec)) {
@@ -330,7 +334,6 @@ static int sky_positions(pipe_run *r, tide_pipe_wcs_job *wj) {
         ph->ra = ph->dec = NULL;
         tide_error_clear();
     }
-    tide_wcs_free(w);
     return 0;
 }
 
@@ -390,7 +393,7 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     if (!st)
         st = stage_phot(&r, out);
     if (!st)
-        STAGE(&r, "reduce.sky", sky_positions(&r, &wj));
+        STAGE(&r, "reduce.sky", sky_positions(&r, &wj, out));
     tide_pipe_wcs_discard(&wj);
     if (!st) {
         tide_timer tm;
@@ -432,5 +435,6 @@ void tide_pipeline_result_free(tide_pipeline_result *r) {
     tide_apcorr_free(&r->apcorr);
     tide_image_free(NULL, &r->back_map);
     tide_image_free(NULL, &r->rms_map);
+    tide_wcs_free(r->wcs);
     memset(r, 0, sizeof *r);
 }

@@ -14,9 +14,9 @@
 #include "tide/outfile.h"
 #include "bench_util.h"
 #include "cli/cli.h"
-#include "cli/reduce_calib.h"
 #include "tide/calibrate.h"
 #include "tide/catalog.h"
+#include "tide/job.h"
 #include "tide/sim.h"
 #include "tide/solve.h"
 #include "tide/store.h"
@@ -123,75 +123,45 @@ static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const 
     return st;
 }
 
-/* One complete reduction; parts in ms[]. */
-static int run_once(tide_ctx *ctx, const bc_opts *o, const char *dir, tide_store *store,
-                    const tide_config *cfg, const tide_pipeline_params *pp, bc_result *r,
-                    double *ms) {
+/* One complete reduction, the library's job as `tide reduce` runs it (job.h); parts in
+ * ms[]. */
+static int run_once(tide_reduce_job *job, const char *dir, const char *store,
+                    const tide_pipeline_params *pp, bc_result *r, double *ms) {
     char frame[1200], refcat[1200], index[1200], catp[1200];
     snprintf(frame, sizeof frame, "%s/frame_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
     snprintf(refcat, sizeof refcat, "%s/refcat_%lldx%lld.fits", dir, (long long)r->w,
              (long long)r->h);
     snprintf(index, sizeof index, "%s/index_%lldx%lld", dir, (long long)r->w, (long long)r->h);
     snprintf(catp, sizeof catp, "%s/catalog_%lldx%lld.fits", dir, (long long)r->w, (long long)r->h);
-    tide_calib_params cp;
-    tide_calib_params_default(&cp);
-    tide_image im;
-    tide_header hdr;
-    memset(&im, 0, sizeof im);
-    tide_header_init(&hdr);
-    tide_pipeline_result res;
-    memset(&res, 0, sizeof res);
-    tide_calib_result cal;
-    const double t0 = tide_bench_now_ms();
-    /* As tide reduce does: the store key is hashed while the frame is read and reduced. */
-    tide_reduce_checksum sum;
-    tide_reduce_checksum_start(&sum, frame);
-    int st = tide_fits_read_image(ctx, frame, &im, &hdr);
-    /* As tide reduce: the instrument values (pixel size and focal length for the solver's
-     * scale hint) from the header through the configuration. */
-    tide_instrument inst;
-    if (!st)
-        st = tide_instrument_resolve(cfg, &hdr, frame, &inst);
-    if (!st)
-        st = tide_calib_params_from_config(&cp, cfg, &inst);
-    snprintf(cp.refcat, sizeof cp.refcat, "%s", refcat);
-    snprintf(cp.index_dir, sizeof cp.index_dir, "%s", index);
-    cp.photcal.color_term = 0.05; /* the simulator's (tide sim --help) */
-    const double t1 = tide_bench_now_ms();
-    if (!st)
-        st = tide_pipeline_run(ctx, &im, &hdr, pp, &res);
-    const double t2 = tide_bench_now_ms();
-    if (!st)
-        st = tide_calibrate_run(ctx, &hdr, im.width, im.height, &cp, &res, &cal);
-    const double t3 = tide_bench_now_ms();
-    const int sum_st = tide_reduce_checksum_wait(&sum);
-    if (!st)
-        st = sum_st;
-    const double t3b = tide_bench_now_ms();
-    double store_ms = 0, write_ms = 0;
-    if (!st)
-        st = tide_reduce_write_outputs(catp, 0, NULL, store, frame, sum.hex, &hdr, &res, NULL,
-                                       &store_ms, &write_ms);
-    const double t5 = tide_bench_now_ms();
+    tide_reduce_request rq;
+    tide_reduce_request_init(&rq);
+    rq.frame = frame;
+    rq.catalog = catp;
+    rq.params = pp; /* the simulator's gain, noise, bias and saturation */
+    rq.cal.refcat = refcat;
+    rq.cal.index_dir = index;
+    rq.cal.store = store;
+    tide_reduce_report rep;
+    const int st = tide_reduce_job_run(job, &rq, &rep);
     if (!st) {
-        ms[P_READ] = t1 - t0, ms[P_REDUCE] = t2 - t1, ms[P_CALIB] = t3 - t2;
-        ms[P_REFCAT] = cal.ms_refcat, ms[P_SOLVE] = cal.ms_solve, ms[P_REFINE] = cal.ms_refine;
-        ms[P_MATCH] = cal.ms_match, ms[P_PHOTCAL] = cal.ms_photcal;
-        ms[P_CHECKSUM] = t3b - t3;
-        ms[P_STORE] = store_ms, ms[P_WRITE] = write_ms, ms[P_OUTPUTS] = t5 - t3b;
-        ms[P_TOTAL] = t5 - t0;
-        r->nsources = res.n_sources;
-        r->nref = cal.nref;
-        snprintf(r->astrstat, sizeof r->astrstat, "%s", cal.astrstat);
-        r->solved_hinted = cal.solved && !cal.solve.blind;
-        r->solve = cal.solve;
-        r->fit_stars = cal.refined ? cal.refine.nstars : 0;
-        r->rms_px = cal.refined ? cal.refine.rms_px : NAN;
-        r->zp = cal.zp_ok ? cal.zp.zp : NAN;
+        const tide_calib_result *cal = &rep.cal;
+        ms[P_READ] = rep.ms_read, ms[P_REDUCE] = rep.ms_reduce, ms[P_CALIB] = rep.ms_calibrate;
+        ms[P_REFCAT] = cal->ms_refcat, ms[P_SOLVE] = cal->ms_solve;
+        ms[P_REFINE] = cal->ms_refine, ms[P_MATCH] = cal->ms_match;
+        ms[P_PHOTCAL] = cal->ms_photcal;
+        ms[P_CHECKSUM] = rep.ms_checksum_wait;
+        ms[P_STORE] = rep.ms_store, ms[P_WRITE] = rep.ms_write, ms[P_OUTPUTS] = rep.ms_outputs;
+        ms[P_TOTAL] = rep.ms_total;
+        r->nsources = rep.res.n_sources;
+        r->nref = cal->nref;
+        snprintf(r->astrstat, sizeof r->astrstat, "%s", cal->astrstat);
+        r->solved_hinted = cal->solved && !cal->solve.blind;
+        r->solve = cal->solve;
+        r->fit_stars = cal->refined ? cal->refine.nstars : 0;
+        r->rms_px = cal->refined ? cal->refine.rms_px : NAN;
+        r->zp = cal->zp_ok ? cal->zp.zp : NAN;
     }
-    tide_pipeline_result_free(&res);
-    tide_image_free(ctx, &im);
-    tide_header_free(&hdr);
+    tide_reduce_report_free(&rep);
     return st;
 }
 
@@ -218,9 +188,15 @@ static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t 
     tide_pipeline_params pp;
     memset(r, 0, sizeof *r);
     int st = prepare(ctx, o, w, h, dir, r, &pp);
+    /* The simulator's colour term (tide sim --help), as tide reduce --set gives it. */
+    static const char *const color[] = {"photcal.color_term=0.05"};
+    tide_config_load_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.overrides = color;
+    lo.noverrides = 1;
     tide_config *cfg = NULL;
     if (!st)
-        st = tide_config_load(&cfg, NULL);
+        st = tide_config_load(&cfg, &lo);
     char store[1300];
     if (o->store)
         snprintf(store, sizeof store, "%s", o->store);
@@ -231,27 +207,28 @@ static int bench_size(tide_ctx *ctx, const bc_opts *o, const char *dir, int64_t 
     snprintf(frame, sizeof frame, "%s/frame_%lldx%lld.fits", dir, (long long)w, (long long)h);
     if (!st)
         st = tide_store_file_checksum(frame, sum);
-    /* A warm process keeps its store open (connection, schema checks and prepared statements
-     * once), as a long-running reduction service does; tide reduce opens it per frame. */
-    tide_store *open = NULL;
+    /* One job for every run: a warm process keeps its store open (connection, schema checks
+     * and prepared statements once, on the first run, untimed), as a long-running reduction
+     * service does. */
+    tide_reduce_job *job = NULL;
     if (!st)
-        st = tide_store_open(store, NULL, &open);
+        st = tide_reduce_job_create(ctx, cfg, &job);
     for (int i = 0; i < o->warmup && !st; i++) {
         st = forget_frame(store, sum, o->replace);
         if (!st)
-            st = run_once(ctx, o, dir, open, cfg, &pp, r, scratch);
+            st = run_once(job, dir, store, &pp, r, scratch);
     }
     double per[P_COUNT][BC_MAX_REPEATS];
     for (int k = 0; k < o->repeats && !st; k++) {
         st = forget_frame(store, sum, o->replace);
         if (!st)
-            st = run_once(ctx, o, dir, open, cfg, &pp, r, scratch);
+            st = run_once(job, dir, store, &pp, r, scratch);
         for (int p = 0; p < P_COUNT && !st; p++)
             per[p][k] = scratch[p];
     }
     for (int p = 0; p < P_COUNT && !st; p++)
         r->ms[p] = tide_bench_median(per[p], o->repeats);
-    tide_store_close(open);
+    tide_reduce_job_destroy(job);
     tide_config_free(cfg);
     return st;
 }
