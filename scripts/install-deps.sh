@@ -9,6 +9,8 @@ build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-
 # The sanitizer build and the fuzz harnesses (scripts/test-sanitize.sh, scripts/fuzz.sh):
 # clang with its sanitizer and libFuzzer runtimes, LLVM's OpenMP, llvm-symbolizer for stacks.
 san_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)
+# The layout check (scripts/check-format.sh, against .clang-format).
+check_pkgs=(clang-format)
 # Peers the tests compare against (DESIGN §8).
 peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libsep-dev
            python3-photutils python3-astroscrappy python3-reproject source-extractor
@@ -18,7 +20,7 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            netpbm)  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
 
 missing=()
-for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${peer_pkgs[@]}"; do
+for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${check_pkgs[@]}" "${peer_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -31,6 +31,7 @@
  * 2.x and sep 1.2 on the same float32 pixels: ~1e-7 relative (tests/peer, tests/unit). */
 #ifndef TIDE_BACKGROUND_H
 #define TIDE_BACKGROUND_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -60,7 +61,7 @@ typedef struct tide_bkg_params {
 } tide_bkg_params;
 
 /** Fill @p p with the defaults in brackets above (Source Extractor's). */
-void tide_bkg_params_default(tide_bkg_params *p);
+TIDE_API void tide_bkg_params_default(tide_bkg_params *p);
 
 /** What the estimate found. */
 typedef struct tide_bkg_summary {
@@ -84,7 +85,7 @@ typedef struct tide_bkg_summary {
  *  A frame smaller than one mesh is one partial mesh. When no mesh has enough valid pixels,
  *  the whole frame is used as a single mesh (any number of valid pixels); a frame with no
  *  valid pixel at all returns TIDE_E_EMPTY. Bad parameters return TIDE_E_INVAL. */
-int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p,
+TIDE_API int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p,
                              tide_image *bkg, tide_image *rms, tide_bkg_summary *s);
 
 /** Modelled sky variance per pixel, ADU², of a frame that is the average of @p ncombine
@@ -101,7 +102,7 @@ int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg
  *  Extractor users apply to GAIN. For a frame that is the *sum* of N exposures (level
  *  N·b), pass ncombine = 1 and rdnoise·sqrt(N). NaN in @p bkg gives NaN.
  *  @p var is allocated by the call (width × height, pixels only) where @p bkg lives. */
-int tide_noise_model(tide_ctx *ctx, const tide_image *bkg, double gain, double rdnoise,
+TIDE_API int tide_noise_model(tide_ctx *ctx, const tide_image *bkg, double gain, double rdnoise,
                      int ncombine, tide_image *var);
 
 #ifdef __cplusplus

@@ -42,6 +42,7 @@
  * the time of $SOURCE_DATE_EPOCH when set, for reproducible outputs). */
 #ifndef TIDE_CALIBRATE_H
 #define TIDE_CALIBRATE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/config.h"
@@ -97,15 +98,15 @@ typedef struct tide_calib_params {
 } tide_calib_params;
 
 /** Fill @p p with the defaults in brackets. */
-void tide_calib_params_default(tide_calib_params *p);
+TIDE_API void tide_calib_params_default(tide_calib_params *p);
 
 /** Take the parameters from @p cfg and (when non-NULL) the frame's resolved instrument values
  *  (pixel size, focal length). Returns TIDE_E_CONFIG for a value that does not fit. */
-int tide_calib_params_from_config(tide_calib_params *p, const tide_config *cfg,
+TIDE_API int tide_calib_params_from_config(tide_calib_params *p, const tide_config *cfg,
                                   const tide_instrument *inst);
 
 /** 1 when @p p asks for a reference catalog (a file, a table or a command). */
-int tide_calib_has_refcat(const tide_calib_params *p);
+TIDE_API int tide_calib_has_refcat(const tide_calib_params *p);
 
 /** What the calibration did. */
 typedef struct tide_calib_result {
@@ -136,7 +137,7 @@ typedef struct tide_calib_result {
  *  catalog unreadable, a column missing), TIDE_E_EMPTY (no reference star around the field),
  *  TIDE_E_DB (reference table unreachable), TIDE_E_NOMEM. An unsolved field is not an error
  *  (see above). */
-int tide_calibrate_run(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
+TIDE_API int tide_calibrate_run(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
                        const tide_calib_params *p, tide_pipeline_result *res,
                        tide_calib_result *out);
 

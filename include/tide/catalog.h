@@ -7,6 +7,7 @@
  * or not at all (an existing file is replaced). */
 #ifndef TIDE_CATALOG_H
 #define TIDE_CATALOG_H
+#include "tide/export.h"
 #include "tide/header.h"
 #include "tide/table.h"
 
@@ -17,7 +18,7 @@ extern "C" {
 /** FITS: an empty primary HDU, then the table as a BINTABLE in HDU 1 (EXTNAME 'OBJECTS')
  *  carrying the cards of @p hdr (may be NULL). Vector columns (FLUX_APER) keep one element
  *  per radius. */
-int tide_catalog_write_fits(const char *path, const tide_table *t, const tide_header *hdr);
+TIDE_API int tide_catalog_write_fits(const char *path, const tide_table *t, const tide_header *hdr);
 
 /** FITS-LDAC, the layout Source Extractor writes with CATALOG_TYPE FITS_LDAC and SCAMP and
  *  PSFEx read: an empty primary HDU; HDU 1 'LDAC_IMHEAD', a one-row table whose single column
@@ -25,7 +26,7 @@ int tide_catalog_write_fits(const char *path, const tide_table *t, const tide_he
  *  @p frame_hdr card by card, ending with END (NAXIS1/NAXIS2 are set from the catalog
  *  header's IMAGEW/IMAGEH when the frame header lacks them; may be NULL); HDU 2
  *  'LDAC_OBJECTS', the table with the cards of @p hdr (may be NULL). */
-int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_header *frame_hdr,
+TIDE_API int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_header *frame_hdr,
                             const tide_header *hdr);
 
 /** CSV (RFC 4180): one header line of column names, then one line per row. A vector column
@@ -33,20 +34,20 @@ int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_he
  *  quote or line break; numbers are written with enough digits to read back the same value
  *  (%.17g for doubles, %.9g for floats); NaN is written as "nan". The header cards are not
  *  written (the FITS catalog carries them). */
-int tide_catalog_write_csv(const char *path, const tide_table *t);
+TIDE_API int tide_catalog_write_csv(const char *path, const tide_table *t);
 
 struct tide_outfile;
 /** The three writers above into the staged output @p of of an output set (outfile.h): on
  *  success the file is complete and on disk and appears under its name when the set is
  *  committed; on failure its temporary is removed. */
-int tide_catalog_write_fits_to(struct tide_outfile *of, const tide_table *t,
+TIDE_API int tide_catalog_write_fits_to(struct tide_outfile *of, const tide_table *t,
                                const tide_header *hdr);
 /** FITS-LDAC into a staged output (see tide_catalog_write_fits_to). */
-int tide_catalog_write_ldac_to(struct tide_outfile *of, const tide_table *t,
+TIDE_API int tide_catalog_write_ldac_to(struct tide_outfile *of, const tide_table *t,
                                const tide_header *frame_hdr, const tide_header *hdr);
 /** CSV into a staged output (see tide_catalog_write_fits_to); "-" and special files are not
  *  staged: give them to tide_catalog_write_csv. */
-int tide_catalog_write_csv_to(struct tide_outfile *of, const tide_table *t);
+TIDE_API int tide_catalog_write_csv_to(struct tide_outfile *of, const tide_table *t);
 
 #ifdef __cplusplus
 }

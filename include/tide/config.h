@@ -38,6 +38,7 @@
  * explicitly. A configuration is not thread-safe for writing; reading from many threads is. */
 #ifndef TIDE_CONFIG_H
 #define TIDE_CONFIG_H
+#include "tide/export.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,45 +91,45 @@ typedef struct tide_config_origin {
 typedef struct tide_config tide_config;
 
 /** The built-in schema: *n receives the number of keys; the table is constant. */
-const tide_config_key *tide_config_schema(int *n);
+TIDE_API const tide_config_key *tide_config_schema(int *n);
 
 /** Name of a type for messages: "number", "integer", "string", "bool", "array of numbers",
  *  "FITS keyword". */
-const char *tide_config_type_name(tide_config_type t);
+TIDE_API const char *tide_config_type_name(tide_config_type t);
 
 /** Name of a layer: "built-in", "default.json", "instrument", "override". */
-const char *tide_config_layer_name(tide_config_layer l);
+TIDE_API const char *tide_config_layer_name(tide_config_layer l);
 
 /** A configuration holding the built-in defaults only. */
-int tide_config_create(tide_config **out);
+TIDE_API int tide_config_create(tide_config **out);
 
 /** A deep copy of @p src (values and origins). */
-int tide_config_copy(tide_config **out, const tide_config *src);
+TIDE_API int tide_config_copy(tide_config **out, const tide_config *src);
 
 /** Release. NULL is a no-op. */
-void tide_config_free(tide_config *cfg);
+TIDE_API void tide_config_free(tide_config *cfg);
 
 /** Merge the JSON file @p path as layer @p layer (TIDE_CONFIG_DEFAULT or _INSTRUMENT).
  *  TIDE_E_IO if the file cannot be read, TIDE_E_CONFIG for any error in it (detail
  *  "PATH:LINE:COLUMN: what"). On error @p cfg is unchanged. */
-int tide_config_merge_file(tide_config *cfg, const char *path, tide_config_layer layer);
+TIDE_API int tide_config_merge_file(tide_config *cfg, const char *path, tide_config_layer layer);
 
 /** Merge JSON text (@p len bytes; @p name stands for the file in messages and origins). */
-int tide_config_merge_string(tide_config *cfg, const char *text, size_t len, const char *name,
+TIDE_API int tide_config_merge_string(tide_config *cfg, const char *text, size_t len, const char *name,
                              tide_config_layer layer);
 
 /** Apply one command-line override "section.key=value" (layer TIDE_CONFIG_OVERRIDE). The value
  *  is text, checked against the key's type: a number ("4.2", "1e3"), an integer, true/false
  *  (also yes/no, on/off, 1/0), a string as is, an array as "3,5,8" or "[3, 5, 8]"; "null"
  *  clears the key. TIDE_E_CONFIG with a detail naming the assignment if anything is wrong. */
-int tide_config_set(tide_config *cfg, const char *assignment);
+TIDE_API int tide_config_set(tide_config *cfg, const char *assignment);
 
 /** Find default.json: in $TIDE_CONFIG_DIR, then the installed share/tide/config (compile-time
  *  TIDE_CONFIG_INSTALL_DIR), then the source tree's config/ (compile-time
  *  TIDE_SOURCE_CONFIG_DIR, else derived from this file's location), the first that exists.
  *  Writes the path into @p out; TIDE_E_NOTFOUND if there is none (not an error for loading:
  *  the built-in defaults stand alone). */
-int tide_config_find_default(char *out, size_t outlen);
+TIDE_API int tide_config_find_default(char *out, size_t outlen);
 
 /** How tide_config_load builds a configuration. Zero-initialised: search default.json, no
  *  instrument file, no overrides. */
@@ -141,30 +142,30 @@ typedef struct tide_config_load_options {
 
 /** Build a configuration through all the layers: built-ins, default.json, the instrument file,
  *  the overrides, in that order. @p opt may be NULL. */
-int tide_config_load(tide_config **out, const tide_config_load_options *opt);
+TIDE_API int tide_config_load(tide_config **out, const tide_config_load_options *opt);
 
 /* ---- typed getters. @p key is "section.key". An unknown key or a getter of the wrong type is
  *      TIDE_E_INVAL (a bug in the caller); an unset key is TIDE_E_NOTFOUND. ---------------- */
 
 /** A NUMBER or INTEGER key as a double. */
-int tide_config_get_dbl(const tide_config *cfg, const char *key, double *out);
+TIDE_API int tide_config_get_dbl(const tide_config *cfg, const char *key, double *out);
 /** An INTEGER key. */
-int tide_config_get_int(const tide_config *cfg, const char *key, int64_t *out);
+TIDE_API int tide_config_get_int(const tide_config *cfg, const char *key, int64_t *out);
 /** A STRING or KEYWORD key; the pointer stays valid until the key is changed or @p cfg freed. */
-int tide_config_get_str(const tide_config *cfg, const char *key, const char **out);
+TIDE_API int tide_config_get_str(const tide_config *cfg, const char *key, const char **out);
 /** A BOOL key (0 or 1). */
-int tide_config_get_bool(const tide_config *cfg, const char *key, int *out);
+TIDE_API int tide_config_get_bool(const tide_config *cfg, const char *key, int *out);
 /** An ARRAY key: *vals points into @p cfg (valid as for get_str), *n elements. */
-int tide_config_get_array(const tide_config *cfg, const char *key, const double **vals, int *n);
+TIDE_API int tide_config_get_array(const tide_config *cfg, const char *key, const double **vals, int *n);
 
 /** 1 if @p key is known and set, 0 if unset or unknown. */
-int tide_config_is_set(const tide_config *cfg, const char *key);
+TIDE_API int tide_config_is_set(const tide_config *cfg, const char *key);
 
 /** Where @p key's value came from. TIDE_E_INVAL for an unknown key. */
-int tide_config_origin_of(const tide_config *cfg, const char *key, tide_config_origin *out);
+TIDE_API int tide_config_origin_of(const tide_config *cfg, const char *key, tide_config_origin *out);
 
 /** Format an origin as "built-in", "PATH:LINE:COLUMN" or "override" into @p buf. */
-void tide_config_origin_format(const tide_config_origin *o, char *buf, size_t len);
+TIDE_API void tide_config_origin_format(const tide_config_origin *o, char *buf, size_t len);
 
 /** Flags of tide_config_write_json. */
 enum {
@@ -178,7 +179,7 @@ enum {
  *  fewest digits that read back to the same double. Passwords in string values (a store URI's
  *  "user:SECRET@", a conninfo's "password=SECRET") are written as *** (tide_redact_uri): an
  *  output never shows a secret. TIDE_E_IO if the write fails. */
-int tide_config_write_json(const tide_config *cfg, FILE *f, int indent, int flags);
+TIDE_API int tide_config_write_json(const tide_config *cfg, FILE *f, int indent, int flags);
 
 #ifdef __cplusplus
 }

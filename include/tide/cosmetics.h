@@ -55,6 +55,7 @@
  * every median is an exact sort, and no floating-point operation is contracted. */
 #ifndef TIDE_COSMETICS_H
 #define TIDE_COSMETICS_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -115,17 +116,17 @@ typedef struct tide_cosmetics_params {
 } tide_cosmetics_params;
 
 /** Fill @p p with the defaults documented in brackets. */
-void tide_cosmetics_params_default(tide_cosmetics_params *p);
+TIDE_API void tide_cosmetics_params_default(tide_cosmetics_params *p);
 
 /** Take saturation (SATURATE), gain (GAIN, else EGAIN) and read noise (RDNOISE, else
  *  READNOIS, else RON) from a header where present; other fields are left alone. Returns 0
  *  even when keys are missing; TIDE_E_FORMAT if a key is present but not a number. */
-int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
+TIDE_API int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
 
 /** Check parameters: gain >= 0, rdnoise >= 0, noise_rms >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
  *  0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
  *  detail naming the field. */
-int tide_cosmetics_params_check(const tide_cosmetics_params *p);
+TIDE_API int tide_cosmetics_params_check(const tide_cosmetics_params *p);
 
 /** What a call did: pixels newly flagged per class (bits already set on input are not
  *  counted) and wall time per pass (device time on a CUDA context), milliseconds. */
@@ -141,11 +142,11 @@ typedef struct tide_cosmetics_report {
  *  Only the mask plane changes, and the pixels only where inpainting is on. @p p NULL means
  *  the defaults; @p r may be NULL. Stage timings are also added to the context's timers
  *  ("cosmetics.saturation", ...). An all-NaN or empty-of-valid-pixels frame is not an error. */
-int tide_cosmetics_apply(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
+TIDE_API int tide_cosmetics_apply(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
                          tide_cosmetics_report *r);
 
 /** sizeof(tide_cosmetics_params), so ctypes users can check their layout. */
-int64_t tide_cosmetics_params_size(void);
+TIDE_API int64_t tide_cosmetics_params_size(void);
 
 #ifdef __cplusplus
 }

@@ -19,9 +19,10 @@
  * picks the backend by size: small problems (n1 · n2 below TIDE_XMATCH_GPU_MIN_WORK) run on
  * the CPU even on a CUDA context, because the uploads and launches cost more than the search
  * (the crossover is measured by `tide bench --xmatch`). Scratch memory (device grid, host
- * tree) is cached in ctx->ext[TIDE_EXT_XMATCH]. */
+ * tree) is cached in the context. */
 #ifndef TIDE_CROSSMATCH_H
 #define TIDE_CROSSMATCH_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -61,7 +62,7 @@ static inline tide_xmatch_params tide_xmatch_defaults(void) {
  *  Cost: CPU O((n1 + n2) log n2) plus O(n1 log n1) for the mutual check; GPU one sort of
  *  list 2 (and of list 1 when mutual) and one thread per list-1 position. Scratch is kept in
  *  the context, so repeated calls at the same sizes allocate nothing. */
-int tide_crossmatch(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
+TIDE_API int tide_crossmatch(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
                     const double *ra2, const double *dec2, int64_t n2,
                     const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
                     int64_t *nmatched);
@@ -69,7 +70,7 @@ int tide_crossmatch(tide_ctx *ctx, const double *ra1, const double *dec1, int64_
 /** tide_crossmatch on host arrays for any context: on a CUDA context the positions are
  *  uploaded and matched on the GPU when n1 · n2 >= TIDE_XMATCH_GPU_MIN_WORK, else matched on
  *  the CPU. Same results either way. Returns when the results are on the host. */
-int tide_crossmatch_host(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
+TIDE_API int tide_crossmatch_host(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
                          const double *ra2, const double *dec2, int64_t n2,
                          const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
                          int64_t *nmatched);
@@ -77,7 +78,7 @@ int tide_crossmatch_host(tide_ctx *ctx, const double *ra1, const double *dec1, i
 /** Great-circle distance between two sky positions (degrees in), arcsec out: the haversine
  *  formula with its complement computed as a sum of squares, so it keeps ~1e-11 arcsec
  *  precision at every separation from 0 to 180 degrees. */
-double tide_sky_separation_arcsec(double ra1, double dec1, double ra2, double dec2);
+TIDE_API double tide_sky_separation_arcsec(double ra1, double dec1, double ra2, double dec2);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  * GPUs in one process. A context is used by one thread at a time. */
 #ifndef TIDE_CTX_H
 #define TIDE_CTX_H
+#include "tide/export.h"
 #include <stddef.h>
 #include <stdio.h>
 #include "tide/log.h"
@@ -45,8 +46,8 @@ typedef struct tide_ctx {
     void *device_sizes;       /**< internal: pointer→size map for usage accounting */
     tide_logger log;
     struct tide_timer_set *timers; /**< per-stage timings (timer.h) */
-    /** Extension slots owned by higher layers (FFT plan cache, ...), released by their
-     *  destructor in tide_ctx_destroy, newest first. */
+    /** Internal: state the library's modules keep across calls (FFT plans, scratch, ...),
+     *  released by their destructor in tide_ctx_destroy, newest first. */
     struct {
         void *data;
         void (*destroy)(struct tide_ctx *ctx, void *data);
@@ -54,24 +55,12 @@ typedef struct tide_ctx {
     char device_name[128]; /**< "NVIDIA H200" or "CPU (N threads)" */
 } tide_ctx;
 
-/** Slots of tide_ctx.ext; each owner takes one. */
-enum {
-    TIDE_EXT_FFT = 0,
-    TIDE_EXT_REDUCE = 1,
-    TIDE_EXT_WCS = 2,
-    TIDE_EXT_XMATCH = 3, /**< crossmatch scratch (crossmatch.h) */
-    TIDE_EXT_SOLVER = 4, /**< loaded astrometry.net index files (solve.h) */
-    TIDE_EXT_STAGING = 5, /**< pinned staging ring of pageable host<->device copies */
-    TIDE_EXT_HELPER = 6,  /**< the helper context (tide_ctx_helper) */
-    TIDE_EXT_COUNT = 8
-};
-
 /** Create a context. With TIDE_BACKEND_CUDA and no usable GPU (or a build without CUDA) this
  *  fails with TIDE_E_NODEVICE; with AUTO it falls back to the CPU and logs that at INFO. */
-int tide_ctx_create(tide_ctx **out, const tide_ctx_options *opt);
+TIDE_API int tide_ctx_create(tide_ctx **out, const tide_ctx_options *opt);
 
 /** Release the context, its pool, plans and timers. NULL is a no-op. */
-void tide_ctx_destroy(tide_ctx *ctx);
+TIDE_API void tide_ctx_destroy(tide_ctx *ctx);
 
 /** The context's helper: a second context of the same backend, device and device pool with
  *  its own stream, plan caches and timers, for independent work that a second host thread runs
@@ -79,26 +68,16 @@ void tide_ctx_destroy(tide_ctx *ctx);
  *  CPU threads. Created on first use and kept (a warm process pays for its plans once) until
  *  tide_ctx_destroy(ctx); never destroy it yourself. Device memory it allocates can be handed
  *  to the context with tide_device_adopt (memory.h). */
-int tide_ctx_helper(tide_ctx *ctx, tide_ctx **helper);
+TIDE_API int tide_ctx_helper(tide_ctx *ctx, tide_ctx **helper);
 
 /** 1 if this build has the CUDA backend and at least one GPU is usable; *count devices. */
-int tide_cuda_available(int *count);
+TIDE_API int tide_cuda_available(int *count);
 
 /** Parse "auto", "cpu", "cuda" (also "gpu"); TIDE_E_INVAL otherwise. */
-int tide_backend_parse(const char *s, tide_backend *out);
+TIDE_API int tide_backend_parse(const char *s, tide_backend *out);
 
 /** "cpu", "cuda" or "auto". */
-const char *tide_backend_name(tide_backend b);
-
-/** Call the _cpu or _cuda twin of a kernel entry point according to ctx->backend. Without
- *  CUDA in the build the CUDA branch is compiled out and a CUDA context cannot exist. */
-#ifdef TIDE_HAVE_CUDA
-#define TIDE_DISPATCH(ctx, fn, ...)                                                            \
-    ((ctx)->backend == TIDE_BACKEND_CUDA ? fn##_cuda((ctx), __VA_ARGS__)                       \
-                                         : fn##_cpu((ctx), __VA_ARGS__))
-#else
-#define TIDE_DISPATCH(ctx, fn, ...) fn##_cpu((ctx), __VA_ARGS__)
-#endif
+TIDE_API const char *tide_backend_name(tide_backend b);
 
 #ifdef __cplusplus
 }

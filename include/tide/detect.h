@@ -50,6 +50,7 @@
  * Limits. Frames of up to 2^31 - 1 pixels (labels are int32). */
 #ifndef TIDE_DETECT_H
 #define TIDE_DETECT_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -109,7 +110,7 @@ typedef struct tide_detect_params {
 } tide_detect_params;
 
 /** Fill @p p with the defaults documented in brackets. */
-void tide_detect_params_default(tide_detect_params *p);
+TIDE_API void tide_detect_params_default(tide_detect_params *p);
 
 /** Optional by-products of tide_detect_ex. Maps live where the context computes (host on a
  *  CPU context, device on a CUDA one). */
@@ -123,7 +124,7 @@ typedef struct tide_detect_maps {
 } tide_detect_maps;
 
 /** Release the maps of tide_detect_ex and zero the struct. */
-void tide_detect_maps_free(tide_ctx *ctx, tide_detect_maps *m);
+TIDE_API void tide_detect_maps_free(tide_ctx *ctx, tide_detect_maps *m);
 
 /** Detect sources on the background-subtracted frame @p sub with the noise map @p rms (same
  *  size; rms in the units of sub, one standard deviation per pixel).
@@ -163,12 +164,12 @@ void tide_detect_maps_free(tide_ctx *ctx, tide_detect_maps *m);
  *
  *  A frame without sources gives 0 rows and status 0. Errors: TIDE_E_INVAL (bad arguments,
  *  sizes or locations), TIDE_E_RANGE (frame of 2^31 pixels or more), TIDE_E_NOMEM. */
-int tide_detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+TIDE_API int tide_detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                 const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources);
 
 /** tide_detect, also returning the S/N map and segmentation when @p maps is non-NULL
  *  (release them with tide_detect_maps_free). */
-int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+TIDE_API int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                    const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources,
                    tide_detect_maps *maps);
 
@@ -177,7 +178,7 @@ int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
  *  the context computes; read only). The filtering is skipped; footprints, deblending and
  *  measurements are tide_detect's. For the negated difference image, whose S/N is exactly
  *  minus the difference's (the filter is linear and IEEE negation is exact). */
-int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+TIDE_API int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                          const tide_psf_model *psf, const tide_detect_params *p,
                          const tide_image *snr, tide_table *sources);
 

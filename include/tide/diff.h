@@ -64,6 +64,7 @@
  * DELTA_J2000 [deg]. */
 #ifndef TIDE_DIFFPIPE_H
 #define TIDE_DIFFPIPE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/background.h"
@@ -134,7 +135,7 @@ typedef struct tide_diff_params {
 } tide_diff_params;
 
 /** Fill @p p with the defaults in brackets above. */
-void tide_diff_params_default(tide_diff_params *p);
+TIDE_API void tide_diff_params_default(tide_diff_params *p);
 
 /** What a run produced; everything is host memory (tide_diff_result_free). */
 typedef struct tide_diff_result {
@@ -171,7 +172,7 @@ typedef struct tide_diff_result {
  *  result (tide_diff_result_free); on failure it is empty.
  *  Errors: TIDE_E_NOTFOUND (a frame without WCS, naming it), TIDE_E_RANGE (no overlap),
  *  TIDE_E_INVAL, TIDE_E_EMPTY, TIDE_E_NOMEM, TIDE_E_CUDA and those of the stages. */
-int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+TIDE_API int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
                   const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *p,
                   tide_diff_result *out);
 
@@ -186,7 +187,7 @@ typedef struct tide_diff_template tide_diff_template;
  *  fwhm_tmpl, fwhm_guess, bkg, cosmetics, cos; NULL: defaults). @p tmpl is not kept. On
  *  success *out is the template (tide_diff_template_free); on failure NULL. Errors: those of
  *  tide_diff_run's stages 1-3. */
-int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide_header *hdr,
+TIDE_API int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide_header *hdr,
                                const tide_diff_params *p, tide_diff_template **out);
 
 /** tide_diff_run against a prepared template: the same stages and results as with the
@@ -195,15 +196,15 @@ int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide
  *  @p p are those given to tide_diff_template_prepare, not @p p's. The template is read, not
  *  changed, so it serves any number of runs (one at a time, with the context it was prepared
  *  with). */
-int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
+TIDE_API int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
                            const tide_diff_template *tmpl, const tide_diff_params *p,
                            tide_diff_result *out);
 
 /** Release a prepared template (with the context it was prepared with). NULL is a no-op. */
-void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t);
+TIDE_API void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t);
 
 /** Release a result and zero it. NULL is a no-op. */
-void tide_diff_result_free(tide_diff_result *r);
+TIDE_API void tide_diff_result_free(tide_diff_result *r);
 
 /** Write a result into directory @p dir, all or nothing: every file is written into a fresh
  *  hidden directory beside @p dir, which is renamed to @p dir when complete (an existing
@@ -216,12 +217,12 @@ void tide_diff_result_free(tide_diff_result *r);
  *   kernel.png, matched.png, difference.png, candidates.png (rows: stamp, model,
  *   residual of the first @p ntop candidates; omitted when there is none)
  *  @p ntop <= 0: all kept stamps. Errors: TIDE_E_IO naming the path, TIDE_E_NOMEM. */
-int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop);
+TIDE_API int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop);
 
 /** Refuse (TIDE_E_INVAL naming both) an input of @p inputs that is one of the files
  *  tide_diff_write would replace in @p dir (same device and inode, tide_outputs_check), before
  *  any work: replacing the directory would destroy it. */
-int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin);
+TIDE_API int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin);
 
 #ifdef __cplusplus
 }

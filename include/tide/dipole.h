@@ -38,6 +38,7 @@
  * fixed in the inversion and gets error NaN, without affecting the others. */
 #ifndef TIDE_DIPOLE_H
 #define TIDE_DIPOLE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -93,7 +94,7 @@ typedef struct tide_dipole_params {
 } tide_dipole_params;
 
 /** Fill @p p with the defaults documented in brackets. */
-void tide_dipole_params_default(tide_dipole_params *p);
+TIDE_API void tide_dipole_params_default(tide_dipole_params *p);
 
 /** One fit. Positions are 0-based image pixel coordinates (stamp coordinates plus the stamp
  *  origin, see tide_dipole_fit_stamps); fluxes in the stamp's units × pixels (A or F: the
@@ -120,7 +121,7 @@ typedef struct tide_dipole_fit {
  *  context's backend (GPU: one warp per stamp). Errors: TIDE_E_INVAL (bad arguments, stamp
  *  < 3, even psf_side), TIDE_E_NOMEM, TIDE_E_CUDA. A stamp that cannot be fitted is not an
  *  error: its status says why. */
-int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
+TIDE_API int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
                            const float *var, const uint16_t *mask, const double *x0,
                            const double *y0, const tide_dipole_params *p,
                            tide_dipole_fit *out);
@@ -128,7 +129,7 @@ int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix
 /** tide_dipole_fit_stamps with every array (and p->psf) in the CUDA context's device memory
  *  and @p out a device array; no transfers, no synchronisation (stream-ordered). For a
  *  pipeline that cuts stamps on the GPU. TIDE_E_NODEVICE on a CPU context. */
-int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
+TIDE_API int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
                            const float *var, const uint16_t *mask, const double *x0,
                            const double *y0, const tide_dipole_params *p,
                            tide_dipole_fit *out);
@@ -140,7 +141,7 @@ int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix
  *  on a CPU context, device on a CUDA one; the GPU cuts with one thread per stamp pixel).
  *  @p cx, @p cy (may be NULL) receive the central pixels used, as doubles, ready for x0/y0 of
  *  the fit. */
-int tide_diff_cut_stamps(tide_ctx *ctx, const tide_image *im, int64_t n, const double *x,
+TIDE_API int tide_diff_cut_stamps(tide_ctx *ctx, const tide_image *im, int64_t n, const double *x,
                          const double *y, int stamp, float *pix, float *var, uint16_t *mask,
                          double *cx, double *cy);
 
@@ -155,7 +156,7 @@ typedef struct tide_candidate_params {
 } tide_candidate_params;
 
 /** Fill @p p with the defaults documented in brackets. */
-void tide_candidate_params_default(tide_candidate_params *p);
+TIDE_API void tide_candidate_params_default(tide_candidate_params *p);
 
 /** Candidate KIND values. */
 enum { TIDE_CAND_NEGATIVE = -1, TIDE_CAND_POSITIVE = 1, TIDE_CAND_DIPOLE = 2 };
@@ -175,7 +176,7 @@ enum { TIDE_CAND_NEGATIVE = -1, TIDE_CAND_POSITIVE = 1, TIDE_CAND_DIPOLE = 2 };
  *   XPOS, YPOS, XNEG, YNEG  the lobes' windowed centroids (NaN if none) [pixel]
  *   FLAGS           OR of the detections' FLAGS (int32)
  *  Errors: TIDE_E_INVAL, TIDE_E_NOMEM, and those of tide_detect. */
-int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candidate_params *p,
+TIDE_API int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candidate_params *p,
                          tide_table *cands);
 
 /** Add the fit columns to @p t (host table with 0 rows or @p n rows; resized to n) and fill
@@ -185,7 +186,7 @@ int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candi
  *   PS_X, PS_Y [pixel], PS_FLUX, their *_ERR, PS_CHI2, DELTA_CHI2 (= PS_CHI2 - DIP_CHI2),
  *   NPIX, NITER, FIT_STATUS, PS_STATUS (int32; TIDE_DIPOLE_* codes).
  *  Existing columns of those names are overwritten (they must have the types above). */
-int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, tide_table *t);
+TIDE_API int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, tide_table *t);
 
 /** Fit every row of a candidate table (tide_diff_candidates; columns X, Y 0-based) on the
  *  difference image: stamps of @p stamp pixels (odd) centred on the candidates are cut where
@@ -194,7 +195,7 @@ int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, 
  *  tide_dipole_fits_to_table are added to @p cands. For TIDE_DIPOLE_PSF the PSF is, with
  *  @p psf non-NULL, the model's local PSF at each candidate (tide_psf_eval, one stamp per
  *  candidate), else p->psf (host memory). */
-int tide_diff_fit_candidates(tide_ctx *ctx, const tide_image *diff, int stamp,
+TIDE_API int tide_diff_fit_candidates(tide_ctx *ctx, const tide_image *diff, int stamp,
                              const tide_psf_model *psf, const tide_dipole_params *p,
                              tide_table *cands);
 

@@ -38,6 +38,7 @@
  * bitwise the same output. */
 #ifndef TIDE_FFT_H
 #define TIDE_FFT_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/image.h"
@@ -52,7 +53,7 @@ struct tide_ctx;
 
 /** The smallest n' >= max(n, 2) of the form 2^a 3^b 5^c 7^d (fast for FFTW and cuFFT).
  *  Returns -1 when n' would overflow int64_t. */
-int64_t tide_fft_good_size(int64_t n);
+TIDE_API int64_t tide_fft_good_size(int64_t n);
 
 /** Complex values per row of a real transform of length @p nx: nx/2 + 1. */
 static inline int64_t tide_fft_complex_width(int64_t nx) { return nx / 2 + 1; }
@@ -78,33 +79,33 @@ typedef struct tide_fft_plan tide_fft_plan;
 
 /** Set the planner effort for plans made after this call [TIDE_FFT_ESTIMATE]. Plans already
  *  cached keep theirs (the effort is part of the cache key). */
-int tide_fft_set_effort(struct tide_ctx *ctx, tide_fft_effort effort);
+TIDE_API int tide_fft_set_effort(struct tide_ctx *ctx, tide_fft_effort effort);
 
 /** Get (make on first use) the plan for @p batch in-place 2-D real transforms of @p ny rows by
  *  @p nx columns, in direction @p dir. Batch items follow each other in memory, each
  *  ny * tide_fft_row_pitch(nx) floats. The plan belongs to the context. TIDE_E_FFT when the
  *  library refuses the plan, TIDE_E_NOMEM when memory for it or its workspace runs out. */
-int tide_fft_plan_get(struct tide_ctx *ctx, tide_fft_dir dir, int64_t nx, int64_t ny, int batch,
+TIDE_API int tide_fft_plan_get(struct tide_ctx *ctx, tide_fft_dir dir, int64_t nx, int64_t ny, int batch,
                       tide_fft_plan **plan);
 
 /** Execute @p plan in place on @p data (host memory from tide_fft_buffer_alloc on a CPU
  *  context, device memory on a CUDA context, where it is queued on ctx->stream and not waited
  *  for). */
-int tide_fft_execute(struct tide_ctx *ctx, tide_fft_plan *plan, float *data);
+TIDE_API int tide_fft_execute(struct tide_ctx *ctx, tide_fft_plan *plan, float *data);
 
 /** Allocate @p floats floats for transforms: SIMD-aligned host memory (fftwf_malloc) on a CPU
  *  context, device memory from the pool on a CUDA context. Contents undefined. */
-int tide_fft_buffer_alloc(struct tide_ctx *ctx, int64_t floats, float **buf);
+TIDE_API int tide_fft_buffer_alloc(struct tide_ctx *ctx, int64_t floats, float **buf);
 
 /** Free a buffer from tide_fft_buffer_alloc. NULL is a no-op. */
-void tide_fft_buffer_free(struct tide_ctx *ctx, float *buf);
+TIDE_API void tide_fft_buffer_free(struct tide_ctx *ctx, float *buf);
 
 /** Forget every cached plan, workspace and correlator of the context (they are remade on
  *  demand). Called by tide_ctx_destroy. */
-void tide_fft_cache_clear(struct tide_ctx *ctx);
+TIDE_API void tide_fft_cache_clear(struct tide_ctx *ctx);
 
 /** Number of plans now cached in the context (for tests and benchmarks). */
-int tide_fft_cache_size(const struct tide_ctx *ctx);
+TIDE_API int tide_fft_cache_size(const struct tide_ctx *ctx);
 
 /* ---- correlation ------------------------------------------------------------------------ */
 
@@ -132,7 +133,7 @@ typedef struct tide_correlator tide_correlator;
  *  kernels[k][j * kw + i]. Correlation means out(x, y) = sum_ij k(i, j) in(x + i - kw/2,
  *  y + j - kh/2); convolution uses k(-i, -j). The kernels are copied; their spectra are
  *  prepared here, once. Allocates all buffers (host or device per the context). */
-int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, int nk,
+TIDE_API int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, int nk,
                            const float *const *kernels, int64_t kw, int64_t kh,
                            const tide_correlate_options *opt, tide_correlator **out);
 
@@ -141,7 +142,7 @@ int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, 
  *  NULL is allocated (width × height, pixels only) where @p in lives; otherwise it must have
  *  the frame's size and may live on the host or the device. Outputs' mask and var planes are
  *  left untouched. On a CUDA context the call returns when the outputs are complete. */
-int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in,
+TIDE_API int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in,
                         tide_image *out);
 
 /** Kernel by kernel, for callers that cannot hold nk outputs at once: pad and forward-
@@ -149,42 +150,42 @@ int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_ima
  *  tide_correlator_run_one. Only for correlators where tide_correlator_streams is 1
  *  (untiled, 2 or more kernels), else TIDE_E_UNSUPPORTED. The spectrum stays valid until the
  *  next tide_correlator_forward or tide_correlator_run on @p c. */
-int tide_correlator_forward(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in);
+TIDE_API int tide_correlator_forward(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in);
 
 /** Correlate the frame given to the last tide_correlator_forward with kernel @p k only
  *  (0 <= k < nk), writing @p out (allocated where the context computes when its pix is NULL;
  *  else the frame's size, host or device). Bitwise the output tide_correlator_run gives for
  *  kernel k; the call returns when @p out is complete. */
-int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, int k, tide_image *out);
+TIDE_API int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, int k, tide_image *out);
 
 /** tide_correlator_run_one without the copy: @p view becomes a non-owning image (the frame's
  *  size, stride the padded row pitch, where the context computes) over the correlator's own
  *  result buffer, bitwise what tide_correlator_run_one would write. Valid until the next
  *  call on @p c (forward, run, run_one, run_one_view) or its release; do not free it. Saves
  *  one frame-sized image per kernel when the caller only reads the result. */
-int tide_correlator_run_one_view(struct tide_ctx *ctx, tide_correlator *c, int k,
+TIDE_API int tide_correlator_run_one_view(struct tide_ctx *ctx, tide_correlator *c, int k,
                                  tide_image *view);
 
 /** 1 when @p c supports tide_correlator_forward / _run_one / _run_one_view (untiled, nk >= 2),
  *  else 0. */
-int tide_correlator_streams(const tide_correlator *c);
+TIDE_API int tide_correlator_streams(const tide_correlator *c);
 
 /** Padded transform shape chosen by the correlator (for benchmarks and logs): of one tile
  *  when a CPU correlator works in tiles. */
-void tide_correlator_shape(const tide_correlator *c, int64_t *px, int64_t *py);
+TIDE_API void tide_correlator_shape(const tide_correlator *c, int64_t *px, int64_t *py);
 
 /** Release a correlator. NULL is a no-op. */
-void tide_correlator_free(struct tide_ctx *ctx, tide_correlator *c);
+TIDE_API void tide_correlator_free(struct tide_ctx *ctx, tide_correlator *c);
 
 /** One-shot correlation of @p in with @p nk kernels (see tide_correlator_create and _run;
  *  @p opt may be NULL for defaults). The correlator is kept in the context and reused while
  *  the frame size, kernels and options stay the same. */
-int tide_correlate(struct tide_ctx *ctx, const tide_image *in, int nk,
+TIDE_API int tide_correlate(struct tide_ctx *ctx, const tide_image *in, int nk,
                    const float *const *kernels, int64_t kw, int64_t kh,
                    const tide_correlate_options *opt, tide_image *out);
 
 /** tide_correlate with opt->convolve forced to 1: out = in ⊛ k. */
-int tide_convolve(struct tide_ctx *ctx, const tide_image *in, int nk,
+TIDE_API int tide_convolve(struct tide_ctx *ctx, const tide_image *in, int nk,
                   const float *const *kernels, int64_t kw, int64_t kh,
                   const tide_correlate_options *opt, tide_image *out);
 

@@ -14,6 +14,7 @@
  * and the target is untouched. */
 #ifndef TIDE_FITS_H
 #define TIDE_FITS_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -30,7 +31,7 @@ extern "C" {
  *  then a local file, FILE, FILE[N], FILE[EXTNAME], FILE+N, with an optional image section,
  *  and anything else is refused with TIDE_E_INVAL, so that a name taken from someone else
  *  cannot make tide fetch, evaluate or write anything. The CLI's --cfitsio-names sets it. */
-void tide_fits_set_extended_names(int allow);
+TIDE_API void tide_fits_set_extended_names(int allow);
 
 /** Check that @p spec is a name tide reads (see tide_fits_set_extended_names) and that every
  *  header of its file holds to the FITS standard where cfitsio interprets it: ASCII text,
@@ -41,7 +42,7 @@ void tide_fits_set_extended_names(int allow);
  *  themselves call it first.
  *  @return 0; TIDE_E_INVAL (name), TIDE_E_NOTFOUND, TIDE_E_IO, TIDE_E_FORMAT (the detail
  *          names the file, HDU and header card), TIDE_E_UNSUPPORTED (compress/bzip2 files) */
-int tide_fits_check_input(const char *spec);
+TIDE_API int tide_fits_check_input(const char *spec);
 
 /** Read a 2-D image HDU into a new host image with a mask plane.
  *
@@ -69,7 +70,7 @@ int tide_fits_check_input(const char *spec);
  *          truncated, a table where an image is expected), TIDE_E_EMPTY (NAXIS = 0 or a zero
  *          axis), TIDE_E_UNSUPPORTED (1-D image, cube with more than one plane), TIDE_E_IO,
  *          TIDE_E_NOMEM. On failure *im is zeroed and *hdr is empty. */
-int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr);
+TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr);
 
 /** Locate the image HDU tide_fits_read_image would read and return its header without reading
  *  pixels. Same rules and errors as tide_fits_read_image.
@@ -77,7 +78,7 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
  *  @param hdu    if non-NULL, receives the 0-based HDU number
  *  @param width  if non-NULL, receives NAXIS1 (of the section, if any)
  *  @param height if non-NULL, receives NAXIS2 */
-int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
+TIDE_API int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
                                 int64_t *height);
 
 /** Write a host image atomically: primary HDU float32 (BITPIX = -32) with the cards of @p hdr
@@ -89,13 +90,13 @@ int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, in
  *  @param hdr  may be NULL
  *  @return 0; TIDE_E_INVAL (device image, no pixels), TIDE_E_IO (cannot create, write or
  *          rename; detail names the path) */
-int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr);
+TIDE_API int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr);
 
 struct tide_outfile;
 /** tide_fits_write_image into the staged output @p of (outfile.h) of an output set: the
  *  file is complete and on disk on success, and appears under its name when the set is
  *  committed; on failure its temporary is removed. */
-int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
+TIDE_API int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
                              const tide_header *hdr);
 
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
@@ -104,11 +105,11 @@ int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
  *  vector column (e.g. 8D). The cards of @p hdr (may be NULL) go into the table HDU's header,
  *  minus structural and column keywords.
  *  @param extname EXTNAME of the table HDU; NULL or "" = none */
-int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
+TIDE_API int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
                           const char *extname);
 
 /** tide_fits_write_table into the staged output @p of (as tide_fits_write_image_to). */
-int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
+TIDE_API int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
                              const tide_header *hdr, const char *extname);
 
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
@@ -118,7 +119,7 @@ int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
  *  Bit (X), complex and variable-length columns are TIDE_E_UNSUPPORTED, naming the column.
  *  @param t   receives the table (overwritten; free with tide_table_free)
  *  @param hdr if non-NULL, receives the table HDU's header (overwritten) */
-int tide_fits_read_table(const char *spec, tide_table *t, tide_header *hdr);
+TIDE_API int tide_fits_read_table(const char *spec, tide_table *t, tide_header *hdr);
 
 /** Kinds of HDU in an inventory. */
 typedef enum {
@@ -152,15 +153,15 @@ typedef struct tide_fits_hdu {
  *  truncated file is an error (TIDE_E_FORMAT naming the HDU whose data run past the end).
  *  @param hdus receives a malloc'd array (caller frees with free())
  *  @param nhdu receives its length */
-int tide_fits_inventory(const char *spec, tide_fits_hdu **hdus, int *nhdu);
+TIDE_API int tide_fits_inventory(const char *spec, tide_fits_hdu **hdus, int *nhdu);
 
 /** The header of HDU @p hdu (0-based) of the file named by @p spec (its selector, if any, is
  *  ignored), whatever the HDU holds; the uncompressed view for a compressed image.
  *  @param hdr receives the header (overwritten; free with tide_header_free) */
-int tide_fits_read_hdu_header(const char *spec, int hdu, tide_header *hdr);
+TIDE_API int tide_fits_read_hdu_header(const char *spec, int hdu, tide_header *hdr);
 
 /** "empty", "image", "compressed image", "bintable", "table". */
-const char *tide_hdu_kind_name(tide_hdu_kind kind);
+TIDE_API const char *tide_hdu_kind_name(tide_hdu_kind kind);
 
 #ifdef __cplusplus
 }

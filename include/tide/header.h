@@ -6,6 +6,7 @@
  * (HIERARCH keys are kept verbatim but not looked up). */
 #ifndef TIDE_HEADER_H
 #define TIDE_HEADER_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -20,45 +21,45 @@ typedef struct tide_header {
 } tide_header;
 
 /** Make an empty header. */
-void tide_header_init(tide_header *h);
+TIDE_API void tide_header_init(tide_header *h);
 /** Release the cards. */
-void tide_header_free(tide_header *h);
+TIDE_API void tide_header_free(tide_header *h);
 /** Replace @p dst by a copy of @p src. */
-int tide_header_copy(tide_header *dst, const tide_header *src);
+TIDE_API int tide_header_copy(tide_header *dst, const tide_header *src);
 
 /** Append cards from a string of concatenated 80-character cards (cfitsio's
  *  fits_hdr2str layout); stops at END. */
-int tide_header_parse(tide_header *h, const char *cards, int ncards);
+TIDE_API int tide_header_parse(tide_header *h, const char *cards, int ncards);
 
 /** Append one raw card (padded or cut to 80 characters). */
-int tide_header_append_card(tide_header *h, const char *card);
+TIDE_API int tide_header_append_card(tide_header *h, const char *card);
 
 /** Set (replace the first card with that key, or append) a keyword. @p comment may be NULL. */
-int tide_header_set_str(tide_header *h, const char *key, const char *value, const char *comment);
-int tide_header_set_int(tide_header *h, const char *key, int64_t value, const char *comment);
-int tide_header_set_dbl(tide_header *h, const char *key, double value, const char *comment);
-int tide_header_set_bool(tide_header *h, const char *key, int value, const char *comment);
+TIDE_API int tide_header_set_str(tide_header *h, const char *key, const char *value, const char *comment);
+TIDE_API int tide_header_set_int(tide_header *h, const char *key, int64_t value, const char *comment);
+TIDE_API int tide_header_set_dbl(tide_header *h, const char *key, double value, const char *comment);
+TIDE_API int tide_header_set_bool(tide_header *h, const char *key, int value, const char *comment);
 
 /** Append a COMMENT or HISTORY card (@p key is "COMMENT" or "HISTORY"). */
-int tide_header_add_text(tide_header *h, const char *key, const char *text);
+TIDE_API int tide_header_add_text(tide_header *h, const char *key, const char *text);
 
 /** Read a keyword. TIDE_E_NOTFOUND if absent (detail names the key), TIDE_E_FORMAT if its
  *  value has the wrong type. Integers convert to doubles; strings lose their quotes and
  *  trailing blanks. */
-int tide_header_get_str(const tide_header *h, const char *key, char *out, int outlen);
-int tide_header_get_int(const tide_header *h, const char *key, int64_t *out);
-int tide_header_get_dbl(const tide_header *h, const char *key, double *out);
-int tide_header_get_bool(const tide_header *h, const char *key, int *out);
+TIDE_API int tide_header_get_str(const tide_header *h, const char *key, char *out, int outlen);
+TIDE_API int tide_header_get_int(const tide_header *h, const char *key, int64_t *out);
+TIDE_API int tide_header_get_dbl(const tide_header *h, const char *key, double *out);
+TIDE_API int tide_header_get_bool(const tide_header *h, const char *key, int *out);
 
 /** Index of the first card with @p key, or -1. */
-int tide_header_find(const tide_header *h, const char *key);
+TIDE_API int tide_header_find(const tide_header *h, const char *key);
 
 /** Remove every card with @p key; returns how many were removed. */
-int tide_header_remove(tide_header *h, const char *key);
+TIDE_API int tide_header_remove(tide_header *h, const char *key);
 
 /** The cards concatenated (ncards * 80 characters, NUL-terminated, malloc'd; caller frees),
  *  the layout wcspih and fits_hdr2str use. *ncards receives the count. */
-char *tide_header_to_string(const tide_header *h, int *ncards);
+TIDE_API char *tide_header_to_string(const tide_header *h, int *ncards);
 
 #ifdef __cplusplus
 }

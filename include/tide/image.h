@@ -6,6 +6,7 @@
  * of the context that allocated it. */
 #ifndef TIDE_IMAGE_H
 #define TIDE_IMAGE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -61,24 +62,24 @@ typedef struct tide_image {
  *  process-wide cache of freed planes (TIDE_HOST_CACHE_MB in the environment caps the idle
  *  memory it keeps [4096]; 0 turns it off), so a warm process touches no fresh page; on a CUDA
  *  build they are page-locked on their first copy to or from the device. */
-int tide_image_alloc(struct tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
+TIDE_API int tide_image_alloc(struct tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
                      tide_location where, int planes);
 
 /** Release an image's buffers (if it owns them) and zero the struct. */
-void tide_image_free(struct tide_ctx *ctx, tide_image *im);
+TIDE_API void tide_image_free(struct tide_ctx *ctx, tide_image *im);
 
 /** Allocate @p dst like @p src (same planes and size) at @p where and copy every plane. */
-int tide_image_clone(struct tide_ctx *ctx, tide_image *dst, const tide_image *src,
+TIDE_API int tide_image_clone(struct tide_ctx *ctx, tide_image *dst, const tide_image *src,
                      tide_location where);
 
 /** Copy the planes both images have; sizes must match, locations may differ. */
-int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
+TIDE_API int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
 
 /** Start copying the planes both images have from device image @p src into host image @p dst
  *  (same size): with page-locked host planes the copies overlap the context's later work and
  *  are complete after tide_download_wait (memory.h), before which @p src must not be freed;
  *  otherwise (or for any other pair of locations) the copy is complete on return. */
-int tide_image_download_start(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
+TIDE_API int tide_image_download_start(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
 
 /** Number of pixels (width × height). */
 static inline int64_t tide_image_npix(const tide_image *im) { return im->width * im->height; }

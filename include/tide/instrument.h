@@ -20,6 +20,7 @@
  * the keyword and the config key to change, not a silent fallback. */
 #ifndef TIDE_INSTRUMENT_H
 #define TIDE_INSTRUMENT_H
+#include "tide/export.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -74,33 +75,33 @@ typedef struct tide_instrument {
 } tide_instrument;
 
 /** Short name of a quantity ("gain") — also its key in the keywords section. */
-const char *tide_instrument_quantity_name(tide_inst_id id);
+TIDE_API const char *tide_instrument_quantity_name(tide_inst_id id);
 
 /** Name of a source: "missing", "header", "camera", "override", "derived". */
-const char *tide_instrument_source_name(tide_inst_source s);
+TIDE_API const char *tide_instrument_source_name(tide_inst_source s);
 
 /** Resolve every quantity of a frame from its header @p hdr (NULL: no header, camera values
  *  only) through @p cfg. @p source names the frame in messages ("FRAME.fits[1]").
  *  TIDE_E_FORMAT / TIDE_E_RANGE for an unusable header value (detail names source, keyword and
  *  value). Missing values are not an error: callers that need one check source[]. */
-int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr, const char *source,
+TIDE_API int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr, const char *source,
                             tide_instrument *out);
 
 /** Write the resolved values as a JSON object: quantity -> {"value", "source", "keyword"}
  *  (missing values are null), indented by @p indent spaces at the outer level, no trailing
  *  newline. */
-int tide_instrument_write_json(const tide_instrument *inst, FILE *f, int indent);
+TIDE_API int tide_instrument_write_json(const tide_instrument *inst, FILE *f, int indent);
 
 /** Parse a sexagesimal angle "[+-]D:M:S", "D M S", "D:M" or a plain number into its value in
  *  the same unit as D (hours or degrees). TIDE_E_FORMAT if it is neither. */
-int tide_parse_sexagesimal(const char *s, double *out);
+TIDE_API int tide_parse_sexagesimal(const char *s, double *out);
 
 /** Parse an angle to degrees: a plain number is degrees; sexagesimal text ("10:30:05.2",
  *  "10 30 05.2", "10h30m05.2s", "-05:20:10", "-5d20m10s", "+02:12") is in hours when @p hours
  *  is 1 (right ascension) and in degrees otherwise. A leading sign applies to the whole angle;
  *  minutes and seconds lie in [0, 60) and only the last part may have a fraction.
  *  TIDE_E_FORMAT (detail: the text) if @p s is not an angle. */
-int tide_parse_angle(const char *s, int hours, double *deg);
+TIDE_API int tide_parse_angle(const char *s, int hours, double *deg);
 
 #ifdef __cplusplus
 }

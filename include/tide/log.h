@@ -4,6 +4,7 @@
  * a NULL stream is silent, which is the library default. The CLI points it at stderr. */
 #ifndef TIDE_LOG_H
 #define TIDE_LOG_H
+#include "tide/export.h"
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -27,7 +28,7 @@ typedef struct tide_logger {
 
 /** Write one message from @p stage ("fits", "sim", ...). Safe to call from several threads:
  *  each message is formatted first and written with a single fwrite. */
-void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, const char *fmt,
+TIDE_API void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, const char *fmt,
               ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
@@ -35,7 +36,7 @@ void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, co
     ;
 
 /** Parse "error", "warn", "info", "debug" (or 0..3); returns TIDE_E_INVAL if unknown. */
-int tide_log_level_parse(const char *s, tide_log_level *out);
+TIDE_API int tide_log_level_parse(const char *s, tide_log_level *out);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@
  * (geocentric vectors). */
 #ifndef TIDE_OBSINFO_H
 #define TIDE_OBSINFO_H
+#include "tide/export.h"
 #include "tide/header.h"
 
 #ifdef __cplusplus
@@ -73,7 +74,7 @@ typedef struct tide_obsinfo {
 } tide_obsinfo;
 
 /** Fill @p in with the defaults in brackets above. */
-void tide_obsinfo_in_default(tide_obsinfo_in *in);
+TIDE_API void tide_obsinfo_in_default(tide_obsinfo_in *in);
 
 /** Take what a frame header offers: DATE-OBS (a date alone is completed by TIME-OBS or UT),
  *  EXPTIME (else EXPOSURE), the site from SITELONG/SITELAT/SITEELEV or LONG-OBS/LAT-OBS/
@@ -81,20 +82,20 @@ void tide_obsinfo_in_default(tide_obsinfo_in *in);
  *  from CRVAL1/CRVAL2 when the frame has a celestial WCS (a first guess: the caller sets the
  *  WCS centre of the frame when it has one). Only keys present change @p in.
  *  TIDE_E_NOTFOUND when DATE-OBS is missing. */
-int tide_obsinfo_in_from_header(const tide_header *h, tide_obsinfo_in *in);
+TIDE_API int tide_obsinfo_in_from_header(const tide_header *h, tide_obsinfo_in *in);
 
 /** Compute the observing conditions. Errors: TIDE_E_INVAL (site, field or time missing or
  *  out of range: |lat| <= 90, |dec| <= 90, exptime >= 0, a DATE-OBS that does not parse or is
  *  not a valid date; the detail names the field), TIDE_E_RANGE (ERFA refused the date). A
  *  date outside ERFA's leap-second table (before 1960 or far in the future) is computed with
  *  a warning-free extrapolation of ΔAT, as ERFA does. */
-int tide_obsinfo_compute(const tide_obsinfo_in *in, tide_obsinfo *out);
+TIDE_API int tide_obsinfo_compute(const tide_obsinfo_in *in, tide_obsinfo *out);
 
 /** Header cards: MJD-MID, ALT_OBJ, AZ_OBJ, HA_OBJ, TAIRMASS (tide's airmass, always),
  *  AIRMASS (only when the header has none: an observatory's own value is kept), SUNALT,
  *  MOONALT, MOONPHAS (illuminated fraction), MOONDIST. Non-finite values (airmass below the
  *  horizon) are not written. */
-int tide_obsinfo_to_header(const tide_obsinfo *o, tide_header *h);
+TIDE_API int tide_obsinfo_to_header(const tide_obsinfo *o, tide_header *h);
 
 #ifdef __cplusplus
 }

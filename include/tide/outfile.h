@@ -22,6 +22,7 @@
  * is). Should a rename fail half-way, the outputs already renamed are put back as they were. */
 #ifndef TIDE_OUTFILE_H
 #define TIDE_OUTFILE_H
+#include "tide/export.h"
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -45,45 +46,45 @@ typedef struct tide_outfile {
  *  (or a link to one), remove dead processes' leftovers in its directory, and create the
  *  private directory. The caller then creates o->tmp (by name, it does not exist yet) or calls
  *  tide_outfile_fopen, writes it completely and closes it. Errors name @p path. */
-int tide_outfile_begin(tide_outfile *o, const char *path);
+TIDE_API int tide_outfile_begin(tide_outfile *o, const char *path);
 
 /** Create o->tmp (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0666 less the umask) and open it as a stdio
  *  stream for writing. The caller fflushes and fcloses it, then calls tide_outfile_commit. */
-int tide_outfile_fopen(tide_outfile *o, FILE **f);
+TIDE_API int tide_outfile_fopen(tide_outfile *o, FILE **f);
 
 /** tide_outfile_begin and tide_outfile_fopen in one, for text written with stdio (reports):
  *  finish with tide_outfile_close. On failure nothing is left and *f is NULL. */
-int tide_outfile_open(tide_outfile *o, const char *path, FILE **f);
+TIDE_API int tide_outfile_open(tide_outfile *o, const char *path, FILE **f);
 
 /** Flush and close the stream of tide_outfile_open and commit the file; when anything
  *  written to it failed (ferror), remove it instead. Returns a status naming the path. */
-int tide_outfile_close(tide_outfile *o, FILE *f);
+TIDE_API int tide_outfile_close(tide_outfile *o, FILE *f);
 
 /** Flush the complete temporary to disk (done once; commit calls it when needed). */
-int tide_outfile_sync(tide_outfile *o);
+TIDE_API int tide_outfile_sync(tide_outfile *o);
 
 /** Flush, rename the temporary over the target, remove the private directory and flush the
  *  directory. On failure the temporary is removed and the target is as it was. */
-int tide_outfile_commit(tide_outfile *o);
+TIDE_API int tide_outfile_commit(tide_outfile *o);
 
 /** Remove the temporary and the private directory (after a failure); keeps the error detail. */
-void tide_outfile_abort(tide_outfile *o);
+TIDE_API void tide_outfile_abort(tide_outfile *o);
 
 /** Remove, in @p dir, what dead writers of this user and host left (as described above). Done
  *  by tide_outfile_begin; exposed for tests and for writers of whole directories. */
-void tide_outfile_sweep(const char *dir);
+TIDE_API void tide_outfile_sweep(const char *dir);
 
 /** The HOST part of private names into @p out (9+ bytes): 8 hex digits of the 32-bit FNV-1a
  *  hash of "HOSTNAME\nPIDNS", PIDNS the target of /proc/self/ns/pid ("" when unreadable). */
-void tide_outfile_host_tag(char *out);
+TIDE_API void tide_outfile_host_tag(char *out);
 
 /** Create a private directory for a whole output directory beside @p path (as
  *  tide_outfile_begin, without a file in it) into @p priv (of @p n bytes). */
-int tide_outfile_mkdtemp(const char *path, char *priv, size_t n);
+TIDE_API int tide_outfile_mkdtemp(const char *path, char *priv, size_t n);
 
 /** Remove @p dir and everything in it (plain files and directories, a few levels deep; links
  *  are removed, not followed). For private directories. */
-void tide_outfile_remove_tree(const char *dir);
+TIDE_API void tide_outfile_remove_tree(const char *dir);
 
 /** The largest number of outputs in one set. */
 #define TIDE_OUTSET_MAX 16
@@ -95,27 +96,27 @@ typedef struct tide_outset {
 } tide_outset;
 
 /** An empty set. */
-void tide_outset_init(tide_outset *s);
+TIDE_API void tide_outset_init(tide_outset *s);
 
 /** Begin one more output of the set (tide_outfile_begin) and return it in @p out. A NULL or
  *  empty @p path adds nothing and sets *out to NULL. */
-int tide_outset_add(tide_outset *s, const char *path, tide_outfile **out);
+TIDE_API int tide_outset_add(tide_outset *s, const char *path, tide_outfile **out);
 
 /** Flush every output, then rename them all into place; when one cannot be placed, those
  *  already placed are put back as they were (the old file or none) and every temporary is
  *  removed. Returns a status; the set is finished either way (tide_outset_abort is then a
  *  no-op apart from freeing). */
-int tide_outset_commit(tide_outset *s);
+TIDE_API int tide_outset_commit(tide_outset *s);
 
 /** Remove every temporary of the set and free it (also after a commit: then it only frees). */
-void tide_outset_abort(tide_outset *s);
+TIDE_API void tide_outset_abort(tide_outset *s);
 
 /** Refuse, before any work, an output of @p outputs that is the same file as one of
  *  @p inputs (same device and inode: the same name, a symlink or a hard link to it; an input
  *  FILE[ext] is its FILE), or that is the same file or the same final name as an earlier
  *  output. NULL, empty and "-" (standard output) entries are skipped, and so are inputs that
  *  do not exist. Returns TIDE_E_INVAL naming both files, or 0. */
-int tide_outputs_check(const char *const *inputs, int nin, const char *const *outputs,
+TIDE_API int tide_outputs_check(const char *const *inputs, int nin, const char *const *outputs,
                        int nout);
 
 #ifdef __cplusplus

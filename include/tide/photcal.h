@@ -32,6 +32,7 @@
  * line log10(S/N) = a + b·MAG; the 5σ and 3σ limits solve it for S/N = 5 and 3. */
 #ifndef TIDE_PHOTCAL_H
 #define TIDE_PHOTCAL_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/header.h"
@@ -70,7 +71,7 @@ typedef struct tide_photcal_params {
 } tide_photcal_params;
 
 /** The defaults documented in brackets above. */
-tide_photcal_params tide_photcal_defaults(void);
+TIDE_API tide_photcal_params tide_photcal_defaults(void);
 
 /** Calibration stars, one entry per detected source (struct of arrays, host memory). */
 typedef struct tide_photcal_input {
@@ -107,7 +108,7 @@ typedef struct tide_photcal_result {
  *  Errors: TIDE_E_INVAL (NULL flux, fluxerr or ref_mag with n > 0; bad params),
  *  TIDE_E_EMPTY (fewer than min_stars after the cuts or clipping: the detail gives the
  *  counts), TIDE_E_NOMEM. */
-int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *p,
+TIDE_API int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *p,
                      tide_photcal_result *out, uint8_t *used);
 
 /** tide_photcal_fit on a pipeline catalog: the flux of column FLUX_@p flux (e.g. "OPT",
@@ -116,7 +117,7 @@ int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *p,
  *  flags FLAGS_TIDE (else FLAGS), and for source i the reference star @p match[i] of @p ref
  *  (the refcat.h layout; -1 = none). Frame size @p width × @p height for the edge cut.
  *  TIDE_E_NOTFOUND naming a missing column. */
-int tide_photcal_fit_catalog(const tide_table *cat, const char *flux, int element,
+TIDE_API int tide_photcal_fit_catalog(const tide_table *cat, const char *flux, int element,
                              const tide_table *ref, const int64_t *match, int64_t width,
                              int64_t height, const tide_photcal_params *p, tide_photcal_result *out,
                              uint8_t *used);
@@ -128,7 +129,7 @@ int tide_photcal_fit_catalog(const tide_table *cat, const char *flux, int elemen
  *  MAG_APER[n]). Existing MAG_x / MAGERR_x columns (MAG_AUTO of the pipeline) are
  *  overwritten in place, keeping their type; new ones are float32 like Source Extractor's.
  *  EZP is not added to MAGERR (see above). */
-int tide_photcal_apply(tide_table *cat, double zp);
+TIDE_API int tide_photcal_apply(tide_table *cat, double zp);
 
 /** Limiting magnitudes from the S/N–magnitude relation. */
 typedef struct tide_photcal_limits {
@@ -142,18 +143,18 @@ typedef struct tide_photcal_limits {
 /** Fit log10(S/N) = a + b·MAG (Theil–Sen) over the sources with finite MAG and S/N in
  *  [@p snr_lo, @p snr_hi] [3, 30] and solve for S/N = 5 and 3. TIDE_E_EMPTY with fewer than
  *  10 sources in range or a slope >= 0 (S/N that does not fall with magnitude). */
-int tide_photcal_limits_fit(const double *mag, const double *snr, int64_t n, double snr_lo,
+TIDE_API int tide_photcal_limits_fit(const double *mag, const double *snr, int64_t n, double snr_lo,
                             double snr_hi, tide_photcal_limits *out);
 
 /** tide_photcal_limits_fit on a catalog: MAG = zp − 2.5 log10 FLUX_@p flux[@p element],
  *  S/N = FLUX / FLUXERR of that column. */
-int tide_photcal_limits_catalog(const tide_table *cat, const char *flux, int element, double zp,
+TIDE_API int tide_photcal_limits_catalog(const tide_table *cat, const char *flux, int element, double zp,
                                 double snr_lo, double snr_hi, tide_photcal_limits *out);
 
 /** Header cards of a calibration: ZP, EZP, ZPSCAT (scatter), CATNSTAR, ZPNCAND, ZPSLOPE,
  *  ZPSLOPOK (F when flagged), COLTERM, ECOLTERM, MAGLIM5, MAGLIM3 (when @p lim is non-NULL),
  *  REFCAT and REFBAND (when non-NULL and non-empty). */
-int tide_photcal_to_header(const tide_photcal_result *r, const tide_photcal_limits *lim,
+TIDE_API int tide_photcal_to_header(const tide_photcal_result *r, const tide_photcal_limits *lim,
                            const char *refcat, const char *band, tide_header *h);
 
 #ifdef __cplusplus

@@ -40,6 +40,7 @@
  * tide's own bits above 2^11 (detection owns the low SE bits it sets). */
 #ifndef TIDE_PHOTOMETRY_H
 #define TIDE_PHOTOMETRY_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -77,7 +78,7 @@ typedef struct tide_aper_params {
 } tide_aper_params;
 
 /** Fill @p p with the defaults in brackets above. */
-void tide_aper_params_default(tide_aper_params *p);
+TIDE_API void tide_aper_params_default(tide_aper_params *p);
 
 /** Optional extra outputs of tide_aperture_photometry_ex; every pointer may be NULL. */
 typedef struct tide_aper_extra {
@@ -94,20 +95,20 @@ typedef struct tide_aper_extra {
  *  @p p NULL means defaults. Outputs: @p flux and @p fluxerr (n*nr, source-major: element
  *  i*nr + k is source i, radius k; ADU) and @p flags (n; may be NULL). A source whose
  *  aperture has no valid pixel gets flux 0 (not NaN) and its flags say why. */
-int tide_aperture_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_aperture_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                              int64_t n, const double *x, const double *y, int nr,
                              const double *radii, const tide_aper_params *p, double *flux,
                              double *fluxerr, int32_t *flags);
 
 /** As tide_aperture_photometry, with the extra outputs of @p ex (may be NULL). */
-int tide_aperture_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_aperture_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                                 int64_t n, const double *x, const double *y, int nr,
                                 const double *radii, const tide_aper_params *p, double *flux,
                                 double *fluxerr, int32_t *flags, tide_aper_extra *ex);
 
 /** One circular aperture per source with its own radius @p r[i] (px). Outputs have n
  *  elements. Used for S/N-optimal photometry; same conventions as above. */
-int tide_aperture_photometry_r(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_aperture_photometry_r(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                                int64_t n, const double *x, const double *y, const double *r,
                                const tide_aper_params *p, double *flux, double *fluxerr,
                                int32_t *flags);
@@ -125,7 +126,7 @@ typedef struct tide_kron_params {
 } tide_kron_params;
 
 /** Fill @p p with the defaults in brackets above. */
-void tide_kron_params_default(tide_kron_params *p);
+TIDE_API void tide_kron_params_default(tide_kron_params *p);
 
 /** FLUX_AUTO: for each source, the first moment r1 = Σ r I / Σ I over the pixels whose
  *  centres lie within the ellipse of scale moment_nsig (r measured in units of the ellipse:
@@ -135,7 +136,7 @@ void tide_kron_params_default(tide_kron_params *p);
  *  counter-clockwise from +x, SE's THETA_IMAGE) per source. Outputs (n each; any may be NULL
  *  except flux): @p kron_radius, @p flux, @p fluxerr, @p flags (TIDE_PHOT_FIT_FAILED when
  *  Σ I <= 0 or r1 <= 0: then K = min_radius, or kron_fact·1 if min_radius is 0). */
-int tide_kron_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_kron_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                          int64_t n, const double *x, const double *y, const double *a,
                          const double *b, const double *theta, const tide_kron_params *p,
                          double *kron_radius, double *flux, double *fluxerr, int32_t *flags);
@@ -157,7 +158,7 @@ typedef struct tide_psffit_params {
 } tide_psffit_params;
 
 /** Fill @p p with the defaults in brackets above. */
-void tide_psffit_params_default(tide_psffit_params *p);
+TIDE_API void tide_psffit_params_default(tide_psffit_params *p);
 
 /** PSF-fit flux at fixed positions from per-source PSF stamps. @p stamps holds n stamps of
  *  @p side × @p side (odd) floats, row-major, each the PSF *as sampled on the image pixels*
@@ -169,7 +170,7 @@ void tide_psffit_params_default(tide_psffit_params *p);
  *  out-of-frame pixels are left out (TIDE_PHOT_MASKED / TIDE_PHOT_TRUNCATED); a fit without
  *  freedom or with a singular system gives NaN flux, error and chi2 and TIDE_PHOT_FIT_FAILED.
  *  Requires a variance (var, or sub->var). @p chi2 and @p flags may be NULL. */
-int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                                int64_t n, const double *x, const double *y, int side,
                                const float *stamps, const tide_psffit_params *p, double *flux,
                                double *fluxerr, double *chi2, int32_t *flags);
@@ -179,12 +180,12 @@ int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_
  *  itself (basis images and coefficients, copied once) and fitted there as
  *  tide_psf_photometry_stamps does, with default parameters; on CUDA one block per source
  *  does both, nothing per source runs on the host. An invalid model is TIDE_E_INVAL. */
-int tide_psf_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_psf_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                         const struct tide_psf_model *psf, int64_t n, const double *x,
                         const double *y, double *flux, double *fluxerr, double *chi2);
 
 /** As tide_psf_photometry with explicit parameters and flags (@p p NULL: defaults). */
-int tide_psf_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_psf_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                            const struct tide_psf_model *psf, int64_t n, const double *x,
                            const double *y, const tide_psffit_params *p, double *flux,
                            double *fluxerr, double *chi2, int32_t *flags);
@@ -208,7 +209,7 @@ typedef struct tide_apcorr_params {
 } tide_apcorr_params;
 
 /** Fill @p p with defaults (fwhm must then be set). */
-void tide_apcorr_params_default(tide_apcorr_params *p);
+TIDE_API void tide_apcorr_params_default(tide_apcorr_params *p);
 
 /** A fitted aperture-correction model: C(r; x, y) = F(r) / F(r_ref) on a radius grid, each
  *  grid radius a polynomial in u = (2x - (W-1))/(W-1), v likewise (terms 1, u, v, u², uv,
@@ -236,26 +237,26 @@ typedef struct tide_apcorr_model {
  *  a smooth (quadratic in r) fit of its measured S/N(r) around the maximum, and fits the law
  *  with clipping. @p snr: detection S/N per source; @p flags may be NULL. TIDE_E_EMPTY when
  *  fewer than 3 correction stars qualify. Free with tide_apcorr_free. */
-int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *var, int64_t n,
+TIDE_API int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *var, int64_t n,
                       const double *x, const double *y, const double *snr,
                       const int32_t *flags, const tide_apcorr_params *p,
                       tide_apcorr_model *out);
 
 /** Release the model's arrays. */
-void tide_apcorr_free(tide_apcorr_model *m);
+TIDE_API void tide_apcorr_free(tide_apcorr_model *m);
 
 /** The aperture correction C and its error at radius @p r, position (x, y). */
-int tide_apcorr_eval(const tide_apcorr_model *m, double r, double x, double y, double *c,
+TIDE_API int tide_apcorr_eval(const tide_apcorr_model *m, double r, double x, double y, double *c,
                      double *c_err);
 
 /** The optimal radius for a detection S/N: clip(10^(a log10 snr + b), r_min, r_max). */
-double tide_apcorr_radius(const tide_apcorr_model *m, double snr);
+TIDE_API double tide_apcorr_radius(const tide_apcorr_model *m, double snr);
 
 /** FLUX_OPT, FLUXERR_OPT, RAD_OPT: for each source the aperture flux at its S/N-optimal
  *  radius divided by the local aperture correction (flux within r_ref), with the error of
  *  the correction added (header formula). Batched on the device on CUDA (radius law, sums and
  *  correction all in kernels). @p rad_opt and @p flags may be NULL. */
-int tide_optimal_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+TIDE_API int tide_optimal_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
                             const tide_apcorr_model *m, int64_t n, const double *x,
                             const double *y, const double *snr, const tide_aper_params *p,
                             double *flux_opt, double *fluxerr_opt, double *rad_opt,

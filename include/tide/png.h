@@ -19,6 +19,7 @@
  * directory beside the target, renamed when complete, removed on failure: outfile.h). Host memory only. */
 #ifndef TIDE_PNG_H
 #define TIDE_PNG_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -53,18 +54,18 @@ typedef struct tide_png_stretch {
 } tide_png_stretch;
 
 /** Fill @p s with the defaults in brackets. */
-void tide_png_stretch_default(tide_png_stretch *s);
+TIDE_API void tide_png_stretch_default(tide_png_stretch *s);
 
 /** Limits of a w × h image (row stride @p stride elements) by @p rule (contrast, lo_pct and
  *  hi_pct from @p s). An image without a finite pixel gives lo = 0, hi = 1; equal limits are
  *  widened to lo − 0.5, lo + 0.5. */
-void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
+TIDE_API void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
                      const tide_png_stretch *s, double *lo, double *hi);
 
 /** Write a w × h float image as an 8-bit greyscale PNG at @p path (atomic).
  *  Errors: TIDE_E_INVAL (no pixels, sizes), TIDE_E_IO (cannot create, write or rename; the
  *  detail names the path), TIDE_E_NOMEM. */
-int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h,
+TIDE_API int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h,
                          int64_t stride, const tide_png_stretch *s);
 
 /** Write a mosaic of @p n rows of @p ncol tiles, each tile a stamp × stamp float image
@@ -72,7 +73,7 @@ int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t 
  *  Every row shares the limits of its first tile (so a candidate's stamp, model and residual
  *  are drawn on one scale), taken by @p s's rule unless s->lo/hi are set. Tiles are magnified
  *  by s->scale and separated by a 2-pixel mid-grey gap. At most 4096 rows. */
-int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
+TIDE_API int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
                           const float *const *tiles, const tide_png_stretch *s);
 
 #ifdef __cplusplus

@@ -43,6 +43,7 @@
  * bitwise identical model on one backend; CPU and CUDA stamps agree to ~1e-6. */
 #ifndef TIDE_PSF_H
 #define TIDE_PSF_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -111,7 +112,7 @@ typedef struct tide_psf_params {
 } tide_psf_params;
 
 /** Fill @p p with the defaults in brackets above. */
-void tide_psf_params_default(tide_psf_params *p);
+TIDE_API void tide_psf_params_default(tide_psf_params *p);
 
 /** A PSF model. All arrays are host memory owned by the model (tide_psf_free). */
 typedef struct tide_psf_model {
@@ -159,32 +160,32 @@ typedef struct tide_psf_model {
  *  any consistent unit; NULL = judge by S/N only). @p p: NULL = defaults.
  *  On success @p out holds a model (free with tide_psf_free), possibly the Gaussian fallback.
  *  Errors: TIDE_E_INVAL (bad arguments), TIDE_E_NOMEM, TIDE_E_CUDA. */
-int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, int64_t n,
+TIDE_API int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, int64_t n,
                    const double *x, const double *y, const double *flux,
                    const tide_psf_params *p, tide_psf_model *out);
 
 /** The PSF at 0-based position (x, y), centred on the stamp's central pixel, as
  *  m->stamp × m->stamp floats summing to 1. Positions outside the frame are clamped to its
  *  edge (the polynomials are not extrapolated). */
-int tide_psf_eval(const tide_psf_model *m, double x, double y, float *stamp_out);
+TIDE_API int tide_psf_eval(const tide_psf_model *m, double x, double y, float *stamp_out);
 
 /** The PSF of a star at (x, y) as it falls on the pixel grid: the stamp's central pixel is
  *  the pixel (round(x), round(y)) and the star sits at its sub-pixel offset (Lanczos-3 shift
  *  of tide_psf_eval's stamp, then normalised to sum 1). For PSF photometry and subtraction. */
-int tide_psf_eval_pixel(const tide_psf_model *m, double x, double y, float *stamp_out);
+TIDE_API int tide_psf_eval_pixel(const tide_psf_model *m, double x, double y, float *stamp_out);
 
 /** Values of the polynomial terms 1, u, v, u², uv, v², u³, u²v, uv², v³, ... up to
  *  @p degree at (u, v); returns the number of terms, (degree+1)(degree+2)/2. */
-int tide_psf_terms(int degree, double u, double v, double *terms);
+TIDE_API int tide_psf_terms(int degree, double u, double v, double *terms);
 
 /** Write the model summary into a header: FWHM, PSFBETA, PSFELLIP, PSFTHETA, FWHMLL (0,0),
  *  FWHMLR (W-1,0), FWHMUL (0,H-1), FWHMUR (W-1,H-1) (pixels), PSFNSTAR, PSFNBAS, PSFDEG,
  *  PSFSTAMP, PSFRESID and PSFMODEL ('PCA' or 'GAUSSIAN' for the fallback), and for a
  *  fallback PSFFBWHY (its fallback_why). */
-int tide_psf_to_header(const tide_psf_model *m, tide_header *h);
+TIDE_API int tide_psf_to_header(const tide_psf_model *m, tide_header *h);
 
 /** Release the model's arrays and zero it. NULL is a no-op. */
-void tide_psf_free(tide_psf_model *m);
+TIDE_API void tide_psf_free(tide_psf_model *m);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  * first: tide_error() and tide_log() apply it to what they record, the CLI to what it prints. */
 #ifndef TIDE_REDACT_H
 #define TIDE_REDACT_H
+#include "tide/export.h"
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -19,14 +20,14 @@ extern "C" {
  *  "password = 'SE CRET'", "?password=SECRET&..." -> "password=***"; the keyword in any case).
  *  Text without either comes out unchanged. @p in and @p out must not overlap; @p in NULL is
  *  read as "". Returns @p out, so a call can stand as a printf argument. */
-const char *tide_redact_uri(const char *in, char *out, size_t n);
+TIDE_API const char *tide_redact_uri(const char *in, char *out, size_t n);
 
 /** tide_redact_uri of @p text, then every further occurrence in it of a password that
  *  tide_redact_uri finds in @p uri, or of a piece of one between delimiters (/?#&@: and
  *  blank), of 4 characters or more, replaced by "***" as well: for a
  *  message built from what a library made of @p uri (libpq reads "postgresql://u:pa/ss@h" as
  *  host u, port pa, and says so). Same contract as tide_redact_uri. */
-const char *tide_redact_uri_in(const char *text, const char *uri, char *out, size_t n);
+TIDE_API const char *tide_redact_uri_in(const char *text, const char *uri, char *out, size_t n);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,7 @@
  * gives the same header. */
 #ifndef TIDE_PIPELINE_H
 #define TIDE_PIPELINE_H
+#include "tide/export.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -121,7 +122,7 @@ typedef struct tide_pipeline_params {
 } tide_pipeline_params;
 
 /** Fill @p p with the defaults in brackets above (and each stage's own defaults). */
-void tide_pipeline_params_default(tide_pipeline_params *p);
+TIDE_API void tide_pipeline_params_default(tide_pipeline_params *p);
 
 /** Take the parameters from a configuration (config.h: processing.back_size,
  *  back_filtersize, detect_thresh, detect_minarea, deblend_nthresh, deblend_cont, fwhm_guess,
@@ -129,12 +130,12 @@ void tide_pipeline_params_default(tide_pipeline_params *p);
  *  is not NULL, the frame's resolved instrument values (gain, rdnoise, saturate, ncombine;
  *  missing ones leave the field alone). Returns TIDE_E_RANGE when aper_radii has more than
  *  TIDE_PIPELINE_MAX_APER elements. */
-int tide_pipeline_params_from_config(tide_pipeline_params *p, const tide_config *cfg,
+TIDE_API int tide_pipeline_params_from_config(tide_pipeline_params *p, const tide_config *cfg,
                                      const tide_instrument *inst);
 
 /** Check the parameters: gain >= 0 (0 only with the measured noise), rdnoise >= 0, bias finite, ncombine >= 1, fwhm_guess > 0,
  *  1 <= naper <= TIDE_PIPELINE_MAX_APER with radii > 0. TIDE_E_INVAL naming the field. */
-int tide_pipeline_params_check(const tide_pipeline_params *p);
+TIDE_API int tide_pipeline_params_check(const tide_pipeline_params *p);
 
 /** What a run produced. Everything is host memory; free with tide_pipeline_result_free. */
 typedef struct tide_pipeline_result {
@@ -167,11 +168,11 @@ typedef struct tide_pipeline_result {
  *  tide_pipeline_result_free); on failure it is empty.
  *  Errors: TIDE_E_INVAL (bad parameters or image), TIDE_E_EMPTY (no valid pixel),
  *  TIDE_E_NOMEM, TIDE_E_CUDA, and those of the stages. */
-int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header *hdr,
+TIDE_API int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header *hdr,
                       const tide_pipeline_params *p, tide_pipeline_result *out);
 
 /** Release a result and zero it. NULL is a no-op. */
-void tide_pipeline_result_free(tide_pipeline_result *r);
+TIDE_API void tide_pipeline_result_free(tide_pipeline_result *r);
 
 #ifdef __cplusplus
 }

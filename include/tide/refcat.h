@@ -27,6 +27,7 @@
  * TIDE_E_EMPTY, naming the source and the cone. */
 #ifndef TIDE_REFCAT_H
 #define TIDE_REFCAT_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/table.h"
@@ -47,7 +48,7 @@ typedef struct tide_refcat_columns {
 } tide_refcat_columns;
 
 /** The margin added to a field's radius: 0.1 · radius + 1/60 degree. */
-double tide_refcat_margin_deg(double radius_deg);
+TIDE_API double tide_refcat_margin_deg(double radius_deg);
 
 /** Read a whole reference catalog file (FITS table or CSV, see above) into @p out (five F64
  *  columns; overwritten, free with tide_table_free). @p cols may be NULL (default names).
@@ -56,17 +57,17 @@ double tide_refcat_margin_deg(double radius_deg);
  *  not a number or an angle, a row with the wrong number of fields, an unterminated quote:
  *  the detail is "FILE:LINE: what"; a FITS column of text that is not an angle),
  *  TIDE_E_NOMEM. On failure @p out is empty. */
-int tide_refcat_read(const char *path, const tide_refcat_columns *cols, tide_table *out);
+TIDE_API int tide_refcat_read(const char *path, const tide_refcat_columns *cols, tide_table *out);
 
 /** Keep only the rows of @p t (the five-column layout) whose position lies within
  *  @p radius_deg of (@p ra, @p dec) (degrees, great circle); row order is kept. @p name names
  *  the source in messages. TIDE_E_EMPTY when no row is left ("NAME: no reference star within
  *  R deg of (RA, DEC)"); TIDE_E_INVAL for a radius <= 0 or > 180 or a non-finite centre. */
-int tide_refcat_cone(tide_table *t, double ra, double dec, double radius_deg, const char *name);
+TIDE_API int tide_refcat_cone(tide_table *t, double ra, double dec, double radius_deg, const char *name);
 
 /** tide_refcat_read + tide_refcat_cone with radius @p radius_deg + tide_refcat_margin_deg:
  *  the stars of a local file around a field. */
-int tide_refcat_load(const char *path, const tide_refcat_columns *cols, double ra, double dec,
+TIDE_API int tide_refcat_load(const char *path, const tide_refcat_columns *cols, double ra, double dec,
                      double radius_deg, tide_table *out);
 
 /** Run a user command that writes a reference catalog, and read it.
@@ -88,7 +89,7 @@ int tide_refcat_load(const char *path, const tide_refcat_columns *cols, double r
  *  TIDE_E_IO (the program cannot be started, exits non-zero or by a signal: the detail
  *  names the program and the status), TIDE_E_TIMEOUT, and those of tide_refcat_read and
  *  tide_refcat_cone. Temporary files are removed in every case. */
-int tide_refcat_from_command(const char *cmd_template, double ra, double dec, double radius_deg,
+TIDE_API int tide_refcat_from_command(const char *cmd_template, double ra, double dec, double radius_deg,
                              const tide_refcat_columns *cols, double timeout_s, tide_table *out);
 
 /** Split @p cmd_template into words and substitute the placeholders, as
@@ -96,50 +97,50 @@ int tide_refcat_from_command(const char *cmd_template, double ra, double dec, do
  *  @p outfile replaces {out} (may be NULL when the template has none). *argv receives a
  *  NULL-terminated malloc'd array of malloc'd words (free with tide_refcat_argv_free), *argc
  *  the number of words; *names_out is set to 1 when the template names {out}. */
-int tide_refcat_command_argv(const char *cmd_template, double ra, double dec, double radius_deg,
+TIDE_API int tide_refcat_command_argv(const char *cmd_template, double ra, double dec, double radius_deg,
                              const char *outfile, char ***argv, int *argc, int *names_out);
 
 /** Free an argv of tide_refcat_command_argv. NULL is a no-op. */
-void tide_refcat_argv_free(char **argv);
+TIDE_API void tide_refcat_argv_free(char **argv);
 
 /* ---- per-field cache ------------------------------------------------------------------ */
 
 /** The cache directory: @p configured when non-NULL and non-empty, else the environment
  *  variable TIDE_REFCAT_CACHE. TIDE_E_NOTFOUND when neither is set (the caller then runs
  *  without a cache). */
-int tide_refcat_cache_dir(const char *configured, char *out, int outlen);
+TIDE_API int tide_refcat_cache_dir(const char *configured, char *out, int outlen);
 
 /** The file name (without directory) of a cone: "refcat_HASH_RA_DEC_RAD.fits", where HASH
  *  is the 64-bit FNV-1a hash of @p source (a file path, a command template, a database
  *  table: whatever names the source) in hex, RA and DEC are the centre rounded to 0.001
  *  degree and RAD the radius rounded up to 0.001 degree. */
-int tide_refcat_cache_name(const char *source, double ra, double dec, double radius_deg, char *out,
+TIDE_API int tide_refcat_cache_name(const char *source, double ra, double dec, double radius_deg, char *out,
                            int outlen);
 
 /** Look a cone up in cache directory @p dir: 0 and the table in @p out on a hit;
  *  TIDE_E_NOTFOUND on a miss (also when the file is unreadable: a damaged entry is treated
  *  as absent, and refetched). */
-int tide_refcat_cache_get(const char *dir, const char *source, double ra, double dec,
+TIDE_API int tide_refcat_cache_get(const char *dir, const char *source, double ra, double dec,
                           double radius_deg, tide_table *out);
 
 /** Store a cone's table in @p dir (created if missing, one level), atomically (written under
  *  a temporary name and renamed, so a concurrent reader sees the whole file or none).
  *  TIDE_E_IO naming the directory or file on failure. */
-int tide_refcat_cache_put(const char *dir, const char *source, double ra, double dec,
+TIDE_API int tide_refcat_cache_put(const char *dir, const char *source, double ra, double dec,
                           double radius_deg, const tide_table *t);
 
 /** The stars around a field from a file (@p path) or a command (@p cmd_template; exactly one
  *  of the two is non-NULL), through the cache in @p cache_dir (NULL = no cache): a hit
  *  returns the cached cone; a miss fetches (tide_refcat_load or tide_refcat_from_command),
  *  stores the result and returns it. The cache key's source is the path or the template. */
-int tide_refcat_fetch(const char *path, const char *cmd_template, const tide_refcat_columns *cols,
+TIDE_API int tide_refcat_fetch(const char *path, const char *cmd_template, const tide_refcat_columns *cols,
                       double ra, double dec, double radius_deg, const char *cache_dir,
                       tide_table *out);
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
 /** Make the empty five-column table (RA, DEC, MAG, MAGERR, COLOR) with @p nrows rows (NaN). */
-int tide_refcat_table_init(tide_table *t, int64_t nrows);
+TIDE_API int tide_refcat_table_init(tide_table *t, int64_t nrows);
 
 #ifdef __cplusplus
 }

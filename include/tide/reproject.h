@@ -39,6 +39,7 @@
  * atomics, each output pixel is one fixed sum. */
 #ifndef TIDE_REPROJECT_H
 #define TIDE_REPROJECT_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -74,13 +75,13 @@ typedef struct tide_reproject_params {
 } tide_reproject_params;
 
 /** Fill @p p with the defaults above. */
-void tide_reproject_params_default(tide_reproject_params *p);
+TIDE_API void tide_reproject_params_default(tide_reproject_params *p);
 
 /** Parse "lanczos3" (also "lanczos"), "bilinear", "nearest"; TIDE_E_INVAL otherwise. */
-int tide_resample_parse(const char *s, tide_resample_kind *out);
+TIDE_API int tide_resample_parse(const char *s, tide_resample_kind *out);
 
 /** "lanczos3", "bilinear" or "nearest". */
-const char *tide_resample_name(tide_resample_kind k);
+TIDE_API const char *tide_resample_name(tide_resample_kind k);
 
 /** What a plan measured about its mapping. */
 typedef struct tide_reproject_info {
@@ -104,12 +105,12 @@ typedef struct tide_reproject_plan tide_reproject_plan;
  *  needs: the WCSs may be freed afterwards. @p p may be NULL (defaults).
  *  Errors: TIDE_E_INVAL (sizes, NULLs, parameters), TIDE_E_UNSUPPORTED (MAP_EXACT with a
  *  non-TAN WCS), TIDE_E_NOMEM, TIDE_E_WCS. */
-int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w, int64_t in_h,
+TIDE_API int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w, int64_t in_h,
                                const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
                                const tide_reproject_params *p, tide_reproject_plan **plan);
 
 /** The measurements of a plan. */
-void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_info *info);
+TIDE_API void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_info *info);
 
 /** Resample @p in (its size must be the plan's input size; host or device as the context
  *  allows, see above) onto the plan's grid.
@@ -117,20 +118,20 @@ void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_in
  *                  allocated here where @p in lives (overwritten, not freed first)
  *  @param coverage if non-NULL, receives an out_w × out_h pix-only image of coverage in
  *                  [0, 1], allocated where @p in lives */
-int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *plan, const tide_image *in,
+TIDE_API int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *plan, const tide_image *in,
                            tide_image *out, tide_image *coverage);
 
 /** Release a plan (NULL is a no-op). */
-void tide_reproject_plan_free(tide_ctx *ctx, tide_reproject_plan *plan);
+TIDE_API void tide_reproject_plan_free(tide_ctx *ctx, tide_reproject_plan *plan);
 
 /** Plan, execute and free in one call; see tide_reproject_execute for @p out and
  *  @p coverage. */
-int tide_reproject(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
+TIDE_API int tide_reproject(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
                    const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
                    const tide_reproject_params *p, tide_image *out, tide_image *coverage);
 
 /** tide_reproject that also reports the plan's measurements in @p info (may be NULL). */
-int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
+TIDE_API int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
                       const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
                       const tide_reproject_params *p, tide_image *out, tide_image *coverage,
                       tide_reproject_info *info);
@@ -144,7 +145,7 @@ int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wc
  *  conversion is done. A grid over 65536 px on a side is TIDE_E_RANGE.
  *  @param out   receives the new WCS (free with tide_wcs_free)
  *  @param out_w, out_h receive its size */
-int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width, const int64_t *height,
+TIDE_API int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width, const int64_t *height,
                            int n, tide_wcs **out, int64_t *out_w, int64_t *out_h);
 
 #ifdef __cplusplus

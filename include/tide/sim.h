@@ -28,6 +28,7 @@
  * Pixel coordinates inside are 0-based; the truth catalog and the header are FITS 1-based. */
 #ifndef TIDE_SIM_H
 #define TIDE_SIM_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -98,12 +99,12 @@ typedef struct tide_sim_params {
 } tide_sim_params;
 
 /** Fill @p p with the defaults documented in brackets above. */
-void tide_sim_params_default(tide_sim_params *p);
+TIDE_API void tide_sim_params_default(tide_sim_params *p);
 
 /** Check parameters: positive sizes (each ≤ 1,000,000, product ≤ 2^31), mag_bright <
  *  mag_faint, gain > 0, beta > 1, 0 ≤ ellipticities < 0.9, sip_order 0/2/3...
  *  TIDE_E_INVAL with a detail naming the parameter. */
-int tide_sim_params_check(const tide_sim_params *p);
+TIDE_API int tide_sim_params_check(const tide_sim_params *p);
 
 /** Object types in the truth catalog (TYPE column as text, TYPE_ID as this number). */
 typedef enum {
@@ -115,23 +116,23 @@ typedef enum {
 } tide_sim_type;
 
 /** Name of an object type ("star", "galaxy", "moving", "transient", "variable"). */
-const char *tide_sim_type_name(int type);
+TIDE_API const char *tide_sim_type_name(int type);
 
 /** The simulated sky (opaque): objects with RA, Dec and magnitudes, plus the detector's
  *  fixed defects (hot pixels, bad columns) and each epoch's geometry. */
 typedef struct tide_sim_sky tide_sim_sky;
 
 /** Draw the sky for @p p (deterministic in p->seed). Free with tide_sim_sky_free. */
-int tide_sim_sky_make(tide_ctx *ctx, const tide_sim_params *p, tide_sim_sky **out);
+TIDE_API int tide_sim_sky_make(tide_ctx *ctx, const tide_sim_params *p, tide_sim_sky **out);
 
 /** Release a sky. NULL is a no-op. */
-void tide_sim_sky_free(tide_sim_sky *sky);
+TIDE_API void tide_sim_sky_free(tide_sim_sky *sky);
 
 /** Number of objects in the sky (stars in the margin included). */
-int64_t tide_sim_sky_count(const tide_sim_sky *sky);
+TIDE_API int64_t tide_sim_sky_count(const tide_sim_sky *sky);
 
 /** The parameters the sky was made with. */
-const tide_sim_params *tide_sim_sky_params(const tide_sim_sky *sky);
+TIDE_API const tide_sim_params *tide_sim_sky_params(const tide_sim_sky *sky);
 
 
 /** One rendered epoch. */
@@ -157,14 +158,14 @@ typedef struct tide_sim_frame {
  *  or of the galaxy), THETA (degrees from +x towards +y), SERSIC_N and RE (pixels; 0 for
  *  point sources), TYPE (text), TYPE_ID (tide_sim_type), SATURATED (1 if any pixel within
  *  1.5 px of the centre is at SATURATE), PEAK (expected brightest-pixel value above sky, ADU). */
-int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_frame *out);
+TIDE_API int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_frame *out);
 
 /** Release a frame's image, header and truth table. */
-void tide_sim_frame_free(tide_ctx *ctx, tide_sim_frame *f);
+TIDE_API void tide_sim_frame_free(tide_ctx *ctx, tide_sim_frame *f);
 
 /** Make epoch 1 of a fresh sky in one call: tide_sim_sky_make + tide_sim_epoch(1) (+ the
  *  reference catalog when @p refcat is non-NULL). */
-int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out,
+TIDE_API int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out,
                  tide_table *refcat);
 
 /** The reference catalog of the sky's stars (not galaxies, moving objects or transients)
@@ -172,15 +173,15 @@ int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out,
  *  band), MAGERR, COLOR, ID. The reference band relates to the frame's filter through
  *      MAG_frame = MAG + color_term * COLOR
  *  and MAG carries a Gaussian error of MAGERR = 0.003 + 0.02·10^(0.4 (MAG_frame - ref_maglim)). */
-int tide_sim_refcat(const tide_sim_sky *sky, tide_table *out);
+TIDE_API int tide_sim_refcat(const tide_sim_sky *sky, tide_table *out);
 
 /** The truth pixel→sky mapping of an epoch (TAN + rotation + SIP, exactly what the header
  *  says): 0-based pixel (x, y) to (ra, dec) in degrees, for @p n points. */
-int tide_sim_pix2sky(const tide_sim_sky *sky, int epoch, int64_t n, const double *x,
+TIDE_API int tide_sim_pix2sky(const tide_sim_sky *sky, int epoch, int64_t n, const double *x,
                      const double *y, double *ra, double *dec);
 
 /** The inverse of tide_sim_pix2sky (Newton iteration on the forward SIP, to 1e-9 pixel). */
-int tide_sim_sky2pix(const tide_sim_sky *sky, int epoch, int64_t n, const double *ra,
+TIDE_API int tide_sim_sky2pix(const tide_sim_sky *sky, int epoch, int64_t n, const double *ra,
                      const double *dec, double *x, double *y);
 
 #ifdef __cplusplus

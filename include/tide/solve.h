@@ -19,6 +19,7 @@
  * astrometry.net logger is process-wide, so two solvers must not run in parallel threads. */
 #ifndef TIDE_SOLVE_H
 #define TIDE_SOLVE_H
+#include "tide/export.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "tide/ctx.h"
@@ -40,31 +41,31 @@ typedef struct tide_solver tide_solver;
  *  @return 0; TIDE_E_NOTFOUND when the directory cannot be read or holds no index file (the
  *          detail names the directory), TIDE_E_FORMAT when a file is not a valid index (the
  *          detail names it), TIDE_E_NOMEM. */
-int tide_solver_open(const char *index_dir, tide_solver **out);
+TIDE_API int tide_solver_open(const char *index_dir, tide_solver **out);
 
 /** Release the solver and unmap its indexes. NULL is a no-op. */
-void tide_solver_free(tide_solver *s);
+TIDE_API void tide_solver_free(tide_solver *s);
 
 /** The directory the solver was opened on. */
-const char *tide_solver_dir(const tide_solver *s);
+TIDE_API const char *tide_solver_dir(const tide_solver *s);
 
 /** Number of index files loaded. */
-int tide_solver_nindex(const tide_solver *s);
+TIDE_API int tide_solver_nindex(const tide_solver *s);
 
 /** Quad-size range of index @p i (0-based), arcsec; its file name in @p name (may be NULL). */
-int tide_solver_index_info(const tide_solver *s, int i, double *quad_lo_arcsec,
+TIDE_API int tide_solver_index_info(const tide_solver *s, int i, double *quad_lo_arcsec,
                            double *quad_hi_arcsec, char *name, size_t name_len);
 
-/** The solver cached on @p ctx (slot TIDE_EXT_SOLVER): opened on first use, kept while later
+/** The solver cached on @p ctx: opened on first use, kept while later
  *  calls name the same directory, re-opened (and the old one freed) when the directory
  *  differs. Freed with the context. *out stays owned by the context. */
-int tide_solver_get(tide_ctx *ctx, const char *index_dir, tide_solver **out);
+TIDE_API int tide_solver_get(tide_ctx *ctx, const char *index_dir, tide_solver **out);
 
 /** The stars of index @p name (a file name as tide_solver_index_info gives; NULL or "": of
  *  every index) within @p radius_deg of (@p ra, @p dec), degrees, into malloc'd arrays
  *  *@p ra_out, *@p dec_out of *@p n: reference stars to refine a solution on when no
  *  reference catalogue is given. @return 0; TIDE_E_EMPTY when none; TIDE_E_INVAL, TIDE_E_NOMEM. */
-int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
+TIDE_API int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
                             double radius_deg, double **ra_out, double **dec_out, int64_t *n);
 
 /** Resolve the index directory: @p explicit_dir (--index-dir) if non-empty, else
@@ -72,7 +73,7 @@ int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, d
  *  TIDE_INDEX_DIR if set and non-empty, else "/usr/share/astrometry" (Debian's
  *  astrometry-data-* packages). Writes it to @p out (size @p n).
  *  @return 0; TIDE_E_RANGE if it does not fit. */
-int tide_solve_index_dir(const char *explicit_dir, const char *config_dir, char *out, size_t n);
+TIDE_API int tide_solve_index_dir(const char *explicit_dir, const char *config_dir, char *out, size_t n);
 
 /** Parity of the image (astrometry.net's PARITY_*). */
 enum { TIDE_SOLVE_PARITY_BOTH = 0, TIDE_SOLVE_PARITY_NORMAL = 1, TIDE_SOLVE_PARITY_FLIP = 2 };
@@ -123,7 +124,7 @@ typedef struct tide_solve_params {
 } tide_solve_params;
 
 /** Fill @p p with the defaults above (width, height 0). */
-void tide_solve_params_init(tide_solve_params *p);
+TIDE_API void tide_solve_params_init(tide_solve_params *p);
 
 /** Hints from a frame's header, for a @p w × @p h frame:
  *  - pointing: RA/DEC (degrees, or sexagesimal hours / degrees strings), else OBJCTRA /
@@ -135,7 +136,7 @@ void tide_solve_params_init(tide_solve_params *p);
  *  Sets has_position, ra, dec, scale_lo, scale_hi, width, height; leaves the rest of @p p.
  *  Missing hints are not an error (the solve goes blind).
  *  @return 0; TIDE_E_INVAL for a non-positive size. */
-int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,
+TIDE_API int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,
                                  double focal_mm, double tolerance, tide_solve_params *p);
 
 /** tide_solve_hints_from_header with the header's WCS already parsed: @p wcs (NULL when the
@@ -176,7 +177,7 @@ typedef struct tide_solve_info {
  *          detail says how many); TIDE_E_NOSOLVE (no attempt found a solution: the detail
  *          names the attempts with their scale ranges, hint, indexes tried and "time limit"
  *          for an attempt stopped by its limit); TIDE_E_NOMEM. */
-int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
+TIDE_API int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
                const tide_solve_params *p, tide_wcs **wcs, tide_solve_info *info);
 
 /** Plate-solve against the reference catalogue @p ref itself (columns RA, DEC, MAG): build
@@ -188,7 +189,7 @@ int tide_solve(tide_solver *s, const double *x, const double *y, const double *f
  *  bounds the build and the solve together.
  *  @return as tide_solve; TIDE_E_NOSOLVE also when no index can be built from the catalogue
  *          for the field's quad sizes (the detail says why). */
-int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, const double *flux,
+TIDE_API int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, const double *flux,
                       int64_t n, const tide_solve_params *p, tide_wcs **wcs,
                       tide_solve_info *info);
 
@@ -213,11 +214,11 @@ typedef struct tide_index_build_params {
 } tide_index_build_params;
 
 /** Fill @p p with the defaults. */
-void tide_index_build_params_init(tide_index_build_params *p);
+TIDE_API void tide_index_build_params_init(tide_index_build_params *p);
 
 /** Scale numbers whose quads fit a field of @p fov_arcmin: the k with q(k+1) > 0.1 fov and
  *  q(k) < fov. @return 0; TIDE_E_RANGE when the field is outside 2'..2000'. */
-int tide_index_scales_for_fov(double fov_arcmin, int *lo, int *hi);
+TIDE_API int tide_index_scales_for_fov(double fov_arcmin, int *lo, int *hi);
 
 /** Build index files from a reference catalogue (columns RA, DEC in degrees and MAG; float or
  *  double; rows with NaN are dropped) into @p out_dir (created if missing), one per scale, with
@@ -230,7 +231,7 @@ int tide_index_scales_for_fov(double fov_arcmin, int *lo, int *hi);
  *          or a scale for which no quad could be built: too few stars for it), TIDE_E_RANGE,
  *          TIDE_E_IO (cannot create the directory or write), TIDE_E_INTERNAL (astrometry.net
  *          failed; its message is in the detail). */
-int tide_index_build(const tide_table *ref, const char *out_dir, const tide_index_build_params *p,
+TIDE_API int tide_index_build(const tide_table *ref, const char *out_dir, const tide_index_build_params *p,
                      char (*paths)[4096], int npaths, int *nbuilt);
 
 #ifdef __cplusplus

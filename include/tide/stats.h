@@ -21,10 +21,11 @@
  *
  * Images. A CPU context needs a host image. A CUDA context takes a device image (the fast
  * path) or a host image, which is uploaded into a scratch buffer cached in the context
- * (ctx->ext[TIDE_EXT_REDUCE]); scratch memory grows to the largest frame seen and is then
+ * (an extension slot); scratch memory grows to the largest frame seen and is then
  * reused, so repeated calls on one frame shape do not allocate. */
 #ifndef TIDE_REDUCE_H
 #define TIDE_REDUCE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -55,7 +56,7 @@ typedef struct tide_stats {
 /** Count, sum, min, max, mean and std of the valid pixels of @p im (definitions above).
  *  Returns TIDE_E_EMPTY (with *out filled: counts set, values NaN) when no pixel is valid,
  *  TIDE_E_INVAL for a bad image or an image on the wrong side for the context. */
-int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, tide_stats *out);
+TIDE_API int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, tide_stats *out);
 
 /** Percentiles of the valid pixels, as numpy.percentile(valid, q) with its default
  *  'linear' method: with the n valid values sorted x_0 <= ... <= x_{n-1}, h = (n-1)·q/100,
@@ -63,12 +64,12 @@ int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, ti
  *  x_{j+1} - (x_{j+1} - x_j)·(1-g) when g >= 0.5). @p q holds @p nq percentages in [0, 100]
  *  (TIDE_E_RANGE otherwise); @p out receives nq values. Order statistics are exact.
  *  TIDE_E_EMPTY when no pixel is valid (out set to NaN). */
-int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
+TIDE_API int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
                             const double *q, int nq, double *out);
 
 /** Median of the valid pixels, as numpy.median: the middle value, or the mean of the two
  *  middle values ((a + b) / 2 in double) when n is even. TIDE_E_EMPTY when none is valid. */
-int tide_reduce_median(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, double *median);
+TIDE_API int tide_reduce_median(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, double *median);
 
 /** Parameters of sigma clipping. */
 typedef struct tide_sigclip_params {
@@ -99,13 +100,13 @@ typedef struct tide_sigclip_result {
  *  m + sigma·s}; stop early when S' has as many pixels as S. The result is mean, median and
  *  std of the final S. @p p may be NULL for the defaults. TIDE_E_EMPTY when no pixel is valid;
  *  values are NaN if clipping removed everything. */
-int tide_reduce_sigma_clip(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
+TIDE_API int tide_reduce_sigma_clip(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
                            const tide_sigclip_params *p, tide_sigclip_result *out);
 
 /** Make the context's reduction scratch (device partials, histograms and, for host images on
  *  a CUDA context, the upload buffer) large enough for width × height images, so the calls
  *  above do not allocate. Optional: they grow the scratch themselves when needed. */
-int tide_reduce_reserve(tide_ctx *ctx, int64_t width, int64_t height, int host_images);
+TIDE_API int tide_reduce_reserve(tide_ctx *ctx, int64_t width, int64_t height, int host_images);
 
 #ifdef __cplusplus
 }

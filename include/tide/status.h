@@ -6,6 +6,7 @@
  * The library never prints and never exits; the CLI turns a status into a message. */
 #ifndef TIDE_STATUS_H
 #define TIDE_STATUS_H
+#include "tide/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,29 +35,29 @@ enum {
 };
 
 /** Short name of a status code ("invalid argument", "no GPU"...); never NULL. */
-const char *tide_strerror(int status);
+TIDE_API const char *tide_strerror(int status);
 
 /** Record a printf-style detail for the current thread and return @p status unchanged, so a
  *  failure reads `return tide_error(TIDE_E_FORMAT, "%s: HDU %d is a table", path, hdu);`.
  *  The detail is replaced by the next call. */
-int tide_error(int status, const char *fmt, ...)
+TIDE_API int tide_error(int status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /** Prefix the current detail with more context ("reading FRAME.fits: "), keep the status. */
-int tide_error_prefix(int status, const char *fmt, ...)
+TIDE_API int tide_error_prefix(int status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /** The detail recorded by the last failing call on this thread ("" if none). */
-const char *tide_error_detail(void);
+TIDE_API const char *tide_error_detail(void);
 
 /** Forget the current thread's detail. */
-void tide_error_clear(void);
+TIDE_API void tide_error_clear(void);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,7 @@
  * PGPASSWORD, PGSERVICE...) or libpq's service and password files, never from code. */
 #ifndef TIDE_STORE_H
 #define TIDE_STORE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/header.h"
@@ -84,7 +85,7 @@ typedef struct tide_store_options {
 } tide_store_options;
 
 /** Fill @p o with the defaults above. */
-void tide_store_options_init(tide_store_options *o);
+TIDE_API void tide_store_options_init(tide_store_options *o);
 
 /** One frame's images row. Unknown numbers are NaN (or -1 for counts), unknown strings "".
  *  Column names in the images table are the field names. */
@@ -121,11 +122,11 @@ typedef struct tide_store_frame {
 } tide_store_frame;
 
 /** Set every field to "unknown" (NaN, -1, "", NULL). */
-void tide_store_frame_init(tide_store_frame *f);
+TIDE_API void tide_store_frame_init(tide_store_frame *f);
 
 /** Free the header text tide_store_image() or tide_store_frame_from_header() allocated (the
  *  struct itself is the caller's); the pointer is reset to NULL. */
-void tide_store_frame_free(tide_store_frame *f);
+TIDE_API void tide_store_frame_free(tide_store_frame *f);
 
 /** Fill the fields a FITS/catalog header has (absent keys leave the field as it is): DATE-OBS,
  *  MJD-OBS (or MJD), EXPTIME, FILTER, AIRMASS, IMAGEW/IMAGEH (else NAXIS1/NAXIS2), PROCDATE,
@@ -133,7 +134,7 @@ void tide_store_frame_free(tide_store_frame *f);
  *  CENTRA/CENTDEC/PIXSCALE/ROTANGLE/FOVX/FOVY, then the WCS summary (tide_wcs_summarize) when
  *  the header holds a celestial WCS and the frame size is known, and @p f->header (every
  *  card, malloc'd; a previous one is freed; release with tide_store_frame_free()). */
-int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
+TIDE_API int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
 
 /** Pieces of the checksum's tree (8 MiB). */
 #define TIDE_STORE_CHECKSUM_CHUNK ((int64_t)8 << 20)
@@ -146,10 +147,10 @@ int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
  *  hashed in parallel (all cores, OpenMP: OMP_NUM_THREADS caps them) with the x86 SHA
  *  extensions when the processor has them. TIDE_E_IO when the file cannot be read (or is not
  *  a regular file). */
-int tide_store_file_checksum(const char *path, char *out_hex);
+TIDE_API int tide_store_file_checksum(const char *path, char *out_hex);
 
 /** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits (as above). */
-void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
+TIDE_API void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
 
 /** Open (and create when needed) a store.
  *  @p uri "sqlite:PATH", or a PATH ending in .db, .sqlite or .sqlite3: SQLite, the file and its
@@ -170,58 +171,58 @@ void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
  *  file or database without tide's tables) is refused with TIDE_E_FORMAT before anything is
  *  read from its tables, a store of another sky-cell scheme with TIDE_E_UNSUPPORTED; writes
  *  through a read-only handle fail with TIDE_E_INVAL. */
-int tide_store_open(const char *uri, const tide_store_options *opt, tide_store **out);
+TIDE_API int tide_store_open(const char *uri, const tide_store_options *opt, tide_store **out);
 
 /** 1 when @p uri names a PostgreSQL store or table ("postgresql://", "postgres://" or
  *  "pg:"), 0 otherwise (an SQLite store, or a file). The one place that tells them apart. */
-int tide_store_uri_is_pg(const char *uri);
+TIDE_API int tide_store_uri_is_pg(const char *uri);
 
 /** Close and free (NULL is fine). */
-void tide_store_close(tide_store *s);
+TIDE_API void tide_store_close(tide_store *s);
 
 /** The back end of an open store. */
-tide_store_kind tide_store_get_kind(const tide_store *s);
+TIDE_API tide_store_kind tide_store_get_kind(const tide_store *s);
 
 /** Store one frame: its images row and its catalog, in one transaction. @p sources must have
  *  F64 columns ALPHA_J2000 and DELTA_J2000 (deg; rows with a non-finite position are stored
  *  with CELL -1 in SQLite and are never found by cone searches). A frame with the same checksum
  *  already stored is replaced: its image row and all its sources are deleted in the same
  *  transaction. On error nothing is changed. The new images.id goes to *id_out when non-NULL. */
-int tide_store_put_frame(tide_store *s, const tide_store_frame *frame, const tide_table *sources,
+TIDE_API int tide_store_put_frame(tide_store *s, const tide_store_frame *frame, const tide_table *sources,
                          int64_t *id_out);
 
 /** Delete the frame with checksum @p checksum (its image row and all its sources) in one
  *  transaction. TIDE_E_NOTFOUND when there is none. */
-int tide_store_delete_frame(tide_store *s, const char *checksum);
+TIDE_API int tide_store_delete_frame(tide_store *s, const char *checksum);
 
 /** Cone search: every stored source within @p radius_deg (great circle, tide_store_separation)
  *  of (@p ra, @p dec) (deg). @p out (initialised or freed by the caller; it is reset) gets
  *  columns IMAGE_ID (I64), FILE (STR), SEQ (I64) and every stored source column (integer
  *  columns I64, real ones F64), rows ordered by IMAGE_ID then SEQ. @p limit > 0 stops after that
  *  many rows in that order [0 = all]. */
-int tide_store_cone(tide_store *s, double ra, double dec, double radius_deg, int64_t limit,
+TIDE_API int tide_store_cone(tide_store *s, double ra, double dec, double radius_deg, int64_t limit,
                     tide_table *out);
 
 /** Every stored source (all columns, as tide_store_cone); for tests and exports. */
-int tide_store_all_sources(tide_store *s, tide_table *out);
+TIDE_API int tide_store_all_sources(tide_store *s, tide_table *out);
 
 /** The images row whose checksum or file equals @p file_or_checksum (when it names a readable
  *  file, its checksum is tried first; of several rows with that file, the newest). TIDE_E_NOTFOUND
  *  when there is none. @p out is overwritten (a header it held is not freed); release its new
  *  header with tide_store_frame_free(). */
-int tide_store_image(tide_store *s, const char *file_or_checksum, tide_store_frame *out);
+TIDE_API int tide_store_image(tide_store *s, const char *file_or_checksum, tide_store_frame *out);
 
 /** Number of rows in images and in sources (either pointer may be NULL). */
-int tide_store_count(tide_store *s, int64_t *nimages, int64_t *nsources);
+TIDE_API int tide_store_count(tide_store *s, int64_t *nimages, int64_t *nsources);
 
 /** Run SQL statements that return no rows (maintenance such as "VACUUM" or "CLUSTER
  *  sources", or a test's trigger), outside any frame transaction. The SQL is the caller's:
  *  never build it from untrusted input. */
-int tide_store_exec(tide_store *s, const char *sql);
+TIDE_API int tide_store_exec(tide_store *s, const char *sql);
 
 /** Great-circle separation in degrees (Vincenty's atan2 form, accurate at all angles); the
  *  distance every cone search tests. */
-double tide_store_separation(double ra1, double dec1, double ra2, double dec2);
+TIDE_API double tide_store_separation(double ra1, double dec1, double ra2, double dec2);
 
 /** Reference stars from a PostgreSQL table with a Q3C index on (ra, dec): every row within
  *  @p radius_deg of (@p ra, @p dec) (q3c_radial_query, then tide_store_separation), into @p out
@@ -232,7 +233,7 @@ double tide_store_separation(double ra1, double dec1, double ra2, double dec2);
  *  MAGERR, COLOR, matched without regard to case; a missing MAGERR / COLOR is NaN unless
  *  named explicitly). TIDE_E_NOTFOUND for a missing required column, TIDE_E_DB for an
  *  unreachable server or a failing query (a missing table). */
-int tide_store_refcat_cone(const char *uri, const char *table, const tide_refcat_columns *cols,
+TIDE_API int tide_store_refcat_cone(const char *uri, const char *table, const tide_refcat_columns *cols,
                            double ra, double dec, double radius_deg, tide_table *out);
 
 #ifdef __cplusplus

@@ -52,6 +52,7 @@
  * on the device between steps. Deterministic: fixed-order double reductions, no atomics. */
 #ifndef TIDE_SUBTRACT_H
 #define TIDE_SUBTRACT_H
+#include "tide/export.h"
 #include <stdint.h>
 #include "tide/image.h"
 #ifdef __cplusplus
@@ -104,7 +105,7 @@ typedef struct tide_subtract_params {
 int tide_subtract_degree_for_stars(int degree, int64_t nstars);
 
 /** Fill @p p with the defaults above. */
-void tide_subtract_params_default(tide_subtract_params *p);
+TIDE_API void tide_subtract_params_default(tide_subtract_params *p);
 
 /** The result of a subtraction. Images live where the inputs lived (host or device). */
 typedef struct tide_subtract_result {
@@ -136,14 +137,14 @@ typedef struct tide_subtract_result {
 /** The frame tide_subtract convolves for these parameters and FWHMs (px, <= 0 unknown):
  *  p->convolve when set, else the sharper frame (TIDE_SUB_CONVOLVE_SCIENCE when
  *  0 < fwhm_sci < fwhm_tmpl, TIDE_SUB_CONVOLVE_TEMPLATE otherwise). @p p NULL: defaults. */
-int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl);
+TIDE_API int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl);
 
 /** The sky level and noise of a frame as tide_subtract measures them on each input: the
  *  sigma-clipped median and std (tide_reduce_sigma_clip's defaults) of rows spread over the
  *  frame (~256k pixels), pixels with @p mask_bits excluded; @p var = std² as a float, 1 when
  *  that is not positive. Where the context computes. For a template measured once
  *  (tide_subtract_params.tmpl_sky_known). */
-int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im, uint16_t mask_bits,
+TIDE_API int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im, uint16_t mask_bits,
                             double *sky, double *var);
 
 /** PSF-matched subtraction of @p tmpl from @p sci (same size and grid; host images, or device
@@ -156,16 +157,16 @@ int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im, uint16_t
  *  template's given in @p p). @p p may be NULL for defaults. @p r is filled (free with
  *  tide_subtract_result_free). TIDE_E_EMPTY when too few usable stamps remain, TIDE_E_RANGE
  *  when the normal equations cannot be solved even regularised. */
-int tide_subtract(struct tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
+TIDE_API int tide_subtract(struct tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
                   double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
                   tide_subtract_result *r);
 
 /** The kernel at pixel (@p x, @p y) (0-based) into @p k (kernel_w^2 floats, row-major;
  *  correlation convention: matched(x,y) = sum_ij k(i,j) ref(x+i-h, y+j-h)). */
-int tide_subtract_kernel_at(const tide_subtract_result *r, double x, double y, float *k);
+TIDE_API int tide_subtract_kernel_at(const tide_subtract_result *r, double x, double y, float *k);
 
 /** Release everything the result holds and zero it. */
-void tide_subtract_result_free(struct tide_ctx *ctx, tide_subtract_result *r);
+TIDE_API void tide_subtract_result_free(struct tide_ctx *ctx, tide_subtract_result *r);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
  * data[i * r .. i * r + r - 1]. Tables always live on the host. */
 #ifndef TIDE_TABLE_H
 #define TIDE_TABLE_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -45,34 +46,34 @@ typedef struct tide_table {
 } tide_table;
 
 /** Make an empty table. */
-void tide_table_init(tide_table *t);
+TIDE_API void tide_table_init(tide_table *t);
 
 /** Release every column. */
-void tide_table_free(tide_table *t);
+TIDE_API void tide_table_free(tide_table *t);
 
 /** Add a column (zeroed for existing rows). Names must be unique (TIDE_E_INVAL otherwise).
  *  @p unit and @p comment may be NULL. Returns the new column's index in *index if non-NULL. */
-int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
+TIDE_API int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
                           const char *unit, const char *comment, int *index);
 
 /** Remove the column called @p name, keeping the order of the others. TIDE_E_NOTFOUND when
  *  there is none. */
-int tide_table_remove_column(tide_table *t, const char *name);
+TIDE_API int tide_table_remove_column(tide_table *t, const char *name);
 
 /** Set the number of rows, growing storage as needed (new rows are zeroed). */
-int tide_table_resize(tide_table *t, int64_t nrows);
+TIDE_API int tide_table_resize(tide_table *t, int64_t nrows);
 
 /** The column called @p name (case-sensitive) or NULL. */
-tide_column *tide_table_column(const tide_table *t, const char *name);
+TIDE_API tide_column *tide_table_column(const tide_table *t, const char *name);
 
 /** Typed access to a column's data; NULL if the column is missing or has another type. */
-double *tide_table_f64(const tide_table *t, const char *name);
-float *tide_table_f32(const tide_table *t, const char *name);
-int64_t *tide_table_i64(const tide_table *t, const char *name);
-int32_t *tide_table_i32(const tide_table *t, const char *name);
+TIDE_API double *tide_table_f64(const tide_table *t, const char *name);
+TIDE_API float *tide_table_f32(const tide_table *t, const char *name);
+TIDE_API int64_t *tide_table_i64(const tide_table *t, const char *name);
+TIDE_API int32_t *tide_table_i32(const tide_table *t, const char *name);
 
 /** Bytes of one element of a column type (1 for TIDE_COL_STR). */
-int64_t tide_col_type_size(tide_col_type type);
+TIDE_API int64_t tide_col_type_size(tide_col_type type);
 
 #ifdef __cplusplus
 }

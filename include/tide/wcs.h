@@ -21,6 +21,7 @@
  * parallel region), with results independent of the thread count. */
 #ifndef TIDE_WCS_H
 #define TIDE_WCS_H
+#include "tide/export.h"
 #include <stdint.h>
 #include "tide/header.h"
 
@@ -39,21 +40,21 @@ typedef struct tide_wcs tide_wcs;
  *  Returns TIDE_E_NOTFOUND when the header holds no celestial WCS, TIDE_E_UNSUPPORTED for
  *  TNX, ZPX or a projection code wcslib does not know (the detail names the CTYPE and the
  *  source), TIDE_E_WCS when wcslib rejects the keywords, TIDE_E_NOMEM. */
-int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **out);
+TIDE_API int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **out);
 
 /** Release a WCS. NULL is a no-op. */
-void tide_wcs_free(tide_wcs *w);
+TIDE_API void tide_wcs_free(tide_wcs *w);
 
 /** Pixel to sky for @p n points. @p x, @p y are 0-based pixel coordinates; @p ra, @p dec
  *  receive degrees (longitude in [0, 360)) in the header's frame. A point that cannot be
  *  converted (outside a projection's domain) gets NaN in both outputs; that is not an error.
  *  Safe to call from several threads at once. */
-int tide_wcs_pix2sky(const tide_wcs *w, int64_t n, const double *x, const double *y,
+TIDE_API int tide_wcs_pix2sky(const tide_wcs *w, int64_t n, const double *x, const double *y,
                      double *ra, double *dec);
 
 /** Sky (degrees, header's frame) to 0-based pixel coordinates for @p n points; SIP and TPV
  *  are inverted iteratively by wcslib. Unconvertible points get NaN. Thread-safe. */
-int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const double *dec,
+TIDE_API int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const double *dec,
                      double *x, double *y);
 
 /** Write the WCS into @p h (wcshdo, 17 significant digits so every double survives the text):
@@ -62,14 +63,14 @@ int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const doubl
  *  written as A_p_q/B_p_q/AP_p_q/BP_p_q with "-SIP" CTYPEs, TPV as PVi_m with "-TPV" CTYPEs,
  *  the linear part as PCi_j + CDELTi. Alternate WCSs (CTYPE1A...) and date keywords are left
  *  as they are. Reading the result back gives the same pix2sky to the last bit. */
-int tide_wcs_to_header(const tide_wcs *w, tide_header *h);
+TIDE_API int tide_wcs_to_header(const tide_wcs *w, tide_header *h);
 
 /** Remove every keyword of the header's primary celestial WCS and its distortion (CTYPEi,
  *  CRPIXi, CRVALi, CDi_j, PCi_j, CDELTi, CUNITi, PVi_m, A_p_q/B_p_q/AP_p_q/BP_p_q and their
  *  orders, WCSAXES, LONPOLE, RADESYS, EQUINOX...): what tide_wcs_to_header does before it
  *  writes, and what makes a frame "unsolved" for tests and benchmarks. Alternate WCSs
  *  (CTYPE1A...) and the pointing keywords (RA, DEC, OBJCTRA...) stay. */
-void tide_wcs_strip_header(tide_header *h);
+TIDE_API void tide_wcs_strip_header(tide_header *h);
 
 /** What a person wants to know about a WCS over a frame. */
 typedef struct tide_wcs_summary {
@@ -90,11 +91,11 @@ typedef struct tide_wcs_summary {
 
 /** Summarise @p w over a @p width × @p height frame. TIDE_E_WCS if the centre pixel cannot be
  *  converted, TIDE_E_INVAL for non-positive sizes. */
-int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wcs_summary *s);
+TIDE_API int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wcs_summary *s);
 
 /** wcslib's projection code of @p w ("TAN", "ZEA"...); TPV reads "TAN" (a TAN with a
  *  sequent distortion). */
-const char *tide_wcs_projection(const tide_wcs *w);
+TIDE_API const char *tide_wcs_projection(const tide_wcs *w);
 
 /* ---- device-side TAN / TAN-SIP evaluator ---------------------------------------------- */
 
@@ -117,12 +118,12 @@ typedef struct tide_wcs_tansip {
 
 /** Extract the evaluator from a TAN or TAN-SIP WCS. TIDE_E_UNSUPPORTED for any other
  *  projection or distortion (TPV...), an offset fiducial point, or SIP order > 9. */
-int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t);
+TIDE_API int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t);
 
 /** Pixel (0-based) to sky (degrees, longitude in [0, 360)) for @p n points on @p ctx's
  *  backend: host arrays on a CPU context, device arrays on a CUDA context (the work is queued
  *  on the context's stream; tide_sync waits for it). Double precision throughout. */
-int tide_wcs_tansip_pix2sky(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
+TIDE_API int tide_wcs_tansip_pix2sky(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
                             const double *x, const double *y, double *ra, double *dec);
 
 /** Sky (degrees) to pixel (0-based) on @p ctx's backend. SIP is inverted by Newton iteration
@@ -130,7 +131,7 @@ int tide_wcs_tansip_pix2sky(struct tide_ctx *ctx, const tide_wcs_tansip *t, int6
  *  is below 1e-12 px [at most 20 iterations]. Points on the far hemisphere, and points where
  *  the iteration does not converge (a distortion that folds over, far outside the frame it
  *  was fitted on), get NaN. */
-int tide_wcs_tansip_sky2pix(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
+TIDE_API int tide_wcs_tansip_sky2pix(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
                             const double *ra, const double *dec, double *x, double *y);
 
 #ifdef __cplusplus

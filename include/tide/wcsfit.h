@@ -19,6 +19,7 @@
  * the frame of the reference catalog. */
 #ifndef TIDE_WCSFIT_H
 #define TIDE_WCSFIT_H
+#include "tide/export.h"
 #include <stdint.h>
 
 #include "tide/ctx.h"
@@ -67,7 +68,7 @@ typedef struct tide_wcsfit_info {
 } tide_wcsfit_info;
 
 /** Defaults (values in brackets above). */
-void tide_wcsfit_defaults(tide_wcsfit_params *p);
+TIDE_API void tide_wcsfit_defaults(tide_wcsfit_params *p);
 
 /** Weighted least-squares fit of a TAN (+SIP) WCS to @p n pairs: 0-based pixel positions
  *  @p x, @p y and sky positions @p ra, @p dec (degrees). @p weight (may be NULL = all 1) is the
@@ -85,7 +86,7 @@ void tide_wcsfit_defaults(tide_wcsfit_params *p);
  *  Errors: TIDE_E_INVAL (bad arguments, sip_order out of range), TIDE_E_NOSOLVE (fewer than 3
  *  usable pairs, all pairs collinear or coincident, or — without auto_order — too few pairs
  *  for the order / a singular or folding fit), TIDE_E_WCS, TIDE_E_NOMEM. */
-int tide_wcsfit_tansip(const double *x, const double *y, const double *ra, const double *dec,
+TIDE_API int tide_wcsfit_tansip(const double *x, const double *y, const double *ra, const double *dec,
                        const double *weight, int64_t n, int64_t width, int64_t height,
                        const tide_wcsfit_params *p, tide_wcs **out, tide_wcsfit_info *info,
                        double *dx, double *dy);
@@ -132,7 +133,7 @@ typedef struct tide_refine_info {
 } tide_refine_info;
 
 /** Defaults (values in brackets above). */
-void tide_refine_defaults(tide_refine_params *p);
+TIDE_API void tide_refine_defaults(tide_refine_params *p);
 
 /** Refine @p initial (any celestial WCS, e.g. a plate solution or the header's) on a
  *  @p width × @p height frame: @p n sources at 0-based pixels @p x, @p y with centroid errors
@@ -155,7 +156,7 @@ void tide_refine_defaults(tide_refine_params *p);
  *  + 0.001 px) is not returned: TIDE_E_NOSOLVE "diverged" (keep the initial WCS then).
  *  Errors: TIDE_E_INVAL, TIDE_E_NOSOLVE (too few matches, divergence), TIDE_E_WCS,
  *  TIDE_E_NOMEM, and those of the crossmatch. */
-int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width, int64_t height,
+TIDE_API int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width, int64_t height,
                        const double *x, const double *y, const double *sigma_px, int64_t n,
                        const double *ref_ra, const double *ref_dec, int64_t nref,
                        const tide_refine_params *p, tide_wcs **out, tide_refine_info *info);
@@ -183,13 +184,13 @@ typedef struct tide_verify_info {
 } tide_verify_info;
 
 /** Defaults (values in brackets above). */
-void tide_verify_defaults(tide_verify_params *p);
+TIDE_API void tide_verify_defaults(tide_verify_params *p);
 
 /** Check whether @p wcs (e.g. a header's WCS) puts the @p n sources on their reference stars:
  *  map the sources to the sky, crossmatch within the radius (mutual), and call it good when
  *  the three criteria of tide_verify_params hold. A bad WCS is not an error (good = 0).
  *  Errors: TIDE_E_INVAL, TIDE_E_NOMEM, TIDE_E_WCS, and those of the crossmatch. */
-int tide_astrom_verify(tide_ctx *ctx, const tide_wcs *wcs, int64_t width, int64_t height,
+TIDE_API int tide_astrom_verify(tide_ctx *ctx, const tide_wcs *wcs, int64_t width, int64_t height,
                        const double *x, const double *y, int64_t n, const double *ref_ra,
                        const double *ref_dec, int64_t nref, const tide_verify_params *p,
                        tide_verify_info *info);

@@ -8,6 +8,7 @@
 #include "crossmatch_math.h"
 #include "tide/crossmatch.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 /* ---- scratch ---------------------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tide/ctx.h"
+#include "core/ctx_internal.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,6 +15,7 @@
 
 #include "solve_internal.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 static void drop_log(void *baton, enum log_level level, const char *file, int line,
                      const char *func, const char *format, va_list va) {

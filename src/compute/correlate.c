@@ -17,6 +17,7 @@
 #include "tide/fft.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

@@ -12,6 +12,7 @@
 #include "tide/fft.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 typedef struct fft_cache {
     struct tide_fft_plan **plans;

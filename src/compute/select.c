@@ -15,6 +15,7 @@
 #include "stats_math.h"
 #include "tide/stats.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 /* Find the bin of histogram @p h holding 0-based rank *rem; subtract the counts below it. */
 static int find_bin(const uint64_t *h, int nbins, int64_t *rem, uint32_t *bin) {

@@ -9,6 +9,7 @@
 #include "tide/memory.h"
 #include "tide/stats.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 /* ---- scratch ---------------------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 
 #include "tide/ctx.h"
 #include "tide/stats.h"
+#include "core/ctx_internal.h"
 
 #ifdef __cplusplus
 extern "C" {

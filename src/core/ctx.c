@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core_internal.h"
+#include "ctx_internal.h"
 #include "tide/ctx.h"
 #include "tide/status.h"
 

@@ -19,6 +19,7 @@
 #include "tide/status.h"
 #include "tide/subtract.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_diffp_frame_free(tide_ctx *ctx, tide_diffp_frame *f) {
     if (!f)

@@ -13,6 +13,7 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 #include "tide/wcs.h"
+#include "core/ctx_internal.h"
 
 /* Everything a run holds; released in one place. */
 typedef struct pipe_run {

@@ -8,6 +8,7 @@
 #include "tan_sip_kernels.h"
 #include "tan_sip_math.h"
 #include "wcs_internal.h"
+#include "core/ctx_internal.h"
 
 /* Copy the SIP coefficients out of wcslib's parsed "SIP" prior distortion, whose records read
  * DPj.SIP.FWD.p_q (A for j = 1, B for j = 2) and DPj.SIP.REV.p_q (AP, BP). */

@@ -325,7 +325,7 @@ fail:
 }
 
 const char *tide_wcs_projection(const tide_wcs *w) {
-    struct wcsprm *p;
+    struct wcsprm *p = NULL; /* set when the slot is >= 0; gcc inlines acquire and cannot tell */
     int slot = tide_wcs_acquire(w, &p);
     if (slot < 0) return "";
     const char *code = p->cel.prj.code; /* lives as long as the slot's copy, i.e. as w */
@@ -347,7 +347,7 @@ static int convert_serial(const tide_wcs *w, int64_t n, const double *a, const d
     wcs_scratch *s = malloc(sizeof *s);
     if (!s) return tide_error(TIDE_E_NOMEM, "%s: out of memory converting coordinates",
                               w->source);
-    struct wcsprm *p;
+    struct wcsprm *p = NULL; /* as above */
     int slot = tide_wcs_acquire(w, &p);
     if (slot < 0) {
         free(s);

@@ -18,6 +18,7 @@
 #include "core/core_internal.h"
 #include "cuda_check.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 #define STAGE_NBUF 3
 #define STAGE_CHUNK ((size_t)16 << 20) /* bytes per buffer */

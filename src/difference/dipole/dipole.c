@@ -7,6 +7,7 @@
 #include "tide/dipole.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 void tide_dipole_params_default(tide_dipole_params *p) {
     memset(p, 0, sizeof *p);

@@ -12,6 +12,7 @@
 #include "tide/reproject.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 /* Half step of the central differences that give the Jacobian, output pixels. */
 #define RP_JAC_H 0.5

@@ -21,6 +21,7 @@
 #include "tide/status.h"
 #include "tide/subtract.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 
 void tide_subtract_params_default(tide_subtract_params *p) {

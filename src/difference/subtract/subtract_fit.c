@@ -18,6 +18,7 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 #include "tide/subtract.h"
+#include "core/ctx_internal.h"
 
 /* ---- the global normal equations ------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_bkg_params_default(tide_bkg_params *p) {
     memset(p, 0, sizeof *p);

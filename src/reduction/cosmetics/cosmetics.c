@@ -13,6 +13,7 @@
 #include "tide/stats.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_cosmetics_params_default(tide_cosmetics_params *p) {
     memset(p, 0, sizeof *p);

@@ -31,6 +31,7 @@
 #include "cosmetics_region.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 int tide_cos_lacosmic(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                       const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,

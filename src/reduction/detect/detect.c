@@ -13,6 +13,7 @@
 #include "tide/psf.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_detect_params_default(tide_detect_params *p) {
     memset(p, 0, sizeof *p);

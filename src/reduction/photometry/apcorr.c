@@ -14,6 +14,7 @@
 #include "tide/photometry.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_apcorr_params_default(tide_apcorr_params *p) {
     memset(p, 0, sizeof *p);

@@ -8,6 +8,7 @@
 #include "aperture_kernels.h"
 #include "tide/photometry.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 void tide_aper_params_default(tide_aper_params *p) {
     memset(p, 0, sizeof *p);

@@ -6,6 +6,7 @@
 #include "kron_kernels.h"
 #include "tide/photometry.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 void tide_kron_params_default(tide_kron_params *p) {
     memset(p, 0, sizeof *p);

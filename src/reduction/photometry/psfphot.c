@@ -11,6 +11,7 @@
 #include "tide/photometry.h"
 #include "tide/psf.h"
 #include "tide/status.h"
+#include "core/ctx_internal.h"
 
 void tide_psffit_params_default(tide_psffit_params *p) {
     memset(p, 0, sizeof *p);

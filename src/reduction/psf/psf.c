@@ -13,6 +13,7 @@
 #include "tide/memory.h"
 #include "tide/status.h"
 #include "tide/timer.h"
+#include "core/ctx_internal.h"
 
 void tide_psf_params_default(tide_psf_params *p) {
     memset(p, 0, sizeof *p);
