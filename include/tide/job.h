@@ -25,6 +25,7 @@
 #include "tide/calibrate.h"
 #include "tide/config.h"
 #include "tide/ctx.h"
+#include "tide/export.h"
 #include "tide/reduce.h"
 
 #ifdef __cplusplus
@@ -67,7 +68,7 @@ typedef struct tide_reduce_request {
 } tide_reduce_request;
 
 /** Fill @p rq with the defaults in brackets. */
-void tide_reduce_request_init(tide_reduce_request *rq);
+TIDE_API void tide_reduce_request_init(tide_reduce_request *rq);
 
 /** What one frame gave. Free with tide_reduce_report_free. */
 typedef struct tide_reduce_report {
@@ -93,13 +94,13 @@ typedef struct tide_reduce_report {
 } tide_reduce_report;
 
 /** Release a report and zero it. */
-void tide_reduce_report_free(tide_reduce_report *r);
+TIDE_API void tide_reduce_report_free(tide_reduce_report *r);
 
 /** The warm state of a sequence of frames (see above). */
 typedef struct tide_reduce_job tide_reduce_job;
 
 /** Make a job on @p ctx and @p cfg, both borrowed: they must outlive the job. */
-int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_reduce_job **out);
+TIDE_API int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_reduce_job **out);
 
 /** Reduce one frame as described above. On a negative status *out is empty and nothing was
  *  written; on 0 free *out with tide_reduce_report_free. Errors: those of the frame, the
@@ -107,19 +108,19 @@ int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_reduce_jo
  *  an output that is an input or another output (TIDE_E_INVAL), an unreadable reference
  *  catalog (TIDE_E_IO), the reduction, the calibration (calibrate.h), the files and the
  *  store. */
-int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
+TIDE_API int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
                         tide_reduce_report *out);
 
 /** Close the job's store and free the job (not its context or configuration). NULL is a
  *  no-op. */
-void tide_reduce_job_destroy(tide_reduce_job *j);
+TIDE_API void tide_reduce_job_destroy(tide_reduce_job *j);
 
 /** Refuse outputs that are the same file as an input (@p frame, @p config_files, @p refcat,
  *  an SQLite @p store) or as each other, before anything is written: TIDE_E_INVAL naming
  *  both. @p outs are the catalog, CSV, background and RMS files (NULL = none); the store is
  *  written too, so no output may take its name. tide_reduce_job_run checks again once the
  *  configuration's reference catalog and store are known. */
-int tide_reduce_check_outputs(const char *frame, const char *const config_files[2],
+TIDE_API int tide_reduce_check_outputs(const char *frame, const char *const config_files[2],
                               const char *refcat, const char *store, const char *const outs[4]);
 
 #ifdef __cplusplus

@@ -141,7 +141,7 @@ TIDE_API int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int
 
 /** tide_solve_hints_from_header with the header's WCS already parsed: @p wcs (NULL when the
  *  header has none) instead of a second parse of @p hdr, the same hints. */
-int tide_solve_hints(const tide_header *hdr, const tide_wcs *wcs, int64_t w, int64_t h,
+TIDE_API int tide_solve_hints(const tide_header *hdr, const tide_wcs *wcs, int64_t w, int64_t h,
                      double pixsize_um, double focal_mm, double tolerance, tide_solve_params *p);
 
 /** What a solve did. */

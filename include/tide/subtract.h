@@ -102,7 +102,7 @@ typedef struct tide_subtract_params {
 /** The kernel's spatial degree for @p nstars clean stars: a spatially varying kernel needs
  *  stars spread over the field, so @p degree is lowered until there are more stars than
  *  polynomial terms, down to a constant kernel (0). @p nstars < 0: @p degree unchanged. */
-int tide_subtract_degree_for_stars(int degree, int64_t nstars);
+TIDE_API int tide_subtract_degree_for_stars(int degree, int64_t nstars);
 
 /** Fill @p p with the defaults above. */
 TIDE_API void tide_subtract_params_default(tide_subtract_params *p);

@@ -25,6 +25,7 @@
 #include "tide/detect.h"
 #include "tide/cosmetics.h"
 #include "tide/reduce.h"
+#include "tide/job.h"
 #include "tide/catalog.h"
 #include "tide/png.h"
 #include "tide/diff.h"

@@ -7,6 +7,7 @@
 #include "compute/select_f64.h"
 #include "difference/noise/noise_ops.h"
 #include "prepare.h"
+#include "core/ctx_internal.h"
 #include "reduction/maps/map_ops.h"
 #include "tide/memory.h"
 #include "tide/status.h"
