@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -15,13 +16,9 @@
 /* Deterministic normal deviates (xorshift64* + Box-Muller). */
 static double gauss(uint64_t *s) {
     double u[2];
-    for (int k = 0; k < 2; k++) {
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        u[k] = ((double)((*s * 2685821657736338717ull) >> 11) + 0.5) / 9007199254740992.0;
-    }
-    return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
+    for (int k = 0; k < 2; k++)
+        u[k] = trng_open(trng_xorshift64s(s));
+    return trng_box_muller(u[0], u[1]);
 }
 
 /* Pixel-integrated Gaussians of standard deviation sig on a sky, with noise sqrt(value). */

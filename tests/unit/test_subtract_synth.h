@@ -6,18 +6,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/test_rng.h"
 #include "tide/tide.h"
 
 typedef struct synth_star {
     double x, y, flux;
 } synth_star;
 
-static uint64_t synth_rng(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
+static uint64_t synth_rng(uint64_t *s) { return trng_xorshift64(s); }
 static double synth_gauss(uint64_t *s) {
     double u = ((double)(synth_rng(s) >> 11) + 0.5) / 9007199254740992.0;
     double v = ((double)(synth_rng(s) >> 11) + 0.5) / 9007199254740992.0;
