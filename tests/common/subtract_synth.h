@@ -1,4 +1,4 @@
-/* test_subtract_synth.h — synthetic frame pairs for the subtraction tests: pixel-integrated
+/* subtract_synth.h — synthetic frame pairs for the subtraction tests: pixel-integrated
  * Gaussian stars on a flat sky with Poisson-like Gaussian noise (gain 1) and its variance. */
 #ifndef TEST_SUBTRACT_SYNTH_H
 #define TEST_SUBTRACT_SYNTH_H

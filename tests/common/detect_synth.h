@@ -1,4 +1,4 @@
-/* test_detect_synth.h — synthetic frames for the detection tests: pixel-integrated Gaussian
+/* detect_synth.h — synthetic frames for the detection tests: pixel-integrated Gaussian
  * stars on white Gaussian noise from a counter-based generator (deterministic). */
 #ifndef TEST_DETECT_SYNTH_H
 #define TEST_DETECT_SYNTH_H
@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 
-static inline uint64_t synth_mix(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in (0, 1) */
+/* uniform in (0, 1): draw @p i of the counter-based stream @p seed (one splitmix64 step from
+ * a key made of both, so a pixel's value does not depend on the order of the draws) */
 static inline double synth_unif(uint64_t seed, uint64_t i) {
-    return ((double)(synth_mix(seed * 0x100000001B3ull + i) >> 11) + 0.5) / 9007199254740992.0;
+    uint64_t key = seed * 0x100000001B3ull + i;
+    return trng_open(trng_splitmix64(&key));
 }
 
 static inline double synth_gauss(uint64_t seed, uint64_t i) {
