@@ -144,8 +144,8 @@ int tide_store_frame_from_header(tide_store_frame *f, const tide_header *h);
  *  of its consecutive TIDE_STORE_CHECKSUM_CHUNK-byte pieces (the last one shorter), i.e. in
  *  Python sha256(b"".join(sha256(p).digest() for p in pieces)).hexdigest(). The pieces are
  *  hashed in parallel (all cores, OpenMP: OMP_NUM_THREADS caps them) by libcrypto, which uses
- *  the x86 SHA extensions when the processor has them. TIDE_E_IO when the file cannot be read (or is not
- *  a regular file). */
+ *  the x86 SHA extensions when the processor has them. TIDE_E_IO when the file cannot be read
+ *  (or is not a regular file). */
 int tide_store_file_checksum(const char *path, char *out_hex);
 
 /** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits (as above); the empty string
