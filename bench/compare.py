@@ -17,7 +17,7 @@ usage: compare.py TIDE_BENCH.json SEP.json [-o COMPARISON.json] [--md COMPARISON
 
 SEP.json is peer_sep.py's output, or a comparison JSON written by -o (its sep part is used).
 The GPU machine has no sep: compare its bench JSON with sep timed on a CPU machine
-(bench/results/sep-cpu.json holds the five camera sizes), and say so."""
+(run bench/peer_sep.py there at the five camera sizes), and say so."""
 import argparse
 import json
 import sys

@@ -44,10 +44,13 @@
  *
  * Memory plan. On a CUDA context each frame is uploaded once; background, variance,
  * reprojection, subtraction, detection, stamp cutting and fits run on the device; only the
- * outputs (difference, matched image, candidate rows, the few stamps drawn) come back, into
- * host memory that a helper thread allocated and faulted in while the device worked (the
- * run's only thread besides the caller's; it touches no context). On the CPU the result takes
- * the subtraction's images over instead of copying them.
+ * outputs (difference, matched image, candidate rows, the few stamps drawn) come back. The
+ * difference and matched image are copied back on a side stream while the candidates are
+ * searched, into host planes from the block cache (image.h): in a warm process they are
+ * page-locked memory reused from the previous run, so the copies run by DMA and touch no fresh
+ * page. On the CPU the result takes the subtraction's images over instead of copying them.
+ * Peak device memory (tide_diff_result) adds the helper's peak to the context's (an upper
+ * bound: the two need not coincide).
  *
  * Threads. With the side-by-side stages two OpenMP teams share the cores, and libgomp's idle
  * threads, spinning 300,000 iterations by default, preempt the working ones: on the 16-core

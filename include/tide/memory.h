@@ -1,9 +1,9 @@
-/* memory.h — the host arena and the device memory pool.
+/* memory.h — the device memory pool, transfers and large host buffers.
  *
  * tide plans memory per frame shape (DESIGN §5): workspaces are taken once, before the hot
- * path, from a host arena (bump allocation, freed all at once) or from the context's device
- * pool (stream-ordered, memory kept by the pool between frames so steady state allocates
- * nothing from the driver). Peak usage is tracked so benchmarks can report it. */
+ * path, from the context's device pool (stream-ordered, memory kept by the pool between frames
+ * so steady state allocates nothing from the driver) and, on the host, from the cache of large
+ * blocks (tide_host_alloc). Peak usage is tracked so benchmarks can report it. */
 #ifndef TIDE_MEMORY_H
 #define TIDE_MEMORY_H
 #include "tide/export.h"
@@ -15,32 +15,6 @@ extern "C" {
 #endif
 
 struct tide_ctx;
-
-/* ---- host arena ------------------------------------------------------------------------ */
-
-/** A bump allocator over a list of blocks; every allocation is 64-byte aligned. */
-typedef struct tide_arena {
-    struct tide_arena_block *head; /**< newest block */
-    size_t block_size;             /**< default size of a new block [1 MiB] */
-    size_t used;                   /**< bytes handed out since the last reset */
-    size_t peak;                   /**< the most ever handed out between resets */
-} tide_arena;
-
-/** Prepare an empty arena whose blocks are at least @p block_size bytes (0 = 1 MiB). */
-TIDE_API void tide_arena_init(tide_arena *a, size_t block_size);
-
-/** Take @p bytes (64-byte aligned, uninitialised). Returns NULL (and records TIDE_E_NOMEM)
- *  when the system is out of memory. */
-TIDE_API void *tide_arena_alloc(tide_arena *a, size_t bytes);
-
-/** Take @p n elements of @p size bytes, zeroed; NULL on overflow or out of memory. */
-TIDE_API void *tide_arena_calloc(tide_arena *a, size_t n, size_t size);
-
-/** Forget every allocation but keep the largest block for reuse. */
-TIDE_API void tide_arena_reset(tide_arena *a);
-
-/** Release every block. */
-TIDE_API void tide_arena_free(tide_arena *a);
 
 /* ---- device pool ----------------------------------------------------------------------- */
 

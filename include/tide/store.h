@@ -144,12 +144,13 @@ TIDE_API int tide_store_frame_from_header(tide_store_frame *f, const tide_header
  *  sha256sum prints); for a larger one, the SHA-256 of the concatenated 32-byte SHA-256 digests
  *  of its consecutive TIDE_STORE_CHECKSUM_CHUNK-byte pieces (the last one shorter), i.e. in
  *  Python sha256(b"".join(sha256(p).digest() for p in pieces)).hexdigest(). The pieces are
- *  hashed in parallel (all cores, OpenMP: OMP_NUM_THREADS caps them) with the x86 SHA
- *  extensions when the processor has them. TIDE_E_IO when the file cannot be read (or is not
- *  a regular file). */
+ *  hashed in parallel (all cores, OpenMP: OMP_NUM_THREADS caps them) by libcrypto, which uses
+ *  the x86 SHA extensions when the processor has them. TIDE_E_IO when the file cannot be read
+ *  (or is not a regular file). */
 TIDE_API int tide_store_file_checksum(const char *path, char *out_hex);
 
-/** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits (as above). */
+/** Plain SHA-256 (FIPS 180-4) of a memory buffer, as hex digits (as above); the empty string
+ *  when libcrypto cannot allocate its state. */
 TIDE_API void tide_store_sha256_hex(const void *data, int64_t n, char *out_hex);
 
 /** Open (and create when needed) a store.

@@ -6,7 +6,7 @@
 # kernel name. Writes the raw CSVs and a summary per workload to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/tide-prof}
+out=${OUT:-$PWD/bench/results/local/profile}
 mkdir -p "$out"
 root=$PWD
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}

@@ -6,7 +6,7 @@
 # Results and a report go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/tide-gpu-out}
+out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
 pgroot=/tmp/tide-pg-root

@@ -3,9 +3,13 @@
 # test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
 # With "tests", only the tests (a quick check that costs less device time); with "reduce",
 # only the reduction benchmark; with "diff", only the difference-pipeline benchmark.
+# Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
+# headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
+# run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
+# fetched LATEST.md there and commit it alone.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/tide-gpu-out}
+out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
@@ -21,17 +25,23 @@ export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
 # Every C test program (unit + GPU agreement); Python peer tests need Debian's astropy, which
 # the GPU machine lacks, so they run in CI instead.
 fail=0
+# The headline page (LATEST.md) from what this run wrote, then the report; exit with $fail.
+finish() {
+  if command -v python3 >/dev/null; then
+    python3 scripts/gpu/latest.py "$out" "$out/LATEST.md" || fail=1
+    [ -z "${OUT:-}" ] && cp "$out/LATEST.md" bench/results/LATEST.md
+  fi
+  finish
+}
 if [ "${1:-all}" = reduce ]; then
   timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
     --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
-  cat "$out/report.md"
-  exit $fail
+  finish
 fi
 if [ "${1:-all}" = diff ]; then
   timeout 500 .gpu/bin/tide bench --diff --backend cuda --repeats 5 \
     --json "$out/bench-diff-cuda.json" >> "$out/report.md" 2>&1 || fail=1
-  cat "$out/report.md"
-  exit $fail
+  finish
 fi
 echo "## tests" >> "$out/report.md"
 for t in .gpu/bin/test_*; do
@@ -47,8 +57,7 @@ done
 tar czf "$out/test-logs.tgz" -C "$out" $(cd "$out" && ls test_*.log) 2>/dev/null && rm -f "$out"/test_*.log
 
 if [ "${1:-all}" = tests ]; then
-  cat "$out/report.md"
-  exit $fail
+  finish
 fi
 echo >> "$out/report.md"
 echo "## benchmarks" >> "$out/report.md"
@@ -69,5 +78,4 @@ echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \
     --json; } >> "$out/report.md" 2>&1 || fail=1
-cat "$out/report.md"
-exit $fail
+finish

@@ -4,10 +4,9 @@
  * each with an OpenMP team of half the cores, and builds the PSF model beside the subtraction.
  * libgomp's idle threads spin up to GOMP_SPINCOUNT (300,000 by default) iterations before they
  * sleep; with two teams and two CUDA waits on 16 cores the spinning threads preempt the working
- * ones. Measured on the H200 host (tide bench --diff, 4096² pair, medians of 9 in four runs):
- * the default gave 58-68 ms with single runs of 92-121 ms in every run; GOMP_SPINCOUNT=10000
- * gave 59-61 ms with no run above 66 ms. The reduction, one host thread, is faster with the
- * default (2048² dense 16-18 ms against 18-20 ms), so only the difference commands change it.
+ * ones, and single runs of `tide diff` took up to twice the median; a spin count of
+ * 10,000 removed those runs. The reduction, one host thread, is faster with the default, so
+ * only the difference commands change it (the A/B figures: CHANGES.md, issue 5).
  *
  * libgomp reads its settings when it is loaded, before main, so the setting needs a fresh
  * start of the program: the command re-executes itself once (/proc/self/exe) with the variable

@@ -1,4 +1,4 @@
-/* sim_rng.h — the simulator's counter-based random numbers.
+/* rng.h — the simulator's counter-based random numbers.
  *
  * Every random quantity is a pure function of (seed, stream, index, draw number): a stream
  * is keyed by hashing seed, stream and index with the splitmix64 finaliser (Steele, Lea &

@@ -335,9 +335,8 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     sp.radius_deg = p->hint_radius_deg;
     /* The refinement fits the WCS on every reference star from a generous first radius, so
      * astrometry.net's own tweak is not needed: the TAN of the matched quad starts it. The
-     * tweak (iterated fits with their inverse polynomials) was ~95% of a hinted 2048² solve:
-     * 8.4 -> 0.5 ms on the build machine, the refined WCS the same to its RMS (0.155 px from
-     * 705 stars); order 1 had been ~2.4x faster than the default of 2. */
+     * tweak (iterated fits with their inverse polynomials) was ~95% of a hinted 2048² solve,
+     * and without it the refined WCS is the same to its RMS (CHANGES.md, issue 4). */
     sp.tweak_order = 0;
     /* Without reference stars nothing refines the solution afterwards: astrometry.net's
      * tweak (solve-field's default order 2) is then the final fit, as in solve-field. */
@@ -350,8 +349,8 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     tide_header_free(&none);
     /* The search radius: the pointing's uncertainty plus the field's half-diagonal.
      * astrometry.net keeps only the index stars within the radius of the hint, so a radius
-     * smaller than the field leaves the small quads near its centre: a 5.8° x 4.3° field
-     * solved in 1.8 s with 1°, 43-84 ms with 2° and 9 ms with 3° or more. */
+     * smaller than the field leaves the small quads near its centre, which solve two orders
+     * of magnitude slower (CHANGES.md, issue 4). */
     if (!st && sp.has_position && sp.scale_hi > 0)
         sp.radius_deg = p->hint_radius_deg +
                         0.5 * hypot((double)width, (double)height) * sp.scale_hi / 3600.0;

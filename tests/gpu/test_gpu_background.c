@@ -10,18 +10,14 @@
  * bitwise equal; the number of differing pixels is printed. Summaries: same tolerance. */
 #include <stdint.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 #define REL 1e-6
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static double urand(void) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return ((rs >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rs)); }
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }

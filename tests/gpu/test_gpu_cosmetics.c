@@ -10,14 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 static uint64_t rng_state;
-static double urand(void) {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
+static double urand(void) { return trng_unit(trng_lcg64(&rng_state)); }
 static double nrand(void) {
     double u = urand() + 1e-300, v = urand();
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -23,12 +24,7 @@ int main(void) {
 #include "reduction/cosmetics/cosmetics_lines_math.h"
 
 static uint64_t rs = 0xD1B54A32D192ED03ull;
-static uint32_t urand32(void) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 11);
-}
+static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
 static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
 
 #define HI 100.0f

@@ -5,7 +5,7 @@
  * segmentation maps equal; the GPU bitwise the same from run to run. Skips without a GPU. */
 #include <stdint.h>
 
-#include "../unit/test_detect_synth.h"
+#include "common/detect_synth.h"
 #include "tide/psf.h"
 #include "tide/tide.h"
 #include "tide_test.h"

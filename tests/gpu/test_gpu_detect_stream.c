@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/fft.h"
 #include "tide/tide.h"
 #include "tide_test.h"
@@ -24,10 +25,7 @@ int main(void) {
 #include "reduction/detect/detect_kernels.h"
 
 static uint64_t rs = 11;
-static double urand(void) {
-    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rs >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
 
 /* Host copies of two images (device or host) compared row by row, bitwise. */
 static int same_bits(tide_ctx *g, const tide_image *a, const tide_image *b) {

@@ -13,7 +13,7 @@
 #include "difference/noise/noise_ops.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/diff_walkthrough.h"
+#include "common/diff_walkthrough.h"
 
 static double max_rel(const float *a, const float *b, int64_t n, double *scale) {
     double m = 0, s = 0;

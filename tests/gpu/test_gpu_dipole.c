@@ -13,7 +13,7 @@
 #include "tide/memory.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/test_detect_synth.h"
+#include "common/detect_synth.h"
 #include "unit/test_dipole_sim.h"
 
 static double now_s(void) {

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -18,12 +19,7 @@
 #define SIDE 15
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
-static double urand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
 
 static int fails_rel(const char *what, const double *a, const double *b, int64_t n, double rel,
                      double abs_floor) {

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -18,12 +19,7 @@
 #define SIDE 17
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
 
 /* a 3-basis model: a Gaussian, and two anti-symmetric perturbations */
 static void make_model(tide_psf_model *m) {

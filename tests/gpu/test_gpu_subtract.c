@@ -21,7 +21,7 @@ int main(void) {
     TIDE_TEST_SKIP("this build has no CUDA backend");
 }
 #else
-#include "../unit/test_subtract_synth.h"
+#include "common/subtract_synth.h"
 #include "difference/subtract/subtract_kernels.h"
 
 static double now_ms(void) {

@@ -5,18 +5,14 @@
  * random histograms (exact equality). */
 #include <stdint.h>
 
+#include "common/test_rng.h"
 #include "reduction/background/background_math.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 /* ---- deterministic noise ---------------------------------------------------------------- */
 static uint64_t rng_state = 88172645463325252ull;
-static double urand(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return ((rng_state >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rng_state)); }
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }

@@ -1,4 +1,4 @@
-/* test_core.c — status/detail, logging, arena, image, table, header, timers, contexts. */
+/* test_core.c — status/detail, logging, image, table, header, timers, contexts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,23 +32,6 @@ static void test_log(void) {
     CHECK(tide_log_level_parse("loud", &lv) == TIDE_E_INVAL);
     tide_logger silent = {0};
     tide_log(&silent, TIDE_LOG_ERROR, "x", "goes nowhere");
-}
-
-static void test_arena(void) {
-    tide_arena a;
-    tide_arena_init(&a, 1024);
-    char *p = tide_arena_alloc(&a, 10);
-    char *q = tide_arena_alloc(&a, 5000); /* larger than a block */
-    CHECK(p && q);
-    CHECK(((uintptr_t)p % 64) == 0 && ((uintptr_t)q % 64) == 0);
-    memset(q, 7, 5000);
-    int *z = tide_arena_calloc(&a, 100, sizeof(int));
-    CHECK(z && z[0] == 0 && z[99] == 0);
-    CHECK(a.peak >= 5000 + 10);
-    tide_arena_reset(&a);
-    CHECK(a.used == 0);
-    CHECK(tide_arena_alloc(&a, 100) != NULL);
-    tide_arena_free(&a);
 }
 
 static void test_image(tide_ctx *ctx) {
@@ -183,7 +166,6 @@ static void test_ctx_and_timer(void) {
 int main(void) {
     test_status();
     test_log();
-    test_arena();
     test_table();
     test_header();
     test_ctx_and_timer();

@@ -6,15 +6,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 
-static double corr_uniform(uint64_t *s) { /* splitmix64 -> [0, 1) */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
+static double corr_uniform(uint64_t *s) { return trng_unit(trng_splitmix64(s)); }
 
 /* Fill a host image: sky 100 + noise + a few bright points; NaN at rate @p nan, mask bit
  * TIDE_MASK_BAD at rate @p masked (when the image has a mask). */

@@ -8,14 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 static uint64_t rs = 1;
-static double urand(void) {
-    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rs >> 11) * (1.0 / 9007199254740992.0);
-}
+static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
 static double nrand(void) {
     double u = urand() + 1e-300, v = urand();
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);

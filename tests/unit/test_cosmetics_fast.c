@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/cosmetics/cosmetics_internal.h"
 #include "reduction/cosmetics/cosmetics_kernels.h"
 #include "reduction/cosmetics/cosmetics_median.h"
@@ -15,12 +16,7 @@
 #include "tide_test.h"
 
 static uint64_t rs = 12345;
-static uint32_t urand32(void) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 11);
-}
+static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
 static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
 
 /* Bitwise equality of two float arrays (NaN payloads included). */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/cosmetics/cosmetics_internal.h"
 #include "reduction/cosmetics/cosmetics_kernels.h"
 #include "reduction/cosmetics/cosmetics_lines_math.h"
@@ -28,12 +29,7 @@
 #include "tide_test.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint32_t urand32(void) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 11);
-}
+static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
 static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
 
 #define HI 100.0f

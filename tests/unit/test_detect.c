@@ -4,7 +4,7 @@
  * strip-shaped frames, determinism and bad arguments. */
 #include <stdint.h>
 
-#include "test_detect_synth.h"
+#include "common/detect_synth.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

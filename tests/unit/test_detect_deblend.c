@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/detect/detect_deblend_math.h"
 #include "reduction/detect/detect_kernels.h"
 #include "tide/tide.h"
@@ -230,10 +231,7 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
 /* ---- random parents ------------------------------------------------------------------- */
 
 static uint64_t rs = 12345;
-static double urand(void) {
-    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rs >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
 static int irand(int n) { return (int)(urand() * n); }
 
 typedef struct frame {

@@ -4,7 +4,7 @@
  * computed by brute force at sample pixels for a genuinely varying two-basis model. */
 #include <stdint.h>
 
-#include "test_detect_synth.h"
+#include "common/detect_synth.h"
 #include "tide/psf.h"
 #include "tide/tide.h"
 #include "tide_test.h"

@@ -8,16 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/detect/detect_filter_math.h"
 #include "reduction/detect/detect_kernels.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 static uint64_t rs = 99;
-static double urand(void) {
-    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rs >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
 
 static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg) {
     tide_det_filter f;

@@ -10,7 +10,7 @@
 #include "tide/detect.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/test_detect_synth.h"
+#include "common/detect_synth.h"
 
 static void same_tables(const tide_table *a, const tide_table *b) {
     CHECK(a->nrows == b->nrows && a->ncols == b->ncols);

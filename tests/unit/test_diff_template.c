@@ -10,7 +10,7 @@
 #include "tide/diff.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/diff_walkthrough.h"
+#include "common/diff_walkthrough.h"
 
 static int same_f32(const float *a, const float *b, int64_t n) {
     return (!a && !b) || (a && b && !memcmp(a, b, sizeof(float) * (size_t)n));

@@ -9,7 +9,7 @@
 #include "tide/psf.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/test_detect_synth.h"
+#include "common/detect_synth.h"
 
 #define W 256
 #define H 256

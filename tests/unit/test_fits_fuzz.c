@@ -9,16 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(void) { return trng_splitmix64(&rng_state); }
 
 /* A small multi-extension file: empty primary, a float image, an int16 scaled image with
  * BLANK, a RICE-compressed image and a binary table. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/photcal.h"
 #include "tide/status.h"
 #include "tide_test.h"
@@ -15,13 +16,7 @@
 
 /* splitmix64 → uniform (0, 1) and Gaussian (Box–Muller) */
 static uint64_t rng_state = 12345;
-static double unif(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
+static double unif(void) { return trng_open(trng_splitmix64(&rng_state)); }
 static double gauss(void) {
     return sqrt(-2.0 * log(unif())) * cos(6.283185307179586 * unif());
 }

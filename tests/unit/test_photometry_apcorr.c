@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -19,12 +20,7 @@
 static const double SKYVAR = 100.0, PI = 3.141592653589793;
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
 static double grand(void) { return sqrt(-2.0 * log(urand())) * cos(2 * PI * urand()); }
 
 static double sigma_at(double x, double y) {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 
@@ -16,12 +17,7 @@
 static const double SIG = 1.3, SKYVAR = 100.0;
 
 static uint64_t rng = 88172645463325252ULL;
-static double urand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
+static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }

@@ -15,7 +15,7 @@
 #include "tide/reduce.h"
 #include "tide/tide.h"
 #include "tide_test.h"
-#include "unit/diff_walkthrough.h"
+#include "common/diff_walkthrough.h"
 
 static int same_bytes(const void *a, const void *b, size_t n) {
     return a && b && !memcmp(a, b, n);

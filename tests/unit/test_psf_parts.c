@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/psf/psf_internal.h"
 #include "reduction/psf/psf_kernels.h"
 #include "reduction/psf/psf_math.h"
@@ -16,12 +17,7 @@
 #define M_PI 3.14159265358979323846
 
 static uint64_t rng_state = 12345;
-static double urand(void) { /* xorshift64*, deterministic */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return trng_unit(trng_xorshift64s(&rng_state)); }
 
 /* Cyclic Jacobi eigenvalues of a symmetric matrix (reference; slow, exact enough). */
 static void jacobi_evals(int n, double *a, double *ev) {

@@ -7,17 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "reduction/psf/psf_internal.h"
 #include "tide/timer.h"
 #include "tide_test.h"
 
 static uint64_t rng_state = 777;
-static double urand(void) { /* xorshift64*, deterministic */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return trng_unit(trng_xorshift64s(&rng_state)); }
 
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;

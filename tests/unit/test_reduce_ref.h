@@ -7,14 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 
-static inline uint64_t ref_rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static inline uint64_t ref_rng_next(uint64_t *s) { return trng_splitmix64(s); }
 static inline double ref_uniform(uint64_t *s) { return (double)(ref_rng_next(s) >> 11) * 0x1.0p-53; }
 static inline double ref_gauss(uint64_t *s) { /* Box-Muller */
     double u = ref_uniform(s), v = ref_uniform(s);

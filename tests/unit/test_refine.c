@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "tide/crossmatch.h"
 #include "tide/tide.h"
 #include "tide/wcsfit.h"
@@ -14,10 +15,7 @@
 
 #define D2R (3.14159265358979323846 / 180.0)
 
-static double urand(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
-}
+static double urand(uint64_t *s) { return trng_unit(trng_lcg64(s)); }
 
 static double grand(uint64_t *s) {
     double u1 = urand(s), u2 = urand(s);

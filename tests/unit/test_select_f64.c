@@ -5,16 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/test_rng.h"
 #include "compute/select_f64.h"
 #include "tide_test.h"
 
 static uint64_t rng = 88172645463325252ull;
-static double urand(void) { /* xorshift64, uniform in [0, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return trng_unit(trng_xorshift64(&rng)); }
 
 static double gauss(void) {
     const double u = urand() + 1e-300, v = urand();

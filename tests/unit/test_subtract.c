@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "test_subtract_synth.h"
+#include "common/subtract_synth.h"
 #include "tide/tide.h"
 #include "tide_test.h"
 

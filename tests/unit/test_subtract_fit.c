@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/test_rng.h"
 #include "difference/subtract/subtract_internal.h"
 #include "difference/subtract/subtract_kernels.h"
 #include "difference/subtract/subtract_math.h"
@@ -16,12 +17,7 @@
 #include "tide_test.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) { /* xorshift64*, uniform in [0, 1) */
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (double)((rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return trng_unit(trng_xorshift64s(&rng)); }
 
 /* the documented layout: a_0 (column 0, monomial 1), a_bp (column b, monomial p), then the
  * background (ones column nb, monomial k) */

@@ -4,16 +4,14 @@
  * degenerate inputs, and the time of a 130,000-star fit. */
 #include <stdint.h>
 
+#include "common/test_rng.h"
 #include "tide/tide.h"
 #include "tide/wcsfit.h"
 #include "tide_test.h"
 
 enum { W = 2048, H = 2048 };
 
-static double urand(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
-}
+static double urand(uint64_t *s) { return trng_unit(trng_lcg64(s)); }
 
 static double grand(uint64_t *s) {
     double u1 = urand(s), u2 = urand(s);

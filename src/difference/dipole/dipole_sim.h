@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "tide/dipole.h"
 
-/* splitmix64 step: the simulator's finaliser (sim_rng.h) after the golden-ratio increment */
+/* splitmix64 step: the simulator's finaliser (core/rng.h) after the golden-ratio increment */
 static inline uint64_t dsim_mix(uint64_t z) {
     return sim_mix64(z + 0x9E3779B97F4A7C15ull);
 }

@@ -19,8 +19,8 @@
 
 /* Products smaller than this many multiply-adds run on one thread. Larger ones take the
  * whole team of the caller, never part of it: a team smaller than the previous region's
- * leaves pool threads asleep that the next full team must wake (a team of 10 of 16 threads
- * here made the star coefficients after it 0.17 -> 0.7 ms on the GPU machine's host). */
+ * leaves pool threads asleep that the next full team must wake, and the region after a
+ * smaller team ran several times slower on the GPU machine's host (CHANGES.md, issue 3). */
 #define PSF_LANCZOS_MIN 16384
 #define COLS 32 /* columns per block of mul_t's output */
 

@@ -277,8 +277,7 @@ int psf_moffat_fit_many(int n, const float *const *stamps, int side, double fwhm
     }
     /* Every evaluation takes the caller's whole team, even the pixel-centre ones of ~15 µs on
      * one core: a smaller team leaves pool threads asleep that the next full team must wake
-     * (psf_lanczos.c's note; on the GPU machine's host teams of 8 of 16 threads made the
-     * summary's fits 1.3-1.5 ms, the whole team 1.05-1.15 ms). */
+     * (psf_lanczos.c's note; measured slower with teams of half the threads, CHANGES.md). */
     lm_batch b = {side, 1, rsub, threads > 1 ? threads : 1, waiting};
     /* With 5 × 5 or more sub-samples, first loosely converged on pixel-centre values
      * (1/nsub^2 of the cost): the fit of the integrated model then starts near its minimum
