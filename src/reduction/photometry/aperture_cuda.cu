@@ -10,17 +10,13 @@
 #include <math.h>
 #include "core/box_walk.h"
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "aperture_kernels.h"
 #include "aperture_math.h"
 #include "aperture_pixel.h"
 #include "tide/photometry.h"
 
 #define AP_WARPS_PER_BLOCK 4
-
-__device__ static inline double warp_sum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
 
 /* One warp per (source, radius) pair o = s * nr + k: a growth curve of ~80 radii is ~80
  * warps working side by side, not one warp walking them in turn (each pair's sums are
@@ -50,12 +46,12 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
                 if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
             }
         }
-        a.sf = warp_sum(a.sf);
-        a.sv = warp_sum(a.sv);
-        a.aval = warp_sum(a.aval);
-        a.amask = warp_sum(a.amask);
-        a.amiss = warp_sum(a.amiss);
-        a.aout = warp_sum(a.aout);
+        a.sf = tide_warp_sum(a.sf);
+        a.sv = tide_warp_sum(a.sv);
+        a.aval = tide_warp_sum(a.aval);
+        a.amask = tide_warp_sum(a.amask);
+        a.amiss = tide_warp_sum(a.amiss);
+        a.aout = tide_warp_sum(a.aout);
         if (lane == 0) {
             int32_t fl;
             tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
@@ -99,15 +95,7 @@ __device__ static double block_lane_sum(const float *v, int lo, int hi, int squa
             acc = __dadd_rn(acc, (double)v[i]);
         }
     }
-    red[l] = acc;
-    __syncthreads();
-    for (int s = TIDE_AP_LANES / 2; s > 0; s >>= 1) {
-        if (l < s) red[l] = __dadd_rn(red[l], red[l + s]);
-        __syncthreads();
-    }
-    const double out = red[0];
-    __syncthreads();
-    return out;
+    return tide_block_tree_sum<TIDE_AP_LANES>(acc, red);
 }
 
 __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_ann_job job) {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include "core/box_walk.h"
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "aperture_math.h"
 #include "aperture_pixel.h"
 #include "kron_kernels.h"
@@ -11,11 +12,6 @@
 #include "tide/photometry.h"
 
 #define KR_WARPS 4
-
-__device__ static inline double kr_warp_sum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
 
 __global__ void kron_kernel(const tide_kron_job job) {
     const int lane = threadIdx.x & 31;
@@ -54,10 +50,8 @@ __global__ void kron_kernel(const tide_kron_job job) {
             v1 += d;
         }
     }
-    r1 = kr_warp_sum(r1);
-    v1 = kr_warp_sum(v1);
-    r1 = __shfl_sync(0xffffffffu, r1, 0);
-    v1 = __shfl_sync(0xffffffffu, v1, 0);
+    r1 = tide_warp_allsum(r1);
+    v1 = tide_warp_allsum(v1);
     int failed;
     const double K = tide_kron_radius(r1, v1, job.kron_fact, job.min_radius, &failed);
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
@@ -71,12 +65,12 @@ __global__ void kron_kernel(const tide_kron_job job) {
                                               job.subpix);
         if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
     }
-    a.sf = kr_warp_sum(a.sf);
-    a.sv = kr_warp_sum(a.sv);
-    a.aval = kr_warp_sum(a.aval);
-    a.amask = kr_warp_sum(a.amask);
-    a.amiss = kr_warp_sum(a.amiss);
-    a.aout = kr_warp_sum(a.aout);
+    a.sf = tide_warp_sum(a.sf);
+    a.sv = tide_warp_sum(a.sv);
+    a.aval = tide_warp_sum(a.aval);
+    a.amask = tide_warp_sum(a.amask);
+    a.amiss = tide_warp_sum(a.amiss);
+    a.aout = tide_warp_sum(a.aout);
     if (lane == 0) {
         int32_t af;
         tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0,
