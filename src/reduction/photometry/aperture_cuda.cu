@@ -37,21 +37,12 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
             int64_t x0, x1, y0, y1;
             tide_ap_range(cx, r, &x0, &x1);
             tide_ap_range(cy, r, &y0, &y1);
-            const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-            int64_t col, row;
-            tide_box_walk_start(lane, bw, &col, &row);
-            for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
-                const int64_t j = y0 + row, i = x0 + col;
-                const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
-                if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
-            }
+            tide_ap_warp_box(&a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
+                             [&](int64_t i, int64_t j) {
+                                 return tide_ap_pixel_overlap(i, j, cx, cy, r);
+                             });
         }
-        a.sf = tide_warp_sum(a.sf);
-        a.sv = tide_warp_sum(a.sv);
-        a.aval = tide_warp_sum(a.aval);
-        a.amask = tide_warp_sum(a.amask);
-        a.amiss = tide_warp_sum(a.amiss);
-        a.aout = tide_warp_sum(a.aout);
+        tide_ap_warp_total(&a);
         if (lane == 0) {
             int32_t fl;
             tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,

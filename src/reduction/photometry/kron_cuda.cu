@@ -56,21 +56,12 @@ __global__ void kron_kernel(const tide_kron_job job) {
     const double K = tide_kron_radius(r1, v1, job.kron_fact, job.min_radius, &failed);
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
     tide_ap_acc a = tide_ap_acc_zero();
-    const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-    int64_t col, row;
-    tide_box_walk_start(lane, bw, &col, &row);
-    for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
-        const int64_t j = y0 + row, i = x0 + col;
-        const double w = tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K, g.reach,
-                                              job.subpix);
-        if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
-    }
-    a.sf = tide_warp_sum(a.sf);
-    a.sv = tide_warp_sum(a.sv);
-    a.aval = tide_warp_sum(a.aval);
-    a.amask = tide_warp_sum(a.amask);
-    a.amiss = tide_warp_sum(a.amiss);
-    a.aout = tide_warp_sum(a.aout);
+    tide_ap_warp_box(&a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
+                     [&](int64_t i, int64_t j) {
+                         return tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K,
+                                                     g.reach, job.subpix);
+                     });
+    tide_ap_warp_total(&a);
     if (lane == 0) {
         int32_t af;
         tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0,

@@ -41,11 +41,10 @@ __device__ static int block_or(int v, int *sh) {
 __device__ static int centroid_block(const tide_image im, const float *rpix, int64_t rstride,
                                      const psf_kparams kp, double x0, double y0, double *xc,
                                      double *yc, double *sh, double *wx, double *wy) {
-    if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
-    const int64_t ix = (int64_t)floor(x0 + 0.5), iy = (int64_t)floor(y0 + 0.5);
     const int R = kp.cwin, side = 2 * R + 1;
-    if (ix - R < 0 || iy - R < 0 || ix + R >= im.width || iy + R >= im.height)
-        return TIDE_PSF_REJ_EDGE;
+    int64_t ix, iy;
+    const int start = psf_centroid_start(x0, y0, R, im.width, im.height, &ix, &iy);
+    if (start) return start;
     if (kp.snr_floor > 0.0 && rpix) {
         double f = 0.0, var = 0.0;
         for (int k = threadIdx.x; k < side * side; k += PSF_THREADS) {
@@ -78,21 +77,14 @@ __device__ static int centroid_block(const tide_image im, const float *rpix, int
             if (!isfinite(v) || (im.mask && (im.mask[py * im.stride + px] & kp.mask_bits)))
                 continue;
             const double dx = (double)px - cx, dy = (double)py - cy;
-            const double wi = (wx[k % side] * wy[k / side]) * (double)v;
-            swi += wi;
-            sdx += wi * dx;
-            sdy += wi * dy;
+            tide_win_add((wx[k % side] * wy[k / side]) * (double)v, dx, dy, &swi, &sdx, &sdy);
         }
         swi = tide_block_tree_sum<PSF_THREADS>(swi, sh);
         sdx = tide_block_tree_sum<PSF_THREADS>(sdx, sh);
         sdy = tide_block_tree_sum<PSF_THREADS>(sdy, sh);
-        if (!(swi > 0.0)) return TIDE_PSF_REJ_CENTROID;
-        const double stx = 2.0 * sdx / swi, sty = 2.0 * sdy / swi;
-        cx += stx;
-        cy += sty;
-        if (fabs(cx - x0) > kp.max_shift || fabs(cy - y0) > kp.max_shift)
-            return TIDE_PSF_REJ_CENTROID;
-        converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
+        const int moved = psf_centroid_move(swi, sdx, sdy, x0, y0, kp.max_shift, &cx, &cy,
+                                            &converged);
+        if (moved) return moved;
     }
     if (!converged) return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
