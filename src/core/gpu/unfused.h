@@ -20,79 +20,31 @@
 
 #include "core/gpu/hd.h"
 
-/* ---- float --------------------------------------------------------------------------- */
-
-TIDE_HD static inline float tide_fadd(float a, float b) {
+/* TIDE_UNFUSED_OP(name, T, op, rn): T name(T a, T b), that is a op b rounded on its own (the
+ * intrinsic rn on the device, the operator on the host). One line per operation below. */
 #ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
+#define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
+    TIDE_HD static inline T name(T a, T b) { return rn(a, b); }
 #else
-    return a + b;
+#define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
+    TIDE_HD static inline T name(T a, T b) { return a op b; }
 #endif
-}
 
-TIDE_HD static inline float tide_fsub(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
+TIDE_UNFUSED_OP(tide_fadd, float, +, __fadd_rn)
+TIDE_UNFUSED_OP(tide_fsub, float, -, __fsub_rn)
+TIDE_UNFUSED_OP(tide_fmul, float, *, __fmul_rn)
+TIDE_UNFUSED_OP(tide_fdiv, float, /, __fdiv_rn)
+TIDE_UNFUSED_OP(tide_dadd, double, +, __dadd_rn)
+TIDE_UNFUSED_OP(tide_dsub, double, -, __dsub_rn)
+TIDE_UNFUSED_OP(tide_dmul, double, *, __dmul_rn)
+TIDE_UNFUSED_OP(tide_ddiv, double, /, __ddiv_rn)
 
-TIDE_HD static inline float tide_fmul(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-
-TIDE_HD static inline float tide_fdiv(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-
+/* Square roots: correctly rounded on both sides (sqrtf, sqrt on the host). */
 TIDE_HD static inline float tide_fsqrt(float a) {
 #ifdef __CUDA_ARCH__
     return __fsqrt_rn(a);
 #else
     return sqrtf(a);
-#endif
-}
-
-/* ---- double -------------------------------------------------------------------------- */
-
-TIDE_HD static inline double tide_dadd(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
-TIDE_HD static inline double tide_dsub(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-
-TIDE_HD static inline double tide_dmul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-
-TIDE_HD static inline double tide_ddiv(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __ddiv_rn(a, b);
-#else
-    return a / b;
 #endif
 }
 
