@@ -21,39 +21,27 @@
 #include "core/gpu/hd.h"
 
 /* TIDE_UNFUSED_OP(name, T, op, rn): T name(T a, T b), that is a op b rounded on its own (the
- * intrinsic rn on the device, the operator on the host). One line per operation below. */
+ * intrinsic rn on the device, the operator on the host); TIDE_UNFUSED_SQRT(name, T, host, rn):
+ * T name(T a), the correctly rounded square root on both sides. One line per operation. */
 #ifdef __CUDA_ARCH__
 #define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
     TIDE_HD static inline T name(T a, T b) { return rn(a, b); }
+#define TIDE_UNFUSED_SQRT(name, T, host, rn) TIDE_HD static inline T name(T a) { return rn(a); }
 #else
 #define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
     TIDE_HD static inline T name(T a, T b) { return a op b; }
+#define TIDE_UNFUSED_SQRT(name, T, host, rn) TIDE_HD static inline T name(T a) { return host(a); }
 #endif
 
 TIDE_UNFUSED_OP(tide_fadd, float, +, __fadd_rn)
 TIDE_UNFUSED_OP(tide_fsub, float, -, __fsub_rn)
 TIDE_UNFUSED_OP(tide_fmul, float, *, __fmul_rn)
 TIDE_UNFUSED_OP(tide_fdiv, float, /, __fdiv_rn)
+TIDE_UNFUSED_SQRT(tide_fsqrt, float, sqrtf, __fsqrt_rn)
 TIDE_UNFUSED_OP(tide_dadd, double, +, __dadd_rn)
 TIDE_UNFUSED_OP(tide_dsub, double, -, __dsub_rn)
 TIDE_UNFUSED_OP(tide_dmul, double, *, __dmul_rn)
 TIDE_UNFUSED_OP(tide_ddiv, double, /, __ddiv_rn)
-
-/* Square roots: correctly rounded on both sides (sqrtf, sqrt on the host). */
-TIDE_HD static inline float tide_fsqrt(float a) {
-#ifdef __CUDA_ARCH__
-    return __fsqrt_rn(a);
-#else
-    return sqrtf(a);
-#endif
-}
-
-TIDE_HD static inline double tide_dsqrt(double a) {
-#ifdef __CUDA_ARCH__
-    return __dsqrt_rn(a);
-#else
-    return sqrt(a);
-#endif
-}
+TIDE_UNFUSED_SQRT(tide_dsqrt, double, sqrt, __dsqrt_rn)
 
 #endif
