@@ -177,8 +177,8 @@ int64_t tide_xm_tree_nearest(const tide_xm_tree *t, const double *q, double r2, 
             const int ax = t->axis[k];
             const double s = t->split[k];
             const int64_t mid = lo + (hi - lo) / 2;
-            const double dq = TIDE_XM_SUB(q[ax], s);
-            const double b = TIDE_XM_MUL(dq, dq);
+            const double dq = tide_dsub(q[ax], s);
+            const double b = tide_dmul(dq, dq);
             const int left_first = q[ax] < s;
             if (b <= bd) {
                 stack[sp].k = left_first ? 2 * k + 2 : 2 * k + 1;

@@ -11,9 +11,10 @@
  *  - sine and cosine are our own (exact reduction in degrees, then Taylor polynomials on
  *    |t| <= pi/4 to degree 17/18, truncation < 1e-19), since glibc and the CUDA math library
  *    differ in the last bit;
- *  - every product and sum is rounded on its own (TIDE_XM_MUL/ADD/SUB: __dmul_rn etc. on the
- *    device, where nvcc would otherwise contract a*b+c into one FMA; plain operators on the
- *    host, where ISO C mode (-std=c11) compiles with -ffp-contract=off);
+ *  - every product and sum is rounded on its own (tide_dmul/dadd/dsub, core/gpu/unfused.h:
+ *    __dmul_rn etc. on the device, where nvcc would otherwise contract a*b+c into one FMA;
+ *    plain operators on the host, where ISO C mode (-std=c11) compiles with
+ *    -ffp-contract=off);
  *  - sqrt and division are IEEE correctly rounded on both.
  * asin is a Taylor polynomial too, valid for separations up to 1 degree (the radius limit). */
 #ifndef TIDE_CROSSMATCH_MATH_H
@@ -22,24 +23,11 @@
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 
 #define TIDE_XM_D2R 0.017453292519943295  /* pi / 180 */
 #define TIDE_XM_RAD2AS 206264.80624709636 /* arcsec per radian, 180 * 3600 / pi */
 #define TIDE_XM_MAX_RADIUS_ARCSEC 3600.0  /* tide_xmatch_params.radius_arcsec limit */
-
-#ifdef __CUDA_ARCH__
-#define TIDE_XM_MUL(a, b) __dmul_rn((a), (b))
-#define TIDE_XM_ADD(a, b) __dadd_rn((a), (b))
-#define TIDE_XM_SUB(a, b) __dsub_rn((a), (b))
-#define TIDE_XM_DIV(a, b) __ddiv_rn((a), (b))
-#define TIDE_XM_SQRT(a) __dsqrt_rn(a)
-#else
-#define TIDE_XM_MUL(a, b) ((a) * (b))
-#define TIDE_XM_ADD(a, b) ((a) + (b))
-#define TIDE_XM_SUB(a, b) ((a) - (b))
-#define TIDE_XM_DIV(a, b) ((a) / (b))
-#define TIDE_XM_SQRT(a) sqrt(a)
-#endif
 
 /** 1 if (ra, dec) in degrees is a usable position: both finite and |dec| <= 90. */
 TIDE_HD static inline int tide_xm_valid(double ra, double dec) {
@@ -52,29 +40,29 @@ TIDE_HD static inline int tide_xm_valid(double ra, double dec) {
  *  Taylor coefficients 1/n!, Horner in t^2, |t| <= pi/4. */
 TIDE_HD static inline void tide_xm_sincosd(double deg, double *s, double *c) {
     const double a = fmod(deg, 360.0);
-    const double q = floor(TIDE_XM_ADD(TIDE_XM_DIV(a, 90.0), 0.5));
-    const double r = TIDE_XM_SUB(a, TIDE_XM_MUL(q, 90.0));
-    const double t = TIDE_XM_MUL(r, TIDE_XM_D2R);
-    const double t2 = TIDE_XM_MUL(t, t);
+    const double q = floor(tide_dadd(tide_ddiv(a, 90.0), 0.5));
+    const double r = tide_dsub(a, tide_dmul(q, 90.0));
+    const double t = tide_dmul(r, TIDE_XM_D2R);
+    const double t2 = tide_dmul(t, t);
     double p = -7.647163731819816e-13; /* -1/15!; the 1/17! term follows */
-    p = TIDE_XM_ADD(TIDE_XM_MUL(2.8114572543455206e-15, t2), p);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), 1.6059043836821613e-10);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), -2.505210838544172e-08);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), 2.7557319223985893e-06);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), -0.0001984126984126984);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), 0.008333333333333333);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, t2), -0.16666666666666666);
-    const double sn = TIDE_XM_ADD(t, TIDE_XM_MUL(TIDE_XM_MUL(t, t2), p));
+    p = tide_dadd(tide_dmul(2.8114572543455206e-15, t2), p);
+    p = tide_dadd(tide_dmul(p, t2), 1.6059043836821613e-10);
+    p = tide_dadd(tide_dmul(p, t2), -2.505210838544172e-08);
+    p = tide_dadd(tide_dmul(p, t2), 2.7557319223985893e-06);
+    p = tide_dadd(tide_dmul(p, t2), -0.0001984126984126984);
+    p = tide_dadd(tide_dmul(p, t2), 0.008333333333333333);
+    p = tide_dadd(tide_dmul(p, t2), -0.16666666666666666);
+    const double sn = tide_dadd(t, tide_dmul(tide_dmul(t, t2), p));
     double k = -1.5619206968586225e-16; /* -1/18! */
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), 4.779477332387385e-14);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), -1.1470745597729725e-11);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), 2.08767569878681e-09);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), -2.755731922398589e-07);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), 2.48015873015873e-05);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), -0.001388888888888889);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), 0.041666666666666664);
-    k = TIDE_XM_ADD(TIDE_XM_MUL(k, t2), -0.5);
-    const double cs = TIDE_XM_ADD(1.0, TIDE_XM_MUL(t2, k));
+    k = tide_dadd(tide_dmul(k, t2), 4.779477332387385e-14);
+    k = tide_dadd(tide_dmul(k, t2), -1.1470745597729725e-11);
+    k = tide_dadd(tide_dmul(k, t2), 2.08767569878681e-09);
+    k = tide_dadd(tide_dmul(k, t2), -2.755731922398589e-07);
+    k = tide_dadd(tide_dmul(k, t2), 2.48015873015873e-05);
+    k = tide_dadd(tide_dmul(k, t2), -0.001388888888888889);
+    k = tide_dadd(tide_dmul(k, t2), 0.041666666666666664);
+    k = tide_dadd(tide_dmul(k, t2), -0.5);
+    const double cs = tide_dadd(1.0, tide_dmul(t2, k));
     switch (((int)q) & 3) { /* q in -4..4; & 3 is the quadrant for negative q too */
     case 0:
         *s = sn;
@@ -100,8 +88,8 @@ TIDE_HD static inline void tide_xm_unit(double ra, double dec, double *v) {
     double sa, ca, sd, cd;
     tide_xm_sincosd(ra, &sa, &ca);
     tide_xm_sincosd(dec, &sd, &cd);
-    v[0] = TIDE_XM_MUL(cd, ca);
-    v[1] = TIDE_XM_MUL(cd, sa);
+    v[0] = tide_dmul(cd, ca);
+    v[1] = tide_dmul(cd, sa);
     v[2] = sd;
 }
 
@@ -109,10 +97,10 @@ TIDE_HD static inline void tide_xm_unit(double ra, double dec, double *v) {
  *  (fl(a - b) = -fl(b - a)), and never smaller than fl(fl(a_k - b_k)^2) for any axis k: the
  *  k-d tree's pruning bound relies on that (rounding is monotonic). */
 TIDE_HD static inline double tide_xm_chord2(const double *a, const double *b) {
-    const double dx = TIDE_XM_SUB(a[0], b[0]);
-    const double dy = TIDE_XM_SUB(a[1], b[1]);
-    const double dz = TIDE_XM_SUB(a[2], b[2]);
-    return TIDE_XM_ADD(TIDE_XM_ADD(TIDE_XM_MUL(dx, dx), TIDE_XM_MUL(dy, dy)), TIDE_XM_MUL(dz, dz));
+    const double dx = tide_dsub(a[0], b[0]);
+    const double dy = tide_dsub(a[1], b[1]);
+    const double dz = tide_dsub(a[2], b[2]);
+    return tide_dadd(tide_dadd(tide_dmul(dx, dx), tide_dmul(dy, dy)), tide_dmul(dz, dz));
 }
 
 /** Is candidate j at squared chord d2 better than the current best (bj, bd2)? bj < 0 means
@@ -126,15 +114,15 @@ TIDE_HD static inline int tide_xm_better(double d2, int64_t j, double bd2, int64
  *  3x^5/40 + 5x^7/112 + 35x^9/1152 + 63x^11/2816 (the Taylor series; for x <= sin(0.5 deg),
  *  i.e. separations up to 1 degree, the rest is < 1e-22 relative). */
 TIDE_HD static inline double tide_xm_sep_arcsec(double c2) {
-    const double x = TIDE_XM_MUL(TIDE_XM_SQRT(c2), 0.5);
-    const double x2 = TIDE_XM_MUL(x, x);
+    const double x = tide_dmul(tide_dsqrt(c2), 0.5);
+    const double x2 = tide_dmul(x, x);
     double p = 0.022372159090909092;
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, x2), 0.030381944444444444);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, x2), 0.044642857142857144);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, x2), 0.075);
-    p = TIDE_XM_ADD(TIDE_XM_MUL(p, x2), 0.16666666666666666);
-    const double as = TIDE_XM_ADD(x, TIDE_XM_MUL(TIDE_XM_MUL(x, x2), p));
-    return TIDE_XM_MUL(TIDE_XM_MUL(as, 2.0), TIDE_XM_RAD2AS);
+    p = tide_dadd(tide_dmul(p, x2), 0.030381944444444444);
+    p = tide_dadd(tide_dmul(p, x2), 0.044642857142857144);
+    p = tide_dadd(tide_dmul(p, x2), 0.075);
+    p = tide_dadd(tide_dmul(p, x2), 0.16666666666666666);
+    const double as = tide_dadd(x, tide_dmul(tide_dmul(x, x2), p));
+    return tide_dmul(tide_dmul(as, 2.0), TIDE_XM_RAD2AS);
 }
 
 /* ---- spatial hashing (the CUDA backend; here so that tests can exercise it on the host) - */
@@ -154,16 +142,16 @@ TIDE_HD static inline double tide_xm_hash_inv_side(double r2) {
 
 /** Index of the cube (side 1 / inv_h) holding unit-vector coordinate x. */
 TIDE_HD static inline int64_t tide_xm_cube(double x, double inv_h) {
-    return (int64_t)floor(TIDE_XM_MUL(TIDE_XM_ADD(x, 1.0), inv_h));
+    return (int64_t)floor(tide_dmul(tide_dadd(x, 1.0), inv_h));
 }
 
 /** Cubes [*lo, *hi] along one axis that a query at coordinate x with half-width m must scan.
  *  Rounding is monotonic, so every point within m of x has its tide_xm_cube in the range. */
 TIDE_HD static inline void tide_xm_cube_range(double x, double m, double inv_h, int64_t *lo,
                                               int64_t *hi) {
-    const double u = TIDE_XM_ADD(x, 1.0);
-    *lo = (int64_t)floor(TIDE_XM_MUL(TIDE_XM_SUB(u, m), inv_h));
-    *hi = (int64_t)floor(TIDE_XM_MUL(TIDE_XM_ADD(u, m), inv_h));
+    const double u = tide_dadd(x, 1.0);
+    *lo = (int64_t)floor(tide_dmul(tide_dsub(u, m), inv_h));
+    *hi = (int64_t)floor(tide_dmul(tide_dadd(u, m), inv_h));
 }
 
 /** Bucket of cube (cx, cy, cz) in a table of mask + 1 (a power of two) buckets: a

@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 
 /** One entry of a kernel's row table (correlate_kernels.h): rows_k[j][u] =
  *  sum_i k[j][i] exp(+s 2 pi i u (i - rx) / px) for the kernel row @p kr (kw taps), with
  *  the phases read from the roots of unity of px (root[2m], root[2m + 1] = cos, sin of
  *  2 pi m / px; the phase index steps by u mod px along the row). Summed in double over i in
- *  order, each product and sum rounded on its own (the _rn intrinsics on the GPU, where nvcc
- *  would otherwise fuse them; x86-64 host code is never fused), then rounded to float: the
- *  same bits on both backends. */
+ *  order, each product and sum rounded on its own (core/gpu/unfused.h: nvcc would otherwise
+ *  fuse them), then rounded to float: the same bits on both backends. */
 TIDE_HD static inline void tide_corr_row_entry(const float *kr, int64_t kw, int64_t rx,
                                                int64_t u, int64_t px, const double *root,
                                                int sign, float *out) {
@@ -27,13 +27,8 @@ TIDE_HD static inline void tide_corr_row_entry(const float *kr, int64_t kw, int6
     double re = 0.0, im = 0.0;
     for (int64_t i = 0; i < kw; i++) {
         const double kv = (double)kr[i], c = root[2 * m], sn = sign * root[2 * m + 1];
-#ifdef __CUDA_ARCH__
-        re = __dadd_rn(re, __dmul_rn(kv, c));
-        im = __dadd_rn(im, __dmul_rn(kv, sn));
-#else
-        re += kv * c;
-        im += kv * sn;
-#endif
+        re = tide_dadd(re, tide_dmul(kv, c));
+        im = tide_dadd(im, tide_dmul(kv, sn));
         m += step;
         if (m >= px)
             m -= px;

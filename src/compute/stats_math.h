@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 
 /* Radix levels of the order-statistic search over 32-bit keys: 11 + 11 + 10 bits, top first. */
 #define TIDE_RSEL_BINS 2048
@@ -54,25 +55,13 @@ TIDE_HD static inline int tide_reduce_valid(float v, uint16_t m, uint16_t bits, 
 }
 
 /** acc + x in double, exactly one rounding (never fused). */
-TIDE_HD static inline double tide_reduce_add(double acc, double x) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(acc, x);
-#else
-    return acc + x;
-#endif
-}
+TIDE_HD static inline double tide_reduce_add(double acc, double x) { return tide_dadd(acc, x); }
 
 /** (x - mean)² in double, each operation rounded once: the products must not be contracted
  *  into an FMA, or CPU and GPU would differ in the last bits. */
 TIDE_HD static inline double tide_reduce_sqdev(float x, double mean) {
-#ifdef __CUDA_ARCH__
-    double d = __dsub_rn((double)x, mean);
-    return __dmul_rn(d, d);
-#else
-    double d = (double)x - mean;
-    double sq = d * d;
-    return sq;
-#endif
+    const double d = tide_dsub((double)x, mean);
+    return tide_dmul(d, d);
 }
 
 /** Linear pixel index (row-major over width × height) to the storage offset. */

@@ -135,11 +135,11 @@ static void test_lacosmic_kernels(tide_ctx *ctx) {
                 rN[y * w + x] = cos_sigma(&nm, cos_box_median(W, w, w, h, x, y, 2));
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++)
-                rS[y * w + x] = COS_DIV(cos_lplus(W, w, w, h, x, y), COS_MUL(2.0f, rN[y * w + x]));
+                rS[y * w + x] = tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, rN[y * w + x]));
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++) {
                 const float v = rS[y * w + x];
-                rSP[y * w + x] = v > 1.35f ? COS_SUB(v, cos_box_median(rS, w, w, h, x, y, 2)) : v;
+                rSP[y * w + x] = v > 1.35f ? tide_fsub(v, cos_box_median(rS, w, w, h, x, y, 2)) : v;
             }
         CHECK(same_bits(N, rN, (size_t)n));
         CHECK(same_bits(S, rS, (size_t)n));

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "dipole_kernels.h"
 #include "dipole_math.h"
 #include "dipole_stamp_math.h"
@@ -20,12 +21,6 @@
  * thread; 168 with a few spilled measured as fast as 190 with none), as the earlier blocks of
  * four warps, three per multiprocessor, did. */
 #define DIP_MIN_BLOCKS 12
-
-/* The warp's sum, in every lane (a fixed __shfl_down tree: the same order every time). */
-__device__ static inline double dip_allsum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return __shfl_sync(0xffffffffu, v, 0);
-}
 
 /* Warp-wide best (score, index) under dip_better: a total order, so the result does not
  * depend on the combination order. */
@@ -65,12 +60,12 @@ __device__ static void dip_run_k(dip_lm *st, int lane, int side, const float *P,
             if (a < np) {
 #pragma unroll
                 for (int b = a; b < DIP_MAXP; b++)
-                    if (b < np) S[dip_hidx(a, b)] = dip_allsum(S[dip_hidx(a, b)]);
-                S[DIP_NH + a] = dip_allsum(S[DIP_NH + a]);
+                    if (b < np) S[dip_hidx(a, b)] = tide_warp_allsum(S[dip_hidx(a, b)]);
+                S[DIP_NH + a] = tide_warp_allsum(S[DIP_NH + a]);
             }
         }
-        S[DIP_NH + DIP_MAXP] = dip_allsum(S[DIP_NH + DIP_MAXP]);
-        S[DIP_NH + DIP_MAXP + 1] = dip_allsum(S[DIP_NH + DIP_MAXP + 1]);
+        S[DIP_NH + DIP_MAXP] = tide_warp_allsum(S[DIP_NH + DIP_MAXP]);
+        S[DIP_NH + DIP_MAXP + 1] = tide_warp_allsum(S[DIP_NH + DIP_MAXP + 1]);
         dip_lm_step(st, S);
     }
 }

@@ -265,7 +265,7 @@ int tide_sub_mask_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tg
             for (int j = 0; j < m; j++, pp += nppad) {                                    \
                 double q = qr[j];                                                         \
                 for (int k = 0; k < B; k++)                                               \
-                    acc[k] = SUB_DADD(acc[k], SUB_DMUL(q, pp[k]));                        \
+                    acc[k] = tide_dadd(acc[k], tide_dmul(q, pp[k]));                        \
             }                                                                             \
             for (int k = 0; k < B; k++)                                                   \
                 g[kb + k] = acc[k];                                                       \

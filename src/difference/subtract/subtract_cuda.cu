@@ -304,7 +304,7 @@ extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const
 }
 
 /* tide_sub_pairs: one thread per output G[r][k], its chain over the kept stamps in order with
- * every product and sum rounded on its own (SUB_DMUL, SUB_DADD: no fused multiply-add), the
+ * every product and sum rounded on its own (tide_dmul, tide_dadd: no fused multiply-add), the
  * CPU twin's chain (pair_row_B, which runs B such chains side by side) to the bit. Threads of
  * one r read the same Q entry (k fastest). */
 __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, int m,
@@ -317,7 +317,7 @@ __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, i
     const double *q = Q + off[r];
     double acc = 0.0;
     for (int j = 0; j < m; j++)
-        acc = SUB_DADD(acc, SUB_DMUL(q[(int64_t)kept[j] * nn], PP[(int64_t)j * nppad + k]));
+        acc = tide_dadd(acc, tide_dmul(q[(int64_t)kept[j] * nn], PP[(int64_t)j * nppad + k]));
     G[i] = acc;
 }
 

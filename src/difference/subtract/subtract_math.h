@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <math.h>
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 #include "subtract_kernels.h"
 
 /** Number of monomials of total degree <= d in two variables: (d+1)(d+2)/2. */
@@ -99,21 +100,6 @@ TIDE_HD static inline int tide_sub_usable(float v, uint16_t mk, uint16_t bits) {
     return isfinite(v) && !(mk & bits);
 }
 
-/* Products and sums rounded one by one on the GPU too (the _rn intrinsics): nvcc would
- * otherwise contract a * b + c into one fused multiply-add and the GPU would differ from the
- * CPU in the last bit (x86-64 host code is never contracted: no FMA in the baseline ISA). */
-#ifdef __CUDA_ARCH__
-#define SUB_FMUL(a, b) __fmul_rn((a), (b))
-#define SUB_FADD(a, b) __fadd_rn((a), (b))
-#define SUB_DMUL(a, b) __dmul_rn((a), (b))
-#define SUB_DADD(a, b) __dadd_rn((a), (b))
-#else
-#define SUB_FMUL(a, b) ((float)(a) * (float)(b))
-#define SUB_FADD(a, b) ((float)(a) + (float)(b))
-#define SUB_DMUL(a, b) ((double)(a) * (double)(b))
-#define SUB_DADD(a, b) ((double)(a) + (double)(b))
-#endif
-
 /** Consecutive stamp pixels one GPU thread correlates with a basis kernel. */
 #define TIDE_SUB_CORR_R 4
 
@@ -141,7 +127,7 @@ TIDE_HD static inline void tide_sub_corr_group(const float *patch, int pw, int p
             win[TIDE_SUB_CORR_R - 1] = px + e < pw ? pr[e] : 0.0f;
             float kv = kr[jx];
             for (int r = 0; r < TIDE_SUB_CORR_R; r++)
-                acc[r] = SUB_FADD(acc[r], SUB_FMUL(kv, win[r]));
+                acc[r] = tide_fadd(acc[r], tide_fmul(kv, win[r]));
         }
     }
 }
@@ -169,7 +155,7 @@ TIDE_HD static inline void tide_sub_pair(int pr, int nc, int *a, int *b) {
 TIDE_HD static inline double tide_sub_normal_tile(double acc, const float *w, const float *da,
                                                   const float *db, int nt) {
     for (int i = 0; i < nt; i++)
-        acc = SUB_DADD(acc, SUB_DMUL(SUB_DMUL(w[i], da[i]), db[i]));
+        acc = tide_dadd(acc, tide_dmul(tide_dmul(w[i], da[i]), db[i]));
     return acc;
 }
 

@@ -35,7 +35,7 @@ static inline int64_t add_run(double *restrict s1, double *restrict s2, const fl
                 (fabsf(x) <= FLT_MAX) & ((m[i] & bits) == 0) & (nocut | ((x <= hi) & (x >= lo)));
             const double d = (double)(ok ? x : 0.0f);
             s1[i] += d;
-            s2[i] += BK_DMUL(d, d);
+            s2[i] += tide_dmul(d, d);
             cnt += ok;
         }
     } else {
@@ -44,7 +44,7 @@ static inline int64_t add_run(double *restrict s1, double *restrict s2, const fl
             const int ok = (fabsf(x) <= FLT_MAX) & (nocut | ((x <= hi) & (x >= lo)));
             const double d = (double)(ok ? x : 0.0f);
             s1[i] += d;
-            s2[i] += BK_DMUL(d, d);
+            s2[i] += tide_dmul(d, d);
             cnt += ok;
         }
     }

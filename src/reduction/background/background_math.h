@@ -6,24 +6,17 @@
  * and the clipped-histogram mode. Arithmetic types (float or double) are the ones Source
  * Extractor uses, so mesh values match its own to float rounding.
  *
- * Every product that feeds an addition goes through BK_DMUL / BK_FMUL, which on the device
- * are the _rn intrinsics: nvcc would otherwise contract a*b+c into one FMA and the GPU would
- * differ from the CPU in the last bit. Division, sqrt and lone additions are IEEE-rounded on
- * both sides already. (x86-64 host code is never contracted: no FMA in the baseline ISA.) */
+ * Every product that feeds an addition goes through tide_dmul / tide_fmul (core/gpu/unfused.h),
+ * the _rn intrinsics on the device: nvcc would otherwise contract a*b+c into one FMA and the
+ * GPU would differ from the CPU in the last bit. Division, sqrt and lone additions are
+ * IEEE-rounded on both sides already. */
 #ifndef TIDE_BACKGROUND_MATH_H
 #define TIDE_BACKGROUND_MATH_H
 #include <math.h>
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
-
-#ifdef __CUDA_ARCH__
-#define BK_DMUL(a, b) __dmul_rn((a), (b))
-#define BK_FMUL(a, b) __fmul_rn((a), (b))
-#else
-#define BK_DMUL(a, b) ((double)(a) * (double)(b))
-#define BK_FMUL(a, b) ((float)(a) * (float)(b))
-#endif
+#include "core/gpu/unfused.h"
 
 /* Lanes of the fixed summation order inside a mesh: pixel k of a mesh (row-major inside the
  * mesh) goes to lane k % TIDE_BKG_LANES, each lane adds in increasing k, and the lanes are
@@ -46,10 +39,10 @@ TIDE_HD static inline int tide_bkg_valid(float v, uint16_t m, uint16_t bits) {
 TIDE_HD static inline void tide_bkg_cuts(int64_t n, double sum, double sumsq, float *lcut,
                                          float *hcut) {
     const double mean = sum / (double)n;
-    const double var = sumsq / (double)n - BK_DMUL(mean, mean);
+    const double var = sumsq / (double)n - tide_dmul(mean, mean);
     const double sigma = var > 0.0 ? sqrt(var) : 0.0;
-    *lcut = (float)(mean - BK_DMUL(2.0, sigma));
-    *hcut = (float)(mean + BK_DMUL(2.0, sigma));
+    *lcut = (float)(mean - tide_dmul(2.0, sigma));
+    *hcut = (float)(mean + tide_dmul(2.0, sigma));
 }
 
 /** A mesh's histogram: where it sits and how fine it is (all floats, as in Source
@@ -66,14 +59,14 @@ typedef struct tide_bkg_hist {
 TIDE_HD static inline tide_bkg_hist tide_bkg_hist_setup(int64_t n, double sum, double sumsq) {
     tide_bkg_hist h;
     const double mean = sum / (double)n;
-    const double var = sumsq / (double)n - BK_DMUL(mean, mean);
+    const double var = sumsq / (double)n - tide_dmul(mean, mean);
     const double sigma = var > 0.0 ? sqrt(var) : 0.0;
-    const double lv = BK_DMUL(TIDE_BKG_QSTEP, (double)n) + 1.0;
+    const double lv = tide_dmul(TIDE_BKG_QSTEP, (double)n) + 1.0;
     h.nlevels = lv >= (double)TIDE_BKG_QMAXLEVELS ? TIDE_BKG_QMAXLEVELS : (int)lv;
     h.mean = (float)mean;
     h.sigma = (float)sigma;
-    h.qscale = sigma > 0.0 ? (float)(BK_DMUL(2.0 * TIDE_BKG_QNSIGMA, sigma) / h.nlevels) : 1.0f;
-    h.qzero = (float)(mean - BK_DMUL((double)TIDE_BKG_QNSIGMA, sigma));
+    h.qscale = sigma > 0.0 ? (float)(tide_dmul(2.0 * TIDE_BKG_QNSIGMA, sigma) / h.nlevels) : 1.0f;
+    h.qzero = (float)(mean - tide_dmul((double)TIDE_BKG_QNSIGMA, sigma));
     h.cste = (float)(0.499999 - (double)(h.qzero / h.qscale));
     return h;
 }
@@ -175,12 +168,12 @@ TIDE_HD static inline void tide_bkg_guess(const tide_bkg_hist *h, const uint32_t
         sig = 0.0;
         if (sum) {
             mea = (double)s1 / (double)sum;
-            sig = (double)s2 / (double)sum - BK_DMUL(mea, mea);
+            sig = (double)s2 / (double)sum - tide_dmul(mea, mea);
         }
         sig = sig > 0.0 ? sqrt(sig) : 0.0;
-        double t = med - BK_DMUL(3.0, sig);
+        double t = med - tide_dmul(3.0, sig);
         lcut = t > 0.0 ? (int)(t + 0.5) : 0;
-        t = med + BK_DMUL(3.0, sig);
+        t = med + tide_dmul(3.0, sig);
         hcut = t < (double)top ? (int)(t > 0.0 ? t + 0.5 : t - 0.5) : top;
         if (lcut > top)
             lcut = top + 1; /* an empty range, as in Source Extractor */
@@ -188,12 +181,12 @@ TIDE_HD static inline void tide_bkg_guess(const tide_bkg_hist *h, const uint32_t
     const double qz = (double)h->qzero, qs = (double)h->qscale;
     double md;
     if (sig > 0.0)
-        md = fabs((mea - med) / sig) < 0.3 ? qz + BK_DMUL(BK_DMUL(2.5, med) - BK_DMUL(1.5, mea), qs)
-                                           : qz + BK_DMUL(med, qs);
+        md = fabs((mea - med) / sig) < 0.3 ? qz + tide_dmul(tide_dmul(2.5, med) - tide_dmul(1.5, mea), qs)
+                                           : qz + tide_dmul(med, qs);
     else
-        md = qz + BK_DMUL(mea, qs);
+        md = qz + tide_dmul(mea, qs);
     *mode = (float)md;
-    *sigma = (float)BK_DMUL(sig, qs);
+    *sigma = (float)tide_dmul(sig, qs);
 }
 
 /* ---- interpolation ------------------------------------------------------------------- */
@@ -233,8 +226,8 @@ TIDE_HD static inline tide_bkg_yw tide_bkg_yweights(int64_t y, int64_t bh, int64
     r.j = j;
     r.dy = dy;
     r.cdy = 1.0f - dy;
-    r.dy3 = BK_FMUL(BK_FMUL(dy, dy), dy) - dy;
-    r.cdy3 = BK_FMUL(BK_FMUL(r.cdy, r.cdy), r.cdy) - r.cdy;
+    r.dy3 = tide_fmul(tide_fmul(dy, dy), dy) - dy;
+    r.cdy3 = tide_fmul(tide_fmul(r.cdy, r.cdy), r.cdy) - r.cdy;
     return r;
 }
 
@@ -243,8 +236,8 @@ TIDE_HD static inline tide_bkg_yw tide_bkg_yweights(int64_t y, int64_t bh, int64
 TIDE_HD static inline float tide_bkg_node(const float *v, const float *d, int64_t nx,
                                           const tide_bkg_yw *w, int64_t i) {
     const int64_t a = w->j * nx + i, b = a + nx;
-    return BK_FMUL(w->cdy, v[a]) + BK_FMUL(w->dy, v[b]) + BK_FMUL(w->cdy3, d[a]) +
-           BK_FMUL(w->dy3, d[b]);
+    return tide_fmul(w->cdy, v[a]) + tide_fmul(w->dy, v[b]) + tide_fmul(w->cdy3, d[a]) +
+           tide_fmul(w->dy3, d[b]);
 }
 
 /** Where pixel column x sits along a row of nx >= 2 nodes: segment s (nodes s, s+1), offset
@@ -266,8 +259,8 @@ TIDE_HD static inline tide_bkg_xw tide_bkg_xweights(int64_t x, int64_t bw, int64
     r.s = s;
     r.dx = (float)(((double)x + 0.5) / (double)bw - 0.5 - (double)s);
     r.cdx = 1.0f - r.dx;
-    r.cdx2m1 = BK_FMUL(r.cdx, r.cdx) - 1.0f;
-    r.dx2m1 = BK_FMUL(r.dx, r.dx) - 1.0f;
+    r.cdx2m1 = tide_fmul(r.cdx, r.cdx) - 1.0f;
+    r.dx2m1 = tide_fmul(r.dx, r.dx) - 1.0f;
     return r;
 }
 
@@ -276,8 +269,8 @@ TIDE_HD static inline tide_bkg_xw tide_bkg_xweights(int64_t x, int64_t bw, int64
  *  in float. */
 TIDE_HD static inline float tide_bkg_cubic(float lo, float hi, float dlo, float dhi,
                                            const tide_bkg_xw *w) {
-    return BK_FMUL(w->cdx, lo + BK_FMUL(w->cdx2m1, dlo)) +
-           BK_FMUL(w->dx, hi + BK_FMUL(w->dx2m1, dhi));
+    return tide_fmul(w->cdx, lo + tide_fmul(w->cdx2m1, dlo)) +
+           tide_fmul(w->dx, hi + tide_fmul(w->dx2m1, dhi));
 }
 
 /* ---- smooth mode --------------------------------------------------------------------- */
@@ -288,17 +281,17 @@ TIDE_HD static inline float tide_bkg_cubic(float lo, float hi, float dlo, float 
 TIDE_HD static inline float tide_bkg_poly_at(int nt, const int *pa, const int *pb, const double *c,
                                              double su, double ou, double sv, double ov, int64_t x,
                                              int64_t y, int64_t bw, int64_t bh) {
-    const double u = BK_DMUL(((double)x + 0.5) / (double)bw - 0.5, su) - ou;
-    const double v = BK_DMUL((double)y / (double)bh - 0.5, sv) - ov;
+    const double u = tide_dmul(((double)x + 0.5) / (double)bw - 0.5, su) - ou;
+    const double v = tide_dmul((double)y / (double)bh - 0.5, sv) - ov;
     double up[7], vp[7];
     up[0] = vp[0] = 1.0;
     for (int i = 1; i < 7; i++) {
-        up[i] = BK_DMUL(up[i - 1], u);
-        vp[i] = BK_DMUL(vp[i - 1], v);
+        up[i] = tide_dmul(up[i - 1], u);
+        vp[i] = tide_dmul(vp[i - 1], v);
     }
     double f = 0.0;
     for (int t = 0; t < nt; t++)
-        f = f + BK_DMUL(c[t], BK_DMUL(up[pa[t]], vp[pb[t]]));
+        f = f + tide_dmul(c[t], tide_dmul(up[pa[t]], vp[pb[t]]));
     return (float)f;
 }
 
@@ -311,7 +304,7 @@ TIDE_HD static inline float tide_noise_var(float b, double inv_gain, double rn2g
     if (isnan(b))
         return b;
     const double sky = b > 0.0f ? (double)b : 0.0;
-    return (float)BK_DMUL(BK_DMUL(sky, inv_gain) + rn2g2, inv_n);
+    return (float)tide_dmul(tide_dmul(sky, inv_gain) + rn2g2, inv_n);
 }
 
 #endif

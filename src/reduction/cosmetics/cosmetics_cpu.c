@@ -158,7 +158,7 @@ int tide_cos_badcol_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
                 for (int64_t x = 0; x < w; x++) {
                     int s;
                     if (full && !nan[x]) {
-                        const float m = COS_MUL(0.5f, COS_ADD(lo[x], hi[x]));
+                        const float m = tide_fmul(0.5f, tide_fadd(lo[x], hi[x]));
                         s = cos_col_sign_of(m, k);
                     } else {
                         float z[COS_COL_BLOCK];
@@ -241,8 +241,8 @@ int tide_cos_hotcold_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix
                     mn = nb[k] < mn ? nb[k] : mn;
                 }
                 const float sg = cos_sigma(nm, mn);
-                full = s == 1 ? hp->do_hot && COS_SUB(v, mn) > COS_MUL(hp->hot_sigma, sg)
-                              : hp->do_cold && COS_SUB(mx, v) > COS_MUL(hp->cold_sigma, sg);
+                full = s == 1 ? hp->do_hot && tide_fsub(v, mn) > tide_fmul(hp->hot_sigma, sg)
+                              : hp->do_cold && tide_fsub(mx, v) > tide_fmul(hp->cold_sigma, sg);
             }
             f[x] = full ? (uint8_t)cos_hotcold(pix, mask, g, nm, hp, x, y) : (uint8_t)0;
         }
@@ -335,14 +335,14 @@ static void laplace_row(const float *restrict up, const float *restrict c,
         const int64_t n = x0 + LAP_CHUNK < w - 1 ? LAP_CHUNK : w - 1 - x0;
         for (int64_t i = 0; i < n; i++) {
             const int64_t x = x0 + i;
-            const float c2 = COS_ADD(c[x], c[x]);
+            const float c2 = tide_fadd(c[x], c[x]);
             t0[i] = cos_lpterm(c2, c[x - 1], up[x]);
             t1[i] = cos_lpterm(c2, c[x + 1], up[x]);
             t2[i] = cos_lpterm(c2, c[x - 1], dn[x]);
             t3[i] = cos_lpterm(c2, c[x + 1], dn[x]);
         }
         for (int64_t i = 0; i < n; i++)
-            S[x0 + i] = COS_DIV(cos_lpsum(t0[i], t1[i], t2[i], t3[i]), COS_MUL(2.0f, N[x0 + i]));
+            S[x0 + i] = tide_fdiv(cos_lpsum(t0[i], t1[i], t2[i], t3[i]), tide_fmul(2.0f, N[x0 + i]));
     }
 }
 
@@ -355,14 +355,14 @@ int tide_cos_laplace_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, 
         for (int64_t y = 0; y < g->h; y++) {
             if (y == 0 || y == g->h - 1 || w < 3) {
                 for (int64_t x = 0; x < w; x++)
-                    S[y * w + x] = COS_DIV(cos_lplus(W, w, w, g->h, x, y),
-                                           COS_MUL(2.0f, N[y * w + x]));
+                    S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, g->h, x, y),
+                                           tide_fmul(2.0f, N[y * w + x]));
                 continue;
             }
             laplace_row(W + (y - 1) * w, W + y * w, W + (y + 1) * w, N + y * w, w, S + y * w);
             for (int64_t x = 0; x < w; x += w - 1) /* the edge columns */
-                S[y * w + x] = COS_DIV(cos_lplus(W, w, w, g->h, x, y),
-                                       COS_MUL(2.0f, N[y * w + x]));
+                S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, g->h, x, y),
+                                       tide_fmul(2.0f, N[y * w + x]));
         }
         /* SP = S - med5(S) where S > low: the medians of a block first (all of them, the
          * vectorised network is cheaper than picking pixels), written into SP, then used. */
@@ -377,7 +377,7 @@ int tide_cos_laplace_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, 
                     const float s = S[y * w + x];
                     const float m = cs ? SP[y * w + x]
                                        : (s > low ? cos_box_median(S, w, w, g->h, x, y, 2) : 0);
-                    SP[y * w + x] = s > low ? COS_SUB(s, m) : s;
+                    SP[y * w + x] = s > low ? tide_fsub(s, m) : s;
                 }
         }
         free(cs);

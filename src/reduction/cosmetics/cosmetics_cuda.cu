@@ -319,7 +319,7 @@ static __global__ void k_lapl(tide_cos_geom g, const float *W, const float *N, f
         const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
             S[y * g.w + x] =
-                COS_DIV(cos_lplus(W, g.w, g.w, g.h, x, y), COS_MUL(2.0f, N[y * g.w + x]));
+                tide_fdiv(cos_lplus(W, g.w, g.w, g.h, x, y), tide_fmul(2.0f, N[y * g.w + x]));
     }
 }
 
@@ -336,7 +336,7 @@ static __global__ void k_sprime(tide_cos_geom g, const float *S, float *SP, floa
         if (x < g.w && y < g.h) {
             const float s = sh[(threadIdx.y + 2) * SW + threadIdx.x + 2];
             SP[y * g.w + x] =
-                s > low ? COS_SUB(s, med5_sorted(srt, nanc, S, g.w, g.w, g.h, x, y)) : s;
+                s > low ? tide_fsub(s, med5_sorted(srt, nanc, S, g.w, g.w, g.h, x, y)) : s;
         }
     }
 }

@@ -24,12 +24,12 @@ TIDE_HD static inline float cos_med4(float a, float b, float c, float d) {
     const float lo1 = b < a ? b : a, hi1 = b < a ? a : b;
     const float lo2 = d < c ? d : c, hi2 = d < c ? c : d;
     const float m1 = lo1 < lo2 ? lo2 : lo1, m2 = hi2 < hi1 ? hi2 : hi1;
-    return COS_MUL(0.5f, COS_ADD(m1, m2));
+    return tide_fmul(0.5f, tide_fadd(m1, m2));
 }
 
 /** z of a pixel of value v whose neighbours' median is m. */
 TIDE_HD static inline float cos_col_zval(const tide_cos_noise *nm, float v, float m) {
-    return COS_DIV(COS_SUB(v, m), cos_sigma(nm, m));
+    return tide_fdiv(tide_fsub(v, m), cos_sigma(nm, m));
 }
 
 /** Column residual z at (x, y), or NaN when the pixel or too many neighbours are unusable. */
@@ -89,7 +89,7 @@ TIDE_HD static inline void cos_col_runs(const float *pix, const uint16_t *mask,
                                         uint16_t excl, float k, int minrun, int64_t x,
                                         const uint8_t *blk, uint8_t *out) {
     const int64_t w = g->w, nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
-    const float half = COS_MUL(0.5f, k);
+    const float half = tide_fmul(0.5f, k);
     int64_t b = 0;
     while (b < nb) {
         const uint8_t s = blk[b * w + x];

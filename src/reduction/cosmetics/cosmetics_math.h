@@ -2,9 +2,9 @@
  * (DESIGN §3). Every formula exists here once.
  *
  * Identical masks on both backends need identical arithmetic: every float operation goes
- * through COS_ADD/SUB/MUL/DIV/SQRT, which are the IEEE round-to-nearest intrinsics on the
- * device (never fused into an FMA, never approximated) and plain operators on the host (the
- * C11 build does not contract). Medians are exact (insertion sort), neighbourhoods outside the
+ * through tide_fadd/fsub/fmul/fdiv/fsqrt (core/gpu/unfused.h), the IEEE round-to-nearest
+ * intrinsics on the device (never fused into an FMA, never approximated) and plain operators
+ * on the host (the C11 build does not contract). Medians are exact (insertion sort), neighbourhoods outside the
  * frame are clamped to the edge (scipy.ndimage mode 'nearest') where a full box is needed. */
 #ifndef TIDE_COSMETICS_MATH_H
 #define TIDE_COSMETICS_MATH_H
@@ -12,21 +12,8 @@
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 #include "tide/image.h"
-
-#ifdef __CUDA_ARCH__
-#define COS_ADD(a, b) __fadd_rn((a), (b))
-#define COS_SUB(a, b) __fsub_rn((a), (b))
-#define COS_MUL(a, b) __fmul_rn((a), (b))
-#define COS_DIV(a, b) __fdiv_rn((a), (b))
-#define COS_SQRT(a) __fsqrt_rn(a)
-#else
-#define COS_ADD(a, b) ((a) + (b))
-#define COS_SUB(a, b) ((a) - (b))
-#define COS_MUL(a, b) ((a) * (b))
-#define COS_DIV(a, b) ((a) / (b))
-#define COS_SQRT(a) sqrtf(a)
-#endif
 
 /** Flags in the byte scratch planes. */
 enum { COS_F_HOT = 1, COS_F_COLD = 2, COS_F_SET = 1 };
@@ -78,7 +65,7 @@ TIDE_HD static inline float cos_median(float *v, int n) {
     cos_sort(v, n);
     if (n & 1)
         return v[n / 2];
-    return COS_MUL(0.5f, COS_ADD(v[n / 2 - 1], v[n / 2]));
+    return tide_fmul(0.5f, tide_fadd(v[n / 2 - 1], v[n / 2]));
 }
 
 /** σ in ADU at local level m (ADU): sqrt(g·max(m − bias, 1e-5) + rn²)/g (eq. 10). The floor
@@ -87,11 +74,11 @@ TIDE_HD static inline float cos_median(float *v, int n) {
  *  noise: monotone (constant) in m, as the hot/cold screen needs. */
 TIDE_HD static inline float cos_sigma(const tide_cos_noise *nm, float m) {
     if (!(nm->gain > 0.0f))
-        return COS_SQRT(nm->rdn2);
-    float s = COS_SUB(m, nm->bias);
+        return tide_fsqrt(nm->rdn2);
+    float s = tide_fsub(m, nm->bias);
     if (!(s > 1e-5f))
         s = 1e-5f;
-    return COS_DIV(COS_SQRT(COS_ADD(COS_MUL(nm->gain, s), nm->rdn2)), nm->gain);
+    return tide_fdiv(tide_fsqrt(tide_fadd(tide_fmul(nm->gain, s), nm->rdn2)), nm->gain);
 }
 
 /** Median of the (2r+1)² box of a (stride ld) around (x, y), edges clamped; r <= 3. */
@@ -116,20 +103,20 @@ TIDE_HD static inline float cos_box_median(const float *a, int64_t ld, int64_t w
  *  boundary). cos_lplus5 is the value from the centre c and its left, right, up and down
  *  neighbours; cos_lpterm one clipped response 2I − I_h − I_v (c2 = 2I). */
 TIDE_HD static inline float cos_lpterm(float c2, float h, float v) {
-    const float t = COS_SUB(COS_SUB(c2, h), v);
+    const float t = tide_fsub(tide_fsub(c2, h), v);
     return t > 0.0f ? t : 0.0f;
 }
 /** The block average of the four clipped responses (in this order). */
 TIDE_HD static inline float cos_lpsum(float t0, float t1, float t2, float t3) {
     float s = 0.0f;
-    s = COS_ADD(s, t0);
-    s = COS_ADD(s, t1);
-    s = COS_ADD(s, t2);
-    s = COS_ADD(s, t3);
-    return COS_MUL(0.25f, s);
+    s = tide_fadd(s, t0);
+    s = tide_fadd(s, t1);
+    s = tide_fadd(s, t2);
+    s = tide_fadd(s, t3);
+    return tide_fmul(0.25f, s);
 }
 TIDE_HD static inline float cos_lplus5(float c, float l, float r, float u, float d) {
-    const float c2 = COS_ADD(c, c);
+    const float c2 = tide_fadd(c, c);
     return cos_lpsum(cos_lpterm(c2, l, u), cos_lpterm(c2, r, u), cos_lpterm(c2, l, d),
                      cos_lpterm(c2, r, d));
 }
@@ -146,7 +133,7 @@ TIDE_HD static inline float cos_lplus(const float *a, int64_t ld, int64_t w, int
 /** F from the 49 3×3 medians m3[7·(dy + 3) + dx + 3] around a pixel (sorts m3). */
 TIDE_HD static inline float cos_fine_of(float m3[49]) {
     const float centre = m3[24];
-    return COS_SUB(centre, cos_median(m3, 49));
+    return tide_fsub(centre, cos_median(m3, 49));
 }
 
 /** Fine-structure value F = med3(I) − med7(med3(I)) at (x, y) (van Dokkum 2001, eq. 11),
@@ -218,8 +205,8 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
     const float med = cos_median(nb, n8);
     const float sig = cos_sigma(nm, med);
     if (hp->do_hot) {
-        const float e = COS_SUB(v, med);
-        if (e > COS_MUL(hp->hot_sigma, sig) && COS_SUB(v, mx) > COS_MUL(hp->isolation, e)) {
+        const float e = tide_fsub(v, med);
+        if (e > tide_fmul(hp->hot_sigma, sig) && tide_fsub(v, mx) > tide_fmul(hp->isolation, e)) {
             float ring[16];
             int nr = 0;
             for (int dy = -2; dy <= 2; dy++) {
@@ -236,13 +223,13 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
                 }
             }
             const float rm = nr >= 3 ? cos_median(ring, nr) : med;
-            if (e > COS_MUL(hp->ratio, COS_SUB(med, rm)))
+            if (e > tide_fmul(hp->ratio, tide_fsub(med, rm)))
                 return COS_F_HOT;
         }
     }
     if (hp->do_cold) {
-        const float d = COS_SUB(med, v);
-        if (d > COS_MUL(hp->cold_sigma, sig) && COS_SUB(mn, v) > COS_MUL(hp->isolation, d))
+        const float d = tide_fsub(med, v);
+        if (d > tide_fmul(hp->cold_sigma, sig) && tide_fsub(mn, v) > tide_fmul(hp->isolation, d))
             return COS_F_COLD;
     }
     return 0;
@@ -280,8 +267,8 @@ TIDE_HD static inline int cos_hotcold_screened(const float *pix, const uint16_t 
                 return 0;
             const float sg = cos_sigma(nm, mn);
             const int maybe = v > mx
-                                  ? hp->do_hot && COS_SUB(v, mn) > COS_MUL(hp->hot_sigma, sg)
-                                  : hp->do_cold && COS_SUB(mx, v) > COS_MUL(hp->cold_sigma, sg);
+                                  ? hp->do_hot && tide_fsub(v, mn) > tide_fmul(hp->hot_sigma, sg)
+                                  : hp->do_cold && tide_fsub(mx, v) > tide_fmul(hp->cold_sigma, sg);
             if (!maybe)
                 return 0;
         }
@@ -327,10 +314,10 @@ TIDE_HD static inline int cos_may_flag(const uint16_t *mask, const tide_cos_geom
 /** The last step of cos_candidate, for a pixel that may be flagged with S' = sp > sigclip,
  *  fine structure F and noise n. */
 TIDE_HD static inline int cos_candidate_f(float sp, float F, float n, const tide_cos_lacos *lp) {
-    float f = COS_DIV(F, n);
+    float f = tide_fdiv(F, n);
     if (!(f > 0.01f))
         f = 0.01f;
-    return COS_DIV(sp, f) > lp->objlim;
+    return tide_fdiv(sp, f) > lp->objlim;
 }
 
 /** Candidate test at (x, y) (eqs. 11–13): S' > σ_lim and S'/f > f_lim with

@@ -80,7 +80,7 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
             bounds(g, list[k], &x0, &x1, &y0, &y1);
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++)
-                    S[y * w + x] = COS_DIV(cos_lplus(W, w, w, h, x, y), COS_MUL(2.0f, N[y * w + x]));
+                    S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, N[y * w + x]));
         }
         /* S' = S − med5 S where S > low */
 #pragma omp for schedule(dynamic, 4)
@@ -93,7 +93,7 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                     const float s = S[y * w + x];
                     const float m = cs ? SP[y * w + x]
                                        : (s > low ? cos_box_median(S, w, w, h, x, y, 2) : 0);
-                    SP[y * w + x] = s > low ? COS_SUB(s, m) : s;
+                    SP[y * w + x] = s > low ? tide_fsub(s, m) : s;
                 }
         }
         /* candidates, then the two growth steps */

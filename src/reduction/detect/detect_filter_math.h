@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
+#include "core/gpu/unfused.h"
 #include "detect_kernels.h"
 
 /** Normalised coordinate (2x - (N-1)) / (N-1) of the PSF model (0 when N == 1). */
@@ -63,16 +64,8 @@ TIDE_HD static inline float tide_det_snr_pixel(const tide_det_filter *f, int64_t
     return (float)(F / ((double)rms * sqrt(E)));
 }
 
-/* Products and sums rounded one by one on the GPU too (the _rn intrinsics): nvcc would
- * otherwise contract a * b + c into one fused multiply-add and the GPU would differ from the
- * CPU in the last bit (x86-64 host code is never contracted: no FMA in the baseline ISA). */
-#ifdef __CUDA_ARCH__
-#define DET_DMUL(a, b) __dmul_rn((a), (b))
-#define DET_DADD(a, b) __dadd_rn((a), (b))
-#else
-#define DET_DMUL(a, b) ((double)(a) * (double)(b))
-#define DET_DADD(a, b) ((double)(a) + (double)(b))
-#endif
+/* From here on, products and sums are rounded one by one on the GPU too (tide_dmul,
+ * tide_dadd: core/gpu/unfused.h), so that the row form gives the CPU's bits. */
 
 /** Along a row (normalised v) each coefficient c_b is a polynomial in u alone: Pb[p]
  *  multiplies u^p in c_b (p <= degree). The row form of both twins' S/N (detect_snr_cpu.c,
@@ -87,8 +80,8 @@ TIDE_HD static inline void tide_det_row_coef(const tide_det_filter *f, double v,
         for (int j = 0; j <= g; j++, k++) {
             if (k >= f->ncoef) continue;
             double vq = 1.0;
-            for (int q = 0; q < j; q++) vq = DET_DMUL(vq, v);
-            Pb[g - j] = DET_DADD(Pb[g - j], DET_DMUL(f->coef[b * f->ncoef + k], vq));
+            for (int q = 0; q < j; q++) vq = tide_dmul(vq, v);
+            Pb[g - j] = tide_dadd(Pb[g - j], tide_dmul(f->coef[b * f->ncoef + k], vq));
         }
 }
 
@@ -105,7 +98,7 @@ TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const
             for (int p = 0; p <= deg; p++) {
                 const int r = q - p;
                 if (r < 0 || r > deg) continue;
-                Q = DET_DADD(Q, DET_DMUL(DET_DMUL(g, P[a * d1 + p]), P[b * d1 + r]));
+                Q = tide_dadd(Q, tide_dmul(tide_dmul(g, P[a * d1 + p]), P[b * d1 + r]));
             }
         }
     return Q;
@@ -114,7 +107,7 @@ TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const
 /** The polynomial c[0] + c[1] u + ... + c[deg] u^deg by Horner's rule, each step rounded. */
 TIDE_HD static inline double tide_det_horner(const double *c, int deg, double u) {
     double s = c[deg];
-    for (int p = deg - 1; p >= 0; p--) s = DET_DADD(DET_DMUL(s, u), c[p]);
+    for (int p = deg - 1; p >= 0; p--) s = tide_dadd(tide_dmul(s, u), c[p]);
     return s;
 }
 

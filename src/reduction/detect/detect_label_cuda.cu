@@ -133,14 +133,6 @@ static __global__ void k_relabel(int32_t *L, const int32_t *cid, const int32_t *
     L[p] = area[c] >= (unsigned long long)minarea ? pid[c] : -1;
 }
 
-#define LAUNCH_OK(what)                                                                        \
-    do {                                                                                       \
-        cudaError_t e_ = cudaGetLastError();                                                   \
-        if (e_ != cudaSuccess)                                                                 \
-            return tide_error(TIDE_E_CUDA, "tide_detect: %s kernel: %s", what,                 \
-                              cudaGetErrorString(e_));                                         \
-    } while (0)
-
 static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64_t minarea,
                       tide_det_work *w, int32_t *cid, unsigned long long **area, int32_t **bb,
                       int32_t **peak, int32_t **pid) {
@@ -150,7 +142,7 @@ static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64
     k_init<<<nbk, 256, 0, s>>>(snr->pix, snr->stride, (float)thresh, w->label, W, N);
     k_merge<<<nbk, 256, 0, s>>>(w->label, W, N);
     k_compress<<<nbk, 256, 0, s>>>(w->label, cid, N);
-    LAUNCH_OK("labelling");
+    TIDE_CUDA_LAUNCHED();
     int64_t nc = 0;
     int st = tide_det_scan_i32(ctx, cid, cid, N, &nc);
     if (st) return st;
@@ -165,7 +157,7 @@ static int label_body(tide_ctx *ctx, const tide_image *snr, double thresh, int64
         k_comp_stats<<<nbk, 256, 0, s>>>(w->label, cid, snr->pix, snr->stride, W, N, *area, *bb,
                                          *peak);
         k_keep<<<nbc, 256, 0, s>>>(*area, minarea, *pid, nc);
-        LAUNCH_OK("component");
+        TIDE_CUDA_LAUNCHED();
     }
     int64_t np = 0;
     st = tide_det_scan_i32(ctx, *pid, *pid, nc, &np);

@@ -14,14 +14,6 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
-#define LAUNCH_OK(what)                                                                        \
-    do {                                                                                       \
-        cudaError_t e_ = cudaGetLastError();                                                   \
-        if (e_ != cudaSuccess)                                                                 \
-            return tide_error(TIDE_E_CUDA, "tide_detect: %s kernel: %s", what,                 \
-                              cudaGetErrorString(e_));                                         \
-    } while (0)
-
 static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t minarea,
                                        int limit, int64_t host_area, int64_t *bytes) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -170,7 +162,7 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     if (st) return st;
     k_big_pack<<<(unsigned)n, 256, 0, (cudaStream_t)ctx->stream>>>(*w, b->d_big, b->d_off,
                                                                     b->d_idx, b->d_val, NULL, 1);
-    LAUNCH_OK("deblend gather");
+    TIDE_CUDA_LAUNCHED();
     st = tide_memcpy(ctx, b->h_idx, 0, b->d_idx, 1, sizeof(int32_t) * (size_t)tot);
     if (!st) st = tide_memcpy(ctx, b->h_val, 0, b->d_val, 1, sizeof(float) * (size_t)tot);
     return st;
@@ -189,7 +181,7 @@ static int big_store(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     k_big_pack<<<(unsigned)n, 256, 0, s>>>(*w, b->d_big, b->d_off, NULL, NULL, b->d_local, 0);
     k_big_results<<<tide_det_blocks(n, 128), 128, 0, s>>>(*w, b->d_big, n, b->d_nchild,
                                                           b->d_flags);
-    LAUNCH_OK("deblend results");
+    TIDE_CUDA_LAUNCHED();
     /* The host buffers are pageable: the copies above have been staged by the time
      * cudaMemcpyAsync returns, but wait anyway before they are freed. */
     return tide_sync(ctx);
@@ -304,7 +296,7 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
     TIDE_CUDA_TRY(cudaMemsetAsync(w->seg, 0xFF, sizeof(int32_t) * (size_t)w->npix, s));
     k_src_init<<<nbp, 128, 0, s>>>(*w);
     k_scatter<<<tide_det_blocks(w->npixon, 256), 256, 0, s>>>(*w);
-    LAUNCH_OK("segmentation");
+    TIDE_CUDA_LAUNCHED();
     /* the scratch is large and no longer needed (freed in stream order, after the scatter) */
     tide_device_free(ctx, w->scratch);
     w->scratch = NULL;
@@ -435,7 +427,7 @@ extern "C" int tide_det_measure_cuda(tide_ctx *ctx, const tide_image *sub, const
     v.width = w->width;
     v.height = w->height;
     k_measure<<<tide_det_blocks(ns * 32, 128), 128, 0, s>>>(v, *mp, *w);
-    LAUNCH_OK("measurement");
+    TIDE_CUDA_LAUNCHED();
     return TIDE_OK; /* stream-ordered: the table's copies to the host wait for it */
 }
 

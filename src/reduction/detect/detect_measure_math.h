@@ -13,6 +13,7 @@
 
 #include "core/gpu/hd.h"
 #include "detect_kernels.h"
+#include "reduction/wincentroid_math.h"
 #include "tide/detect.h"
 #include "tide/image.h"
 
@@ -243,9 +244,7 @@ TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_
             continue;
         }
         double w = exp(-r2 * inv2s2), wi = w * (double)I;
-        a->sw += wi;
-        a->swx += wi * dx;
-        a->swy += wi * dy;
+        tide_win_add(wi, dx, dy, &a->sw, &a->swx, &a->swy);
         if (!full) continue;
         a->swxx += wi * dx * dx;
         a->swyy += wi * dy * dy;
@@ -264,7 +263,8 @@ TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_
 TIDE_HD static inline int tide_det_win_step(const tide_det_win_acc *a, double eps, double *xc,
                                             double *yc) {
     if (!(a->sw > 0.0)) return -1;
-    double dx = 2.0 * a->swx / a->sw, dy = 2.0 * a->swy / a->sw;
+    double dx, dy;
+    tide_win_step(a->sw, a->swx, a->swy, &dx, &dy);
     *xc += dx;
     *yc += dy;
     return dx * dx + dy * dy < eps * eps ? 1 : 0;

@@ -3,7 +3,7 @@
  * The row form of the CPU twin (detect_snr_cpu.c): one block per row; its threads form the
  * row's polynomials in shared memory (a thread per basis for the coefficients, one per power
  * of u for the kernel energy), then walk the row's pixels with Horner's rule. The same
- * operations in the same order as the CPU, each rounded on its own (DET_DMUL/DET_DADD), so
+ * operations in the same order as the CPU, each rounded on its own (tide_dmul/tide_dadd), so
  * the S/N map has the CPU's bits. The filter travels as a kernel parameter (constant bank):
  * no upload and no wait per call. */
 #include "core/gpu/cuda_check.h"
@@ -54,7 +54,7 @@ static __global__ void k_snr(const __grid_constant__ tide_det_filter f, const co
             const double u = tide_det_unorm((double)x, f.width);
             double F = 0.0;
             for (int b = 0; b < f.nbasis; b++)
-                F = DET_DADD(F, DET_DMUL(tide_det_horner(P + b * d1, f.degree, u),
+                F = tide_dadd(F, tide_dmul(tide_det_horner(P + b * d1, f.degree, u),
                                          (double)R.p[b][y * R.stride[b] + x]));
             const double E = tide_det_horner(Q, 2 * f.degree, u);
             snr[y * ostride + x] = tide_det_snr_of(F, E, sub[y * sstride + x],
@@ -98,9 +98,9 @@ static __global__ void k_snr_accum(const __grid_constant__ tide_det_filter f, in
         row_polys(f, y, P, NULL);
         for (int64_t x = threadIdx.x; x < W; x += blockDim.x) {
             const double u = tide_det_unorm((double)x, f.width);
-            const double t = DET_DMUL(tide_det_horner(Pb, f.degree, u), (double)R[y * rstride + x]);
+            const double t = tide_dmul(tide_det_horner(Pb, f.degree, u), (double)R[y * rstride + x]);
             const int64_t i = y * W + x;
-            F[i] = DET_DADD(b == 0 ? 0.0 : F[i], t);
+            F[i] = tide_dadd(b == 0 ? 0.0 : F[i], t);
         }
         __syncthreads();
     }

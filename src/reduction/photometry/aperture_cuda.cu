@@ -10,17 +10,13 @@
 #include <math.h>
 #include "core/box_walk.h"
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "aperture_kernels.h"
 #include "aperture_math.h"
 #include "aperture_pixel.h"
 #include "tide/photometry.h"
 
 #define AP_WARPS_PER_BLOCK 4
-
-__device__ static inline double warp_sum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
 
 /* One warp per (source, radius) pair o = s * nr + k: a growth curve of ~80 radii is ~80
  * warps working side by side, not one warp walking them in turn (each pair's sums are
@@ -41,21 +37,12 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
             int64_t x0, x1, y0, y1;
             tide_ap_range(cx, r, &x0, &x1);
             tide_ap_range(cy, r, &y0, &y1);
-            const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-            int64_t col, row;
-            tide_box_walk_start(lane, bw, &col, &row);
-            for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
-                const int64_t j = y0 + row, i = x0 + col;
-                const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
-                if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
-            }
+            tide_ap_warp_box(&a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
+                             [&](int64_t i, int64_t j) {
+                                 return tide_ap_pixel_overlap(i, j, cx, cy, r);
+                             });
         }
-        a.sf = warp_sum(a.sf);
-        a.sv = warp_sum(a.sv);
-        a.aval = warp_sum(a.aval);
-        a.amask = warp_sum(a.amask);
-        a.amiss = warp_sum(a.amiss);
-        a.aout = warp_sum(a.aout);
+        tide_ap_warp_total(&a);
         if (lane == 0) {
             int32_t fl;
             tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
@@ -99,15 +86,7 @@ __device__ static double block_lane_sum(const float *v, int lo, int hi, int squa
             acc = __dadd_rn(acc, (double)v[i]);
         }
     }
-    red[l] = acc;
-    __syncthreads();
-    for (int s = TIDE_AP_LANES / 2; s > 0; s >>= 1) {
-        if (l < s) red[l] = __dadd_rn(red[l], red[l + s]);
-        __syncthreads();
-    }
-    const double out = red[0];
-    __syncthreads();
-    return out;
+    return tide_block_tree_sum<TIDE_AP_LANES>(acc, red);
 }
 
 __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_ann_job job) {

@@ -9,11 +9,15 @@
  * brightness: a masked wing pixel is then credited with much more than it had and a masked
  * core pixel with much less, so on frames where cosmic-ray cleaning grazes stars the fluxes
  * come out several per cent high. The scaling stays as the fallback for pixels whose mirror
- * is itself excluded, outside the frame, or the same pixel. */
+ * is itself excluded, outside the frame, or the same pixel.
+ *
+ * For the CUDA twins it also holds the warp's loop over an aperture's box (tide_ap_warp_box,
+ * tide_ap_warp_total), which the circular and Kron kernels share. */
 #ifndef TIDE_APERTURE_PIXEL_H
 #define TIDE_APERTURE_PIXEL_H
 #include <math.h>
 #include <stdint.h>
+#include "core/box_walk.h"
 #include "core/gpu/hd.h"
 #include "aperture_kernels.h"
 
@@ -96,5 +100,38 @@ TIDE_HD static inline void tide_ap_add(tide_ap_acc *a, const tide_ap_planes *im,
     a->sv += w * v;
     a->aval += w;
 }
+
+#ifdef __CUDACC__
+/* ---- the CUDA twins' pixel loop (aperture_cuda.cu, kron_cuda.cu) ------------------------ */
+#include "core/gpu/warp_sum.h"
+
+/* One warp's pass over the box [x0, x1] x [y0, y1]: lane @p lane takes pixels
+ * lane, lane + 32, ... in row-major order and adds each one whose weight(i, j) > 0 (its
+ * overlap with the aperture) to its partial sums *a with tide_ap_add. */
+template <class Weight>
+__device__ static inline void tide_ap_warp_box(tide_ap_acc *a, const tide_ap_planes *im,
+                                               int64_t x0, int64_t x1, int64_t y0, int64_t y1,
+                                               double cx, double cy, int mirror, int lane,
+                                               Weight weight) {
+    const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
+    int64_t col, row;
+    tide_box_walk_start(lane, bw, &col, &row);
+    for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
+        const int64_t j = y0 + row, i = x0 + col;
+        const double w = weight(i, j);
+        if (w > 0.0) tide_ap_add(a, im, i, j, w, cx, cy, mirror);
+    }
+}
+
+/* The warp's totals of the six sums (tide_warp_sum: in lane 0). */
+__device__ static inline void tide_ap_warp_total(tide_ap_acc *a) {
+    a->sf = tide_warp_sum(a->sf);
+    a->sv = tide_warp_sum(a->sv);
+    a->aval = tide_warp_sum(a->aval);
+    a->amask = tide_warp_sum(a->amask);
+    a->amiss = tide_warp_sum(a->amiss);
+    a->aout = tide_warp_sum(a->aout);
+}
+#endif
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include "core/box_walk.h"
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "aperture_math.h"
 #include "aperture_pixel.h"
 #include "kron_kernels.h"
@@ -11,11 +12,6 @@
 #include "tide/photometry.h"
 
 #define KR_WARPS 4
-
-__device__ static inline double kr_warp_sum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
 
 __global__ void kron_kernel(const tide_kron_job job) {
     const int lane = threadIdx.x & 31;
@@ -54,29 +50,18 @@ __global__ void kron_kernel(const tide_kron_job job) {
             v1 += d;
         }
     }
-    r1 = kr_warp_sum(r1);
-    v1 = kr_warp_sum(v1);
-    r1 = __shfl_sync(0xffffffffu, r1, 0);
-    v1 = __shfl_sync(0xffffffffu, v1, 0);
+    r1 = tide_warp_allsum(r1);
+    v1 = tide_warp_allsum(v1);
     int failed;
     const double K = tide_kron_radius(r1, v1, job.kron_fact, job.min_radius, &failed);
     tide_kron_box(&g, cx, cy, K, &x0, &x1, &y0, &y1);
     tide_ap_acc a = tide_ap_acc_zero();
-    const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
-    int64_t col, row;
-    tide_box_walk_start(lane, bw, &col, &row);
-    for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
-        const int64_t j = y0 + row, i = x0 + col;
-        const double w = tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K, g.reach,
-                                              job.subpix);
-        if (w > 0.0) tide_ap_add(&a, &job.im, i, j, w, cx, cy, job.mask_correct);
-    }
-    a.sf = kr_warp_sum(a.sf);
-    a.sv = kr_warp_sum(a.sv);
-    a.aval = kr_warp_sum(a.aval);
-    a.amask = kr_warp_sum(a.amask);
-    a.amiss = kr_warp_sum(a.amiss);
-    a.aout = kr_warp_sum(a.aout);
+    tide_ap_warp_box(&a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
+                     [&](int64_t i, int64_t j) {
+                         return tide_ap_ellipse_frac(i - cx, j - cy, g.cxx, g.cyy, g.cxy, K,
+                                                     g.reach, job.subpix);
+                     });
+    tide_ap_warp_total(&a);
     if (lane == 0) {
         int32_t af;
         tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0,

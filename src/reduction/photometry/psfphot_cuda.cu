@@ -7,16 +7,12 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "psfphot_kernels.h"
 #include "psfphot_math.h"
 #include "tide/photometry.h"
 
 #define PF_WARPS 4
-
-__device__ static inline double pf_allsum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-    return __shfl_sync(0xffffffffu, v, 0);
-}
 
 __global__ void psffit_kernel(const tide_psffit_job job) {
     const int lane = threadIdx.x & 31;
@@ -54,13 +50,13 @@ __global__ void psffit_kernel(const tide_psffit_job job) {
             }
             tide_psffit_add(&sm, d, p, tide_psffit_var(sv, pass ? F : 0.0, p, job.gain_eff));
         }
-        sm.spp = pf_allsum(sm.spp);
-        sm.sdp = pf_allsum(sm.sdp);
-        sm.sp = pf_allsum(sm.sp);
-        sm.sd = pf_allsum(sm.sd);
-        sm.s1 = pf_allsum(sm.s1);
-        sm.sdd = pf_allsum(sm.sdd);
-        sm.npix = pf_allsum(sm.npix);
+        sm.spp = tide_warp_allsum(sm.spp);
+        sm.sdp = tide_warp_allsum(sm.sdp);
+        sm.sp = tide_warp_allsum(sm.sp);
+        sm.sd = tide_warp_allsum(sm.sd);
+        sm.s1 = tide_warp_allsum(sm.s1);
+        sm.sdd = tide_warp_allsum(sm.sdd);
+        sm.npix = tide_warp_allsum(sm.npix);
         ok = tide_psffit_solve(&sm, job.fit_bkg, &F, &B, &ferr, &chi2);
     }
     /* OR of the lanes' flags */
@@ -80,24 +76,6 @@ __global__ void psffit_kernel(const tide_psffit_job job) {
 #define PM_THREADS 128
 #define PM_WARPS (PM_THREADS / 32)
 #define PM_NSUM 7
-
-/* Sum each of v[0..k) over the block, result in every thread: fixed shuffle tree per warp,
- * then the warps' partials in warp order. Every thread of the block must call it. */
-__device__ static void pm_blocksum(double *v, int k, double (*red)[PM_WARPS]) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int q = 0; q < k; q++) {
-        double x = v[q];
-        for (int off = 16; off > 0; off >>= 1) x += __shfl_down_sync(0xffffffffu, x, off);
-        if (lane == 0) red[q][warp] = x;
-    }
-    __syncthreads();
-    for (int q = 0; q < k; q++) {
-        double x = 0.0;
-        for (int w = 0; w < PM_WARPS; w++) x += red[q][w];
-        v[q] = x;
-    }
-    __syncthreads();
-}
 
 __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psffit_job job) {
     extern __shared__ double pm_sh[]; /* R: npix doubles, then the stamp: npix floats */
@@ -136,7 +114,7 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
         cen[p] = (float)v;
         part[0] += v;
     }
-    pm_blocksum(part, 1, red);
+    tide_block_sums_by_warp<PM_WARPS>(part, 1, red);
     if (part[0] != 0.0) {
         const double inv = 1.0 / part[0];
         for (int p = tid; p < npix; p += PM_THREADS) cen[p] = (float)((double)cen[p] * inv);
@@ -152,7 +130,7 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
         P[p] = (float)acc;
         part[0] += acc;
     }
-    pm_blocksum(part, 1, red);
+    tide_block_sums_by_warp<PM_WARPS>(part, 1, red);
     if (part[0] != 0.0) {
         const double sum = part[0];
         for (int p = tid; p < npix; p += PM_THREADS) P[p] = (float)((double)P[p] / sum);
@@ -179,7 +157,7 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
             tide_psffit_add(&sm, d, p, tide_psffit_var(sv, pass ? F : 0.0, p, job.gain_eff));
         }
         double v[PM_NSUM] = {sm.spp, sm.sdp, sm.sp, sm.sd, sm.s1, sm.sdd, sm.npix};
-        pm_blocksum(v, PM_NSUM, red);
+        tide_block_sums_by_warp<PM_WARPS>(v, PM_NSUM, red);
         sm.spp = v[0];
         sm.sdp = v[1];
         sm.sp = v[2];

@@ -14,11 +14,10 @@
  * iterations for the many faint ones. Returns 0 or a TIDE_PSF_REJ_* bit. */
 static int centroid_one(const tide_image *im, const tide_image *rms, const psf_kparams *kp,
                         double x0, double y0, double *xc, double *yc) {
-    if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
-    const int64_t ix = (int64_t)floor(x0 + 0.5), iy = (int64_t)floor(y0 + 0.5);
     const int R = kp->cwin;
-    if (ix - R < 0 || iy - R < 0 || ix + R >= im->width || iy + R >= im->height)
-        return TIDE_PSF_REJ_EDGE;
+    int64_t ix, iy;
+    const int start = psf_centroid_start(x0, y0, R, im->width, im->height, &ix, &iy);
+    if (start) return start;
     if (kp->snr_floor > 0.0 && rms && rms->pix) {
         double f = 0.0, var = 0.0;
         for (int j = -R; j <= R; j++)
@@ -49,19 +48,12 @@ static int centroid_one(const tide_image *im, const tide_image *rms, const psf_k
                 const float v = row[px];
                 if (!isfinite(v) || (mrow && (mrow[px] & kp->mask_bits))) continue;
                 const double dx = (double)px - cx, dy = (double)py - cy;
-                const double wi = (wx[i + R] * wy[j + R]) * (double)v;
-                swi += wi;
-                sdx += wi * dx;
-                sdy += wi * dy;
+                tide_win_add((wx[i + R] * wy[j + R]) * (double)v, dx, dy, &swi, &sdx, &sdy);
             }
         }
-        if (!(swi > 0.0)) return TIDE_PSF_REJ_CENTROID;
-        const double stx = 2.0 * sdx / swi, sty = 2.0 * sdy / swi;
-        cx += stx;
-        cy += sty;
-        if (fabs(cx - x0) > kp->max_shift || fabs(cy - y0) > kp->max_shift)
-            return TIDE_PSF_REJ_CENTROID;
-        converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
+        const int moved = psf_centroid_move(swi, sdx, sdy, x0, y0, kp->max_shift, &cx, &cy,
+                                            &converged);
+        if (moved) return moved;
     }
     if (!converged) return TIDE_PSF_REJ_CENTROID;
     *xc = cx;

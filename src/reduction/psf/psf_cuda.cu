@@ -4,24 +4,11 @@
 #include <cuda_runtime.h>
 
 #include "core/gpu/cuda_check.h"
+#include "core/gpu/warp_sum.h"
 #include "psf_kernels.h"
 #include "psf_math.h"
 
 #define PSF_THREADS 128
-
-/* Fixed-order tree sum over the block; every thread gets the total. */
-__device__ static double block_sum(double v, double *sh) {
-    const int t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (int s = PSF_THREADS / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] += sh[t + s];
-        __syncthreads();
-    }
-    const double r = sh[0];
-    __syncthreads();
-    return r;
-}
 
 __device__ static double block_max(double v, double *sh) {
     const int t = threadIdx.x;
@@ -54,11 +41,10 @@ __device__ static int block_or(int v, int *sh) {
 __device__ static int centroid_block(const tide_image im, const float *rpix, int64_t rstride,
                                      const psf_kparams kp, double x0, double y0, double *xc,
                                      double *yc, double *sh, double *wx, double *wy) {
-    if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
-    const int64_t ix = (int64_t)floor(x0 + 0.5), iy = (int64_t)floor(y0 + 0.5);
     const int R = kp.cwin, side = 2 * R + 1;
-    if (ix - R < 0 || iy - R < 0 || ix + R >= im.width || iy + R >= im.height)
-        return TIDE_PSF_REJ_EDGE;
+    int64_t ix, iy;
+    const int start = psf_centroid_start(x0, y0, R, im.width, im.height, &ix, &iy);
+    if (start) return start;
     if (kp.snr_floor > 0.0 && rpix) {
         double f = 0.0, var = 0.0;
         for (int k = threadIdx.x; k < side * side; k += PSF_THREADS) {
@@ -70,8 +56,8 @@ __device__ static int centroid_block(const tide_image im, const float *rpix, int
             f += v;
             var += (double)r * r;
         }
-        f = block_sum(f, sh);
-        var = block_sum(var, sh);
+        f = tide_block_tree_sum<PSF_THREADS>(f, sh);
+        var = tide_block_tree_sum<PSF_THREADS>(var, sh);
         if (!(f > kp.snr_floor * sqrt(var))) return TIDE_PSF_REJ_SNR;
     }
     double cx = x0, cy = y0;
@@ -91,21 +77,14 @@ __device__ static int centroid_block(const tide_image im, const float *rpix, int
             if (!isfinite(v) || (im.mask && (im.mask[py * im.stride + px] & kp.mask_bits)))
                 continue;
             const double dx = (double)px - cx, dy = (double)py - cy;
-            const double wi = (wx[k % side] * wy[k / side]) * (double)v;
-            swi += wi;
-            sdx += wi * dx;
-            sdy += wi * dy;
+            tide_win_add((wx[k % side] * wy[k / side]) * (double)v, dx, dy, &swi, &sdx, &sdy);
         }
-        swi = block_sum(swi, sh);
-        sdx = block_sum(sdx, sh);
-        sdy = block_sum(sdy, sh);
-        if (!(swi > 0.0)) return TIDE_PSF_REJ_CENTROID;
-        const double stx = 2.0 * sdx / swi, sty = 2.0 * sdy / swi;
-        cx += stx;
-        cy += sty;
-        if (fabs(cx - x0) > kp.max_shift || fabs(cy - y0) > kp.max_shift)
-            return TIDE_PSF_REJ_CENTROID;
-        converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
+        swi = tide_block_tree_sum<PSF_THREADS>(swi, sh);
+        sdx = tide_block_tree_sum<PSF_THREADS>(sdx, sh);
+        sdy = tide_block_tree_sum<PSF_THREADS>(sdy, sh);
+        const int moved = psf_centroid_move(swi, sdx, sdy, x0, y0, kp.max_shift, &cx, &cy,
+                                            &converged);
+        if (moved) return moved;
     }
     if (!converged) return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
@@ -179,14 +158,14 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
             }
         }
         fl = block_or(lfl, shi);
-        sum = block_sum(sum, sh);
-        fap = block_sum(fap, sh);
-        vap = block_sum(vap, sh);
-        cap = block_sum(cap, sh);
-        sring = block_sum(sring, sh);
-        nring = block_sum(nring, sh);
-        sw = block_sum(sw, sh);
-        swr2 = block_sum(swr2, sh);
+        sum = tide_block_tree_sum<PSF_THREADS>(sum, sh);
+        fap = tide_block_tree_sum<PSF_THREADS>(fap, sh);
+        vap = tide_block_tree_sum<PSF_THREADS>(vap, sh);
+        cap = tide_block_tree_sum<PSF_THREADS>(cap, sh);
+        sring = tide_block_tree_sum<PSF_THREADS>(sring, sh);
+        nring = tide_block_tree_sum<PSF_THREADS>(nring, sh);
+        sw = tide_block_tree_sum<PSF_THREADS>(sw, sh);
+        swr2 = tide_block_tree_sum<PSF_THREADS>(swr2, sh);
         peak = block_max(peak, sh);
         if (threadIdx.x == 0) {
             for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
@@ -223,7 +202,7 @@ __global__ void psf_extract_kernel(const float *pix, int64_t stride, const psf_k
             st[k] = v;
             part += v;
         }
-        const double sum = block_sum(part, sh); /* its syncs also guard w's reuse */
+        const double sum = tide_block_tree_sum<PSF_THREADS>(part, sh); /* its syncs also guard w's reuse */
         if (sum > 0.0) {
             const float inv = (float)(1.0 / sum);
             for (int k = threadIdx.x; k < npix; k += PSF_THREADS) st[k] *= inv;

@@ -7,6 +7,7 @@
 
 #include "core/gpu/hd.h"
 #include "psf_kernels.h"
+#include "reduction/wincentroid_math.h"
 #include "tide/psf.h"
 
 #define PSF_LANCZOS_A 3 /* taps on each side: 2a = 6 per axis */
@@ -42,6 +43,35 @@ TIDE_HD static inline double psf_win_1d(double d, double inv2s2) { return exp(-d
 
 #define PSF_CENTROID_ITERS 30    /* XWIN iterations at most */
 #define PSF_CENTROID_TOL 1.0e-4  /* pixels: stop when a step is smaller */
+
+/** Where the windowed centroid of a star from (x0, y0) starts: the rounded pixel (*ix, *iy),
+ *  the centre of its box of half-side R. Returns 0, TIDE_PSF_REJ_CENTROID for a start that is
+ *  not finite, or TIDE_PSF_REJ_EDGE when the box leaves the w x h frame. */
+TIDE_HD static inline int psf_centroid_start(double x0, double y0, int R, int64_t w, int64_t h,
+                                             int64_t *ix, int64_t *iy) {
+    if (!isfinite(x0) || !isfinite(y0)) return TIDE_PSF_REJ_CENTROID;
+    *ix = (int64_t)floor(x0 + 0.5);
+    *iy = (int64_t)floor(y0 + 0.5);
+    if (*ix - R < 0 || *iy - R < 0 || *ix + R >= w || *iy + R >= h) return TIDE_PSF_REJ_EDGE;
+    return 0;
+}
+
+/** The end of one centroid iteration, from the window's sums (tide_win_add): move (*cx, *cy)
+ *  by the windowed step and set *converged when both components are below PSF_CENTROID_TOL.
+ *  Returns 0, or TIDE_PSF_REJ_CENTROID when the window holds no positive flux or the centre
+ *  strays more than max_shift from the start (x0, y0). */
+TIDE_HD static inline int psf_centroid_move(double swi, double sdx, double sdy, double x0,
+                                            double y0, double max_shift, double *cx, double *cy,
+                                            int *converged) {
+    if (!(swi > 0.0)) return TIDE_PSF_REJ_CENTROID;
+    double stx, sty;
+    tide_win_step(swi, sdx, sdy, &stx, &sty);
+    *cx += stx;
+    *cy += sty;
+    if (fabs(*cx - x0) > max_shift || fabs(*cy - y0) > max_shift) return TIDE_PSF_REJ_CENTROID;
+    *converged = fabs(stx) < PSF_CENTROID_TOL && fabs(sty) < PSF_CENTROID_TOL;
+    return 0;
+}
 
 /** The pixel box a stamp of half-side h around (xc, yc) reads, Lanczos taps included:
  *  [floor(xc) - h - 2, floor(xc) + h + 3], likewise in y. */
