@@ -90,8 +90,8 @@ static int make_frame(int64_t w, int64_t h, int64_t nstars, tide_image *sub, flo
     *sub = fr.image;
     fr.image.owns = 0;
     tide_sim_frame_free(NULL, &fr);
-    sep_image im = {sub->pix, NULL, NULL, NULL, SEP_TFLOAT, 0, 0, 0, (int)w, (int)h,
-                    0.0, SEP_NOISE_NONE, 1.0, 0.0};
+    sep_image im = {sub->pix, NULL,   NULL,   NULL, SEP_TFLOAT,     0,   0,
+                    0,        (int)w, (int)h, 0.0,  SEP_NOISE_NONE, 1.0, 0.0};
     sep_bkg *bk = NULL;
     int se = sep_background(&im, 64, 64, 3, 3, 0.0, &bk);
     *rms = malloc(sizeof(float) * (size_t)(w * h));
@@ -188,13 +188,13 @@ int main(int argc, char **argv) {
         sep_set_extract_pixstack((size_t)(w * h / 20 > 300000 ? w * h / 20 : 300000));
         const int nsep_runs = w * h > 20000000 ? (repeats < 3 ? repeats : 3) : repeats;
         static const float conv[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
-        sep_image im = {sub.pix, rms, NULL, NULL, SEP_TFLOAT, SEP_TFLOAT, 0, 0, (int)w, (int)h,
-                        0.0, SEP_NOISE_STDDEV, 1.0, 0.0};
+        sep_image im = {sub.pix, rms,    NULL,   NULL, SEP_TFLOAT,       SEP_TFLOAT, 0,
+                        0,       (int)w, (int)h, 0.0,  SEP_NOISE_STDDEV, 1.0,        0.0};
         for (int r = 0; r < nsep_runs && !st; r++) {
             sep_catalog *cat = NULL;
             const double t0 = tide_now();
-            const int se = sep_extract(&im, 5.0f, SEP_THRESH_REL, 5, conv, 3, 3,
-                                       SEP_FILTER_CONV, 32, 0.005, 1, 1.0, &cat);
+            const int se = sep_extract(&im, 5.0f, SEP_THRESH_REL, 5, conv, 3, 3, SEP_FILTER_CONV,
+                                       32, 0.005, 1, 1.0, &cat);
             ts[r] = 1e3 * (tide_now() - t0);
             if (se) {
                 char msg[128];

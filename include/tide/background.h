@@ -86,7 +86,7 @@ typedef struct tide_bkg_summary {
  *  the whole frame is used as a single mesh (any number of valid pixels); a frame with no
  *  valid pixel at all returns TIDE_E_EMPTY. Bad parameters return TIDE_E_INVAL. */
 TIDE_API int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const tide_bkg_params *p,
-                             tide_image *bkg, tide_image *rms, tide_bkg_summary *s);
+                                      tide_image *bkg, tide_image *rms, tide_bkg_summary *s);
 
 /** Modelled sky variance per pixel, ADU², of a frame that is the average of @p ncombine
  *  exposures, each with gain @p gain (e-/ADU, > 0) and read noise @p rdnoise (e-, >= 0):
@@ -103,7 +103,7 @@ TIDE_API int tide_background_estimate(tide_ctx *ctx, const tide_image *im, const
  *  N·b), pass ncombine = 1 and rdnoise·sqrt(N). NaN in @p bkg gives NaN.
  *  @p var is allocated by the call (width × height, pixels only) where @p bkg lives. */
 TIDE_API int tide_noise_model(tide_ctx *ctx, const tide_image *bkg, double gain, double rdnoise,
-                     int ncombine, tide_image *var);
+                              int ncombine, tide_image *var);
 
 #ifdef __cplusplus
 }

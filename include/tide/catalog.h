@@ -26,8 +26,8 @@ TIDE_API int tide_catalog_write_fits(const char *path, const tide_table *t, cons
  *  @p frame_hdr card by card, ending with END (NAXIS1/NAXIS2 are set from the catalog
  *  header's IMAGEW/IMAGEH when the frame header lacks them; may be NULL); HDU 2
  *  'LDAC_OBJECTS', the table with the cards of @p hdr (may be NULL). */
-TIDE_API int tide_catalog_write_ldac(const char *path, const tide_table *t, const tide_header *frame_hdr,
-                            const tide_header *hdr);
+TIDE_API int tide_catalog_write_ldac(const char *path, const tide_table *t,
+                                     const tide_header *frame_hdr, const tide_header *hdr);
 
 /** CSV (RFC 4180): one header line of column names, then one line per row. A vector column
  *  of repeat r becomes r columns NAME_1 .. NAME_r; strings are quoted when they hold a comma,
@@ -41,10 +41,10 @@ struct tide_outfile;
  *  success the file is complete and on disk and appears under its name when the set is
  *  committed; on failure its temporary is removed. */
 TIDE_API int tide_catalog_write_fits_to(struct tide_outfile *of, const tide_table *t,
-                               const tide_header *hdr);
+                                        const tide_header *hdr);
 /** FITS-LDAC into a staged output (see tide_catalog_write_fits_to). */
 TIDE_API int tide_catalog_write_ldac_to(struct tide_outfile *of, const tide_table *t,
-                               const tide_header *frame_hdr, const tide_header *hdr);
+                                        const tide_header *frame_hdr, const tide_header *hdr);
 /** CSV into a staged output (see tide_catalog_write_fits_to); "-" and special files are not
  *  staged: give them to tide_catalog_write_csv. */
 TIDE_API int tide_catalog_write_csv_to(struct tide_outfile *of, const tide_table *t);

@@ -115,8 +115,8 @@ TIDE_API void tide_config_free(tide_config *cfg);
 TIDE_API int tide_config_merge_file(tide_config *cfg, const char *path, tide_config_layer layer);
 
 /** Merge JSON text (@p len bytes; @p name stands for the file in messages and origins). */
-TIDE_API int tide_config_merge_string(tide_config *cfg, const char *text, size_t len, const char *name,
-                             tide_config_layer layer);
+TIDE_API int tide_config_merge_string(tide_config *cfg, const char *text, size_t len,
+                                      const char *name, tide_config_layer layer);
 
 /** Apply one command-line override "section.key=value" (layer TIDE_CONFIG_OVERRIDE). The value
  *  is text, checked against the key's type: a number ("4.2", "1e3"), an integer, true/false
@@ -156,13 +156,15 @@ TIDE_API int tide_config_get_str(const tide_config *cfg, const char *key, const 
 /** A BOOL key (0 or 1). */
 TIDE_API int tide_config_get_bool(const tide_config *cfg, const char *key, int *out);
 /** An ARRAY key: *vals points into @p cfg (valid as for get_str), *n elements. */
-TIDE_API int tide_config_get_array(const tide_config *cfg, const char *key, const double **vals, int *n);
+TIDE_API int tide_config_get_array(const tide_config *cfg, const char *key, const double **vals,
+                                   int *n);
 
 /** 1 if @p key is known and set, 0 if unset or unknown. */
 TIDE_API int tide_config_is_set(const tide_config *cfg, const char *key);
 
 /** Where @p key's value came from. TIDE_E_INVAL for an unknown key. */
-TIDE_API int tide_config_origin_of(const tide_config *cfg, const char *key, tide_config_origin *out);
+TIDE_API int tide_config_origin_of(const tide_config *cfg, const char *key,
+                                   tide_config_origin *out);
 
 /** Format an origin as "built-in", "PATH:LINE:COLUMN" or "override" into @p buf. */
 TIDE_API void tide_config_origin_format(const tide_config_origin *o, char *buf, size_t len);

@@ -5,8 +5,12 @@
 #define TIDE_COORDS_H
 
 /** Internal 0-based pixel coordinate to FITS 1-based. */
-static inline double tide_pix_to_fits(double x0) { return x0 + 1.0; }
+static inline double tide_pix_to_fits(double x0) {
+    return x0 + 1.0;
+}
 /** FITS 1-based pixel coordinate to internal 0-based. */
-static inline double tide_pix_from_fits(double x1) { return x1 - 1.0; }
+static inline double tide_pix_from_fits(double x1) {
+    return x1 - 1.0;
+}
 
 #endif

@@ -70,9 +70,9 @@ extern "C" {
  *  brackets. */
 typedef struct tide_cosmetics_params {
     /* detector and noise model */
-    double gain;       /**< e-/ADU [1.0]; >= 0, 0 = unknown: no Poisson term (see above) */
-    double rdnoise;    /**< read noise, e- rms [0.0] */
-    double bias;       /**< zero-signal level still in the frame, ADU [0.0] */
+    double gain;    /**< e-/ADU [1.0]; >= 0, 0 = unknown: no Poisson term (see above) */
+    double rdnoise; /**< read noise, e- rms [0.0] */
+    double bias;    /**< zero-signal level still in the frame, ADU [0.0] */
     /* saturation and bleed trails */
     double saturation; /**< saturation level, ADU (SATURATE); NaN = no saturation or bleed
                             pass [NaN]. Full-well pixels read up to ~2× their shot noise
@@ -85,9 +85,9 @@ typedef struct tide_cosmetics_params {
                             [0.5] */
     int bleed_grow;    /**< pixels added at both ends of every trail [2] */
     /* bad columns */
-    int badcol;             /**< 1: bad-column pass [1] */
-    double badcol_sigma;    /**< block median residual, in σ [3.0] */
-    int badcol_minrun;      /**< consecutive 32-row blocks a bad segment needs [3] */
+    int badcol;          /**< 1: bad-column pass [1] */
+    double badcol_sigma; /**< block median residual, in σ [3.0] */
+    int badcol_minrun;   /**< consecutive 32-row blocks a bad segment needs [3] */
     /* hot and cold pixels */
     int hot;              /**< 1: hot-pixel pass [1] */
     int cold;             /**< 1: cold-pixel pass [1] */
@@ -123,18 +123,18 @@ TIDE_API void tide_cosmetics_params_default(tide_cosmetics_params *p);
  *  even when keys are missing; TIDE_E_FORMAT if a key is present but not a number. */
 TIDE_API int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_header *h);
 
-/** Check parameters: gain >= 0, rdnoise >= 0, noise_rms >= 0, positive sigmas and ratios, 0 < bleed_frac < 1,
- *  0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect <= 8. TIDE_E_INVAL with a
- *  detail naming the field. */
+/** Check parameters: gain >= 0, rdnoise >= 0, noise_rms >= 0, positive sigmas and ratios, 0 <
+ * bleed_frac < 1, 0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect
+ * <= 8. TIDE_E_INVAL with a detail naming the field. */
 TIDE_API int tide_cosmetics_params_check(const tide_cosmetics_params *p);
 
 /** What a call did: pixels newly flagged per class (bits already set on input are not
  *  counted) and wall time per pass (device time on a CUDA context), milliseconds. */
 typedef struct tide_cosmetics_report {
     int64_t n_saturated, n_bleed, n_hot, n_cold, n_cosmic, n_interp;
-    int64_t n_bad;                  /**< pixels of bad-column segments */
-    int cosmic_iterations;          /**< L.A.Cosmic iterations run */
-    int64_t cosmic_per_iter[16];    /**< new cosmic-ray pixels found by each iteration */
+    int64_t n_bad;               /**< pixels of bad-column segments */
+    int cosmic_iterations;       /**< L.A.Cosmic iterations run */
+    int64_t cosmic_per_iter[16]; /**< new cosmic-ray pixels found by each iteration */
     double ms_saturation, ms_bleed, ms_badcol, ms_hotcold, ms_cosmic, ms_inpaint, ms_total;
 } tide_cosmetics_report;
 
@@ -143,7 +143,7 @@ typedef struct tide_cosmetics_report {
  *  the defaults; @p r may be NULL. Stage timings are also added to the context's timers
  *  ("cosmetics.saturation", ...). An all-NaN or empty-of-valid-pixels frame is not an error. */
 TIDE_API int tide_cosmetics_apply(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params *p,
-                         tide_cosmetics_report *r);
+                                  tide_cosmetics_report *r);
 
 /** sizeof(tide_cosmetics_params), so ctypes users can check their layout. */
 TIDE_API int64_t tide_cosmetics_params_size(void);

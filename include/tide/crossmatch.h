@@ -63,17 +63,17 @@ static inline tide_xmatch_params tide_xmatch_defaults(void) {
  *  list 2 (and of list 1 when mutual) and one thread per list-1 position. Scratch is kept in
  *  the context, so repeated calls at the same sizes allocate nothing. */
 TIDE_API int tide_crossmatch(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
-                    const double *ra2, const double *dec2, int64_t n2,
-                    const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
-                    int64_t *nmatched);
+                             const double *ra2, const double *dec2, int64_t n2,
+                             const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
+                             int64_t *nmatched);
 
 /** tide_crossmatch on host arrays for any context: on a CUDA context the positions are
  *  uploaded and matched on the GPU when n1 · n2 >= TIDE_XMATCH_GPU_MIN_WORK, else matched on
  *  the CPU. Same results either way. Returns when the results are on the host. */
 TIDE_API int tide_crossmatch_host(tide_ctx *ctx, const double *ra1, const double *dec1, int64_t n1,
-                         const double *ra2, const double *dec2, int64_t n2,
-                         const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
-                         int64_t *nmatched);
+                                  const double *ra2, const double *dec2, int64_t n2,
+                                  const tide_xmatch_params *p, int64_t *match, double *sep_arcsec,
+                                  int64_t *nmatched);
 
 /** Great-circle distance between two sky positions (degrees in), arcsec out: the haversine
  *  formula with its complement computed as a sum of squares, so it keeps ~1e-11 arcsec

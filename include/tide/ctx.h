@@ -23,12 +23,12 @@ typedef enum { TIDE_BACKEND_AUTO = 0, TIDE_BACKEND_CPU = 1, TIDE_BACKEND_CUDA = 
 /** Options for tide_ctx_create. Zero-initialised means: auto backend, device 0, all cores,
  *  silent logger, no device memory cap. */
 typedef struct tide_ctx_options {
-    tide_backend backend; /**< requested backend [AUTO] */
-    int device;           /**< CUDA device ordinal [0] */
-    int threads;          /**< CPU threads for OpenMP and FFTW, 0 to TIDE_MAX_THREADS; 0 = all
-                               cores [0] */
+    tide_backend backend;  /**< requested backend [AUTO] */
+    int device;            /**< CUDA device ordinal [0] */
+    int threads;           /**< CPU threads for OpenMP and FFTW, 0 to TIDE_MAX_THREADS; 0 = all
+                                cores [0] */
     size_t device_mem_cap; /**< refuse device allocations beyond this many bytes; 0 = none [0] */
-    tide_logger log;      /**< logger [silent] */
+    tide_logger log;       /**< logger [silent] */
 } tide_ctx_options;
 
 struct tide_timer_set;

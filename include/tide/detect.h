@@ -67,46 +67,46 @@ typedef struct tide_psf_model tide_psf_model;
 
 /** FLAGS bits. The low byte follows Source Extractor's FLAGS; higher bits are tide's own. */
 enum {
-    TIDE_DETECT_FLAG_NEIGHBOURS = 1,   /**< another source's footprint lies within 1.5 FWHM of
-                                            the windowed centre */
-    TIDE_DETECT_FLAG_DEBLENDED = 2,    /**< the source was deblended from a larger footprint */
-    TIDE_DETECT_FLAG_SATURATED = 4,    /**< a footprint pixel is saturated (mask SATURATED or
-                                            BLEED, or value >= p->saturation) */
-    TIDE_DETECT_FLAG_TRUNCATED = 8,    /**< the footprint touches the frame edge */
+    TIDE_DETECT_FLAG_NEIGHBOURS = 1,       /**< another source's footprint lies within 1.5 FWHM of
+                                                the windowed centre */
+    TIDE_DETECT_FLAG_DEBLENDED = 2,        /**< the source was deblended from a larger footprint */
+    TIDE_DETECT_FLAG_SATURATED = 4,        /**< a footprint pixel is saturated (mask SATURATED or
+                                                BLEED, or value >= p->saturation) */
+    TIDE_DETECT_FLAG_TRUNCATED = 8,        /**< the footprint touches the frame edge */
     TIDE_DETECT_FLAG_APER_INCOMPLETE = 16, /**< the window (4 sigma_w) holds masked, non-finite
                                                or out-of-frame pixels */
     TIDE_DETECT_FLAG_DEBLEND_LIMIT = 64,   /**< deblending stopped at p->deblend_limit; the
                                                parent was kept whole (SE's "deblend overflow") */
-    TIDE_DETECT_FLAG_COSMIC = 256,     /**< a footprint pixel has TIDE_MASK_COSMIC */
-    TIDE_DETECT_FLAG_MASKED = 512,     /**< a footprint pixel has another bad mask bit
-                                            (NODATA, BAD, HOT, COLD, USER) */
-    TIDE_DETECT_FLAG_WIN_FAILED = 1024, /**< windowed centroid did not converge or left the
-                                            footprint: XWIN/YWIN are the barycentre */
-    TIDE_DETECT_FLAG_FIRST_PASS = 2048 /**< set by the reduction pipeline, never by
-                                            tide_detect: a first-pass source the second pass
-                                            lost, kept with its first-pass measurements */
+    TIDE_DETECT_FLAG_COSMIC = 256,         /**< a footprint pixel has TIDE_MASK_COSMIC */
+    TIDE_DETECT_FLAG_MASKED = 512,         /**< a footprint pixel has another bad mask bit
+                                                (NODATA, BAD, HOT, COLD, USER) */
+    TIDE_DETECT_FLAG_WIN_FAILED = 1024,    /**< windowed centroid did not converge or left the
+                                               footprint: XWIN/YWIN are the barycentre */
+    TIDE_DETECT_FLAG_FIRST_PASS = 2048     /**< set by the reduction pipeline, never by
+                                                tide_detect: a first-pass source the second pass
+                                                lost, kept with its first-pass measurements */
 };
 
 /** Detection parameters; tide_detect_params_default gives the values in brackets. */
 typedef struct tide_detect_params {
-    double thresh;          /**< detection threshold on the matched-filter S/N [5.0] */
-    int64_t minarea;        /**< minimum footprint area, pixels above threshold [5] */
-    double fwhm_guess;      /**< FWHM (pixels) of the Gaussian kernel used when psf == NULL,
-                                 and of the centroid window then [3.0] */
-    int deblend_nthresh;    /**< deblending levels; < 2 disables deblending [32] */
-    double deblend_mincont; /**< minimum contrast of a branch, fraction of the parent's summed
-                                 S/N; >= 1 disables deblending [0.005] */
-    int deblend_limit;      /**< most sources one footprint may split into [1024] */
-    double saturation;      /**< pixel value of @p sub at which a pixel counts as saturated;
-                                 <= 0: only the mask bits say so [0] */
-    double gain;            /**< e-/ADU for the source Poisson term of the centroid errors;
-                                 <= 0: background noise only [0] */
+    double thresh;             /**< detection threshold on the matched-filter S/N [5.0] */
+    int64_t minarea;           /**< minimum footprint area, pixels above threshold [5] */
+    double fwhm_guess;         /**< FWHM (pixels) of the Gaussian kernel used when psf == NULL,
+                                    and of the centroid window then [3.0] */
+    int deblend_nthresh;       /**< deblending levels; < 2 disables deblending [32] */
+    double deblend_mincont;    /**< minimum contrast of a branch, fraction of the parent's summed
+                                    S/N; >= 1 disables deblending [0.005] */
+    int deblend_limit;         /**< most sources one footprint may split into [1024] */
+    double saturation;         /**< pixel value of @p sub at which a pixel counts as saturated;
+                                    <= 0: only the mask bits say so [0] */
+    double gain;               /**< e-/ADU for the source Poisson term of the centroid errors;
+                                    <= 0: background noise only [0] */
     uint16_t filter_mask_bits; /**< pixels with these bits count as 0 in the matched filter
                                     [NODATA | BAD | HOT | COLD | COSMIC] */
-    uint16_t bad_mask_bits; /**< pixels with these bits are skipped by the windowed
-                                 measurements [NODATA | BAD | HOT | COLD | COSMIC] */
-    int winpos_niter;       /**< maximum windowed-centroid iterations (SE WINPOS_NITERMAX) [16] */
-    double winpos_eps;      /**< convergence step, pixels [1e-4] */
+    uint16_t bad_mask_bits;    /**< pixels with these bits are skipped by the windowed
+                                    measurements [NODATA | BAD | HOT | COLD | COSMIC] */
+    int winpos_niter;  /**< maximum windowed-centroid iterations (SE WINPOS_NITERMAX) [16] */
+    double winpos_eps; /**< convergence step, pixels [1e-4] */
 } tide_detect_params;
 
 /** Fill @p p with the defaults documented in brackets. */
@@ -115,12 +115,12 @@ TIDE_API void tide_detect_params_default(tide_detect_params *p);
 /** Optional by-products of tide_detect_ex. Maps live where the context computes (host on a
  *  CPU context, device on a CUDA one). */
 typedef struct tide_detect_maps {
-    tide_image snr;   /**< matched-filter S/N map (pixels only) */
-    int32_t *seg;     /**< width*height (stride = width) segmentation: row index of the source
-                           owning the pixel, -1 for none */
+    tide_image snr; /**< matched-filter S/N map (pixels only) */
+    int32_t *seg;   /**< width*height (stride = width) segmentation: row index of the source
+                         owning the pixel, -1 for none */
     int64_t width, height;
     tide_location location; /**< where snr and seg live */
-    int64_t nparents; /**< footprints before deblending */
+    int64_t nparents;       /**< footprints before deblending */
 } tide_detect_maps;
 
 /** Release the maps of tide_detect_ex and zero the struct. */
@@ -165,13 +165,14 @@ TIDE_API void tide_detect_maps_free(tide_ctx *ctx, tide_detect_maps *m);
  *  A frame without sources gives 0 rows and status 0. Errors: TIDE_E_INVAL (bad arguments,
  *  sizes or locations), TIDE_E_RANGE (frame of 2^31 pixels or more), TIDE_E_NOMEM. */
 TIDE_API int tide_detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources);
+                         const tide_psf_model *psf, const tide_detect_params *p,
+                         tide_table *sources);
 
 /** tide_detect, also returning the S/N map and segmentation when @p maps is non-NULL
  *  (release them with tide_detect_maps_free). */
 TIDE_API int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                   const tide_psf_model *psf, const tide_detect_params *p, tide_table *sources,
-                   tide_detect_maps *maps);
+                            const tide_psf_model *psf, const tide_detect_params *p,
+                            tide_table *sources, tide_detect_maps *maps);
 
 /** tide_detect with the matched-filter S/N map given instead of made: @p snr is the map
  *  tide_detect_ex would return for these arguments (width × height, row stride = width, where
@@ -179,8 +180,8 @@ TIDE_API int tide_detect_ex(tide_ctx *ctx, const tide_image *sub, const tide_ima
  *  measurements are tide_detect's. For the negated difference image, whose S/N is exactly
  *  minus the difference's (the filter is linear and IEEE negation is exact). */
 TIDE_API int tide_detect_with_snr(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                         const tide_psf_model *psf, const tide_detect_params *p,
-                         const tide_image *snr, tide_table *sources);
+                                  const tide_psf_model *psf, const tide_detect_params *p,
+                                  const tide_image *snr, tide_table *sources);
 
 #ifdef __cplusplus
 }

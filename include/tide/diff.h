@@ -95,45 +95,45 @@ typedef enum {
 
 /** Parameters of tide_diff_run; tide_diff_params_default gives the values in brackets. */
 typedef struct tide_diff_params {
-    tide_diff_grid grid;       /**< output grid [TEMPLATE] */
-    double fwhm_sci, fwhm_tmpl; /**< FWHMs in the frames' own pixels; <= 0: measured [0, 0] */
-    double fwhm_guess;         /**< first-guess FWHM for the measurement, pixels [3.0] */
-    double gain_sci, gain_tmpl; /**< e-/ADU; <= 0: the frame's gain through @p config,
-                                     else unknown: sky-only variance, no Poisson term in the
-                                     cosmetics [0, 0] */
-    double sat_sci, sat_tmpl;  /**< saturation levels, ADU; NaN: the frame's through @p
-                                    config, else none [NaN, NaN] */
-    const tide_config *config; /**< instrument configuration through which each frame's gain,
-                                    read noise and saturation are resolved, as by tide reduce
-                                    (instrument.h: keyword map, camera defaults, overrides);
-                                    read during the run, not kept. NULL: the built-in
-                                    configuration (GAIN, RDNOISE, SATURATE) [NULL] */
-    int cosmetics;             /**< 1: flag cosmic rays, hot/cold pixels, bad columns and bleed
-                                    trails of both frames first (cosmetics.h) [1] */
-    tide_cosmetics_params cos; /**< their options (gain, read noise, saturation are each
-                                    frame's, resolved as above) [cosmetics.h defaults] */
-    tide_bkg_params bkg;       /**< background of both frames [Source Extractor's defaults] */
+    tide_diff_grid grid;          /**< output grid [TEMPLATE] */
+    double fwhm_sci, fwhm_tmpl;   /**< FWHMs in the frames' own pixels; <= 0: measured [0, 0] */
+    double fwhm_guess;            /**< first-guess FWHM for the measurement, pixels [3.0] */
+    double gain_sci, gain_tmpl;   /**< e-/ADU; <= 0: the frame's gain through @p config,
+                                       else unknown: sky-only variance, no Poisson term in the
+                                       cosmetics [0, 0] */
+    double sat_sci, sat_tmpl;     /**< saturation levels, ADU; NaN: the frame's through @p
+                                       config, else none [NaN, NaN] */
+    const tide_config *config;    /**< instrument configuration through which each frame's gain,
+                                       read noise and saturation are resolved, as by tide reduce
+                                       (instrument.h: keyword map, camera defaults, overrides);
+                                       read during the run, not kept. NULL: the built-in
+                                       configuration (GAIN, RDNOISE, SATURATE) [NULL] */
+    int cosmetics;                /**< 1: flag cosmic rays, hot/cold pixels, bad columns and bleed
+                                       trails of both frames first (cosmetics.h) [1] */
+    tide_cosmetics_params cos;    /**< their options (gain, read noise, saturation are each
+                                       frame's, resolved as above) [cosmetics.h defaults] */
+    tide_bkg_params bkg;          /**< background of both frames [Source Extractor's defaults] */
     tide_reproject_params reproj; /**< reprojection [Lanczos-3, flux-conserving] */
-    tide_subtract_params sub;  /**< subtraction [subtract.h defaults]. With measured FWHMs
-                                    the run sets sub.nstars to the clean stars behind them,
-                                    and the subtraction lowers its spatial degree for them
-                                    (and further, with the background's, for few usable
-                                    stamps); the basis is kept whatever n */
-    tide_candidate_params cand; /**< candidates (det.fwhm_guess is set by the run) */
-    tide_dipole_params dip;    /**< fits [TIDE_DIPOLE_PSF; psf NULL: the unconvolved
-                                    frame's PSF model, else a Gaussian of its FWHM] */
-    int calibrate_var;         /**< 1: scale the difference's variance plane so that sums over
-                                    PSF-sized boxes of blank sky have unit normalised variance
-                                    (robust: 1.4826 MAD), the resampled and convolved noise
-                                    being correlated; the factor is VARSCALE [1] */
-    uint16_t reject_bits;      /**< candidates with any of these mask bits in the 3 × 3
-                                    pixels at their centre are dropped: residuals of saturated
-                                    stars, bleed trails, bad columns, the edge band of the
-                                    kernel [NODATA | SATURATED | BLEED | EDGE | BAD] */
-    int stamp;                 /**< fit stamp side, odd pixels [21] */
-    int64_t max_fit;           /**< most candidates fitted, highest S/N first [100000] */
-    int64_t keep_stamps;       /**< stamps (and models) of the first candidates returned for
-                                    pictures [16] */
+    tide_subtract_params sub;     /**< subtraction [subtract.h defaults]. With measured FWHMs
+                                       the run sets sub.nstars to the clean stars behind them,
+                                       and the subtraction lowers its spatial degree for them
+                                       (and further, with the background's, for few usable
+                                       stamps); the basis is kept whatever n */
+    tide_candidate_params cand;   /**< candidates (det.fwhm_guess is set by the run) */
+    tide_dipole_params dip;       /**< fits [TIDE_DIPOLE_PSF; psf NULL: the unconvolved
+                                       frame's PSF model, else a Gaussian of its FWHM] */
+    int calibrate_var;            /**< 1: scale the difference's variance plane so that sums over
+                                       PSF-sized boxes of blank sky have unit normalised variance
+                                       (robust: 1.4826 MAD), the resampled and convolved noise
+                                       being correlated; the factor is VARSCALE [1] */
+    uint16_t reject_bits;         /**< candidates with any of these mask bits in the 3 × 3
+                                       pixels at their centre are dropped: residuals of saturated
+                                       stars, bleed trails, bad columns, the edge band of the
+                                       kernel [NODATA | SATURATED | BLEED | EDGE | BAD] */
+    int stamp;                    /**< fit stamp side, odd pixels [21] */
+    int64_t max_fit;              /**< most candidates fitted, highest S/N first [100000] */
+    int64_t keep_stamps;          /**< stamps (and models) of the first candidates returned for
+                                       pictures [16] */
     char sci_name[256], tmpl_name[256]; /**< file names for messages and the header [""] */
 } tide_diff_params;
 
@@ -142,31 +142,31 @@ TIDE_API void tide_diff_params_default(tide_diff_params *p);
 
 /** What a run produced; everything is host memory (tide_diff_result_free). */
 typedef struct tide_diff_result {
-    tide_image diff;      /**< difference with var and mask planes, output grid */
-    tide_image matched;   /**< the convolved (PSF-matched) frame on the output grid */
-    tide_header header;   /**< cards for the outputs: the output grid's WCS, DIFFSCI,
-                               DIFFTMPL, DIFFGRID, FWHMSCI, FWHMTMPL, KSUM, KCHI2, KNFIT,
-                               KCONV (1 template, 2 science convolved), KHALF, NCAND, NFIT,
-                               NREJECT, VARSCALE */
-    tide_table cands;     /**< candidates with fit columns (listed above) */
-    int kernel_w;         /**< kernel side, pixels */
-    float *kernel;        /**< kernel_w² kernel at the frame centre */
-    float *kernel_grid;   /**< 3 × 3 kernels at (0.1, 0.5, 0.9) of width and height, row
-                               after row (y outer), kernel_w² each */
-    int stamp;            /**< side of the kept stamps */
-    int64_t nstamps;      /**< kept stamps (the first candidates) */
-    float *stamps;        /**< nstamps × stamp² difference stamps */
-    float *models;        /**< nstamps × stamp² fitted models: the dipole, or the point source
-                               when its χ² is not worse (NaN where not fitted) */
+    tide_image diff;    /**< difference with var and mask planes, output grid */
+    tide_image matched; /**< the convolved (PSF-matched) frame on the output grid */
+    tide_header header; /**< cards for the outputs: the output grid's WCS, DIFFSCI,
+                             DIFFTMPL, DIFFGRID, FWHMSCI, FWHMTMPL, KSUM, KCHI2, KNFIT,
+                             KCONV (1 template, 2 science convolved), KHALF, NCAND, NFIT,
+                             NREJECT, VARSCALE */
+    tide_table cands;   /**< candidates with fit columns (listed above) */
+    int kernel_w;       /**< kernel side, pixels */
+    float *kernel;      /**< kernel_w² kernel at the frame centre */
+    float *kernel_grid; /**< 3 × 3 kernels at (0.1, 0.5, 0.9) of width and height, row
+                             after row (y outer), kernel_w² each */
+    int stamp;          /**< side of the kept stamps */
+    int64_t nstamps;    /**< kept stamps (the first candidates) */
+    float *stamps;      /**< nstamps × stamp² difference stamps */
+    float *models;      /**< nstamps × stamp² fitted models: the dipole, or the point source
+                             when its χ² is not worse (NaN where not fitted) */
     double fwhm_sci, fwhm_tmpl; /**< on the output grid, pixels */
-    double kernel_sum, chi2; /**< flux ratio and reduced χ² of the kernel fit */
-    int64_t nfit_pix;     /**< pixels in the kernel fit */
-    int convolved;        /**< 1 template, 2 science */
-    int64_t nfitted;      /**< candidates fitted */
-    int64_t nrejected;    /**< candidates dropped by reject_bits */
-    double var_scale;     /**< factor applied to the variance (calibrate_var), else 1 */
-    double ms_total;      /**< wall time of tide_diff_run, ms */
-    size_t device_peak;   /**< peak device-pool bytes (0 on the CPU) */
+    double kernel_sum, chi2;    /**< flux ratio and reduced χ² of the kernel fit */
+    int64_t nfit_pix;           /**< pixels in the kernel fit */
+    int convolved;              /**< 1 template, 2 science */
+    int64_t nfitted;            /**< candidates fitted */
+    int64_t nrejected;          /**< candidates dropped by reject_bits */
+    double var_scale;           /**< factor applied to the variance (calibrate_var), else 1 */
+    double ms_total;            /**< wall time of tide_diff_run, ms */
+    size_t device_peak;         /**< peak device-pool bytes (0 on the CPU) */
 } tide_diff_result;
 
 /** Run the difference path (stage list above) on a science frame and a template.
@@ -176,8 +176,8 @@ typedef struct tide_diff_result {
  *  Errors: TIDE_E_NOTFOUND (a frame without WCS, naming it), TIDE_E_RANGE (no overlap),
  *  TIDE_E_INVAL, TIDE_E_EMPTY, TIDE_E_NOMEM, TIDE_E_CUDA and those of the stages. */
 TIDE_API int tide_diff_run(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
-                  const tide_image *tmpl, const tide_header *tmpl_hdr, const tide_diff_params *p,
-                  tide_diff_result *out);
+                           const tide_image *tmpl, const tide_header *tmpl_hdr,
+                           const tide_diff_params *p, tide_diff_result *out);
 
 /** A template prepared once for any number of science frames: stages 1-3 (WCS, cosmetics,
  *  background, variance, FWHM and its clean stars) done on the template, kept where the
@@ -190,8 +190,9 @@ typedef struct tide_diff_template tide_diff_template;
  *  fwhm_tmpl, fwhm_guess, bkg, cosmetics, cos; NULL: defaults). @p tmpl is not kept. On
  *  success *out is the template (tide_diff_template_free); on failure NULL. Errors: those of
  *  tide_diff_run's stages 1-3. */
-TIDE_API int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide_header *hdr,
-                               const tide_diff_params *p, tide_diff_template **out);
+TIDE_API int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl,
+                                        const tide_header *hdr, const tide_diff_params *p,
+                                        tide_diff_template **out);
 
 /** tide_diff_run against a prepared template: the same stages and results as with the
  *  template frame itself, without preparing it again. The output grid is the template's
@@ -199,9 +200,9 @@ TIDE_API int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, c
  *  @p p are those given to tide_diff_template_prepare, not @p p's. The template is read, not
  *  changed, so it serves any number of runs (one at a time, with the context it was prepared
  *  with). */
-TIDE_API int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci, const tide_header *sci_hdr,
-                           const tide_diff_template *tmpl, const tide_diff_params *p,
-                           tide_diff_result *out);
+TIDE_API int tide_diff_run_template(tide_ctx *ctx, const tide_image *sci,
+                                    const tide_header *sci_hdr, const tide_diff_template *tmpl,
+                                    const tide_diff_params *p, tide_diff_result *out);
 
 /** Release a prepared template (with the context it was prepared with). NULL is a no-op. */
 TIDE_API void tide_diff_template_free(tide_ctx *ctx, tide_diff_template *t);

@@ -10,11 +10,11 @@
  * Recipes §15.5: solve (H + λ diag H) δ = J^T W r with H = J^T W J; ×10 on a rejected step;
  * on an accepted one λ /3 when the gain ratio ρ (actual over predicted χ² decrease) exceeds
  * 3/4 and λ = max(4λ, 1e-3) when ρ < 1/4, Madsen, Nielsen & Tingleff 2004 §3.2, which stops
- * the Gauss–Newton oscillation of a model that does not fit), one stamp per CUDA warp (converged fits drop out on their own), and on the
- * CPU with the same arithmetic in the same order (the 32 lanes are emulated: pixel t of the
- * stamp is summed in lane t mod 32 and the lanes are merged in the warp's shuffle tree).
- * Two models, each fitted together with its single-source counterpart for the
- * dipole-vs-point test Δχ² = chi2_ps - chi2_dip:
+ * the Gauss–Newton oscillation of a model that does not fit), one stamp per CUDA warp (converged
+ * fits drop out on their own), and on the CPU with the same arithmetic in the same order (the 32
+ * lanes are emulated: pixel t of the stamp is summed in lane t mod 32 and the lanes are merged in
+ * the warp's shuffle tree). Two models, each fitted together with its single-source counterpart for
+ * the dipole-vs-point test Δχ² = chi2_ps - chi2_dip:
  *
  *  TIDE_DIPOLE_GAUSS  m = A [G(x - xpos, y - ypos) - G(x - xneg, y - yneg)], G a unit-sum
  *                     elliptical Gaussian with widths exp(ls1), exp(ls2) along axes rotated
@@ -100,17 +100,17 @@ TIDE_API void tide_dipole_params_default(tide_dipole_params *p);
  *  origin, see tide_dipole_fit_stamps); fluxes in the stamp's units × pixels (A or F: the
  *  flux of each lobe); NaN where not fitted. */
 typedef struct tide_dipole_fit {
-    double xpos, ypos, xneg, yneg, flux;           /**< dipole: lobe centres, lobe flux */
+    double xpos, ypos, xneg, yneg, flux; /**< dipole: lobe centres, lobe flux */
     double xpos_err, ypos_err, xneg_err, yneg_err, flux_err;
-    double sigma1, sigma2, theta;                  /**< GAUSS: widths [pixel], angle [rad] */
+    double sigma1, sigma2, theta; /**< GAUSS: widths [pixel], angle [rad] */
     double sigma1_err, sigma2_err, theta_err;
-    double chi2_dip;                               /**< Σ w (d - m)² of the dipole fit */
-    double ps_x, ps_y, ps_flux;                    /**< point-source fit */
+    double chi2_dip;            /**< Σ w (d - m)² of the dipole fit */
+    double ps_x, ps_y, ps_flux; /**< point-source fit */
     double ps_x_err, ps_y_err, ps_flux_err;
-    double chi2_ps;                                /**< Σ w (d - m)² of the point source */
-    int64_t npix;                                  /**< pixels used */
-    int32_t status, niter;                         /**< dipole TIDE_DIPOLE_*, iterations */
-    int32_t ps_status, ps_niter;                   /**< point source */
+    double chi2_ps;              /**< Σ w (d - m)² of the point source */
+    int64_t npix;                /**< pixels used */
+    int32_t status, niter;       /**< dipole TIDE_DIPOLE_*, iterations */
+    int32_t ps_status, ps_niter; /**< point source */
 } tide_dipole_fit;
 
 /** Fit @p n stamps of @p stamp × @p stamp pixels (host arrays, stamp after stamp, row-major:
@@ -122,17 +122,17 @@ typedef struct tide_dipole_fit {
  *  < 3, even psf_side), TIDE_E_NOMEM, TIDE_E_CUDA. A stamp that cannot be fitted is not an
  *  error: its status says why. */
 TIDE_API int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
-                           const float *var, const uint16_t *mask, const double *x0,
-                           const double *y0, const tide_dipole_params *p,
-                           tide_dipole_fit *out);
+                                    const float *var, const uint16_t *mask, const double *x0,
+                                    const double *y0, const tide_dipole_params *p,
+                                    tide_dipole_fit *out);
 
 /** tide_dipole_fit_stamps with every array (and p->psf) in the CUDA context's device memory
  *  and @p out a device array; no transfers, no synchronisation (stream-ordered). For a
  *  pipeline that cuts stamps on the GPU. TIDE_E_NODEVICE on a CPU context. */
 TIDE_API int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
-                           const float *var, const uint16_t *mask, const double *x0,
-                           const double *y0, const tide_dipole_params *p,
-                           tide_dipole_fit *out);
+                                    const float *var, const uint16_t *mask, const double *x0,
+                                    const double *y0, const tide_dipole_params *p,
+                                    tide_dipole_fit *out);
 
 /** Cut @p n stamps of @p stamp × @p stamp pixels centred on the pixels nearest (x[i], y[i])
  *  (0-based) from @p im (pix, var, mask; var and mask may be absent). Pixels outside the
@@ -142,17 +142,17 @@ TIDE_API int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const f
  *  @p cx, @p cy (may be NULL) receive the central pixels used, as doubles, ready for x0/y0 of
  *  the fit. */
 TIDE_API int tide_diff_cut_stamps(tide_ctx *ctx, const tide_image *im, int64_t n, const double *x,
-                         const double *y, int stamp, float *pix, float *var, uint16_t *mask,
-                         double *cx, double *cy);
+                                  const double *y, int stamp, float *pix, float *var,
+                                  uint16_t *mask, double *cx, double *cy);
 
 /** Candidate parameters; tide_candidate_params_default gives the values in brackets. */
 typedef struct tide_candidate_params {
-    tide_detect_params det;        /**< detection on diff and -diff [detect defaults] */
-    const tide_psf_model *psf;     /**< matched-filter PSF (psf.h); NULL: Gaussian of
-                                        det.fwhm_guess [NULL] */
-    double merge_radius;           /**< pair a positive and a negative detection closer than
-                                        this into one dipole, pixels; 0: 2 × det.fwhm_guess
-                                        [0] */
+    tide_detect_params det;    /**< detection on diff and -diff [detect defaults] */
+    const tide_psf_model *psf; /**< matched-filter PSF (psf.h); NULL: Gaussian of
+                                    det.fwhm_guess [NULL] */
+    double merge_radius;       /**< pair a positive and a negative detection closer than
+                                    this into one dipole, pixels; 0: 2 × det.fwhm_guess
+                                    [0] */
 } tide_candidate_params;
 
 /** Fill @p p with the defaults documented in brackets. */
@@ -176,8 +176,8 @@ enum { TIDE_CAND_NEGATIVE = -1, TIDE_CAND_POSITIVE = 1, TIDE_CAND_DIPOLE = 2 };
  *   XPOS, YPOS, XNEG, YNEG  the lobes' windowed centroids (NaN if none) [pixel]
  *   FLAGS           OR of the detections' FLAGS (int32)
  *  Errors: TIDE_E_INVAL, TIDE_E_NOMEM, and those of tide_detect. */
-TIDE_API int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candidate_params *p,
-                         tide_table *cands);
+TIDE_API int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff,
+                                  const tide_candidate_params *p, tide_table *cands);
 
 /** Add the fit columns to @p t (host table with 0 rows or @p n rows; resized to n) and fill
  *  them from @p fit, positions FITS 1-based (value + 1) like X_IMAGE:
@@ -186,7 +186,8 @@ TIDE_API int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const t
  *   PS_X, PS_Y [pixel], PS_FLUX, their *_ERR, PS_CHI2, DELTA_CHI2 (= PS_CHI2 - DIP_CHI2),
  *   NPIX, NITER, FIT_STATUS, PS_STATUS (int32; TIDE_DIPOLE_* codes).
  *  Existing columns of those names are overwritten (they must have the types above). */
-TIDE_API int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss, tide_table *t);
+TIDE_API int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, int gauss,
+                                       tide_table *t);
 
 /** Fit every row of a candidate table (tide_diff_candidates; columns X, Y 0-based) on the
  *  difference image: stamps of @p stamp pixels (odd) centred on the candidates are cut where
@@ -196,8 +197,8 @@ TIDE_API int tide_dipole_fits_to_table(const tide_dipole_fit *fit, int64_t n, in
  *  @p psf non-NULL, the model's local PSF at each candidate (tide_psf_eval, one stamp per
  *  candidate), else p->psf (host memory). */
 TIDE_API int tide_diff_fit_candidates(tide_ctx *ctx, const tide_image *diff, int stamp,
-                             const tide_psf_model *psf, const tide_dipole_params *p,
-                             tide_table *cands);
+                                      const tide_psf_model *psf, const tide_dipole_params *p,
+                                      tide_table *cands);
 
 #ifdef __cplusplus
 }

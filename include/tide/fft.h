@@ -56,10 +56,14 @@ struct tide_ctx;
 TIDE_API int64_t tide_fft_good_size(int64_t n);
 
 /** Complex values per row of a real transform of length @p nx: nx/2 + 1. */
-static inline int64_t tide_fft_complex_width(int64_t nx) { return nx / 2 + 1; }
+static inline int64_t tide_fft_complex_width(int64_t nx) {
+    return nx / 2 + 1;
+}
 
 /** Floats per row of the in-place padded layout: 2 * (nx/2 + 1). */
-static inline int64_t tide_fft_row_pitch(int64_t nx) { return 2 * (nx / 2 + 1); }
+static inline int64_t tide_fft_row_pitch(int64_t nx) {
+    return 2 * (nx / 2 + 1);
+}
 
 /* ---- the plan cache --------------------------------------------------------------------- */
 
@@ -85,8 +89,8 @@ TIDE_API int tide_fft_set_effort(struct tide_ctx *ctx, tide_fft_effort effort);
  *  @p nx columns, in direction @p dir. Batch items follow each other in memory, each
  *  ny * tide_fft_row_pitch(nx) floats. The plan belongs to the context. TIDE_E_FFT when the
  *  library refuses the plan, TIDE_E_NOMEM when memory for it or its workspace runs out. */
-TIDE_API int tide_fft_plan_get(struct tide_ctx *ctx, tide_fft_dir dir, int64_t nx, int64_t ny, int batch,
-                      tide_fft_plan **plan);
+TIDE_API int tide_fft_plan_get(struct tide_ctx *ctx, tide_fft_dir dir, int64_t nx, int64_t ny,
+                               int batch, tide_fft_plan **plan);
 
 /** Execute @p plan in place on @p data (host memory from tide_fft_buffer_alloc on a CPU
  *  context, device memory on a CUDA context, where it is queued on ctx->stream and not waited
@@ -134,8 +138,8 @@ typedef struct tide_correlator tide_correlator;
  *  y + j - kh/2); convolution uses k(-i, -j). The kernels are copied; their spectra are
  *  prepared here, once. Allocates all buffers (host or device per the context). */
 TIDE_API int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t height, int nk,
-                           const float *const *kernels, int64_t kw, int64_t kh,
-                           const tide_correlate_options *opt, tide_correlator **out);
+                                    const float *const *kernels, int64_t kw, int64_t kh,
+                                    const tide_correlate_options *opt, tide_correlator **out);
 
 /** Correlate @p in (width × height as created; any stride; host on a CPU context, host or
  *  device on a CUDA context) with every kernel, writing out[0..nk-1]. An output whose pix is
@@ -143,20 +147,22 @@ TIDE_API int tide_correlator_create(struct tide_ctx *ctx, int64_t width, int64_t
  *  the frame's size and may live on the host or the device. Outputs' mask and var planes are
  *  left untouched. On a CUDA context the call returns when the outputs are complete. */
 TIDE_API int tide_correlator_run(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in,
-                        tide_image *out);
+                                 tide_image *out);
 
 /** Kernel by kernel, for callers that cannot hold nk outputs at once: pad and forward-
  *  transform @p in (as tide_correlator_run) and keep its spectrum in the correlator, for
  *  tide_correlator_run_one. Only for correlators where tide_correlator_streams is 1
  *  (untiled, 2 or more kernels), else TIDE_E_UNSUPPORTED. The spectrum stays valid until the
  *  next tide_correlator_forward or tide_correlator_run on @p c. */
-TIDE_API int tide_correlator_forward(struct tide_ctx *ctx, tide_correlator *c, const tide_image *in);
+TIDE_API int tide_correlator_forward(struct tide_ctx *ctx, tide_correlator *c,
+                                     const tide_image *in);
 
 /** Correlate the frame given to the last tide_correlator_forward with kernel @p k only
  *  (0 <= k < nk), writing @p out (allocated where the context computes when its pix is NULL;
  *  else the frame's size, host or device). Bitwise the output tide_correlator_run gives for
  *  kernel k; the call returns when @p out is complete. */
-TIDE_API int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, int k, tide_image *out);
+TIDE_API int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, int k,
+                                     tide_image *out);
 
 /** tide_correlator_run_one without the copy: @p view becomes a non-owning image (the frame's
  *  size, stride the padded row pitch, where the context computes) over the correlator's own
@@ -164,7 +170,7 @@ TIDE_API int tide_correlator_run_one(struct tide_ctx *ctx, tide_correlator *c, i
  *  call on @p c (forward, run, run_one, run_one_view) or its release; do not free it. Saves
  *  one frame-sized image per kernel when the caller only reads the result. */
 TIDE_API int tide_correlator_run_one_view(struct tide_ctx *ctx, tide_correlator *c, int k,
-                                 tide_image *view);
+                                          tide_image *view);
 
 /** 1 when @p c supports tide_correlator_forward / _run_one / _run_one_view (untiled, nk >= 2),
  *  else 0. */
@@ -181,13 +187,13 @@ TIDE_API void tide_correlator_free(struct tide_ctx *ctx, tide_correlator *c);
  *  @p opt may be NULL for defaults). The correlator is kept in the context and reused while
  *  the frame size, kernels and options stay the same. */
 TIDE_API int tide_correlate(struct tide_ctx *ctx, const tide_image *in, int nk,
-                   const float *const *kernels, int64_t kw, int64_t kh,
-                   const tide_correlate_options *opt, tide_image *out);
+                            const float *const *kernels, int64_t kw, int64_t kh,
+                            const tide_correlate_options *opt, tide_image *out);
 
 /** tide_correlate with opt->convolve forced to 1: out = in ⊛ k. */
 TIDE_API int tide_convolve(struct tide_ctx *ctx, const tide_image *in, int nk,
-                  const float *const *kernels, int64_t kw, int64_t kh,
-                  const tide_correlate_options *opt, tide_image *out);
+                           const float *const *kernels, int64_t kw, int64_t kh,
+                           const tide_correlate_options *opt, tide_image *out);
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,8 @@ TIDE_API int tide_fits_check_input(const char *spec);
  *          truncated, a table where an image is expected), TIDE_E_EMPTY (NAXIS = 0 or a zero
  *          axis), TIDE_E_UNSUPPORTED (1-D image, cube with more than one plane), TIDE_E_IO,
  *          TIDE_E_NOMEM. On failure *im is zeroed and *hdr is empty. */
-TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr);
+TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im,
+                                  tide_header *hdr);
 
 /** Locate the image HDU tide_fits_read_image would read and return its header without reading
  *  pixels. Same rules and errors as tide_fits_read_image.
@@ -78,8 +79,8 @@ TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *i
  *  @param hdu    if non-NULL, receives the 0-based HDU number
  *  @param width  if non-NULL, receives NAXIS1 (of the section, if any)
  *  @param height if non-NULL, receives NAXIS2 */
-TIDE_API int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
-                                int64_t *height);
+TIDE_API int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu,
+                                         int64_t *width, int64_t *height);
 
 /** Write a host image atomically: primary HDU float32 (BITPIX = -32) with the cards of @p hdr
  *  (structural and compression keywords of @p hdr are dropped and rewritten), then, when the
@@ -97,7 +98,7 @@ struct tide_outfile;
  *  file is complete and on disk on success, and appears under its name when the set is
  *  committed; on failure its temporary is removed. */
 TIDE_API int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
-                             const tide_header *hdr);
+                                      const tide_header *hdr);
 
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
  *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map
@@ -106,11 +107,11 @@ TIDE_API int tide_fits_write_image_to(struct tide_outfile *of, const tide_image 
  *  minus structural and column keywords.
  *  @param extname EXTNAME of the table HDU; NULL or "" = none */
 TIDE_API int tide_fits_write_table(const char *path, const tide_table *t, const tide_header *hdr,
-                          const char *extname);
+                                   const char *extname);
 
 /** tide_fits_write_table into the staged output @p of (as tide_fits_write_image_to). */
 TIDE_API int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
-                             const tide_header *hdr, const char *extname);
+                                      const tide_header *hdr, const char *extname);
 
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
  *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /

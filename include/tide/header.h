@@ -35,9 +35,12 @@ TIDE_API int tide_header_parse(tide_header *h, const char *cards, int ncards);
 TIDE_API int tide_header_append_card(tide_header *h, const char *card);
 
 /** Set (replace the first card with that key, or append) a keyword. @p comment may be NULL. */
-TIDE_API int tide_header_set_str(tide_header *h, const char *key, const char *value, const char *comment);
-TIDE_API int tide_header_set_int(tide_header *h, const char *key, int64_t value, const char *comment);
-TIDE_API int tide_header_set_dbl(tide_header *h, const char *key, double value, const char *comment);
+TIDE_API int tide_header_set_str(tide_header *h, const char *key, const char *value,
+                                 const char *comment);
+TIDE_API int tide_header_set_int(tide_header *h, const char *key, int64_t value,
+                                 const char *comment);
+TIDE_API int tide_header_set_dbl(tide_header *h, const char *key, double value,
+                                 const char *comment);
 TIDE_API int tide_header_set_bool(tide_header *h, const char *key, int value, const char *comment);
 
 /** Append a COMMENT or HISTORY card (@p key is "COMMENT" or "HISTORY"). */

@@ -37,12 +37,7 @@ typedef enum { TIDE_HOST = 0, TIDE_DEVICE = 1 } tide_location;
  *  undefined instead of zeroing them (for callers that write every pixel), and with it
  *  TIDE_IMAGE_ZERO_MASK: all but the mask plane, which is zeroed (for readers that only set
  *  the bits of flagged pixels). */
-enum {
-    TIDE_IMAGE_MASK = 1,
-    TIDE_IMAGE_VAR = 2,
-    TIDE_IMAGE_UNINIT = 4,
-    TIDE_IMAGE_ZERO_MASK = 8
-};
+enum { TIDE_IMAGE_MASK = 1, TIDE_IMAGE_VAR = 2, TIDE_IMAGE_UNINIT = 4, TIDE_IMAGE_ZERO_MASK = 8 };
 
 /** A 2-D float32 image with optional mask and variance planes. */
 typedef struct tide_image {
@@ -63,14 +58,14 @@ typedef struct tide_image {
  *  memory it keeps [4096]; 0 turns it off), so a warm process touches no fresh page; on a CUDA
  *  build they are page-locked on their first copy to or from the device. */
 TIDE_API int tide_image_alloc(struct tide_ctx *ctx, tide_image *im, int64_t width, int64_t height,
-                     tide_location where, int planes);
+                              tide_location where, int planes);
 
 /** Release an image's buffers (if it owns them) and zero the struct. */
 TIDE_API void tide_image_free(struct tide_ctx *ctx, tide_image *im);
 
 /** Allocate @p dst like @p src (same planes and size) at @p where and copy every plane. */
 TIDE_API int tide_image_clone(struct tide_ctx *ctx, tide_image *dst, const tide_image *src,
-                     tide_location where);
+                              tide_location where);
 
 /** Copy the planes both images have; sizes must match, locations may differ. */
 TIDE_API int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
@@ -79,10 +74,13 @@ TIDE_API int tide_image_copy(struct tide_ctx *ctx, tide_image *dst, const tide_i
  *  (same size): with page-locked host planes the copies overlap the context's later work and
  *  are complete after tide_download_wait (memory.h), before which @p src must not be freed;
  *  otherwise (or for any other pair of locations) the copy is complete on return. */
-TIDE_API int tide_image_download_start(struct tide_ctx *ctx, tide_image *dst, const tide_image *src);
+TIDE_API int tide_image_download_start(struct tide_ctx *ctx, tide_image *dst,
+                                       const tide_image *src);
 
 /** Number of pixels (width × height). */
-static inline int64_t tide_image_npix(const tide_image *im) { return im->width * im->height; }
+static inline int64_t tide_image_npix(const tide_image *im) {
+    return im->width * im->height;
+}
 
 #ifdef __cplusplus
 }

@@ -84,8 +84,8 @@ TIDE_API const char *tide_instrument_source_name(tide_inst_source s);
  *  only) through @p cfg. @p source names the frame in messages ("FRAME.fits[1]").
  *  TIDE_E_FORMAT / TIDE_E_RANGE for an unusable header value (detail names source, keyword and
  *  value). Missing values are not an error: callers that need one check source[]. */
-TIDE_API int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr, const char *source,
-                            tide_instrument *out);
+TIDE_API int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr,
+                                     const char *source, tide_instrument *out);
 
 /** Write the resolved values as a JSON object: quantity -> {"value", "source", "keyword"}
  *  (missing values are null), indented by @p indent spaces at the outer level, no trailing

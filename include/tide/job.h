@@ -61,9 +61,9 @@ typedef struct tide_reduce_request {
                                              configuration's (a benchmark's) [NULL] */
     int naper;                          /**< aperture radii given [0: the configuration's] */
     double aper_radii[TIDE_PIPELINE_MAX_APER];
-    int have_bias;                      /**< bias given [0] */
-    double bias;                        /**< zero level still in the frame, ADU */
-    int noise;                          /**< a tide_noise_source [-1: the configuration's] */
+    int have_bias; /**< bias given [0] */
+    double bias;   /**< zero level still in the frame, ADU */
+    int noise;     /**< a tide_noise_source [-1: the configuration's] */
     int no_cosmetics, no_psf, psf_fit_background; /**< stage switches [0] */
 } tide_reduce_request;
 
@@ -83,14 +83,14 @@ typedef struct tide_reduce_report {
                                    calibration was asked for */
     char warning[512];        /**< why, when incomplete ("FRAME: catalog written without ...") */
     /* wall times, milliseconds */
-    double ms_read;           /**< reading the frame and resolving its parameters */
-    double ms_reduce;         /**< tide_pipeline_run */
-    double ms_calibrate;      /**< tide_calibrate_run */
-    double ms_checksum_wait;  /**< waiting for the file's hash after the calibration */
-    double ms_store;          /**< the store's transaction (with opening it on a first frame) */
-    double ms_write;          /**< writing the catalog file (on a thread of its own) */
-    double ms_outputs;        /**< every output and the store together */
-    double ms_total;          /**< the whole call */
+    double ms_read;          /**< reading the frame and resolving its parameters */
+    double ms_reduce;        /**< tide_pipeline_run */
+    double ms_calibrate;     /**< tide_calibrate_run */
+    double ms_checksum_wait; /**< waiting for the file's hash after the calibration */
+    double ms_store;         /**< the store's transaction (with opening it on a first frame) */
+    double ms_write;         /**< writing the catalog file (on a thread of its own) */
+    double ms_outputs;       /**< every output and the store together */
+    double ms_total;         /**< the whole call */
 } tide_reduce_report;
 
 /** Release a report and zero it. */
@@ -109,7 +109,7 @@ TIDE_API int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_
  *  catalog (TIDE_E_IO), the reduction, the calibration (calibrate.h), the files and the
  *  store. */
 TIDE_API int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
-                        tide_reduce_report *out);
+                                 tide_reduce_report *out);
 
 /** Close the job's store and free the job (not its context or configuration). NULL is a
  *  no-op. */
@@ -121,7 +121,8 @@ TIDE_API void tide_reduce_job_destroy(tide_reduce_job *j);
  *  written too, so no output may take its name. tide_reduce_job_run checks again once the
  *  configuration's reference catalog and store are known. */
 TIDE_API int tide_reduce_check_outputs(const char *frame, const char *const config_files[2],
-                              const char *refcat, const char *store, const char *const outs[4]);
+                                       const char *refcat, const char *store,
+                                       const char *const outs[4]);
 
 #ifdef __cplusplus
 }

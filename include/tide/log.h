@@ -28,8 +28,8 @@ typedef struct tide_logger {
 
 /** Write one message from @p stage ("fits", "sim", ...). Safe to call from several threads:
  *  each message is formatted first and written with a single fwrite. */
-TIDE_API void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, const char *fmt,
-              ...)
+TIDE_API void tide_log(const tide_logger *lg, tide_log_level level, const char *stage,
+                       const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

@@ -42,7 +42,7 @@ TIDE_API void tide_device_reset_peak(struct tide_ctx *ctx);
  *  writes host memory is complete on return; a device-to-device copy is stream-ordered (the
  *  context's later work, and any later copy to the host, see its result). */
 TIDE_API int tide_memcpy(struct tide_ctx *ctx, void *dst, int dst_on_device, const void *src,
-                int src_on_device, size_t bytes);
+                         int src_on_device, size_t bytes);
 
 /** Start copying @p bytes from device @p src to host @p dst after the work queued so far on
  *  the context's stream. When @p dst is page-locked (a host image plane after its first

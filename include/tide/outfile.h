@@ -91,7 +91,7 @@ TIDE_API void tide_outfile_remove_tree(const char *dir);
 
 /** The outputs of one command, committed together. */
 typedef struct tide_outset {
-    int n;                             /**< outputs added */
+    int n;                            /**< outputs added */
     tide_outfile *f[TIDE_OUTSET_MAX]; /**< each one (allocated by tide_outset_add) */
 } tide_outset;
 
@@ -117,7 +117,7 @@ TIDE_API void tide_outset_abort(tide_outset *s);
  *  output. NULL, empty and "-" (standard output) entries are skipped, and so are inputs that
  *  do not exist. Returns TIDE_E_INVAL naming both files, or 0. */
 TIDE_API int tide_outputs_check(const char *const *inputs, int nin, const char *const *outputs,
-                       int nout);
+                                int nout);
 
 #ifdef __cplusplus
 }

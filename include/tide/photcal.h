@@ -109,7 +109,7 @@ typedef struct tide_photcal_result {
  *  TIDE_E_EMPTY (fewer than min_stars after the cuts or clipping: the detail gives the
  *  counts), TIDE_E_NOMEM. */
 TIDE_API int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_params *p,
-                     tide_photcal_result *out, uint8_t *used);
+                              tide_photcal_result *out, uint8_t *used);
 
 /** tide_photcal_fit on a pipeline catalog: the flux of column FLUX_@p flux (e.g. "OPT",
  *  "AUTO", "PSF", "APER") element @p element (0-based; for vector columns such as
@@ -118,9 +118,9 @@ TIDE_API int tide_photcal_fit(const tide_photcal_input *in, const tide_photcal_p
  *  (the refcat.h layout; -1 = none). Frame size @p width × @p height for the edge cut.
  *  TIDE_E_NOTFOUND naming a missing column. */
 TIDE_API int tide_photcal_fit_catalog(const tide_table *cat, const char *flux, int element,
-                             const tide_table *ref, const int64_t *match, int64_t width,
-                             int64_t height, const tide_photcal_params *p, tide_photcal_result *out,
-                             uint8_t *used);
+                                      const tide_table *ref, const int64_t *match, int64_t width,
+                                      int64_t height, const tide_photcal_params *p,
+                                      tide_photcal_result *out, uint8_t *used);
 
 /** Magnitudes for every flux column. For each column FLUX_x that has a FLUXERR_x of the same
  *  length (so FLUX_MAX, a peak value, is left alone), set MAG_x = zp − 2.5 log10(FLUX_x) and
@@ -144,18 +144,19 @@ typedef struct tide_photcal_limits {
  *  [@p snr_lo, @p snr_hi] [3, 30] and solve for S/N = 5 and 3. TIDE_E_EMPTY with fewer than
  *  10 sources in range or a slope >= 0 (S/N that does not fall with magnitude). */
 TIDE_API int tide_photcal_limits_fit(const double *mag, const double *snr, int64_t n, double snr_lo,
-                            double snr_hi, tide_photcal_limits *out);
+                                     double snr_hi, tide_photcal_limits *out);
 
 /** tide_photcal_limits_fit on a catalog: MAG = zp − 2.5 log10 FLUX_@p flux[@p element],
  *  S/N = FLUX / FLUXERR of that column. */
-TIDE_API int tide_photcal_limits_catalog(const tide_table *cat, const char *flux, int element, double zp,
-                                double snr_lo, double snr_hi, tide_photcal_limits *out);
+TIDE_API int tide_photcal_limits_catalog(const tide_table *cat, const char *flux, int element,
+                                         double zp, double snr_lo, double snr_hi,
+                                         tide_photcal_limits *out);
 
 /** Header cards of a calibration: ZP, EZP, ZPSCAT (scatter), CATNSTAR, ZPNCAND, ZPSLOPE,
  *  ZPSLOPOK (F when flagged), COLTERM, ECOLTERM, MAGLIM5, MAGLIM3 (when @p lim is non-NULL),
  *  REFCAT and REFBAND (when non-NULL and non-empty). */
 TIDE_API int tide_photcal_to_header(const tide_photcal_result *r, const tide_photcal_limits *lim,
-                           const char *refcat, const char *band, tide_header *h);
+                                    const char *refcat, const char *band, tide_header *h);
 
 #ifdef __cplusplus
 }

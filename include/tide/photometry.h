@@ -33,8 +33,8 @@
  *                                         σ_b = error of the clipped median, see bkgann)
  *       + (F σ_C / C)²                    aperture-correction error, where one is applied
  *                                         (tide_optimal_photometry)
- *   w_i is the pixel's overlap area (like sep); with mask_correct, a mirrored pixel adds its mirror's
- *   variance, and V is multiplied by k² where k = area / used area is the flux scale factor.
+ *   w_i is the pixel's overlap area (like sep); with mask_correct, a mirrored pixel adds its
+ * mirror's variance, and V is multiplied by k² where k = area / used area is the flux scale factor.
  *
  * Flags (int32, OR-ed over a source's apertures) are Source Extractor's where one exists and
  * tide's own bits above 2^11 (detection owns the low SE bits it sets). */
@@ -52,10 +52,10 @@ extern "C" {
 
 /** Photometry flags. */
 enum {
-    TIDE_PHOT_TRUNCATED = 16,      /**< aperture crosses the frame edge (SE flag 16) */
-    TIDE_PHOT_MASKED = 1 << 12,    /**< excluded (masked/NaN) pixels inside the aperture */
-    TIDE_PHOT_BKG_FAILED = 1 << 13, /**< local annulus background: too few valid pixels */
-    TIDE_PHOT_FIT_FAILED = 1 << 14, /**< PSF fit / Kron moment / optimal radius undefined */
+    TIDE_PHOT_TRUNCATED = 16,         /**< aperture crosses the frame edge (SE flag 16) */
+    TIDE_PHOT_MASKED = 1 << 12,       /**< excluded (masked/NaN) pixels inside the aperture */
+    TIDE_PHOT_BKG_FAILED = 1 << 13,   /**< local annulus background: too few valid pixels */
+    TIDE_PHOT_FIT_FAILED = 1 << 14,   /**< PSF fit / Kron moment / optimal radius undefined */
     TIDE_PHOT_APCORR_EXTRAP = 1 << 15 /**< optimal radius clipped to the law's valid range */
 };
 
@@ -96,32 +96,33 @@ typedef struct tide_aper_extra {
  *  i*nr + k is source i, radius k; ADU) and @p flags (n; may be NULL). A source whose
  *  aperture has no valid pixel gets flux 0 (not NaN) and its flags say why. */
 TIDE_API int tide_aperture_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                             int64_t n, const double *x, const double *y, int nr,
-                             const double *radii, const tide_aper_params *p, double *flux,
-                             double *fluxerr, int32_t *flags);
+                                      int64_t n, const double *x, const double *y, int nr,
+                                      const double *radii, const tide_aper_params *p, double *flux,
+                                      double *fluxerr, int32_t *flags);
 
 /** As tide_aperture_photometry, with the extra outputs of @p ex (may be NULL). */
-TIDE_API int tide_aperture_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                                int64_t n, const double *x, const double *y, int nr,
-                                const double *radii, const tide_aper_params *p, double *flux,
-                                double *fluxerr, int32_t *flags, tide_aper_extra *ex);
+TIDE_API int tide_aperture_photometry_ex(tide_ctx *ctx, const tide_image *sub,
+                                         const tide_image *var, int64_t n, const double *x,
+                                         const double *y, int nr, const double *radii,
+                                         const tide_aper_params *p, double *flux, double *fluxerr,
+                                         int32_t *flags, tide_aper_extra *ex);
 
 /** One circular aperture per source with its own radius @p r[i] (px). Outputs have n
  *  elements. Used for S/N-optimal photometry; same conventions as above. */
 TIDE_API int tide_aperture_photometry_r(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                               int64_t n, const double *x, const double *y, const double *r,
-                               const tide_aper_params *p, double *flux, double *fluxerr,
-                               int32_t *flags);
+                                        int64_t n, const double *x, const double *y,
+                                        const double *r, const tide_aper_params *p, double *flux,
+                                        double *fluxerr, int32_t *flags);
 
 /* ---- Kron (AUTO) photometry ------------------------------------------------------------ */
 
 /** Options of Kron photometry (Source Extractor's PHOT_AUTOPARAMS and analysis range). */
 typedef struct tide_kron_params {
-    double kron_fact;   /**< Kron factor k [2.5] */
-    double min_radius;  /**< smallest k·r1 in units of A, B (SE PHOT_AUTOPARAMS[1]) [3.5] */
-    double moment_nsig; /**< first moment measured within this many A, B (SE KRON_NSIG) [6] */
-    int subpix;         /**< sub-samples per side in boundary pixels of the AUTO ellipse; 1 =
-                             pixel centre in/out as Source Extractor; 0 = 5 [5] */
+    double kron_fact;      /**< Kron factor k [2.5] */
+    double min_radius;     /**< smallest k·r1 in units of A, B (SE PHOT_AUTOPARAMS[1]) [3.5] */
+    double moment_nsig;    /**< first moment measured within this many A, B (SE KRON_NSIG) [6] */
+    int subpix;            /**< sub-samples per side in boundary pixels of the AUTO ellipse; 1 =
+                                pixel centre in/out as Source Extractor; 0 = 5 [5] */
     tide_aper_params aper; /**< masks, gain, ncombine (annulus options ignored) */
 } tide_kron_params;
 
@@ -137,9 +138,10 @@ TIDE_API void tide_kron_params_default(tide_kron_params *p);
  *  except flux): @p kron_radius, @p flux, @p fluxerr, @p flags (TIDE_PHOT_FIT_FAILED when
  *  Σ I <= 0 or r1 <= 0: then K = min_radius, or kron_fact·1 if min_radius is 0). */
 TIDE_API int tide_kron_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                         int64_t n, const double *x, const double *y, const double *a,
-                         const double *b, const double *theta, const tide_kron_params *p,
-                         double *kron_radius, double *flux, double *fluxerr, int32_t *flags);
+                                  int64_t n, const double *x, const double *y, const double *a,
+                                  const double *b, const double *theta, const tide_kron_params *p,
+                                  double *kron_radius, double *flux, double *fluxerr,
+                                  int32_t *flags);
 
 /* ---- PSF-fit photometry ---------------------------------------------------------------- */
 
@@ -171,9 +173,10 @@ TIDE_API void tide_psffit_params_default(tide_psffit_params *p);
  *  freedom or with a singular system gives NaN flux, error and chi2 and TIDE_PHOT_FIT_FAILED.
  *  Requires a variance (var, or sub->var). @p chi2 and @p flags may be NULL. */
 TIDE_API int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                               int64_t n, const double *x, const double *y, int side,
-                               const float *stamps, const tide_psffit_params *p, double *flux,
-                               double *fluxerr, double *chi2, int32_t *flags);
+                                        int64_t n, const double *x, const double *y, int side,
+                                        const float *stamps, const tide_psffit_params *p,
+                                        double *flux, double *fluxerr, double *chi2,
+                                        int32_t *flags);
 
 /** PSF-fit flux at fixed positions with the local PSF of @p psf: every source's stamp is the
  *  one tide_psf_eval_pixel (psf.h) gives, evaluated where the context computes from the model
@@ -181,30 +184,30 @@ TIDE_API int tide_psf_photometry_stamps(tide_ctx *ctx, const tide_image *sub, co
  *  tide_psf_photometry_stamps does, with default parameters; on CUDA one block per source
  *  does both, nothing per source runs on the host. An invalid model is TIDE_E_INVAL. */
 TIDE_API int tide_psf_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                        const struct tide_psf_model *psf, int64_t n, const double *x,
-                        const double *y, double *flux, double *fluxerr, double *chi2);
+                                 const struct tide_psf_model *psf, int64_t n, const double *x,
+                                 const double *y, double *flux, double *fluxerr, double *chi2);
 
 /** As tide_psf_photometry with explicit parameters and flags (@p p NULL: defaults). */
 TIDE_API int tide_psf_photometry_ex(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                           const struct tide_psf_model *psf, int64_t n, const double *x,
-                           const double *y, const tide_psffit_params *p, double *flux,
-                           double *fluxerr, double *chi2, int32_t *flags);
+                                    const struct tide_psf_model *psf, int64_t n, const double *x,
+                                    const double *y, const tide_psffit_params *p, double *flux,
+                                    double *fluxerr, double *chi2, int32_t *flags);
 
 /* ---- aperture corrections and S/N-optimal radius ---------------------------------------- */
 
 /** Options of the aperture-correction model. */
 typedef struct tide_apcorr_params {
-    double fwhm;          /**< PSF FWHM, px (required, > 0) */
-    double r_ref;         /**< reference ("total") radius, px; 0 = 4·FWHM [0] */
-    double r_min;         /**< smallest optimal radius, px; 0 = 0.5·FWHM [0] */
-    double r_max;         /**< largest optimal radius, px; 0 = 3·FWHM (≤ r_ref) [0] */
-    double dr;            /**< radius grid step of the growth curves, px [0.1] */
-    int degree;           /**< polynomial degree of the correction over the field [2]; lowered
-                               automatically when there are few stars */
-    double snr_min_corr;  /**< growth-curve (correction) stars: S/N_det at least [100] */
-    double snr_min_law;   /**< optimal-radius law stars: S/N_det at least [10] */
-    double isolation;     /**< no other source within this distance, px; 0 = r_ref + 2·FWHM [0] */
-    int max_stars;        /**< use at most this many calibration stars (highest S/N) [500] */
+    double fwhm;           /**< PSF FWHM, px (required, > 0) */
+    double r_ref;          /**< reference ("total") radius, px; 0 = 4·FWHM [0] */
+    double r_min;          /**< smallest optimal radius, px; 0 = 0.5·FWHM [0] */
+    double r_max;          /**< largest optimal radius, px; 0 = 3·FWHM (≤ r_ref) [0] */
+    double dr;             /**< radius grid step of the growth curves, px [0.1] */
+    int degree;            /**< polynomial degree of the correction over the field [2]; lowered
+                                automatically when there are few stars */
+    double snr_min_corr;   /**< growth-curve (correction) stars: S/N_det at least [100] */
+    double snr_min_law;    /**< optimal-radius law stars: S/N_det at least [10] */
+    double isolation;      /**< no other source within this distance, px; 0 = r_ref + 2·FWHM [0] */
+    int max_stars;         /**< use at most this many calibration stars (highest S/N) [500] */
     tide_aper_params aper; /**< masks, gain, ncombine for all sums (annulus options ignored) */
 } tide_apcorr_params;
 
@@ -218,16 +221,16 @@ TIDE_API void tide_apcorr_params_default(tide_apcorr_params *p);
 typedef struct tide_apcorr_model {
     int64_t width, height; /**< frame the model covers */
     double r_ref, r_min, r_max, dr;
-    int nrad;              /**< grid radii r_k = r_min + k·dr, k < nrad, covering r_min..r_max */
+    int nrad; /**< grid radii r_k = r_min + k·dr, k < nrad, covering r_min..r_max */
     int degree, ncoef;
-    double *coef;          /**< nrad * ncoef, host */
-    double *err;           /**< nrad: error of C (clipped residual rms / sqrt(n)) */
-    double law_a, law_b;   /**< optimal-radius law */
-    double law_rms;        /**< rms of log10 r_opt about the law (dex) */
-    int nstars_corr;       /**< stars in the correction fit */
-    int nstars_law;        /**< stars in the law fit */
-    int law_fallback;      /**< 1: fewer than 5 law stars or S/N range < 0.3 dex: a constant
-                                radius (the stars' median optimum, else 0.68·FWHM) */
+    double *coef;        /**< nrad * ncoef, host */
+    double *err;         /**< nrad: error of C (clipped residual rms / sqrt(n)) */
+    double law_a, law_b; /**< optimal-radius law */
+    double law_rms;      /**< rms of log10 r_opt about the law (dex) */
+    int nstars_corr;     /**< stars in the correction fit */
+    int nstars_law;      /**< stars in the law fit */
+    int law_fallback;    /**< 1: fewer than 5 law stars or S/N range < 0.3 dex: a constant
+                              radius (the stars' median optimum, else 0.68·FWHM) */
 } tide_apcorr_model;
 
 /** Build the model from detected sources: selects isolated, unflagged stars (flags[i] == 0,
@@ -237,17 +240,17 @@ typedef struct tide_apcorr_model {
  *  a smooth (quadratic in r) fit of its measured S/N(r) around the maximum, and fits the law
  *  with clipping. @p snr: detection S/N per source; @p flags may be NULL. TIDE_E_EMPTY when
  *  fewer than 3 correction stars qualify. Free with tide_apcorr_free. */
-TIDE_API int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *var, int64_t n,
-                      const double *x, const double *y, const double *snr,
-                      const int32_t *flags, const tide_apcorr_params *p,
-                      tide_apcorr_model *out);
+TIDE_API int tide_apcorr_build(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
+                               int64_t n, const double *x, const double *y, const double *snr,
+                               const int32_t *flags, const tide_apcorr_params *p,
+                               tide_apcorr_model *out);
 
 /** Release the model's arrays. */
 TIDE_API void tide_apcorr_free(tide_apcorr_model *m);
 
 /** The aperture correction C and its error at radius @p r, position (x, y). */
 TIDE_API int tide_apcorr_eval(const tide_apcorr_model *m, double r, double x, double y, double *c,
-                     double *c_err);
+                              double *c_err);
 
 /** The optimal radius for a detection S/N: clip(10^(a log10 snr + b), r_min, r_max). */
 TIDE_API double tide_apcorr_radius(const tide_apcorr_model *m, double snr);
@@ -257,10 +260,10 @@ TIDE_API double tide_apcorr_radius(const tide_apcorr_model *m, double snr);
  *  the correction added (header formula). Batched on the device on CUDA (radius law, sums and
  *  correction all in kernels). @p rad_opt and @p flags may be NULL. */
 TIDE_API int tide_optimal_photometry(tide_ctx *ctx, const tide_image *sub, const tide_image *var,
-                            const tide_apcorr_model *m, int64_t n, const double *x,
-                            const double *y, const double *snr, const tide_aper_params *p,
-                            double *flux_opt, double *fluxerr_opt, double *rad_opt,
-                            int32_t *flags);
+                                     const tide_apcorr_model *m, int64_t n, const double *x,
+                                     const double *y, const double *snr, const tide_aper_params *p,
+                                     double *flux_opt, double *fluxerr_opt, double *rad_opt,
+                                     int32_t *flags);
 
 #ifdef __cplusplus
 }

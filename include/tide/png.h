@@ -16,7 +16,8 @@
  *
  * NaN pixels are drawn black. Rows are written top to bottom with FITS row 1 at the bottom,
  * as DS9 shows a frame. Every file is written atomically (staged in a private
- * directory beside the target, renamed when complete, removed on failure: outfile.h). Host memory only. */
+ * directory beside the target, renamed when complete, removed on failure: outfile.h). Host memory
+ * only. */
 #ifndef TIDE_PNG_H
 #define TIDE_PNG_H
 #include "tide/export.h"
@@ -34,23 +35,23 @@ typedef enum {
 
 /** How the limits are chosen when not given. */
 typedef enum {
-    TIDE_LIMITS_ZSCALE = 0,    /**< IRAF zscale (see header comment) */
-    TIDE_LIMITS_MINMAX = 1,    /**< smallest and largest finite value */
-    TIDE_LIMITS_SYMMETRIC = 2, /**< ±max(|zscale limits|): zero is mid-grey (differences) */
-    TIDE_LIMITS_PERCENTILE = 3, /**< the lo_pct and hi_pct percentiles */
+    TIDE_LIMITS_ZSCALE = 0,       /**< IRAF zscale (see header comment) */
+    TIDE_LIMITS_MINMAX = 1,       /**< smallest and largest finite value */
+    TIDE_LIMITS_SYMMETRIC = 2,    /**< ±max(|zscale limits|): zero is mid-grey (differences) */
+    TIDE_LIMITS_PERCENTILE = 3,   /**< the lo_pct and hi_pct percentiles */
     TIDE_LIMITS_SYMMETRIC_PCT = 4 /**< ±(the hi_pct percentile of |value|): zero mid-grey,
                                        bright lobes of either sign not clipped (stamps) */
 } tide_limits_kind;
 
 /** A stretch. tide_png_stretch_default gives the values in brackets. */
 typedef struct tide_png_stretch {
-    tide_stretch_kind kind; /**< mapping [LINEAR] */
+    tide_stretch_kind kind;  /**< mapping [LINEAR] */
     tide_limits_kind limits; /**< limit rule when lo/hi are NaN [ZSCALE] */
-    double lo, hi;          /**< explicit limits; NaN = from the rule [NaN, NaN] */
-    double contrast;        /**< zscale contrast [0.25] */
-    double lo_pct, hi_pct;  /**< percentiles for TIDE_LIMITS_PERCENTILE [0.5, 99.5] */
-    double softening;       /**< asinh softening, fraction of hi − lo [0.05] */
-    int scale;              /**< integer magnification (pixel replication) [1] */
+    double lo, hi;           /**< explicit limits; NaN = from the rule [NaN, NaN] */
+    double contrast;         /**< zscale contrast [0.25] */
+    double lo_pct, hi_pct;   /**< percentiles for TIDE_LIMITS_PERCENTILE [0.5, 99.5] */
+    double softening;        /**< asinh softening, fraction of hi − lo [0.05] */
+    int scale;               /**< integer magnification (pixel replication) [1] */
 } tide_png_stretch;
 
 /** Fill @p s with the defaults in brackets. */
@@ -60,13 +61,13 @@ TIDE_API void tide_png_stretch_default(tide_png_stretch *s);
  *  hi_pct from @p s). An image without a finite pixel gives lo = 0, hi = 1; equal limits are
  *  widened to lo − 0.5, lo + 0.5. */
 TIDE_API void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
-                     const tide_png_stretch *s, double *lo, double *hi);
+                              const tide_png_stretch *s, double *lo, double *hi);
 
 /** Write a w × h float image as an 8-bit greyscale PNG at @p path (atomic).
  *  Errors: TIDE_E_INVAL (no pixels, sizes), TIDE_E_IO (cannot create, write or rename; the
  *  detail names the path), TIDE_E_NOMEM. */
 TIDE_API int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h,
-                         int64_t stride, const tide_png_stretch *s);
+                                  int64_t stride, const tide_png_stretch *s);
 
 /** Write a mosaic of @p n rows of @p ncol tiles, each tile a stamp × stamp float image
  *  (tiles[(i * ncol + j)] points to row-major stamp × stamp pixels; NULL = an empty tile).
@@ -74,7 +75,7 @@ TIDE_API int tide_png_write_image(const char *path, const float *pix, int64_t w,
  *  are drawn on one scale), taken by @p s's rule unless s->lo/hi are set. Tiles are magnified
  *  by s->scale and separated by a 2-pixel mid-grey gap. At most 4096 rows. */
 TIDE_API int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
-                          const float *const *tiles, const tide_png_stretch *s);
+                                   const float *const *tiles, const tide_png_stretch *s);
 
 #ifdef __cplusplus
 }

@@ -75,40 +75,40 @@ enum {
 
 /** Parameters of tide_psf_build. tide_psf_params_default gives the values in brackets. */
 typedef struct tide_psf_params {
-    double fwhm_guess;   /**< expected FWHM, pixels: centroid window, stamp size, S/N
-                              aperture, Gaussian fallback [3.0] */
-    int stamp;           /**< stamp side, odd pixels; 0 = 6 × fwhm_guess rounded up to odd,
-                              clamped to [15, 63] [0] */
-    double isolation;    /**< no candidate within this radius (pixels) unless it is
-                              iso_flux_ratio times fainter; 0 = stamp side / 2 + 2 [0] */
+    double fwhm_guess;     /**< expected FWHM, pixels: centroid window, stamp size, S/N
+                                aperture, Gaussian fallback [3.0] */
+    int stamp;             /**< stamp side, odd pixels; 0 = 6 × fwhm_guess rounded up to odd,
+                                clamped to [15, 63] [0] */
+    double isolation;      /**< no candidate within this radius (pixels) unless it is
+                                iso_flux_ratio times fainter; 0 = stamp side / 2 + 2 [0] */
     double iso_flux_ratio; /**< a neighbour fainter than flux / this is tolerated [20] */
-    double snr_min;      /**< least aperture S/N (radius 1.5 × fwhm_guess) of a PSF star [30] */
-    double snr_max;      /**< largest S/N; 0 = no limit [0] */
-    double flux_min;     /**< least candidate flux (data units); 0 = no limit [0] */
-    double flux_max;     /**< largest candidate flux; 0 = no limit [0] */
-    double saturation;   /**< pixels at or above this value (background-subtracted units)
-                              reject a star; 0 = rely on the mask plane only [0] */
-    uint16_t mask_bits;  /**< mask bits that reject a star when found in its stamp [all bits
-                              except TIDE_MASK_INTERP] */
-    int max_stars;       /**< most PSF stars used (highest S/N first) [500] */
-    int min_stars;       /**< fewer usable stars: Gaussian fallback [10] */
-    int k;               /**< eigen-PSFs (limited by the number of stars) [5] */
-    int degree;          /**< polynomial degree of the coefficient fields (lowered when
-                              there are too few stars: at least 2 stars per term) [2] */
+    double snr_min;        /**< least aperture S/N (radius 1.5 × fwhm_guess) of a PSF star [30] */
+    double snr_max;        /**< largest S/N; 0 = no limit [0] */
+    double flux_min;       /**< least candidate flux (data units); 0 = no limit [0] */
+    double flux_max;       /**< largest candidate flux; 0 = no limit [0] */
+    double saturation;     /**< pixels at or above this value (background-subtracted units)
+                                reject a star; 0 = rely on the mask plane only [0] */
+    uint16_t mask_bits;    /**< mask bits that reject a star when found in its stamp [all bits
+                                except TIDE_MASK_INTERP] */
+    int max_stars;         /**< most PSF stars used (highest S/N first) [500] */
+    int min_stars;         /**< fewer usable stars: Gaussian fallback [10] */
+    int k;                 /**< eigen-PSFs (limited by the number of stars) [5] */
+    int degree;            /**< polynomial degree of the coefficient fields (lowered when
+                                there are too few stars: at least 2 stars per term) [2] */
     double central_fraction; /**< reference PSF from stars with |u|, |v| <= this, u and v the
                               position scaled to [-1, 1] (at least 5 stars are taken,
                               nearest the centre first) [0.5] */
-    double clip_sigma;   /**< sigma-clipping threshold of the reference stack [3] */
-    int clip_iters;      /**< most clipping iterations [10] */
-    double outlier_sigma; /**< stars whose model residual is above the median by this many
-                              robust sigmas are dropped [5] */
-    double size_tolerance; /**< candidates whose size (windowed second moment, as a
-                              Gaussian FWHM) differs from the median of the well-measured
-                              candidates by more than this fraction are dropped: galaxies and
-                              blends (PSFEx's SAMPLE_VARIABILITY in spirit) [0.25] */
-    int summary;         /**< 1: fit the Moffat summary (fwhm, beta, ellipticity, theta and
-                              the corner FWHMs of tide_psf_model); 0: leave them 0, for a
-                              caller that only needs the model (the fits take a few ms) [1] */
+    double clip_sigma;       /**< sigma-clipping threshold of the reference stack [3] */
+    int clip_iters;          /**< most clipping iterations [10] */
+    double outlier_sigma;    /**< stars whose model residual is above the median by this many
+                                 robust sigmas are dropped [5] */
+    double size_tolerance;   /**< candidates whose size (windowed second moment, as a
+                                Gaussian FWHM) differs from the median of the well-measured
+                                candidates by more than this fraction are dropped: galaxies and
+                                blends (PSFEx's SAMPLE_VARIABILITY in spirit) [0.25] */
+    int summary;             /**< 1: fit the Moffat summary (fwhm, beta, ellipticity, theta and
+                                  the corner FWHMs of tide_psf_model); 0: leave them 0, for a
+                                  caller that only needs the model (the fits take a few ms) [1] */
 } tide_psf_params;
 
 /** Fill @p p with the defaults in brackets above. */
@@ -116,40 +116,40 @@ TIDE_API void tide_psf_params_default(tide_psf_params *p);
 
 /** A PSF model. All arrays are host memory owned by the model (tide_psf_free). */
 typedef struct tide_psf_model {
-    int64_t width, height;      /**< frame the model covers */
-    int stamp;                  /**< odd stamp side, pixels; the PSF centre is pixel
-                                     (stamp/2, stamp/2) of a stamp */
-    int nbasis;                 /**< 1 + K: basis[0] = reference PSF, then K eigen-PSFs */
-    int degree, ncoef;          /**< polynomial degree, terms per basis coefficient */
-    float *basis;               /**< nbasis * stamp * stamp, row-major, x fastest */
-    double *coef;               /**< nbasis * ncoef; coefficient of basis b at (x, y) is
-                                     sum_t coef[b*ncoef+t] * term_t(u, v), u = (2x - (W-1))/(W-1),
-                                     v likewise with H, terms ordered 1, u, v, u^2, uv, v^2,
-                                     u^3, u^2v, ... (tide_psf_terms); coef of basis 0 is 1, 0... */
+    int64_t width, height; /**< frame the model covers */
+    int stamp;             /**< odd stamp side, pixels; the PSF centre is pixel
+                                (stamp/2, stamp/2) of a stamp */
+    int nbasis;            /**< 1 + K: basis[0] = reference PSF, then K eigen-PSFs */
+    int degree, ncoef;     /**< polynomial degree, terms per basis coefficient */
+    float *basis;          /**< nbasis * stamp * stamp, row-major, x fastest */
+    double *coef;          /**< nbasis * ncoef; coefficient of basis b at (x, y) is
+                                sum_t coef[b*ncoef+t] * term_t(u, v), u = (2x - (W-1))/(W-1),
+                                v likewise with H, terms ordered 1, u, v, u^2, uv, v^2,
+                                u^3, u^2v, ... (tide_psf_terms); coef of basis 0 is 1, 0... */
     double fwhm, beta, ellipticity, theta; /**< Moffat fit at the frame centre: FWHM
                                      (pixels, geometric mean of the axes, 2 alpha
                                      sqrt(2^(1/beta) - 1)), beta, 1 - b/a, major-axis angle
                                      (degrees from +x towards +y, (-90, 90]). Gaussian
                                      fallback: beta = 0 */
-    double fwhm_corner[4];      /**< FWHM at (0,0), (W-1,0), (0,H-1), (W-1,H-1) */
-    double ellip_corner[4];     /**< ellipticity at the same corners */
-    int nstars;                 /**< stars used in the final model */
-    int nref;                   /**< of which in the reference stack */
-    int ncandidates;            /**< candidates given */
-    int nreject[8];             /**< candidates rejected per reason: nreject[i] counts bit
-                                     1 << i of TIDE_PSF_REJ_* (the first reason found) */
-    double size_median;         /**< median Gaussian-equivalent FWHM of the candidates */
-    int gaussian_fallback;      /**< 1: a Gaussian (see header comment) */
-    char fallback_why[16];      /**< why the fallback: "NSTARS" (too few stars), "WINGS" (the
-                                     Moffat summary puts more than 5% of the flux outside the
-                                     stamp: beta too small for the stamp, or no Moffat fits),
-                                     "RESID" (median residual above 10% of the peak),
-                                     "CORNERS" (a corner's FWHM beyond a factor 2 of the
-                                     centre's, also after a refit constant over the
-                                     frame, degree 0, which comes first); "" */
-    double resid_rms;           /**< median over stars of the RMS of (stamp - model) divided
-                                     by the stamp's peak; 0 for the fallback */
-    double *star_x, *star_y;    /**< nstars positions (recentred) of the stars used */
+    double fwhm_corner[4];                 /**< FWHM at (0,0), (W-1,0), (0,H-1), (W-1,H-1) */
+    double ellip_corner[4];                /**< ellipticity at the same corners */
+    int nstars;                            /**< stars used in the final model */
+    int nref;                              /**< of which in the reference stack */
+    int ncandidates;                       /**< candidates given */
+    int nreject[8];          /**< candidates rejected per reason: nreject[i] counts bit
+                                  1 << i of TIDE_PSF_REJ_* (the first reason found) */
+    double size_median;      /**< median Gaussian-equivalent FWHM of the candidates */
+    int gaussian_fallback;   /**< 1: a Gaussian (see header comment) */
+    char fallback_why[16];   /**< why the fallback: "NSTARS" (too few stars), "WINGS" (the
+                                  Moffat summary puts more than 5% of the flux outside the
+                                  stamp: beta too small for the stamp, or no Moffat fits),
+                                  "RESID" (median residual above 10% of the peak),
+                                  "CORNERS" (a corner's FWHM beyond a factor 2 of the
+                                  centre's, also after a refit constant over the
+                                  frame, degree 0, which comes first); "" */
+    double resid_rms;        /**< median over stars of the RMS of (stamp - model) divided
+                                  by the stamp's peak; 0 for the fallback */
+    double *star_x, *star_y; /**< nstars positions (recentred) of the stars used */
 } tide_psf_model;
 
 /** Build a PSF model from a background-subtracted frame.
@@ -161,8 +161,8 @@ typedef struct tide_psf_model {
  *  On success @p out holds a model (free with tide_psf_free), possibly the Gaussian fallback.
  *  Errors: TIDE_E_INVAL (bad arguments), TIDE_E_NOMEM, TIDE_E_CUDA. */
 TIDE_API int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, int64_t n,
-                   const double *x, const double *y, const double *flux,
-                   const tide_psf_params *p, tide_psf_model *out);
+                            const double *x, const double *y, const double *flux,
+                            const tide_psf_params *p, tide_psf_model *out);
 
 /** The PSF at 0-based position (x, y), centred on the stamp's central pixel, as
  *  m->stamp × m->stamp floats summing to 1. Positions outside the frame are clamped to its

@@ -131,10 +131,11 @@ TIDE_API void tide_pipeline_params_default(tide_pipeline_params *p);
  *  missing ones leave the field alone). Returns TIDE_E_RANGE when aper_radii has more than
  *  TIDE_PIPELINE_MAX_APER elements. */
 TIDE_API int tide_pipeline_params_from_config(tide_pipeline_params *p, const tide_config *cfg,
-                                     const tide_instrument *inst);
+                                              const tide_instrument *inst);
 
-/** Check the parameters: gain >= 0 (0 only with the measured noise), rdnoise >= 0, bias finite, ncombine >= 1, fwhm_guess > 0,
- *  1 <= naper <= TIDE_PIPELINE_MAX_APER with radii > 0. TIDE_E_INVAL naming the field. */
+/** Check the parameters: gain >= 0 (0 only with the measured noise), rdnoise >= 0, bias finite,
+ * ncombine >= 1, fwhm_guess > 0, 1 <= naper <= TIDE_PIPELINE_MAX_APER with radii > 0. TIDE_E_INVAL
+ * naming the field. */
 TIDE_API int tide_pipeline_params_check(const tide_pipeline_params *p);
 
 /** What a run produced. Everything is host memory; free with tide_pipeline_result_free. */
@@ -169,7 +170,7 @@ typedef struct tide_pipeline_result {
  *  Errors: TIDE_E_INVAL (bad parameters or image), TIDE_E_EMPTY (no valid pixel),
  *  TIDE_E_NOMEM, TIDE_E_CUDA, and those of the stages. */
 TIDE_API int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header *hdr,
-                      const tide_pipeline_params *p, tide_pipeline_result *out);
+                               const tide_pipeline_params *p, tide_pipeline_result *out);
 
 /** Release a result and zero it. NULL is a no-op. */
 TIDE_API void tide_pipeline_result_free(tide_pipeline_result *r);

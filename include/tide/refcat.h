@@ -63,12 +63,13 @@ TIDE_API int tide_refcat_read(const char *path, const tide_refcat_columns *cols,
  *  @p radius_deg of (@p ra, @p dec) (degrees, great circle); row order is kept. @p name names
  *  the source in messages. TIDE_E_EMPTY when no row is left ("NAME: no reference star within
  *  R deg of (RA, DEC)"); TIDE_E_INVAL for a radius <= 0 or > 180 or a non-finite centre. */
-TIDE_API int tide_refcat_cone(tide_table *t, double ra, double dec, double radius_deg, const char *name);
+TIDE_API int tide_refcat_cone(tide_table *t, double ra, double dec, double radius_deg,
+                              const char *name);
 
 /** tide_refcat_read + tide_refcat_cone with radius @p radius_deg + tide_refcat_margin_deg:
  *  the stars of a local file around a field. */
-TIDE_API int tide_refcat_load(const char *path, const tide_refcat_columns *cols, double ra, double dec,
-                     double radius_deg, tide_table *out);
+TIDE_API int tide_refcat_load(const char *path, const tide_refcat_columns *cols, double ra,
+                              double dec, double radius_deg, tide_table *out);
 
 /** Run a user command that writes a reference catalog, and read it.
  *
@@ -89,16 +90,18 @@ TIDE_API int tide_refcat_load(const char *path, const tide_refcat_columns *cols,
  *  TIDE_E_IO (the program cannot be started, exits non-zero or by a signal: the detail
  *  names the program and the status), TIDE_E_TIMEOUT, and those of tide_refcat_read and
  *  tide_refcat_cone. Temporary files are removed in every case. */
-TIDE_API int tide_refcat_from_command(const char *cmd_template, double ra, double dec, double radius_deg,
-                             const tide_refcat_columns *cols, double timeout_s, tide_table *out);
+TIDE_API int tide_refcat_from_command(const char *cmd_template, double ra, double dec,
+                                      double radius_deg, const tide_refcat_columns *cols,
+                                      double timeout_s, tide_table *out);
 
 /** Split @p cmd_template into words and substitute the placeholders, as
  *  tide_refcat_from_command does (exposed for tests and for `tide` to show the command).
  *  @p outfile replaces {out} (may be NULL when the template has none). *argv receives a
  *  NULL-terminated malloc'd array of malloc'd words (free with tide_refcat_argv_free), *argc
  *  the number of words; *names_out is set to 1 when the template names {out}. */
-TIDE_API int tide_refcat_command_argv(const char *cmd_template, double ra, double dec, double radius_deg,
-                             const char *outfile, char ***argv, int *argc, int *names_out);
+TIDE_API int tide_refcat_command_argv(const char *cmd_template, double ra, double dec,
+                                      double radius_deg, const char *outfile, char ***argv,
+                                      int *argc, int *names_out);
 
 /** Free an argv of tide_refcat_command_argv. NULL is a no-op. */
 TIDE_API void tide_refcat_argv_free(char **argv);
@@ -114,28 +117,28 @@ TIDE_API int tide_refcat_cache_dir(const char *configured, char *out, int outlen
  *  is the 64-bit FNV-1a hash of @p source (a file path, a command template, a database
  *  table: whatever names the source) in hex, RA and DEC are the centre rounded to 0.001
  *  degree and RAD the radius rounded up to 0.001 degree. */
-TIDE_API int tide_refcat_cache_name(const char *source, double ra, double dec, double radius_deg, char *out,
-                           int outlen);
+TIDE_API int tide_refcat_cache_name(const char *source, double ra, double dec, double radius_deg,
+                                    char *out, int outlen);
 
 /** Look a cone up in cache directory @p dir: 0 and the table in @p out on a hit;
  *  TIDE_E_NOTFOUND on a miss (also when the file is unreadable: a damaged entry is treated
  *  as absent, and refetched). */
 TIDE_API int tide_refcat_cache_get(const char *dir, const char *source, double ra, double dec,
-                          double radius_deg, tide_table *out);
+                                   double radius_deg, tide_table *out);
 
 /** Store a cone's table in @p dir (created if missing, one level), atomically (written under
  *  a temporary name and renamed, so a concurrent reader sees the whole file or none).
  *  TIDE_E_IO naming the directory or file on failure. */
 TIDE_API int tide_refcat_cache_put(const char *dir, const char *source, double ra, double dec,
-                          double radius_deg, const tide_table *t);
+                                   double radius_deg, const tide_table *t);
 
 /** The stars around a field from a file (@p path) or a command (@p cmd_template; exactly one
  *  of the two is non-NULL), through the cache in @p cache_dir (NULL = no cache): a hit
  *  returns the cached cone; a miss fetches (tide_refcat_load or tide_refcat_from_command),
  *  stores the result and returns it. The cache key's source is the path or the template. */
-TIDE_API int tide_refcat_fetch(const char *path, const char *cmd_template, const tide_refcat_columns *cols,
-                      double ra, double dec, double radius_deg, const char *cache_dir,
-                      tide_table *out);
+TIDE_API int tide_refcat_fetch(const char *path, const char *cmd_template,
+                               const tide_refcat_columns *cols, double ra, double dec,
+                               double radius_deg, const char *cache_dir, tide_table *out);
 
 /* ---- helpers --------------------------------------------------------------------------- */
 

@@ -35,8 +35,8 @@
  *
  * Backends. A CPU context needs host images. A CUDA context takes device images, or host
  * images which are uploaded, resampled and copied back. The CPU and CUDA twins share their
- * per-pixel math (src/difference/reproject/reproject_math.h) and agree to float rounding. Deterministic: no
- * atomics, each output pixel is one fixed sum. */
+ * per-pixel math (src/difference/reproject/reproject_math.h) and agree to float rounding.
+ * Deterministic: no atomics, each output pixel is one fixed sum. */
 #ifndef TIDE_REPROJECT_H
 #define TIDE_REPROJECT_H
 #include "tide/export.h"
@@ -105,9 +105,10 @@ typedef struct tide_reproject_plan tide_reproject_plan;
  *  needs: the WCSs may be freed afterwards. @p p may be NULL (defaults).
  *  Errors: TIDE_E_INVAL (sizes, NULLs, parameters), TIDE_E_UNSUPPORTED (MAP_EXACT with a
  *  non-TAN WCS), TIDE_E_NOMEM, TIDE_E_WCS. */
-TIDE_API int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w, int64_t in_h,
-                               const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
-                               const tide_reproject_params *p, tide_reproject_plan **plan);
+TIDE_API int tide_reproject_plan_create(tide_ctx *ctx, const tide_wcs *in_wcs, int64_t in_w,
+                                        int64_t in_h, const tide_wcs *out_wcs, int64_t out_w,
+                                        int64_t out_h, const tide_reproject_params *p,
+                                        tide_reproject_plan **plan);
 
 /** The measurements of a plan. */
 TIDE_API void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_reproject_info *info);
@@ -118,8 +119,8 @@ TIDE_API void tide_reproject_plan_info(const tide_reproject_plan *plan, tide_rep
  *                  allocated here where @p in lives (overwritten, not freed first)
  *  @param coverage if non-NULL, receives an out_w × out_h pix-only image of coverage in
  *                  [0, 1], allocated where @p in lives */
-TIDE_API int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *plan, const tide_image *in,
-                           tide_image *out, tide_image *coverage);
+TIDE_API int tide_reproject_execute(tide_ctx *ctx, const tide_reproject_plan *plan,
+                                    const tide_image *in, tide_image *out, tide_image *coverage);
 
 /** Release a plan (NULL is a no-op). */
 TIDE_API void tide_reproject_plan_free(tide_ctx *ctx, tide_reproject_plan *plan);
@@ -127,14 +128,14 @@ TIDE_API void tide_reproject_plan_free(tide_ctx *ctx, tide_reproject_plan *plan)
 /** Plan, execute and free in one call; see tide_reproject_execute for @p out and
  *  @p coverage. */
 TIDE_API int tide_reproject(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
-                   const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
-                   const tide_reproject_params *p, tide_image *out, tide_image *coverage);
+                            const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
+                            const tide_reproject_params *p, tide_image *out, tide_image *coverage);
 
 /** tide_reproject that also reports the plan's measurements in @p info (may be NULL). */
 TIDE_API int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_wcs *in_wcs,
-                      const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
-                      const tide_reproject_params *p, tide_image *out, tide_image *coverage,
-                      tide_reproject_info *info);
+                               const tide_wcs *out_wcs, int64_t out_w, int64_t out_h,
+                               const tide_reproject_params *p, tide_image *out,
+                               tide_image *coverage, tide_reproject_info *info);
 
 /** A north-up, east-left TAN grid covering @p n frames (frame i: @p wcs[i], @p width[i] ×
  *  @p height[i]) at the finest of their pixel scales (sqrt|det J| at each frame's centre).
@@ -145,8 +146,9 @@ TIDE_API int tide_reproject_ex(tide_ctx *ctx, const tide_image *in, const tide_w
  *  conversion is done. A grid over 65536 px on a side is TIDE_E_RANGE.
  *  @param out   receives the new WCS (free with tide_wcs_free)
  *  @param out_w, out_h receive its size */
-TIDE_API int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width, const int64_t *height,
-                           int n, tide_wcs **out, int64_t *out_w, int64_t *out_h);
+TIDE_API int tide_reproject_northup(const tide_wcs *const *wcs, const int64_t *width,
+                                    const int64_t *height, int n, tide_wcs **out, int64_t *out_w,
+                                    int64_t *out_h);
 
 #ifdef __cplusplus
 }

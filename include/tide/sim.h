@@ -86,16 +86,16 @@ typedef struct tide_sim_params {
     int defects;       /**< 1: cosmic rays, hot pixels and bad columns [1] */
     int with_mask;     /**< 1: keep the truth mask plane in the frame (written as "MASK") [0] */
     /* epoch 2 */
-    double e2_dra;        /**< pointing offset in RA·cos(Dec), arcsec [40] */
-    double e2_ddec;       /**< pointing offset in Dec, arcsec [-25] */
-    double e2_rotation;   /**< added rotation, degrees [0.7] */
-    double e2_fwhm_scale; /**< seeing ratio epoch 2 / epoch 1 [1.3] */
+    double e2_dra;          /**< pointing offset in RA·cos(Dec), arcsec [40] */
+    double e2_ddec;         /**< pointing offset in Dec, arcsec [-25] */
+    double e2_rotation;     /**< added rotation, degrees [0.7] */
+    double e2_fwhm_scale;   /**< seeing ratio epoch 2 / epoch 1 [1.3] */
     double e2_transparency; /**< transmitted fraction relative to epoch 1 [0.85] */
-    double e2_dt_hours;   /**< time from epoch 1 to epoch 2, hours [1.0] */
-    int64_t e2_nmoving;   /**< moving objects (in both epochs) [1] */
-    int64_t e2_ntransient; /**< new transients (epoch 2 only) [1] */
-    int64_t e2_nvariable;  /**< variable stars (brightness changes) [1] */
-    double moving_rate;   /**< moving-object speed, arcsec/hour [30] */
+    double e2_dt_hours;     /**< time from epoch 1 to epoch 2, hours [1.0] */
+    int64_t e2_nmoving;     /**< moving objects (in both epochs) [1] */
+    int64_t e2_ntransient;  /**< new transients (epoch 2 only) [1] */
+    int64_t e2_nvariable;   /**< variable stars (brightness changes) [1] */
+    double moving_rate;     /**< moving-object speed, arcsec/hour [30] */
 } tide_sim_params;
 
 /** Fill @p p with the defaults documented in brackets above. */
@@ -134,7 +134,6 @@ TIDE_API int64_t tide_sim_sky_count(const tide_sim_sky *sky);
 /** The parameters the sky was made with. */
 TIDE_API const tide_sim_params *tide_sim_sky_params(const tide_sim_sky *sky);
 
-
 /** One rendered epoch. */
 typedef struct tide_sim_frame {
     tide_image image;   /**< host float32 ADU; mask plane of truth defects when with_mask */
@@ -166,7 +165,7 @@ TIDE_API void tide_sim_frame_free(tide_ctx *ctx, tide_sim_frame *f);
 /** Make epoch 1 of a fresh sky in one call: tide_sim_sky_make + tide_sim_epoch(1) (+ the
  *  reference catalog when @p refcat is non-NULL). */
 TIDE_API int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out,
-                 tide_table *refcat);
+                          tide_table *refcat);
 
 /** The reference catalog of the sky's stars (not galaxies, moving objects or transients)
  *  brighter than ref_maglim, over the frame and its margin: RA, DEC (deg), MAG (reference
@@ -178,11 +177,11 @@ TIDE_API int tide_sim_refcat(const tide_sim_sky *sky, tide_table *out);
 /** The truth pixel→sky mapping of an epoch (TAN + rotation + SIP, exactly what the header
  *  says): 0-based pixel (x, y) to (ra, dec) in degrees, for @p n points. */
 TIDE_API int tide_sim_pix2sky(const tide_sim_sky *sky, int epoch, int64_t n, const double *x,
-                     const double *y, double *ra, double *dec);
+                              const double *y, double *ra, double *dec);
 
 /** The inverse of tide_sim_pix2sky (Newton iteration on the forward SIP, to 1e-9 pixel). */
 TIDE_API int tide_sim_sky2pix(const tide_sim_sky *sky, int epoch, int64_t n, const double *ra,
-                     const double *dec, double *x, double *y);
+                              const double *dec, double *x, double *y);
 
 #ifdef __cplusplus
 }

@@ -54,7 +54,7 @@ TIDE_API int tide_solver_nindex(const tide_solver *s);
 
 /** Quad-size range of index @p i (0-based), arcsec; its file name in @p name (may be NULL). */
 TIDE_API int tide_solver_index_info(const tide_solver *s, int i, double *quad_lo_arcsec,
-                           double *quad_hi_arcsec, char *name, size_t name_len);
+                                    double *quad_hi_arcsec, char *name, size_t name_len);
 
 /** The solver cached on @p ctx: opened on first use, kept while later
  *  calls name the same directory, re-opened (and the old one freed) when the directory
@@ -66,14 +66,16 @@ TIDE_API int tide_solver_get(tide_ctx *ctx, const char *index_dir, tide_solver *
  *  *@p ra_out, *@p dec_out of *@p n: reference stars to refine a solution on when no
  *  reference catalogue is given. @return 0; TIDE_E_EMPTY when none; TIDE_E_INVAL, TIDE_E_NOMEM. */
 TIDE_API int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, double dec,
-                            double radius_deg, double **ra_out, double **dec_out, int64_t *n);
+                                     double radius_deg, double **ra_out, double **dec_out,
+                                     int64_t *n);
 
 /** Resolve the index directory: @p explicit_dir (--index-dir) if non-empty, else
  *  @p config_dir (instrument configuration) if non-empty, else the environment variable
  *  TIDE_INDEX_DIR if set and non-empty, else "/usr/share/astrometry" (Debian's
  *  astrometry-data-* packages). Writes it to @p out (size @p n).
  *  @return 0; TIDE_E_RANGE if it does not fit. */
-TIDE_API int tide_solve_index_dir(const char *explicit_dir, const char *config_dir, char *out, size_t n);
+TIDE_API int tide_solve_index_dir(const char *explicit_dir, const char *config_dir, char *out,
+                                  size_t n);
 
 /** Parity of the image (astrometry.net's PARITY_*). */
 enum { TIDE_SOLVE_PARITY_BOTH = 0, TIDE_SOLVE_PARITY_NORMAL = 1, TIDE_SOLVE_PARITY_FLIP = 2 };
@@ -136,13 +138,15 @@ TIDE_API void tide_solve_params_init(tide_solve_params *p);
  *  Sets has_position, ra, dec, scale_lo, scale_hi, width, height; leaves the rest of @p p.
  *  Missing hints are not an error (the solve goes blind).
  *  @return 0; TIDE_E_INVAL for a non-positive size. */
-TIDE_API int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h, double pixsize_um,
-                                 double focal_mm, double tolerance, tide_solve_params *p);
+TIDE_API int tide_solve_hints_from_header(const tide_header *hdr, int64_t w, int64_t h,
+                                          double pixsize_um, double focal_mm, double tolerance,
+                                          tide_solve_params *p);
 
 /** tide_solve_hints_from_header with the header's WCS already parsed: @p wcs (NULL when the
  *  header has none) instead of a second parse of @p hdr, the same hints. */
 TIDE_API int tide_solve_hints(const tide_header *hdr, const tide_wcs *wcs, int64_t w, int64_t h,
-                     double pixsize_um, double focal_mm, double tolerance, tide_solve_params *p);
+                              double pixsize_um, double focal_mm, double tolerance,
+                              tide_solve_params *p);
 
 /** What a solve did. */
 typedef struct tide_solve_info {
@@ -177,8 +181,9 @@ typedef struct tide_solve_info {
  *          detail says how many); TIDE_E_NOSOLVE (no attempt found a solution: the detail
  *          names the attempts with their scale ranges, hint, indexes tried and "time limit"
  *          for an attempt stopped by its limit); TIDE_E_NOMEM. */
-TIDE_API int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux, int64_t n,
-               const tide_solve_params *p, tide_wcs **wcs, tide_solve_info *info);
+TIDE_API int tide_solve(tide_solver *s, const double *x, const double *y, const double *flux,
+                        int64_t n, const tide_solve_params *p, tide_wcs **wcs,
+                        tide_solve_info *info);
 
 /** Plate-solve against the reference catalogue @p ref itself (columns RA, DEC, MAG): build
  *  astrometry.net index files from it for the quads of the hinted field (a quarter to 0.8 of
@@ -189,9 +194,9 @@ TIDE_API int tide_solve(tide_solver *s, const double *x, const double *y, const 
  *  bounds the build and the solve together.
  *  @return as tide_solve; TIDE_E_NOSOLVE also when no index can be built from the catalogue
  *          for the field's quad sizes (the detail says why). */
-TIDE_API int tide_solve_refcat(const tide_table *ref, const double *x, const double *y, const double *flux,
-                      int64_t n, const tide_solve_params *p, tide_wcs **wcs,
-                      tide_solve_info *info);
+TIDE_API int tide_solve_refcat(const tide_table *ref, const double *x, const double *y,
+                               const double *flux, int64_t n, const tide_solve_params *p,
+                               tide_wcs **wcs, tide_solve_info *info);
 
 /* ---- index building ------------------------------------------------------------------- */
 
@@ -231,8 +236,9 @@ TIDE_API int tide_index_scales_for_fov(double fov_arcmin, int *lo, int *hi);
  *          or a scale for which no quad could be built: too few stars for it), TIDE_E_RANGE,
  *          TIDE_E_IO (cannot create the directory or write), TIDE_E_INTERNAL (astrometry.net
  *          failed; its message is in the detail). */
-TIDE_API int tide_index_build(const tide_table *ref, const char *out_dir, const tide_index_build_params *p,
-                     char (*paths)[4096], int npaths, int *nbuilt);
+TIDE_API int tide_index_build(const tide_table *ref, const char *out_dir,
+                              const tide_index_build_params *p, char (*paths)[4096], int npaths,
+                              int *nbuilt);
 
 #ifdef __cplusplus
 }

@@ -56,7 +56,8 @@ typedef struct tide_stats {
 /** Count, sum, min, max, mean and std of the valid pixels of @p im (definitions above).
  *  Returns TIDE_E_EMPTY (with *out filled: counts set, values NaN) when no pixel is valid,
  *  TIDE_E_INVAL for a bad image or an image on the wrong side for the context. */
-TIDE_API int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, tide_stats *out);
+TIDE_API int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
+                               tide_stats *out);
 
 /** Percentiles of the valid pixels, as numpy.percentile(valid, q) with its default
  *  'linear' method: with the n valid values sorted x_0 <= ... <= x_{n-1}, h = (n-1)·q/100,
@@ -65,11 +66,12 @@ TIDE_API int tide_reduce_stats(tide_ctx *ctx, const tide_image *im, uint16_t mas
  *  (TIDE_E_RANGE otherwise); @p out receives nq values. Order statistics are exact.
  *  TIDE_E_EMPTY when no pixel is valid (out set to NaN). */
 TIDE_API int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
-                            const double *q, int nq, double *out);
+                                     const double *q, int nq, double *out);
 
 /** Median of the valid pixels, as numpy.median: the middle value, or the mean of the two
  *  middle values ((a + b) / 2 in double) when n is even. TIDE_E_EMPTY when none is valid. */
-TIDE_API int tide_reduce_median(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, double *median);
+TIDE_API int tide_reduce_median(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
+                                double *median);
 
 /** Parameters of sigma clipping. */
 typedef struct tide_sigclip_params {
@@ -101,7 +103,7 @@ typedef struct tide_sigclip_result {
  *  std of the final S. @p p may be NULL for the defaults. TIDE_E_EMPTY when no pixel is valid;
  *  values are NaN if clipping removed everything. */
 TIDE_API int tide_reduce_sigma_clip(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
-                           const tide_sigclip_params *p, tide_sigclip_result *out);
+                                    const tide_sigclip_params *p, tide_sigclip_result *out);
 
 /** Make the context's reduction scratch (device partials, histograms and, for host images on
  *  a CUDA context, the upload buffer) large enough for width × height images, so the calls

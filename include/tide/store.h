@@ -189,8 +189,8 @@ TIDE_API tide_store_kind tide_store_get_kind(const tide_store *s);
  *  with CELL -1 in SQLite and are never found by cone searches). A frame with the same checksum
  *  already stored is replaced: its image row and all its sources are deleted in the same
  *  transaction. On error nothing is changed. The new images.id goes to *id_out when non-NULL. */
-TIDE_API int tide_store_put_frame(tide_store *s, const tide_store_frame *frame, const tide_table *sources,
-                         int64_t *id_out);
+TIDE_API int tide_store_put_frame(tide_store *s, const tide_store_frame *frame,
+                                  const tide_table *sources, int64_t *id_out);
 
 /** Delete the frame with checksum @p checksum (its image row and all its sources) in one
  *  transaction. TIDE_E_NOTFOUND when there is none. */
@@ -202,7 +202,7 @@ TIDE_API int tide_store_delete_frame(tide_store *s, const char *checksum);
  *  columns I64, real ones F64), rows ordered by IMAGE_ID then SEQ. @p limit > 0 stops after that
  *  many rows in that order [0 = all]. */
 TIDE_API int tide_store_cone(tide_store *s, double ra, double dec, double radius_deg, int64_t limit,
-                    tide_table *out);
+                             tide_table *out);
 
 /** Every stored source (all columns, as tide_store_cone); for tests and exports. */
 TIDE_API int tide_store_all_sources(tide_store *s, tide_table *out);
@@ -234,8 +234,9 @@ TIDE_API double tide_store_separation(double ra1, double dec1, double ra2, doubl
  *  MAGERR, COLOR, matched without regard to case; a missing MAGERR / COLOR is NaN unless
  *  named explicitly). TIDE_E_NOTFOUND for a missing required column, TIDE_E_DB for an
  *  unreachable server or a failing query (a missing table). */
-TIDE_API int tide_store_refcat_cone(const char *uri, const char *table, const tide_refcat_columns *cols,
-                           double ra, double dec, double radius_deg, tide_table *out);
+TIDE_API int tide_store_refcat_cone(const char *uri, const char *table,
+                                    const tide_refcat_columns *cols, double ra, double dec,
+                                    double radius_deg, tide_table *out);
 
 #ifdef __cplusplus
 }

@@ -94,9 +94,9 @@ typedef struct tide_subtract_params {
                              with these mask_bits, measured beforehand (a template prepared
                              once for many exposures) instead of here [0] */
     double tmpl_sky, tmpl_var;
-    int64_t nstars;     /**< clean stars behind the frames' measured FWHMs (the fewer of the
-                             two), or -1 when not counted [-1]: with n >= 0 the spatial degree
-                             is first lowered for them (tide_subtract_degree_for_stars) */
+    int64_t nstars; /**< clean stars behind the frames' measured FWHMs (the fewer of the
+                         two), or -1 when not counted [-1]: with n >= 0 the spatial degree
+                         is first lowered for them (tide_subtract_degree_for_stars) */
 } tide_subtract_params;
 
 /** The kernel's spatial degree for @p nstars clean stars: a spatially varying kernel needs
@@ -109,18 +109,18 @@ TIDE_API void tide_subtract_params_default(tide_subtract_params *p);
 
 /** The result of a subtraction. Images live where the inputs lived (host or device). */
 typedef struct tide_subtract_result {
-    tide_image diff;     /**< difference (pix, var, mask) */
-    tide_image matched;  /**< the convolved frame plus background (pix only) */
-    double kernel_sum;   /**< sum of the kernel (flux ratio target / reference) */
-    double chi2;         /**< chi^2 of the final fit over the kept stamps */
-    double cond;         /**< condition number of the (Jacobi-scaled) normal matrix */
-    int64_t nfit;        /**< pixels with weight in the final fit */
-    int nstamps;         /**< stamps kept in the final fit */
-    int nstamps_total;   /**< stamps tried */
-    int regularised;     /**< 1 when a ridge was added to solve an ill-conditioned system */
+    tide_image diff;      /**< difference (pix, var, mask) */
+    tide_image matched;   /**< the convolved frame plus background (pix only) */
+    double kernel_sum;    /**< sum of the kernel (flux ratio target / reference) */
+    double chi2;          /**< chi^2 of the final fit over the kept stamps */
+    double cond;          /**< condition number of the (Jacobi-scaled) normal matrix */
+    int64_t nfit;         /**< pixels with weight in the final fit */
+    int nstamps;          /**< stamps kept in the final fit */
+    int nstamps_total;    /**< stamps tried */
+    int regularised;      /**< 1 when a ridge was added to solve an ill-conditioned system */
     int flux_from_stamps; /**< 1 when the kernel sum came from stamp sums (see above) */
-    int convolved;       /**< TIDE_SUB_CONVOLVE_TEMPLATE or _SCIENCE: which frame was */
-    int kernel_half;     /**< the kernel is kernel_w x kernel_w, kernel_w = 2 kernel_half + 1 */
+    int convolved;        /**< TIDE_SUB_CONVOLVE_TEMPLATE or _SCIENCE: which frame was */
+    int kernel_half;      /**< the kernel is kernel_w x kernel_w, kernel_w = 2 kernel_half + 1 */
     int kernel_w;
     float *kernel_center; /**< host kernel at the frame centre, kernel_w^2, row-major */
     /* the solved model (for tide_subtract_kernel_at); treat as opaque */
@@ -128,8 +128,8 @@ typedef struct tide_subtract_result {
     int spatial_degree, npoly;
     int spatial_degree_stars; /**< the degree asked of the fit: spatial_degree of the
                                    parameters after the star rule, before the stamps' */
-    float *kernel_terms; /**< npoly kernels K_p (host), npoly * kernel_w^2 */
-    double *bg_coef;     /**< background polynomial coefficients */
+    float *kernel_terms;      /**< npoly kernels K_p (host), npoly * kernel_w^2 */
+    double *bg_coef;          /**< background polynomial coefficients */
     int bg_degree;
     double decor_sigma_ref, decor_sigma_target; /**< noise levels used (rms, ADU) */
 } tide_subtract_result;
@@ -137,7 +137,8 @@ typedef struct tide_subtract_result {
 /** The frame tide_subtract convolves for these parameters and FWHMs (px, <= 0 unknown):
  *  p->convolve when set, else the sharper frame (TIDE_SUB_CONVOLVE_SCIENCE when
  *  0 < fwhm_sci < fwhm_tmpl, TIDE_SUB_CONVOLVE_TEMPLATE otherwise). @p p NULL: defaults. */
-TIDE_API int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl);
+TIDE_API int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci,
+                                     double fwhm_tmpl);
 
 /** The sky level and noise of a frame as tide_subtract measures them on each input: the
  *  sigma-clipped median and std (tide_reduce_sigma_clip's defaults) of rows spread over the
@@ -145,7 +146,7 @@ TIDE_API int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_
  *  that is not positive. Where the context computes. For a template measured once
  *  (tide_subtract_params.tmpl_sky_known). */
 TIDE_API int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im, uint16_t mask_bits,
-                            double *sky, double *var);
+                                     double *sky, double *var);
 
 /** PSF-matched subtraction of @p tmpl from @p sci (same size and grid; host images, or device
  *  images on a CUDA context). @p fwhm_sci and @p fwhm_tmpl are the frames' PSF FWHMs in px
@@ -158,8 +159,8 @@ TIDE_API int tide_subtract_sky_noise(struct tide_ctx *ctx, const tide_image *im,
  *  tide_subtract_result_free). TIDE_E_EMPTY when too few usable stamps remain, TIDE_E_RANGE
  *  when the normal equations cannot be solved even regularised. */
 TIDE_API int tide_subtract(struct tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
-                  double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
-                  tide_subtract_result *r);
+                           double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *p,
+                           tide_subtract_result *r);
 
 /** The kernel at pixel (@p x, @p y) (0-based) into @p k (kernel_w^2 floats, row-major;
  *  correlation convention: matched(x,y) = sum_ij k(i,j) ref(x+i-h, y+j-h)). */

@@ -53,8 +53,9 @@ TIDE_API void tide_table_free(tide_table *t);
 
 /** Add a column (zeroed for existing rows). Names must be unique (TIDE_E_INVAL otherwise).
  *  @p unit and @p comment may be NULL. Returns the new column's index in *index if non-NULL. */
-TIDE_API int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, int64_t repeat,
-                          const char *unit, const char *comment, int *index);
+TIDE_API int tide_table_add_column(tide_table *t, const char *name, tide_col_type type,
+                                   int64_t repeat, const char *unit, const char *comment,
+                                   int *index);
 
 /** Remove the column called @p name, keeping the order of the others. TIDE_E_NOTFOUND when
  *  there is none. */

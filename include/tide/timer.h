@@ -35,7 +35,7 @@ TIDE_API int tide_timer_count(const struct tide_ctx *ctx);
 
 /** The i-th stage: its name, total milliseconds and number of calls. */
 TIDE_API int tide_timer_get(const struct tide_ctx *ctx, int i, const char **stage, double *total_ms,
-                   int *calls);
+                            int *calls);
 
 /** Add every stage total of @p from (e.g. a helper context, ctx.h) to @p to, calls included,
  *  and clear @p from's. */

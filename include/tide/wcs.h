@@ -50,12 +50,12 @@ TIDE_API void tide_wcs_free(tide_wcs *w);
  *  converted (outside a projection's domain) gets NaN in both outputs; that is not an error.
  *  Safe to call from several threads at once. */
 TIDE_API int tide_wcs_pix2sky(const tide_wcs *w, int64_t n, const double *x, const double *y,
-                     double *ra, double *dec);
+                              double *ra, double *dec);
 
 /** Sky (degrees, header's frame) to 0-based pixel coordinates for @p n points; SIP and TPV
  *  are inverted iteratively by wcslib. Unconvertible points get NaN. Thread-safe. */
 TIDE_API int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const double *dec,
-                     double *x, double *y);
+                              double *x, double *y);
 
 /** Write the WCS into @p h (wcshdo, 17 significant digits so every double survives the text):
  *  the primary WCS keywords already in @p h (CTYPEi, CRPIXi, CDi_j, PCi_j, CROTAi, PVi_m,
@@ -75,8 +75,8 @@ TIDE_API void tide_wcs_strip_header(tide_header *h);
 /** What a person wants to know about a WCS over a frame. */
 typedef struct tide_wcs_summary {
     char ctype1[72], ctype2[72]; /**< CTYPEs as the header gives them ("RA---TAN-SIP") */
-    char radesys[16];  /**< reference frame ("ICRS", "FK5", "FK4"...; "" for galactic etc.) */
-    double equinox;    /**< equinox in years (1950.0 for FK4 B1950); NaN when not applicable */
+    char radesys[16]; /**< reference frame ("ICRS", "FK5", "FK4"...; "" for galactic etc.) */
+    double equinox;   /**< equinox in years (1950.0 for FK4 B1950); NaN when not applicable */
     double ra_center, dec_center; /**< sky position of the frame's centre pixel, degrees */
     double scale_arcsec; /**< sqrt(|det J|) of the local Jacobian at the centre, arcsec/px */
     /** Position angle of the image's +y axis at the centre, degrees east of north in
@@ -91,7 +91,8 @@ typedef struct tide_wcs_summary {
 
 /** Summarise @p w over a @p width × @p height frame. TIDE_E_WCS if the centre pixel cannot be
  *  converted, TIDE_E_INVAL for non-positive sizes. */
-TIDE_API int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wcs_summary *s);
+TIDE_API int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height,
+                                tide_wcs_summary *s);
 
 /** wcslib's projection code of @p w ("TAN", "ZEA"...); TPV reads "TAN" (a TAN with a
  *  sequent distortion). */
@@ -107,12 +108,12 @@ TIDE_API const char *tide_wcs_projection(const tide_wcs *w);
  *  Shupe et al. 2005, ASP Conf. 347, 491) that kernels take by value. Coefficient of
  *  u^p v^q lives at index (p+q)(p+q+1)/2 + q. */
 typedef struct tide_wcs_tansip {
-    double crpix[2];      /**< reference pixel, FITS 1-based */
-    double cd[2][2];      /**< deg/px; rows give (xi, eta), LONPOLE rotation folded in */
-    double cdinv[2][2];   /**< inverse of cd */
-    double crval[2];      /**< reference point (longitude, latitude), degrees */
+    double crpix[2];       /**< reference pixel, FITS 1-based */
+    double cd[2][2];       /**< deg/px; rows give (xi, eta), LONPOLE rotation folded in */
+    double cdinv[2][2];    /**< inverse of cd */
+    double crval[2];       /**< reference point (longitude, latitude), degrees */
     double sin_d0, cos_d0; /**< of crval[1] */
-    int order[4];         /**< polynomial orders of A, B, AP, BP; 0 = absent */
+    int order[4];          /**< polynomial orders of A, B, AP, BP; 0 = absent */
     double sip[4][TIDE_WCS_SIP_NCOEF]; /**< A, B (forward), AP, BP (inverse) */
 } tide_wcs_tansip;
 
@@ -124,7 +125,7 @@ TIDE_API int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t);
  *  backend: host arrays on a CPU context, device arrays on a CUDA context (the work is queued
  *  on the context's stream; tide_sync waits for it). Double precision throughout. */
 TIDE_API int tide_wcs_tansip_pix2sky(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                            const double *x, const double *y, double *ra, double *dec);
+                                     const double *x, const double *y, double *ra, double *dec);
 
 /** Sky (degrees) to pixel (0-based) on @p ctx's backend. SIP is inverted by Newton iteration
  *  on A/B started from AP/BP (from the TAN solution when AP/BP are absent) until the step
@@ -132,7 +133,7 @@ TIDE_API int tide_wcs_tansip_pix2sky(struct tide_ctx *ctx, const tide_wcs_tansip
  *  the iteration does not converge (a distortion that folds over, far outside the frame it
  *  was fitted on), get NaN. */
 TIDE_API int tide_wcs_tansip_sky2pix(struct tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                            const double *ra, const double *dec, double *x, double *y);
+                                     const double *ra, const double *dec, double *x, double *y);
 
 #ifdef __cplusplus
 }

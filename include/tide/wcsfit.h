@@ -86,10 +86,10 @@ TIDE_API void tide_wcsfit_defaults(tide_wcsfit_params *p);
  *  Errors: TIDE_E_INVAL (bad arguments, sip_order out of range), TIDE_E_NOSOLVE (fewer than 3
  *  usable pairs, all pairs collinear or coincident, or — without auto_order — too few pairs
  *  for the order / a singular or folding fit), TIDE_E_WCS, TIDE_E_NOMEM. */
-TIDE_API int tide_wcsfit_tansip(const double *x, const double *y, const double *ra, const double *dec,
-                       const double *weight, int64_t n, int64_t width, int64_t height,
-                       const tide_wcsfit_params *p, tide_wcs **out, tide_wcsfit_info *info,
-                       double *dx, double *dy);
+TIDE_API int tide_wcsfit_tansip(const double *x, const double *y, const double *ra,
+                                const double *dec, const double *weight, int64_t n, int64_t width,
+                                int64_t height, const tide_wcsfit_params *p, tide_wcs **out,
+                                tide_wcsfit_info *info, double *dx, double *dy);
 
 /* ---- refinement: iterate crossmatch + fit + rejection ----------------------------------- */
 
@@ -156,10 +156,11 @@ TIDE_API void tide_refine_defaults(tide_refine_params *p);
  *  + 0.001 px) is not returned: TIDE_E_NOSOLVE "diverged" (keep the initial WCS then).
  *  Errors: TIDE_E_INVAL, TIDE_E_NOSOLVE (too few matches, divergence), TIDE_E_WCS,
  *  TIDE_E_NOMEM, and those of the crossmatch. */
-TIDE_API int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width, int64_t height,
-                       const double *x, const double *y, const double *sigma_px, int64_t n,
-                       const double *ref_ra, const double *ref_dec, int64_t nref,
-                       const tide_refine_params *p, tide_wcs **out, tide_refine_info *info);
+TIDE_API int tide_astrom_refine(tide_ctx *ctx, const tide_wcs *initial, int64_t width,
+                                int64_t height, const double *x, const double *y,
+                                const double *sigma_px, int64_t n, const double *ref_ra,
+                                const double *ref_dec, int64_t nref, const tide_refine_params *p,
+                                tide_wcs **out, tide_refine_info *info);
 
 /** Options of tide_astrom_verify. */
 typedef struct tide_verify_params {
@@ -191,9 +192,9 @@ TIDE_API void tide_verify_defaults(tide_verify_params *p);
  *  the three criteria of tide_verify_params hold. A bad WCS is not an error (good = 0).
  *  Errors: TIDE_E_INVAL, TIDE_E_NOMEM, TIDE_E_WCS, and those of the crossmatch. */
 TIDE_API int tide_astrom_verify(tide_ctx *ctx, const tide_wcs *wcs, int64_t width, int64_t height,
-                       const double *x, const double *y, int64_t n, const double *ref_ra,
-                       const double *ref_dec, int64_t nref, const tide_verify_params *p,
-                       tide_verify_info *info);
+                                const double *x, const double *y, int64_t n, const double *ref_ra,
+                                const double *ref_dec, int64_t nref, const tide_verify_params *p,
+                                tide_verify_info *info);
 
 #ifdef __cplusplus
 }

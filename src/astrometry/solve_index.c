@@ -256,8 +256,8 @@ int tide_solver_index_stars(const tide_solver *s, const char *name, double ra, d
     if (total == 0) {
         free(rv);
         free(dv);
-        return tide_error(TIDE_E_EMPTY, "%s: no index star within %.3g deg of (%.5f, %.5f)",
-                          s->dir, radius_deg, ra, dec);
+        return tide_error(TIDE_E_EMPTY, "%s: no index star within %.3g deg of (%.5f, %.5f)", s->dir,
+                          radius_deg, ra, dec);
     }
     *ra_out = rv;
     *dec_out = dv;

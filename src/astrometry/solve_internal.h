@@ -24,8 +24,7 @@ struct tide_solver {
  *  and round r lists the r-th brightest source of every cell, brightest first within the
  *  round. Fewer than 2 cells, or sources all on one line, leave the order as it is.
  *  @return 0; TIDE_E_NOMEM. */
-int tide_solve_uniformize(int64_t *order, int64_t m, const double *x, const double *y,
-                          int ncell);
+int tide_solve_uniformize(int64_t *order, int64_t m, const double *x, const double *y, int ncell);
 
 /** Silence astrometry.net's process-wide logger (idempotent). */
 void tide_solve_quiet_astrometry(void);

@@ -12,8 +12,7 @@
 #include "solve_internal.h"
 #include "tide/status.h"
 
-int tide_solve_uniformize(int64_t *order, int64_t m, const double *x, const double *y,
-                          int ncell) {
+int tide_solve_uniformize(int64_t *order, int64_t m, const double *x, const double *y, int ncell) {
     if (ncell < 2 || m < 2)
         return 0;
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;

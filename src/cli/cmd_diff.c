@@ -96,8 +96,8 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         fprintf(f, "  \"kernel_sum\": %.8g,\n  \"kernel_chi2\": %.6g,\n", r->kernel_sum,
                 isfinite(r->chi2) ? r->chi2 : -1.0);
         fprintf(f, "  \"convolved\": \"%s\",\n", r->convolved == 2 ? "science" : "template");
-        fprintf(f, "  \"n_candidates\": %lld,\n  \"n_fitted\": %lld,\n",
-                (long long)r->cands.nrows, (long long)r->nfitted);
+        fprintf(f, "  \"n_candidates\": %lld,\n  \"n_fitted\": %lld,\n", (long long)r->cands.nrows,
+                (long long)r->nfitted);
         fprintf(f, "  \"device_peak_bytes\": %zu,\n  \"ms_total\": %.3f,\n  \"timings_ms\": {",
                 r->device_peak, r->ms_total);
         for (int i = 0; i < nt; i++) {
@@ -117,8 +117,7 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
             (long long)r->diff.width, (long long)r->diff.height, (long long)r->cands.nrows,
             (long long)r->nfitted, dir);
     fprintf(f, "  FWHM science %.3f px, template %.3f px; %s convolved; kernel sum %.5f\n",
-            r->fwhm_sci, r->fwhm_tmpl, r->convolved == 2 ? "science" : "template",
-            r->kernel_sum);
+            r->fwhm_sci, r->fwhm_tmpl, r->convolved == 2 ? "science" : "template", r->kernel_sum);
     fprintf(f, "  %s backend (%s), %.1f ms", tide_backend_name(ctx->backend), ctx->device_name,
             r->ms_total);
     if (ctx->backend == TIDE_BACKEND_CUDA)
@@ -152,7 +151,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
                      const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
                      int64_t ntop, int timings, const char *const *cfgs, int ncfg) {
     const char *cmd = "diff";
-    char (*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
+    char(*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
     if (!outs)
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
     for (int i = 0; i < nsci; i++) {
@@ -170,8 +169,8 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         for (int j = 0; j < i; j++)
             if (!strcmp(outs[i], outs[j])) {
                 /* the message names an entry of outs: print it before the list is freed */
-                int rc = tide_cli_usage_error(cmd, "%s and %s would both write %s", sci[j],
-                                              sci[i], outs[i]);
+                int rc = tide_cli_usage_error(cmd, "%s and %s would both write %s", sci[j], sci[i],
+                                              outs[i]);
                 free(outs);
                 return rc;
             }
@@ -463,8 +462,7 @@ int tide_cmd_diff(int argc, char **argv) {
         goto out;
     }
     if (d.tpath) {
-        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins,
-                       nin);
+        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
         rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings);

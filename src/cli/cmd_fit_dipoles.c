@@ -69,7 +69,8 @@ static int read_cube(fitsfile *f, const char *path, const char *ext, int require
     if (fits_movnam_hdu(f, IMAGE_HDU, name, 0, &fst)) {
         fst = 0;
         if (ext) {
-            if (!required) return 0;
+            if (!required)
+                return 0;
             return tide_error(TIDE_E_NOTFOUND, "%s: no image HDU %s", path, ext);
         }
         fits_movabs_hdu(f, 1, NULL, &fst);
@@ -79,20 +80,24 @@ static int read_cube(fitsfile *f, const char *path, const char *ext, int require
     LONGLONG ax[3] = {1, 1, 1};
     if (fits_get_img_dim(f, &naxis, &fst) || naxis < 2 || naxis > 3 ||
         fits_get_img_sizell(f, naxis, ax, &fst))
-        return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: %s is not a 2-D or 3-D image", path,
-                          hdu - 1, name);
+        return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: %s is not a 2-D or 3-D image", path, hdu - 1,
+                          name);
     c->nx = ax[0];
     c->ny = ax[1];
     c->nz = naxis == 3 ? ax[2] : 1;
     size_t bytes;
     if (tide_size_block(c->nx, c->ny, c->nz, 4, &bytes))
-        return tide_error(TIDE_E_RANGE, "%s[HDU %d]: %s of %lld x %lld x %lld values overflows "
-                          "the address space", path, hdu - 1, name, (long long)c->nx,
-                          (long long)c->ny, (long long)c->nz);
+        return tide_error(TIDE_E_RANGE,
+                          "%s[HDU %d]: %s of %lld x %lld x %lld values overflows "
+                          "the address space",
+                          path, hdu - 1, name, (long long)c->nx, (long long)c->ny,
+                          (long long)c->nz);
     const int64_t n = (int64_t)(bytes / 4);
-    if (n <= 0) return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image", path, hdu - 1);
+    if (n <= 0)
+        return tide_error(TIDE_E_EMPTY, "%s[HDU %d]: empty image", path, hdu - 1);
     c->data = malloc(bytes);
-    if (!c->data) return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+    if (!c->data)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
     LONGLONG first[3] = {1, 1, 1};
     int anynul = 0; /* cfitsio writes it whenever a null is met: it must not be NULL */
     if (as_int) {
@@ -113,22 +118,26 @@ static int read_cube(fitsfile *f, const char *path, const char *ext, int require
 static int read_centers(fitsfile *f, const char *path, int64_t n, double **x, double **y) {
     int fst = 0;
     *x = *y = NULL;
-    if (fits_movnam_hdu(f, BINARY_TBL, "CENTERS", 0, &fst)) return 0;
+    if (fits_movnam_hdu(f, BINARY_TBL, "CENTERS", 0, &fst))
+        return 0;
     long nrows = 0;
     int cx = 0, cy = 0;
     fits_get_num_rows(f, &nrows, &fst);
     fits_get_colnum(f, CASEINSEN, "X", &cx, &fst);
     fits_get_colnum(f, CASEINSEN, "Y", &cy, &fst);
     if (fst || nrows != n)
-        return tide_error(TIDE_E_FORMAT, "%s[CENTERS]: needs columns X and Y and %lld rows",
-                          path, (long long)n);
+        return tide_error(TIDE_E_FORMAT, "%s[CENTERS]: needs columns X and Y and %lld rows", path,
+                          (long long)n);
     *x = malloc(sizeof(double) * n);
     *y = malloc(sizeof(double) * n);
-    if (!*x || !*y) return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+    if (!*x || !*y)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
     fits_read_col(f, TDOUBLE, cx, 1, 1, n, NULL, *x, NULL, &fst);
     fits_read_col(f, TDOUBLE, cy, 1, 1, n, NULL, *y, NULL, &fst);
-    if (fst) return tide_error(TIDE_E_FORMAT, "%s[CENTERS]: unreadable X or Y", path);
-    for (int64_t i = 0; i < n; i++) (*x)[i] -= 1.0, (*y)[i] -= 1.0; /* to 0-based */
+    if (fst)
+        return tide_error(TIDE_E_FORMAT, "%s[CENTERS]: unreadable X or Y", path);
+    for (int64_t i = 0; i < n; i++)
+        (*x)[i] -= 1.0, (*y)[i] -= 1.0; /* to 0-based */
     return 0;
 }
 
@@ -137,10 +146,12 @@ static int write_fits(const char *out, const tide_dipole_fit *fit, int64_t n, in
     tide_table t;
     tide_table_init(&t);
     int st = tide_table_add_column(&t, "ID", TIDE_COL_I64, 1, "", "1-based stamp index", NULL);
-    if (!st) st = tide_dipole_fits_to_table(fit, n, gauss, &t);
+    if (!st)
+        st = tide_dipole_fits_to_table(fit, n, gauss, &t);
     if (!st) {
         int64_t *id = tide_table_i64(&t, "ID");
-        for (int64_t i = 0; i < n; i++) id[i] = i + 1;
+        for (int64_t i = 0; i < n; i++)
+            id[i] = i + 1;
         st = tide_fits_write_table(out, &t, NULL, "DIPOLES");
     }
     tide_table_free(&t);
@@ -161,23 +172,29 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
             return 0;
         }
         const int c = tide_cli_common_option(&com, cmd, argc, argv, &i);
-        if (c < 0) return 2;
-        if (c > 0) continue;
+        if (c < 0)
+            return 2;
+        if (c > 0)
+            continue;
         if (!strcmp(a, "--no-ps")) {
             p.fit_ps = 0;
             continue;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--model") || !strcmp(a, "--max-iter") ||
             !strcmp(a, "--sigma") || !strcmp(a, "--mask-bits")) {
-            if (i + 1 >= argc) return tide_cli_usage_error(cmd, "option %s needs a value", a);
+            if (i + 1 >= argc)
+                return tide_cli_usage_error(cmd, "option %s needs a value", a);
             const char *v = argv[++i];
             char *end = NULL;
             if (!strcmp(a, "-o")) {
                 out = v;
             } else if (!strcmp(a, "--model")) {
-                if (!strcmp(v, "gauss")) p.model = TIDE_DIPOLE_GAUSS;
-                else if (!strcmp(v, "psf")) p.model = TIDE_DIPOLE_PSF;
-                else return tide_cli_usage_error(cmd, "--model must be gauss or psf (got %s)", v);
+                if (!strcmp(v, "gauss"))
+                    p.model = TIDE_DIPOLE_GAUSS;
+                else if (!strcmp(v, "psf"))
+                    p.model = TIDE_DIPOLE_PSF;
+                else
+                    return tide_cli_usage_error(cmd, "--model must be gauss or psf (got %s)", v);
             } else if (!strcmp(a, "--sigma")) {
                 const double d = strtod(v, &end);
                 if (end == v || *end || !(d > 0.0) || !isfinite(d))
@@ -190,18 +207,25 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
                 if (end == v || *end || l < lo || l > hi)
                     return tide_cli_usage_error(cmd, "%s must be an integer in [%ld, %ld] (got %s)",
                                                 a, lo, hi, v);
-                if (!strcmp(a, "--max-iter")) p.max_iter = (int)l;
-                else p.mask_bits = (uint16_t)l;
+                if (!strcmp(a, "--max-iter"))
+                    p.max_iter = (int)l;
+                else
+                    p.mask_bits = (uint16_t)l;
             }
             continue;
         }
-        if (a[0] == '-' && a[1]) return tide_cli_usage_error(cmd, "unknown option %s", a);
-        if (in) return tide_cli_usage_error(cmd, "one STAMPS file only (got '%s' and '%s')", in, a);
+        if (a[0] == '-' && a[1])
+            return tide_cli_usage_error(cmd, "unknown option %s", a);
+        if (in)
+            return tide_cli_usage_error(cmd, "one STAMPS file only (got '%s' and '%s')", in, a);
         in = a;
     }
-    if (!in) return tide_cli_usage_error(cmd, "missing STAMPS.fits");
-    if (!out) return tide_cli_usage_error(cmd, "missing -o FITS.fits");
-    if (tide_cli_check_outputs(cmd, &in, 1, &out, 1)) return 1;
+    if (!in)
+        return tide_cli_usage_error(cmd, "missing STAMPS.fits");
+    if (!out)
+        return tide_cli_usage_error(cmd, "missing -o FITS.fits");
+    if (tide_cli_check_outputs(cmd, &in, 1, &out, 1))
+        return 1;
 
     cube s = {0}, v = {0}, m = {0}, ps = {0};
     double *cx = NULL, *cy = NULL;
@@ -221,44 +245,53 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
     }
     st = read_cube(f, in, NULL, 1, 0, &s);
     if (!st && (s.nx != s.ny || s.nx < 3))
-        st = tide_error(TIDE_E_FORMAT, "%s: stamps must be square, side >= 3 (got %lld x %lld)",
-                        in, (long long)s.nx, (long long)s.ny);
-    if (!st) st = read_cube(f, in, "VAR", 1, 0, &v);
+        st = tide_error(TIDE_E_FORMAT, "%s: stamps must be square, side >= 3 (got %lld x %lld)", in,
+                        (long long)s.nx, (long long)s.ny);
+    if (!st)
+        st = read_cube(f, in, "VAR", 1, 0, &v);
     if (!st && (v.nx != s.nx || v.ny != s.ny || v.nz != s.nz))
         st = tide_error(TIDE_E_FORMAT, "%s[VAR]: shape differs from the stamps", in);
-    if (!st) st = read_cube(f, in, "MASK", 0, 1, &m);
+    if (!st)
+        st = read_cube(f, in, "MASK", 0, 1, &m);
     if (!st && m.data && (m.nx != s.nx || m.ny != s.ny || m.nz != s.nz))
         st = tide_error(TIDE_E_FORMAT, "%s[MASK]: shape differs from the stamps", in);
     if (!st && p.model == TIDE_DIPOLE_PSF) {
         st = read_cube(f, in, "PSF", 1, 0, &ps);
         if (!st && (ps.nx != ps.ny || !(ps.nx & 1) || ps.nx < 3 || (ps.nz != 1 && ps.nz != s.nz)))
-            st = tide_error(TIDE_E_FORMAT, "%s[PSF]: needs odd square stamps, one or one per "
-                                           "stamp (got %lld x %lld x %lld)",
+            st = tide_error(TIDE_E_FORMAT,
+                            "%s[PSF]: needs odd square stamps, one or one per "
+                            "stamp (got %lld x %lld x %lld)",
                             in, (long long)ps.nx, (long long)ps.ny, (long long)ps.nz);
         p.psf = ps.data;
         p.psf_side = (int)ps.nx;
         p.psf_per_stamp = ps.nz > 1;
     }
-    if (!st) st = read_centers(f, in, s.nz, &cx, &cy);
-    if (st) goto done;
+    if (!st)
+        st = read_centers(f, in, s.nz, &cx, &cy);
+    if (st)
+        goto done;
     if (m.data) {
         const int64_t n = s.nx * s.ny * s.nz;
         if (!(mask = malloc(sizeof(uint16_t) * n))) {
             st = tide_error(TIDE_E_NOMEM, "out of memory");
             goto done;
         }
-        for (int64_t i = 0; i < n; i++) mask[i] = (uint16_t)(((int *)m.data)[i] & 0xFFFF);
+        for (int64_t i = 0; i < n; i++)
+            mask[i] = (uint16_t)(((int *)m.data)[i] & 0xFFFF);
     }
     if (!(fit = malloc(sizeof *fit * s.nz))) {
         st = tide_error(TIDE_E_NOMEM, "out of memory");
         goto done;
     }
-    if (!(ctx = tide_cli_make_ctx(&com, cmd))) goto done;
+    if (!(ctx = tide_cli_make_ctx(&com, cmd)))
+        goto done;
     st = tide_dipole_fit_stamps(ctx, s.nz, (int)s.nx, s.data, v.data, mask, cx, cy, &p, fit);
-    if (!st) st = write_fits(out, fit, s.nz, p.model == TIDE_DIPOLE_GAUSS);
+    if (!st)
+        st = write_fits(out, fit, s.nz, p.model == TIDE_DIPOLE_GAUSS);
     if (!st) {
         int64_t nconv = 0;
-        for (int64_t i = 0; i < s.nz; i++) nconv += fit[i].status == TIDE_DIPOLE_CONVERGED;
+        for (int64_t i = 0; i < s.nz; i++)
+            nconv += fit[i].status == TIDE_DIPOLE_CONVERGED;
         if (com.json) {
             printf("{\n  \"stamps\": %lld,\n  \"side\": %lld,\n  \"converged\": %lld,\n"
                    "  \"backend\": \"%s\",\n  \"output\": ",
@@ -273,7 +306,8 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
         rc = 0;
     }
 done:
-    if (st) rc = tide_cli_fail(cmd, st);
+    if (st)
+        rc = tide_cli_fail(cmd, st);
     if (f) {
         fst = 0;
         fits_close_file(f, &fst);

@@ -119,20 +119,20 @@ int tide_cmd_index(int argc, char **argv) {
             return 0;
         }
         const tide_cli_valopt vals[] = {{"-o", NULL, &out},
-                    {"--out-dir", NULL, &out},
-                    {"--fov-arcmin", &fov, NULL},
-                    {"--scale-lo", &slo, NULL},
-                    {"--scale-hi", &shi, NULL},
-                    {"--ra-col", NULL, &p.ra_col},
-                    {"--dec-col", NULL, &p.dec_col},
-                    {"--mag-col", NULL, &p.mag_col},
-                    {"--stars-per-cell", &spc, NULL},
-                    {"--passes", &passes, NULL},
-                    {"--jitter", &jitter, NULL},
-                    {"--prefix", NULL, &p.prefix},
-                    {"--index-id", &id, NULL}};
-        const int v = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc,
-                                            argv, &i);
+                                        {"--out-dir", NULL, &out},
+                                        {"--fov-arcmin", &fov, NULL},
+                                        {"--scale-lo", &slo, NULL},
+                                        {"--scale-hi", &shi, NULL},
+                                        {"--ra-col", NULL, &p.ra_col},
+                                        {"--dec-col", NULL, &p.dec_col},
+                                        {"--mag-col", NULL, &p.mag_col},
+                                        {"--stars-per-cell", &spc, NULL},
+                                        {"--passes", &passes, NULL},
+                                        {"--jitter", &jitter, NULL},
+                                        {"--prefix", NULL, &p.prefix},
+                                        {"--index-id", &id, NULL}};
+        const int v =
+            tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc, argv, &i);
         if (v < 0)
             return 2;
         if (v > 0)

@@ -117,8 +117,8 @@ static void json_num(FILE *f, const char *key, double v, const char *tail) {
 /* Print the summary: text for people, JSON for scripts. */
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *spec,
                           const char *outp, int64_t width, int64_t height,
-                          const tide_pipeline_result *r,
-                          const tide_calib_result *cal, int timings, FILE *f) {
+                          const tide_pipeline_result *r, const tide_calib_result *cal, int timings,
+                          FILE *f) {
     const tide_psf_model *m = &r->psf;
     int nt = tide_timer_count(ctx);
     if (com->json) {
@@ -229,13 +229,12 @@ int tide_cmd_reduce(int argc, char **argv) {
             goto out;
         if (c > 0)
             continue;
-        const int needs = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
-                          !strcmp(a, "--config") || !strcmp(a, "--default") ||
-                          !strcmp(a, "--set") || !strcmp(a, "--aper-radii") ||
-                          !strcmp(a, "--bias") || !strcmp(a, "--noise") || !strcmp(a, "--back") ||
-                          !strcmp(a, "--rms") || !strcmp(a, "--refcat") ||
-                          !strcmp(a, "--refcat-table") || !strcmp(a, "--index-dir") ||
-                          !strcmp(a, "--store");
+        const int needs =
+            !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
+            !strcmp(a, "--config") || !strcmp(a, "--default") || !strcmp(a, "--set") ||
+            !strcmp(a, "--aper-radii") || !strcmp(a, "--bias") || !strcmp(a, "--noise") ||
+            !strcmp(a, "--back") || !strcmp(a, "--rms") || !strcmp(a, "--refcat") ||
+            !strcmp(a, "--refcat-table") || !strcmp(a, "--index-dir") || !strcmp(a, "--store");
         if (needs && i + 1 >= argc) {
             rc = tide_cli_usage_error(cmd, "option %s needs a value", a);
             goto out;
@@ -325,8 +324,7 @@ int tide_cmd_reduce(int argc, char **argv) {
             rc = tide_cli_usage_error(cmd, "unknown option %s", a);
             goto out;
         } else if (rq.frame) {
-            rc = tide_cli_usage_error(cmd, "one FRAME only (got '%s' and '%s')", rq.frame,
-                                      a);
+            rc = tide_cli_usage_error(cmd, "one FRAME only (got '%s' and '%s')", rq.frame, a);
             goto out;
         } else {
             rq.frame = a;

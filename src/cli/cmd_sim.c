@@ -129,7 +129,8 @@ static int set_opt(const sim_opt *o, tide_sim_params *p, const char *v) {
         *(double *)f = x;
         return 0;
     }
-    case OPT_I64: case OPT_INT: {
+    case OPT_I64:
+    case OPT_INT: {
         long long x = strtoll(v, &end, 10);
         if (end == v || *end || errno || x < 0 || (o->kind == OPT_INT && x > 1000))
             return -1;
@@ -153,8 +154,7 @@ static int set_opt(const sim_opt *o, tide_sim_params *p, const char *v) {
             return -1;
         strcpy(f, v);
         return 0;
-    case OPT_OFF:
-        return 0;
+    case OPT_OFF: return 0;
     }
     return -1;
 }
@@ -170,7 +170,7 @@ static int write_table(const char *path, const tide_table *t, const tide_sim_fra
     int st = 0;
     if (f) {
         const char *keys[] = {"SIMSEED", "SIMEPOCH", "DATE-OBS", "MJD-OBS", "FILTER",
-                              "EXPTIME", "GAIN", "SIMZPADU", "SIMZP", "SIMCOLT"};
+                              "EXPTIME", "GAIN",     "SIMZPADU", "SIMZP",   "SIMCOLT"};
         for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !st; i++) {
             int k = tide_header_find(&f->header, keys[i]);
             if (k >= 0)
@@ -235,11 +235,11 @@ int tide_cmd_sim(int argc, char **argv) {
             continue;
         }
         const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
-                           : !strcmp(a, "--truth")                     ? &truth
-                           : !strcmp(a, "--refcat")                    ? &refcat
-                           : !strcmp(a, "--epoch2")                    ? &out2
-                           : !strcmp(a, "--truth2")                    ? &truth2
-                                                                       : NULL;
+                           : !strcmp(a, "--truth")                    ? &truth
+                           : !strcmp(a, "--refcat")                   ? &refcat
+                           : !strcmp(a, "--epoch2")                   ? &out2
+                           : !strcmp(a, "--truth2")                   ? &truth2
+                                                                      : NULL;
         if (dst) {
             if (i + 1 >= argc)
                 return tide_cli_usage_error(cmd, "option %s needs a file name", a);
@@ -317,9 +317,9 @@ int tide_cmd_sim(int argc, char **argv) {
                "  \"width\": %lld,\n  \"height\": %lld,\n  \"sky_objects\": %lld,\n"
                "  \"stars_in_frame\": %lld,\n  \"galaxies\": %lld,\n  \"refcat_rows\": %lld,\n"
                "  \"seconds_sky\": %.3f,\n",
-               (unsigned long long)p.seed, ctx->threads, (long long)p.width,
-               (long long)p.height, (long long)tide_sim_sky_count(sky), (long long)p.nstars,
-               (long long)p.ngalaxies, (long long)ref.nrows, tsky);
+               (unsigned long long)p.seed, ctx->threads, (long long)p.width, (long long)p.height,
+               (long long)tide_sim_sky_count(sky), (long long)p.nstars, (long long)p.ngalaxies,
+               (long long)ref.nrows, tsky);
         json_frame("frame", &m1);
         if (out2)
             json_frame("epoch2", &m2);

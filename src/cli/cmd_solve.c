@@ -224,20 +224,20 @@ int tide_cmd_solve(int argc, char **argv) {
             continue;
         }
         const tide_cli_valopt vals[] = {{"--width", &o.width, NULL},
-                    {"--height", &o.height, NULL},
-                    {"--radius", &o.radius, NULL},
-                    {"--scale-lo", &o.scale_lo, NULL},
-                    {"--scale-hi", &o.scale_hi, NULL},
-                    {"--timeout", &o.timeout, NULL},
-                    {"--nbright", &o.nbright, NULL},
-                    {"--uniformize", &o.uniformize, NULL},
-                    {"--tweak-order", &o.tweak, NULL},
-                    {"--index-dir", NULL, &o.index_dir},
-                    {"-o", NULL, &o.out},
-                    {"--ra", NULL, &o.ra_s},
-                    {"--dec", NULL, &o.dec_s}};
-        const int v = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc,
-                                            argv, &i);
+                                        {"--height", &o.height, NULL},
+                                        {"--radius", &o.radius, NULL},
+                                        {"--scale-lo", &o.scale_lo, NULL},
+                                        {"--scale-hi", &o.scale_hi, NULL},
+                                        {"--timeout", &o.timeout, NULL},
+                                        {"--nbright", &o.nbright, NULL},
+                                        {"--uniformize", &o.uniformize, NULL},
+                                        {"--tweak-order", &o.tweak, NULL},
+                                        {"--index-dir", NULL, &o.index_dir},
+                                        {"-o", NULL, &o.out},
+                                        {"--ra", NULL, &o.ra_s},
+                                        {"--dec", NULL, &o.dec_s}};
+        const int v =
+            tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof vals[0]), argc, argv, &i);
         if (v < 0)
             return 2;
         if (v > 0)
@@ -269,8 +269,8 @@ int tide_cmd_solve(int argc, char **argv) {
     tide_solve_params p;
     tide_solve_params_init(&p);
     if (o.ra_s) {
-        if (tide_parse_angle(o.ra_s, 1, &p.ra) ||
-            tide_parse_angle(o.dec_s, 0, &p.dec) || !(p.dec >= -90 && p.dec <= 90))
+        if (tide_parse_angle(o.ra_s, 1, &p.ra) || tide_parse_angle(o.dec_s, 0, &p.dec) ||
+            !(p.dec >= -90 && p.dec <= 90))
             return tide_cli_usage_error(cmd, "bad --ra/--dec '%s' '%s'", o.ra_s, o.dec_s);
         p.has_position = 1;
         p.radius_deg = o.radius;

@@ -161,8 +161,8 @@ int tide_cmd_stats(int argc, char **argv) {
         printf("clipped       sigma %.9g, maxiters %d: %lld kept after %d iteration%s\n",
                clip.sigma, clip.maxiters, (long long)sc.n_kept, sc.iterations,
                sc.iterations == 1 ? "" : "s");
-        printf("clip mean     %.9g\nclip median   %.9g\nclip std      %.9g\n", sc.mean,
-               sc.median, sc.std);
+        printf("clip mean     %.9g\nclip median   %.9g\nclip std      %.9g\n", sc.mean, sc.median,
+               sc.std);
     }
     rc = 0;
 done:

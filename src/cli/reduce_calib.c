@@ -69,7 +69,8 @@ void tide_reduce_calib_print(FILE *f, const tide_calib_result *c, int json) {
     } else if (c->zpmsg[0]) {
         fprintf(f, "  no zero point: %s\n", c->zpmsg);
     }
-    fprintf(f, "  calibration %.1f ms (reference stars %.1f, solve %.1f, refine %.1f, match %.1f, "
-               "zero point %.1f)\n",
+    fprintf(f,
+            "  calibration %.1f ms (reference stars %.1f, solve %.1f, refine %.1f, match %.1f, "
+            "zero point %.1f)\n",
             c->ms_total, c->ms_refcat, c->ms_solve, c->ms_refine, c->ms_match, c->ms_photcal);
 }

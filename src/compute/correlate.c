@@ -67,7 +67,7 @@ static int build_cols(const struct tide_correlator *c, float *cols, int threads)
  * padded pixels per axis yields ox output pixels, the halo of kw - 1 read from the frame (or
  * its padding) around it, and the result is the same linear correlation as one big
  * transform up to float rounding. CUDA (cuFFT in device memory) keeps one transform. */
-#define TILE_MAX 1024 /* longest tile side */
+#define TILE_MAX 1024     /* longest tile side */
 #define TILE_MIN_CORE 128 /* fewest output pixels per tile and axis */
 
 /* The smallest m >= n of the form 2^a 3^b 5^c: the sizes FFTW's estimator handles best. */
@@ -122,8 +122,10 @@ static int check_args(int64_t width, int64_t height, int nk, const float *const 
             return tide_error(TIDE_E_INVAL, "correlate: kernel %d is NULL", k);
         for (int64_t i = 0; i < kw * kh; i++)
             if (!isfinite(kernels[k][i]))
-                return tide_error(TIDE_E_INVAL, "correlate: kernel %d has a non-finite value at "
-                                  "(%lld, %lld)", k, (long long)(i % kw), (long long)(i / kw));
+                return tide_error(TIDE_E_INVAL,
+                                  "correlate: kernel %d has a non-finite value at "
+                                  "(%lld, %lld)",
+                                  k, (long long)(i % kw), (long long)(i / kw));
     }
     return TIDE_OK;
 }
@@ -211,7 +213,8 @@ int tide_correlator_create(tide_ctx *ctx, int64_t width, int64_t height, int nk,
     free(cols_h);
     tide_log(&ctx->log, TIDE_LOG_DEBUG, "correlate",
              "%lld x %lld frame, %d kernel(s) %lld x %lld: padded to %lld x %lld (%lld x %lld "
-             "tiles)", (long long)width, (long long)height, nk, (long long)kw, (long long)kh,
+             "tiles)",
+             (long long)width, (long long)height, nk, (long long)kw, (long long)kh,
              (long long)c->px, (long long)c->py, (long long)c->ntx, (long long)c->nty);
     *out = c;
     return TIDE_OK;
@@ -258,12 +261,16 @@ static int prepare_outputs(tide_ctx *ctx, const struct tide_correlator *c, tide_
             continue;
         }
         if (o->width != c->w || o->height != c->h || o->stride < o->width)
-            return tide_error(TIDE_E_INVAL, "correlate: output %d is %lld x %lld, frame is "
-                              "%lld x %lld", k, (long long)o->width, (long long)o->height,
-                              (long long)c->w, (long long)c->h);
+            return tide_error(TIDE_E_INVAL,
+                              "correlate: output %d is %lld x %lld, frame is "
+                              "%lld x %lld",
+                              k, (long long)o->width, (long long)o->height, (long long)c->w,
+                              (long long)c->h);
         if (o->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
-            return tide_error(TIDE_E_INVAL, "correlate: output %d is on the device but the "
-                              "context is a CPU one", k);
+            return tide_error(TIDE_E_INVAL,
+                              "correlate: output %d is on the device but the "
+                              "context is a CPU one",
+                              k);
     }
     return TIDE_OK;
 }
@@ -291,16 +298,17 @@ static int run_device_input(tide_ctx *ctx, tide_correlator *c, const tide_image 
     return st; /* stream-ordered: later work and copies to the host see the outputs */
 }
 
-int tide_correlator_run(tide_ctx *ctx, tide_correlator *c, const tide_image *in,
-                        tide_image *out) {
+int tide_correlator_run(tide_ctx *ctx, tide_correlator *c, const tide_image *in, tide_image *out) {
     if (!c || !in || !in->pix || !out)
         return tide_error(TIDE_E_INVAL, "correlate: NULL correlator, input or outputs");
     if (c->backend != ctx->backend)
         return tide_error(TIDE_E_INVAL, "correlate: correlator made for another backend");
     if (in->width != c->w || in->height != c->h || in->stride < in->width)
-        return tide_error(TIDE_E_INVAL, "correlate: input is %lld x %lld, correlator expects "
-                          "%lld x %lld", (long long)in->width, (long long)in->height,
-                          (long long)c->w, (long long)c->h);
+        return tide_error(TIDE_E_INVAL,
+                          "correlate: input is %lld x %lld, correlator expects "
+                          "%lld x %lld",
+                          (long long)in->width, (long long)in->height, (long long)c->w,
+                          (long long)c->h);
     if (in->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_error(TIDE_E_INVAL, "correlate: device input on a CPU context");
     int st = prepare_outputs(ctx, c, out, in->location);
@@ -324,12 +332,15 @@ int tide_correlator_forward(tide_ctx *ctx, tide_correlator *c, const tide_image 
     if (c->backend != ctx->backend)
         return tide_error(TIDE_E_INVAL, "correlate: correlator made for another backend");
     if (c->tbuf || c->nk < 2)
-        return tide_error(TIDE_E_UNSUPPORTED, "correlate: a tiled or single-kernel correlator "
+        return tide_error(TIDE_E_UNSUPPORTED,
+                          "correlate: a tiled or single-kernel correlator "
                           "cannot keep a frame's spectrum (use tide_correlator_run)");
     if (in->width != c->w || in->height != c->h || in->stride < in->width)
-        return tide_error(TIDE_E_INVAL, "correlate: input is %lld x %lld, correlator expects "
-                          "%lld x %lld", (long long)in->width, (long long)in->height,
-                          (long long)c->w, (long long)c->h);
+        return tide_error(TIDE_E_INVAL,
+                          "correlate: input is %lld x %lld, correlator expects "
+                          "%lld x %lld",
+                          (long long)in->width, (long long)in->height, (long long)c->w,
+                          (long long)c->h);
     if (in->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_error(TIDE_E_INVAL, "correlate: device input on a CPU context");
     c->tx0 = 0;
@@ -353,11 +364,13 @@ int tide_correlator_forward(tide_ctx *ctx, tide_correlator *c, const tide_image 
 
 int tide_correlator_run_one(tide_ctx *ctx, tide_correlator *c, int k, tide_image *out) {
     if (!c || !out || k < 0 || k >= c->nk)
-        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator/output or kernel index %d "
-                          "outside 0..%d", k, c ? c->nk - 1 : -1);
+        return tide_error(TIDE_E_INVAL,
+                          "correlate: NULL correlator/output or kernel index %d "
+                          "outside 0..%d",
+                          k, c ? c->nk - 1 : -1);
     if (c->tbuf || c->nk < 2)
         return tide_error(TIDE_E_UNSUPPORTED, "correlate: tide_correlator_run_one needs an "
-                          "untiled correlator of 2 or more kernels");
+                                              "untiled correlator of 2 or more kernels");
     tide_location where = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
     if (!out->pix) {
         int st = tide_image_alloc(ctx, out, c->w, c->h, where, 0);
@@ -369,7 +382,7 @@ int tide_correlator_run_one(tide_ctx *ctx, tide_correlator *c, int k, tide_image
                           (long long)c->h);
     } else if (out->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA) {
         return tide_error(TIDE_E_INVAL, "correlate: output is on the device but the context is "
-                          "a CPU one");
+                                        "a CPU one");
     }
     c->tx0 = 0;
     c->ty0 = 0;
@@ -383,11 +396,13 @@ int tide_correlator_run_one(tide_ctx *ctx, tide_correlator *c, int k, tide_image
 
 int tide_correlator_run_one_view(tide_ctx *ctx, tide_correlator *c, int k, tide_image *view) {
     if (!c || !view || k < 0 || k >= c->nk)
-        return tide_error(TIDE_E_INVAL, "correlate: NULL correlator/view or kernel index %d "
-                          "outside 0..%d", k, c ? c->nk - 1 : -1);
+        return tide_error(TIDE_E_INVAL,
+                          "correlate: NULL correlator/view or kernel index %d "
+                          "outside 0..%d",
+                          k, c ? c->nk - 1 : -1);
     if (c->tbuf || c->nk < 2)
         return tide_error(TIDE_E_UNSUPPORTED, "correlate: tide_correlator_run_one_view needs an "
-                          "untiled correlator of 2 or more kernels");
+                                              "untiled correlator of 2 or more kernels");
     c->tx0 = 0;
     c->ty0 = 0;
     int st = TIDE_DISPATCH(ctx, tide_corr_multiply, c, k);
@@ -413,9 +428,9 @@ int tide_correlator_streams(const tide_correlator *c) {
 }
 
 /* Does @p c serve this request unchanged? */
-static int correlator_matches(const struct tide_correlator *c, const tide_ctx *ctx,
-                              int64_t w, int64_t h, int nk, const float *const *kernels,
-                              int64_t kw, int64_t kh, const tide_correlate_options *opt) {
+static int correlator_matches(const struct tide_correlator *c, const tide_ctx *ctx, int64_t w,
+                              int64_t h, int nk, const float *const *kernels, int64_t kw,
+                              int64_t kh, const tide_correlate_options *opt) {
     if (c->backend != ctx->backend || c->w != w || c->h != h || c->nk != nk || c->kw != kw ||
         c->kh != kh || c->opt.pad != opt->pad || !c->opt.convolve != !opt->convolve ||
         c->opt.mask_bits != opt->mask_bits)
@@ -428,8 +443,7 @@ static int correlator_matches(const struct tide_correlator *c, const tide_ctx *c
 }
 
 int tide_correlate(tide_ctx *ctx, const tide_image *in, int nk, const float *const *kernels,
-                   int64_t kw, int64_t kh, const tide_correlate_options *opt,
-                   tide_image *out) {
+                   int64_t kw, int64_t kh, const tide_correlate_options *opt, tide_image *out) {
     tide_correlate_options o;
     memset(&o, 0, sizeof o);
     if (opt)
@@ -445,8 +459,8 @@ int tide_correlate(tide_ctx *ctx, const tide_image *in, int nk, const float *con
         tide_correlator_free(ctx, c);
         c = NULL;
     }
-    if (!c && (st = tide_correlator_create(ctx, in->width, in->height, nk, kernels, kw, kh, &o,
-                                           &c)))
+    if (!c &&
+        (st = tide_correlator_create(ctx, in->width, in->height, nk, kernels, kw, kh, &o, &c)))
         return st;
     st = tide_correlator_run(ctx, c, in, out);
     int keep = tide_fft_cache_keep_correlator(ctx, c);

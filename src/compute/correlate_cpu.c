@@ -90,8 +90,8 @@ int tide_corr_prepare_cpu(tide_ctx *ctx, struct tide_correlator *c) {
 }
 
 /* Row b of the padded buffer X for the tile at (tx0, ty0). */
-static void pad_row(const struct tide_correlator *c, const tide_image *in, int64_t tx0,
-                    int64_t ty0, int64_t b, float *X) {
+static void pad_row(const struct tide_correlator *c, const tide_image *in, int64_t tx0, int64_t ty0,
+                    int64_t b, float *X) {
     const int64_t w = c->w, h = c->h, rx = c->rx, ry = c->ry, px = c->px, pitch = c->pitch;
     const int reflect = c->opt.pad == TIDE_PAD_REFLECT;
     const uint16_t bits = c->opt.mask_bits;
@@ -129,8 +129,7 @@ static void pad_row(const struct tide_correlator *c, const tide_image *in, int64
 }
 
 /* Row v of Y = X * H_k. */
-static void mul_row(const struct tide_correlator *c, int k, const float *X, float *Y,
-                    int64_t v) {
+static void mul_row(const struct tide_correlator *c, int k, const float *X, float *Y, int64_t v) {
     const int64_t cw = c->cw, pitch = c->pitch;
     const float *spec = c->spec + (int64_t)k * c->py * cw * 2;
     const float *b = X + v * pitch, *s = spec + 2 * v * cw;
@@ -169,8 +168,8 @@ int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_imag
     return TIDE_OK;
 }
 
-int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
-                            const tide_image *in, tide_image *out) {
+int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in,
+                            tide_image *out) {
     const int64_t nt = c->ntx * c->nty;
     int st = TIDE_OK;
 #pragma omp parallel num_threads(c->nbuf)

@@ -16,20 +16,20 @@
 #include "tide/status.h"
 
 #define PAD_THREADS 256
-#define PAD_ELEMS 8     /* elements per thread in the streaming kernels */
-#define TILE_U 32      /* half-spectrum columns per block (one warp wide) */
-#define BLOCK_ROWS 8   /* warps per block */
+#define PAD_ELEMS 8  /* elements per thread in the streaming kernels */
+#define TILE_U 32    /* half-spectrum columns per block (one warp wide) */
+#define BLOCK_ROWS 8 /* warps per block */
 #define ROWS_PER_THREAD 8
-#define JCHUNK 32      /* kernel rows of the table staged in shared memory at a time */
+#define JCHUNK 32 /* kernel rows of the table staged in shared memory at a time */
 
 /* The padded buffer's bulk: image pixels (cleaned) where the image is, zero elsewhere. Each
  * thread handles PAD_ELEMS elements of one padded row, loading them all before storing any so
  * that enough bytes are in flight to stream at full bandwidth. Reflected halos are written
  * afterwards by corr_halo_kernel, so this pass carries no reflection arithmetic. */
 __global__ void corr_pad_kernel(float *__restrict__ X, const float *__restrict__ pix,
-                                const uint16_t *__restrict__ mask, int64_t w, int64_t h,
-                                int64_t rx, int64_t ry, int64_t stride, int64_t py,
-                                int64_t pitch, uint16_t bits) {
+                                const uint16_t *__restrict__ mask, int64_t w, int64_t h, int64_t rx,
+                                int64_t ry, int64_t stride, int64_t py, int64_t pitch,
+                                uint16_t bits) {
     const int64_t a0 = (int64_t)blockIdx.x * (PAD_THREADS * PAD_ELEMS) + threadIdx.x;
     for (int64_t b = blockIdx.y; b < py; b += gridDim.y) {
         const int64_t y = b - ry;
@@ -74,14 +74,15 @@ __global__ void corr_halo_kernel(float *__restrict__ X, const float *__restrict_
             a = q < rx ? q : w + q; /* q in [rx, 2 rx) -> columns rx + w .. w + 2 rx - 1 */
         }
         const int64_t s = tide_corr_source(a, b, w, h, rx, ry, stride, 1);
-        X[b * pitch + a] = s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : (uint16_t)0, bits);
+        X[b * pitch + a] =
+            s < 0 ? 0.0f : tide_corr_clean(pix[s], mask ? mask[s] : (uint16_t)0, bits);
     }
 }
 
 /* out[y][x] = Y[y + ry][x + rx]: the crop for device outputs, PAD_ELEMS per thread. */
 __global__ void corr_crop_kernel(float *__restrict__ out, int64_t ostride,
-                                 const float *__restrict__ Y, int64_t pitch, int64_t w,
-                                 int64_t h, int64_t rx, int64_t ry) {
+                                 const float *__restrict__ Y, int64_t pitch, int64_t w, int64_t h,
+                                 int64_t rx, int64_t ry) {
     const int64_t x0 = (int64_t)blockIdx.x * (PAD_THREADS * PAD_ELEMS) + threadIdx.x;
     for (int64_t y = blockIdx.y; y < h; y += gridDim.y) {
         const float *src = Y + (y + ry) * pitch + rx;
@@ -162,8 +163,7 @@ __global__ void corr_rows_kernel(const float *__restrict__ ker, const double *__
     tide_corr_row_entry(ker + kj * kw, kw, rx, u, px, root, sign, rows + 2 * e);
 }
 
-extern "C" int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c,
-                                   const double *root) {
+extern "C" int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *root) {
     /* the roots and kernels up in one buffer (roots first: 8-byte aligned) */
     const size_t rb = (size_t)c->px * 2 * sizeof(double);
     const size_t kb = (size_t)(c->nk * c->kw * c->kh) * sizeof(float);
@@ -199,8 +199,7 @@ extern "C" int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c
         return tide_error(TIDE_E_INTERNAL, "correlate: CUDA pad needs a device input");
     dim3 block(PAD_THREADS);
     unsigned gy = (unsigned)(c->py < 65535 ? c->py : 65535);
-    dim3 grid((unsigned)((c->pitch + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)),
-              gy);
+    dim3 grid((unsigned)((c->pitch + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)), gy);
     corr_pad_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
         c->X, in->pix, in->mask, c->w, c->h, c->rx, c->ry, in->stride, c->py, c->pitch,
         c->opt.mask_bits);
@@ -209,8 +208,8 @@ extern "C" int tide_corr_pad_cuda(tide_ctx *ctx, const struct tide_correlator *c
     if (c->opt.pad == TIDE_PAD_REFLECT && halo > 0) {
         const int64_t nb = (halo + PAD_THREADS - 1) / PAD_THREADS;
         corr_halo_kernel<<<(unsigned)(nb < 65535 ? nb : 65535), PAD_THREADS, 0,
-                           (cudaStream_t)ctx->stream>>>(c->X, in->pix, in->mask, c->w, c->h,
-                                                        c->rx, c->ry, in->stride, c->pitch,
+                           (cudaStream_t)ctx->stream>>>(c->X, in->pix, in->mask, c->w, c->h, c->rx,
+                                                        c->ry, in->stride, c->pitch,
                                                         c->opt.mask_bits);
         TIDE_CUDA_LAUNCHED();
     }
@@ -227,8 +226,8 @@ extern "C" int tide_corr_multiply_cuda(tide_ctx *ctx, const struct tide_correlat
     dim3 grid((unsigned)((c->cw + TILE_U - 1) / TILE_U), (unsigned)gy);
     const float2 *rows = (const float2 *)c->rows + (int64_t)k * c->kh * c->cw;
     corr_multiply_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
-        (const float2 *)c->X, (float2 *)c->Y, rows, (const float2 *)c->cols, c->cw, c->py,
-        c->kh, c->cw);
+        (const float2 *)c->X, (float2 *)c->Y, rows, (const float2 *)c->cols, c->cw, c->py, c->kh,
+        c->cw);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
@@ -239,8 +238,7 @@ extern "C" int tide_corr_crop_cuda(tide_ctx *ctx, const struct tide_correlator *
         /* A kernel, not cudaMemcpy2D: the copy engine streams unaligned rows far slower. */
         dim3 block(PAD_THREADS);
         unsigned gy = (unsigned)(c->h < 65535 ? c->h : 65535);
-        dim3 grid((unsigned)((c->w + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)),
-                  gy);
+        dim3 grid((unsigned)((c->w + PAD_THREADS * PAD_ELEMS - 1) / (PAD_THREADS * PAD_ELEMS)), gy);
         corr_crop_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
             out->pix, out->stride, c->Y, c->pitch, c->w, c->h, c->rx, c->ry);
         TIDE_CUDA_LAUNCHED();
@@ -248,8 +246,8 @@ extern "C" int tide_corr_crop_cuda(tide_ctx *ctx, const struct tide_correlator *
     }
     const float *src = c->Y + c->ry * c->pitch + c->rx;
     TIDE_CUDA_TRY(cudaMemcpy2DAsync(out->pix, (size_t)out->stride * sizeof(float), src,
-                                    (size_t)c->pitch * sizeof(float),
-                                    (size_t)c->w * sizeof(float), (size_t)c->h,
-                                    cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream));
+                                    (size_t)c->pitch * sizeof(float), (size_t)c->w * sizeof(float),
+                                    (size_t)c->h, cudaMemcpyDeviceToHost,
+                                    (cudaStream_t)ctx->stream));
     return TIDE_OK;
 }

@@ -24,24 +24,24 @@ extern "C" {
 
 struct tide_correlator {
     tide_backend backend;
-    int64_t w, h;          /**< frame size */
+    int64_t w, h;           /**< frame size */
     int64_t kw, kh, rx, ry; /**< kernel size and half-size */
-    int64_t px, py;        /**< padded transform size (of one tile when tiled) */
-    int64_t ox, oy;        /**< output pixels per tile: px - kw + 1, py - kh + 1, or w, h */
-    int64_t ntx, nty;      /**< tiles per axis; 1 x 1 (untiled) on CUDA and small frames */
-    int64_t tx0, ty0;      /**< origin (frame pixels) of the tile being processed */
-    int nbuf;              /**< CPU tiles: threads working on tiles at once */
-    float **tbuf;          /**< CPU tiles: 2 padded buffers (X, Y) per thread, else NULL */
-    int64_t cw, pitch;     /**< px/2+1 complex per row; 2*cw floats per padded row */
+    int64_t px, py;         /**< padded transform size (of one tile when tiled) */
+    int64_t ox, oy;         /**< output pixels per tile: px - kw + 1, py - kh + 1, or w, h */
+    int64_t ntx, nty;       /**< tiles per axis; 1 x 1 (untiled) on CUDA and small frames */
+    int64_t tx0, ty0;       /**< origin (frame pixels) of the tile being processed */
+    int nbuf;               /**< CPU tiles: threads working on tiles at once */
+    float **tbuf;           /**< CPU tiles: 2 padded buffers (X, Y) per thread, else NULL */
+    int64_t cw, pitch;      /**< px/2+1 complex per row; 2*cw floats per padded row */
     int nk;
     tide_correlate_options opt;
-    float *kernels;        /**< host copy of the kernels as given, nk * kw * kh */
+    float *kernels; /**< host copy of the kernels as given, nk * kw * kh */
     tide_fft_plan *fwd, *inv;
-    float *X;              /**< padded image, then its spectrum (py * pitch floats) */
-    float *Y;              /**< product spectrum, then one result (== X when nk == 1) */
-    float *rows;           /**< nk * kh * cw complex, backend memory */
-    float *cols;           /**< py * 2 complex (w_v, p_v), backend memory */
-    float *spec;           /**< CPU only: nk * py * cw complex full spectra; NULL on CUDA */
+    float *X;    /**< padded image, then its spectrum (py * pitch floats) */
+    float *Y;    /**< product spectrum, then one result (== X when nk == 1) */
+    float *rows; /**< nk * kh * cw complex, backend memory */
+    float *cols; /**< py * 2 complex (w_v, p_v), backend memory */
+    float *spec; /**< CPU only: nk * py * cw complex full spectra; NULL on CUDA */
 };
 
 /** c->rows (backend memory, allocated) from the kernels and @p root, the px-th roots of unity
@@ -62,8 +62,8 @@ int tide_corr_crop_cpu(tide_ctx *ctx, const struct tide_correlator *c, tide_imag
 /** CPU, tiled correlators only: every tile on its own thread (buffers c->tbuf, the cached
  *  plans executed concurrently, which FFTW allows), pad, forward, per kernel product, inverse
  *  and crop; the tiles' outputs are disjoint, so the result does not depend on the order. */
-int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c,
-                            const tide_image *in, tide_image *out);
+int tide_corr_run_tiles_cpu(tide_ctx *ctx, const struct tide_correlator *c, const tide_image *in,
+                            tide_image *out);
 
 #ifdef TIDE_HAVE_CUDA
 int tide_corr_rows_cuda(tide_ctx *ctx, struct tide_correlator *c, const double *root);

@@ -18,9 +18,9 @@
  *  2 pi m / px; the phase index steps by u mod px along the row). Summed in double over i in
  *  order, each product and sum rounded on its own (core/gpu/unfused.h: nvcc would otherwise
  *  fuse them), then rounded to float: the same bits on both backends. */
-TIDE_HD static inline void tide_corr_row_entry(const float *kr, int64_t kw, int64_t rx,
-                                               int64_t u, int64_t px, const double *root,
-                                               int sign, float *out) {
+TIDE_HD static inline void tide_corr_row_entry(const float *kr, int64_t kw, int64_t rx, int64_t u,
+                                               int64_t px, const double *root, int sign,
+                                               float *out) {
     int64_t m = (u * rx) % px; /* the phase index of i = 0, -u rx, reduced into [0, px) */
     m = m ? px - m : 0;
     const int64_t step = u % px;

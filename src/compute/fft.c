@@ -18,7 +18,7 @@ typedef struct fft_cache {
     struct tide_fft_plan **plans;
     int count, cap;
     tide_fft_effort effort;
-    void *work;          /* shared cuFFT workspace (device) */
+    void *work; /* shared cuFFT workspace (device) */
     size_t work_bytes;
     struct tide_correlator *kept; /* tide_correlate's last correlator */
 } fft_cache;

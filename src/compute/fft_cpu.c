@@ -53,8 +53,8 @@ int tide_fft_plan_make_cpu(tide_ctx *ctx, struct tide_fft_plan *p) {
      * them, so the pages of a large buffer are never even mapped. */
     float *tmp = fftwf_malloc((size_t)(real_dist * p->batch) * sizeof(float));
     if (!tmp)
-        return tide_error(TIDE_E_NOMEM, "FFT planning buffer for %lld x %lld",
-                          (long long)p->nx, (long long)p->ny);
+        return tide_error(TIDE_E_NOMEM, "FFT planning buffer for %lld x %lld", (long long)p->nx,
+                          (long long)p->ny);
     int n[2] = {(int)p->ny, (int)p->nx};
     int rembed[2] = {(int)p->ny, (int)pitch};
     int cembed[2] = {(int)p->ny, (int)cw};
@@ -88,8 +88,10 @@ int tide_fft_plan_make_cpu(tide_ctx *ctx, struct tide_fft_plan *p) {
 int tide_fft_exec_cpu(tide_ctx *ctx, struct tide_fft_plan *p, float *data) {
     (void)ctx;
     if (fftwf_alignment_of(data) != 0)
-        return tide_error(TIDE_E_INVAL, "FFT buffer %p is not SIMD-aligned (use "
-                          "tide_fft_buffer_alloc)", (void *)data);
+        return tide_error(TIDE_E_INVAL,
+                          "FFT buffer %p is not SIMD-aligned (use "
+                          "tide_fft_buffer_alloc)",
+                          (void *)data);
     if (p->dir == TIDE_FFT_R2C)
         fftwf_execute_dft_r2c((fftwf_plan)p->handle, data, (fftwf_complex *)data);
     else

@@ -23,13 +23,13 @@ static const char *cufft_name(cufftResult r) {
     }
 }
 
-#define CUFFT_TRY(call)                                                                       \
-    do {                                                                                      \
-        cufftResult r_ = (call);                                                              \
-        if (r_ != CUFFT_SUCCESS)                                                              \
-            return tide_error(r_ == CUFFT_ALLOC_FAILED ? TIDE_E_NOMEM : TIDE_E_FFT,           \
-                              "%s failed at %s:%d: %s (%d)", #call, __FILE__, __LINE__,       \
-                              cufft_name(r_), (int)r_);                                       \
+#define CUFFT_TRY(call)                                                                            \
+    do {                                                                                           \
+        cufftResult r_ = (call);                                                                   \
+        if (r_ != CUFFT_SUCCESS)                                                                   \
+            return tide_error(r_ == CUFFT_ALLOC_FAILED ? TIDE_E_NOMEM : TIDE_E_FFT,                \
+                              "%s failed at %s:%d: %s (%d)", #call, __FILE__, __LINE__,            \
+                              cufft_name(r_), (int)r_);                                            \
     } while (0)
 
 /* The handle is stored plus one so that a valid handle 0 never reads as "no plan". */

@@ -15,11 +15,11 @@ extern "C" {
 /** A cached plan: the key and the backend's handle. */
 struct tide_fft_plan {
     tide_fft_dir dir;
-    int64_t nx, ny;        /**< real transform size: ny rows of nx */
+    int64_t nx, ny; /**< real transform size: ny rows of nx */
     int batch;
     tide_fft_effort effort;
-    void *handle;          /**< fftwf_plan, or the cufftHandle stored as an integer */
-    size_t work_bytes;     /**< cuFFT workspace the plan needs (0 on the CPU) */
+    void *handle;      /**< fftwf_plan, or the cufftHandle stored as an integer */
+    size_t work_bytes; /**< cuFFT workspace the plan needs (0 on the CPU) */
 };
 
 /** Make p->handle for the key in *p; TIDE_E_FFT on refusal. */

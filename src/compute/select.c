@@ -32,8 +32,8 @@ static int find_bin(const uint64_t *h, int nbins, int64_t *rem, uint32_t *bin) {
                       (long long)*rem, (unsigned long long)cum);
 }
 
-int tide_reduce_select(tide_ctx *ctx, const tide_reduce_view *v, int64_t n,
-                       const int64_t *ranks, int nranks, uint32_t *keys) {
+int tide_reduce_select(tide_ctx *ctx, const tide_reduce_view *v, int64_t n, const int64_t *ranks,
+                       int nranks, uint32_t *keys) {
     uint64_t hist[TIDE_RSEL_MAX_TARGETS * TIDE_RSEL_BINS];
     enum { MAXR = 64 };
     int64_t rem[MAXR];
@@ -120,8 +120,8 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbits,
-                            const double *q, int nq, double *out) {
+int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbits, const double *q,
+                            int nq, double *out) {
     if (nq < 0 || (nq > 0 && (!q || !out)))
         return tide_error(TIDE_E_INVAL, "tide_reduce_percentiles: bad arguments");
     for (int i = 0; i < nq; i++) {
@@ -172,7 +172,8 @@ int tide_reduce_percentiles(tide_ctx *ctx, const tide_image *im, uint16_t maskbi
         const double g = h - (double)j;
         const int64_t j1 = j + 1 < n ? j + 1 : n - 1;
         const int64_t *pa = (const int64_t *)bsearch(&j, ranks, (size_t)nu, sizeof *ranks, cmp_i64);
-        const int64_t *pb = (const int64_t *)bsearch(&j1, ranks, (size_t)nu, sizeof *ranks, cmp_i64);
+        const int64_t *pb =
+            (const int64_t *)bsearch(&j1, ranks, (size_t)nu, sizeof *ranks, cmp_i64);
         const double a = tide_reduce_unkey(keys[pa - ranks]);
         const double b = tide_reduce_unkey(keys[pb - ranks]);
         /* numpy's _lerp: a + (b-a)·g, or b - (b-a)·(1-g) for g >= 0.5 (monotone near 1). */

@@ -5,53 +5,52 @@
 
 #include "select_f64.h"
 
-#define DEFINE_SELECT_KTH(name, T)                                                            \
-    T name(T *v, int64_t n, int64_t k) {                                                      \
-        int64_t lo = 0, hi = n - 1;                                                           \
-        while (hi > lo) {                                                                     \
-            const int64_t mid = lo + (hi - lo) / 2;                                           \
-            const T a = v[lo], b = v[mid], c = v[hi];                                         \
-            const T pivot =                                                                   \
-                a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));        \
-            int64_t i = lo, j = hi;                                                           \
-            while (i <= j) {                                                                  \
-                while (v[i] < pivot)                                                          \
-                    i++;                                                                      \
-                while (v[j] > pivot)                                                          \
-                    j--;                                                                      \
-                if (i <= j) {                                                                 \
-                    const T t = v[i];                                                         \
-                    v[i] = v[j], v[j] = t;                                                    \
-                    i++, j--;                                                                 \
-                }                                                                             \
-            }                                                                                 \
-            if (k <= j)                                                                       \
-                hi = j;                                                                       \
-            else if (k >= i)                                                                  \
-                lo = i;                                                                       \
-            else                                                                              \
-                break; /* v[j+1..i) all equal the pivot */                                    \
-        }                                                                                     \
-        return v[k];                                                                          \
+#define DEFINE_SELECT_KTH(name, T)                                                                 \
+    T name(T *v, int64_t n, int64_t k) {                                                           \
+        int64_t lo = 0, hi = n - 1;                                                                \
+        while (hi > lo) {                                                                          \
+            const int64_t mid = lo + (hi - lo) / 2;                                                \
+            const T a = v[lo], b = v[mid], c = v[hi];                                              \
+            const T pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)); \
+            int64_t i = lo, j = hi;                                                                \
+            while (i <= j) {                                                                       \
+                while (v[i] < pivot)                                                               \
+                    i++;                                                                           \
+                while (v[j] > pivot)                                                               \
+                    j--;                                                                           \
+                if (i <= j) {                                                                      \
+                    const T t = v[i];                                                              \
+                    v[i] = v[j], v[j] = t;                                                         \
+                    i++, j--;                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+            if (k <= j)                                                                            \
+                hi = j;                                                                            \
+            else if (k >= i)                                                                       \
+                lo = i;                                                                            \
+            else                                                                                   \
+                break; /* v[j+1..i) all equal the pivot */                                         \
+        }                                                                                          \
+        return v[k];                                                                               \
     }
 
 DEFINE_SELECT_KTH(tide_select_kth_f64, double)
 DEFINE_SELECT_KTH(tide_select_kth_f32, float)
 
 /* Order a and b (a <= b after). */
-#define CX(a, b)                                                                              \
-    do {                                                                                      \
-        const float lo_ = (a) < (b) ? (a) : (b), hi_ = (a) < (b) ? (b) : (a);                 \
-        (a) = lo_;                                                                            \
-        (b) = hi_;                                                                            \
+#define CX(a, b)                                                                                   \
+    do {                                                                                           \
+        const float lo_ = (a) < (b) ? (a) : (b), hi_ = (a) < (b) ? (b) : (a);                      \
+        (a) = lo_;                                                                                 \
+        (b) = hi_;                                                                                 \
     } while (0)
 
 /* Sort each triple (v0 v1 v2), (v3 v4 v5), (v6 v7 v8); the median of the nine is then the
  * median of the largest of the triples' minima, the median of their medians and the smallest
  * of their maxima (Paeth's network, Graphics Gems 1990: 19 exchanges). */
 float tide_median9_f32(const float *v) {
-    float p0 = v[0], p1 = v[1], p2 = v[2], p3 = v[3], p4 = v[4], p5 = v[5], p6 = v[6],
-          p7 = v[7], p8 = v[8];
+    float p0 = v[0], p1 = v[1], p2 = v[2], p3 = v[3], p4 = v[4], p5 = v[5], p6 = v[6], p7 = v[7],
+          p8 = v[8];
     CX(p1, p2);
     CX(p4, p5);
     CX(p7, p8);
@@ -134,7 +133,7 @@ double tide_median_f64_par(double *v, int64_t n, int threads) {
     double *w = malloc(sizeof(double) * (size_t)ninside);
     if (!w)
         return tide_median_f64(v, n);
-    /* pass 2: gather the bracket, each thread into its own slice */
+        /* pass 2: gather the bracket, each thread into its own slice */
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
     for (int t = 0; t < threads; t++) {
         const int64_t a = t * chunk, b = a + chunk < n ? a + chunk : n;

@@ -36,8 +36,7 @@ tide_reduce_scratch *tide_reduce_scratch_get(tide_ctx *ctx) {
     return (tide_reduce_scratch *)ctx->ext[TIDE_EXT_REDUCE].data;
 }
 
-int tide_reduce_scratch_ensure(tide_ctx *ctx, void **buf, size_t *cap, size_t need,
-                               int on_device) {
+int tide_reduce_scratch_ensure(tide_ctx *ctx, void **buf, size_t *cap, size_t need, int on_device) {
     if (*buf && *cap >= need)
         return TIDE_OK;
     if (need == 0)
@@ -127,8 +126,8 @@ int tide_reduce_view_make(tide_ctx *ctx, const tide_image *im, uint16_t maskbits
         return st;
     v->pix = (const float *)s->d_pix;
     if (v->mask) {
-        st = tide_reduce_scratch_ensure(ctx, &s->d_mask, &s->d_mask_bytes,
-                                        elems * sizeof(uint16_t), 1);
+        st = tide_reduce_scratch_ensure(ctx, &s->d_mask, &s->d_mask_bytes, elems * sizeof(uint16_t),
+                                        1);
         if (!st)
             st = tide_memcpy(ctx, s->d_mask, 1, im->mask, 0, elems * sizeof(uint16_t));
         if (st)

@@ -152,8 +152,7 @@ int tide_reduce_m2_cpu(tide_ctx *ctx, const tide_reduce_view *v, double mean, do
 
 int tide_reduce_hist_cpu(tide_ctx *ctx, const tide_reduce_view *v, int level,
                          const uint32_t *prefix, int ntargets, uint64_t *hist) {
-    if (level < 0 || level >= TIDE_RSEL_LEVELS || ntargets < 1 ||
-        ntargets > TIDE_RSEL_MAX_TARGETS)
+    if (level < 0 || level >= TIDE_RSEL_LEVELS || ntargets < 1 || ntargets > TIDE_RSEL_MAX_TARGETS)
         return tide_error(TIDE_E_INTERNAL, "reduce: bad histogram request (level %d, %d targets)",
                           level, ntargets);
     const int nt = level == 0 ? 1 : ntargets;

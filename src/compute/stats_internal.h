@@ -17,8 +17,8 @@ int tide_reduce_view_stats(tide_ctx *ctx, const tide_reduce_view *v, tide_reduce
 
 /** Exact order statistics: keys[i] = tide_reduce_key of the ranks[i]-th smallest (0-based)
  *  of the @p n pixels the view selects; ranks must be ascending and < n. */
-int tide_reduce_select(tide_ctx *ctx, const tide_reduce_view *v, int64_t n,
-                       const int64_t *ranks, int nranks, uint32_t *keys);
+int tide_reduce_select(tide_ctx *ctx, const tide_reduce_view *v, int64_t n, const int64_t *ranks,
+                       int nranks, uint32_t *keys);
 
 /** numpy.median of the n selected pixels (n > 0). */
 int tide_reduce_view_median(tide_ctx *ctx, const tide_reduce_view *v, int64_t n, double *med);

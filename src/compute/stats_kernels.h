@@ -60,15 +60,15 @@ int tide_reduce_hist_cuda(tide_ctx *ctx, const tide_reduce_view *v, int level,
 
 /** Buffers kept between calls; each grows to the largest need and is then reused. */
 typedef struct tide_reduce_scratch {
-    void *d_part;           /**< device chunk partials */
+    void *d_part; /**< device chunk partials */
     size_t d_part_bytes;
-    void *d_small;          /**< device histograms, prefixes and the final result */
+    void *d_small; /**< device histograms, prefixes and the final result */
     size_t d_small_bytes;
-    void *d_pix;            /**< device copy of a host image (CUDA context) */
+    void *d_pix; /**< device copy of a host image (CUDA context) */
     size_t d_pix_bytes;
     void *d_mask;
     size_t d_mask_bytes;
-    void *h_part;           /**< host chunk partials (CPU backend) */
+    void *h_part; /**< host chunk partials (CPU backend) */
     size_t h_part_bytes;
 } tide_reduce_scratch;
 
@@ -77,8 +77,7 @@ tide_reduce_scratch *tide_reduce_scratch_get(tide_ctx *ctx);
 
 /** Make *buf hold at least @p need bytes (on the device when @p on_device), keeping it when
  *  it already does. Contents are not preserved. */
-int tide_reduce_scratch_ensure(tide_ctx *ctx, void **buf, size_t *cap, size_t need,
-                               int on_device);
+int tide_reduce_scratch_ensure(tide_ctx *ctx, void **buf, size_t *cap, size_t need, int on_device);
 
 #ifdef __cplusplus
 }

@@ -16,10 +16,14 @@
 #define TIDE_RSEL_MAX_TARGETS 4
 
 /** Shift of level @p L's digit inside a key (21, 10, 0). */
-TIDE_HD static inline int tide_rsel_shift(int level) { return level == 0 ? 21 : level == 1 ? 10 : 0; }
+TIDE_HD static inline int tide_rsel_shift(int level) {
+    return level == 0 ? 21 : level == 1 ? 10 : 0;
+}
 
 /** Number of bins at level L (2048, 2048, 1024). */
-TIDE_HD static inline int tide_rsel_nbins(int level) { return level == 2 ? 1024 : 2048; }
+TIDE_HD static inline int tide_rsel_nbins(int level) {
+    return level == 2 ? 1024 : 2048;
+}
 
 /** Order-preserving map of a float's bits to an unsigned key: for non-NaN a < b ⇔ key(a) <
  *  key(b), with -0 just below +0 (the standard radix-sort transform: flip all bits of
@@ -55,7 +59,9 @@ TIDE_HD static inline int tide_reduce_valid(float v, uint16_t m, uint16_t bits, 
 }
 
 /** acc + x in double, exactly one rounding (never fused). */
-TIDE_HD static inline double tide_reduce_add(double acc, double x) { return tide_dadd(acc, x); }
+TIDE_HD static inline double tide_reduce_add(double acc, double x) {
+    return tide_dadd(acc, x);
+}
 
 /** (x - mean)² in double, each operation rounded once: the products must not be contracted
  *  into an FMA, or CPU and GPU would differ in the last bits. */

@@ -9,8 +9,7 @@
 #include "core/gpu/hd.h"
 
 /** Column and row of pixel @p t of a box @p bw wide (both 0 for an empty box, bw < 1). */
-TIDE_HD static inline void tide_box_walk_start(int64_t t, int64_t bw, int64_t *col,
-                                               int64_t *row) {
+TIDE_HD static inline void tide_box_walk_start(int64_t t, int64_t bw, int64_t *col, int64_t *row) {
     *row = bw > 0 ? t / bw : 0;
     *col = bw > 0 ? t - *row * bw : 0;
 }

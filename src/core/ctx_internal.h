@@ -27,8 +27,8 @@ _Static_assert(sizeof(((tide_ctx *)0)->ext) / sizeof(((tide_ctx *)0)->ext[0]) ==
 /** Call the _cpu or _cuda twin of a kernel entry point according to ctx->backend. Without
  *  CUDA in the build the CUDA branch is compiled out and a CUDA context cannot exist. */
 #ifdef TIDE_HAVE_CUDA
-#define TIDE_DISPATCH(ctx, fn, ...)                                                            \
-    ((ctx)->backend == TIDE_BACKEND_CUDA ? fn##_cuda((ctx), __VA_ARGS__)                       \
+#define TIDE_DISPATCH(ctx, fn, ...)                                                                \
+    ((ctx)->backend == TIDE_BACKEND_CUDA ? fn##_cuda((ctx), __VA_ARGS__)                           \
                                          : fn##_cpu((ctx), __VA_ARGS__))
 #else
 #define TIDE_DISPATCH(ctx, fn, ...) fn##_cpu((ctx), __VA_ARGS__)

@@ -8,7 +8,9 @@
 #include "tide/header.h"
 #include "tide/status.h"
 
-void tide_header_init(tide_header *h) { memset(h, 0, sizeof *h); }
+void tide_header_init(tide_header *h) {
+    memset(h, 0, sizeof *h);
+}
 
 void tide_header_free(tide_header *h) {
     free(h->cards);

@@ -218,7 +218,9 @@ int tide_host_block_pin(const void *ptr, size_t bytes) {
 #endif
 }
 
-void *tide_host_alloc(size_t bytes) { return tide_host_block_alloc(bytes, 0); }
+void *tide_host_alloc(size_t bytes) {
+    return tide_host_block_alloc(bytes, 0);
+}
 
 void tide_host_free(void *ptr) {
     if (!tide_host_block_free(ptr))

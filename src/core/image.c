@@ -35,8 +35,8 @@ int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t heigh
                      tide_location where, int planes) {
     memset(im, 0, sizeof *im);
     if (width <= 0 || height <= 0)
-        return tide_error(TIDE_E_INVAL, "image size %lld x %lld is not positive",
-                          (long long)width, (long long)height);
+        return tide_error(TIDE_E_INVAL, "image size %lld x %lld is not positive", (long long)width,
+                          (long long)height);
     size_t bytes4;
     if (tide_size_block(width, height, 1, sizeof(float), &bytes4))
         return tide_error(TIDE_E_RANGE, "image size %lld x %lld overflows the address space",
@@ -52,8 +52,8 @@ int tide_image_alloc(tide_ctx *ctx, tide_image *im, int64_t width, int64_t heigh
     int st = plane_alloc(ctx, where, n * sizeof(float), zero, &p);
     im->pix = p;
     if (!st && (planes & TIDE_IMAGE_MASK)) {
-        st = plane_alloc(ctx, where, n * sizeof(uint16_t),
-                         zero || (planes & TIDE_IMAGE_ZERO_MASK), &p);
+        st = plane_alloc(ctx, where, n * sizeof(uint16_t), zero || (planes & TIDE_IMAGE_ZERO_MASK),
+                         &p);
         im->mask = p;
     }
     if (!st && (planes & TIDE_IMAGE_VAR)) {
@@ -108,8 +108,8 @@ int tide_image_copy(tide_ctx *ctx, tide_image *dst, const tide_image *src) {
 
 int tide_image_clone(tide_ctx *ctx, tide_image *dst, const tide_image *src, tide_location where) {
     /* every plane is copied whole, so none needs zeroing first */
-    int planes = (src->mask ? TIDE_IMAGE_MASK : 0) | (src->var ? TIDE_IMAGE_VAR : 0) |
-                 TIDE_IMAGE_UNINIT;
+    int planes =
+        (src->mask ? TIDE_IMAGE_MASK : 0) | (src->var ? TIDE_IMAGE_VAR : 0) | TIDE_IMAGE_UNINIT;
     int st = tide_image_alloc(ctx, dst, src->width, src->height, where, planes);
     if (!st)
         st = tide_image_copy(ctx, dst, src);

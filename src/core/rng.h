@@ -18,10 +18,10 @@ enum {
     SIM_STREAM_GALAXIES = 2,
     SIM_STREAM_SPECIAL = 3, /* moving objects, transients, variables */
     SIM_STREAM_WCS = 4,
-    SIM_STREAM_EPOCH = 5,   /* per-epoch geometry, PSF and sky pattern */
-    SIM_STREAM_NOISE = 6,   /* per pixel, per epoch */
-    SIM_STREAM_READ = 7,    /* per pixel, per epoch */
-    SIM_STREAM_COSMIC = 8,  /* per track, per epoch */
+    SIM_STREAM_EPOCH = 5,    /* per-epoch geometry, PSF and sky pattern */
+    SIM_STREAM_NOISE = 6,    /* per pixel, per epoch */
+    SIM_STREAM_READ = 7,     /* per pixel, per epoch */
+    SIM_STREAM_COSMIC = 8,   /* per track, per epoch */
     SIM_STREAM_DETECTOR = 9, /* hot pixels and bad columns: the same in every epoch */
     SIM_STREAM_REFCAT = 10
 };
@@ -70,27 +70,51 @@ TIDE_HD static inline double sim_rng_gauss(sim_rng *r) {
     if (p > plow && p < 1.0 - plow) {
         const double q = p - 0.5, t = q * q;
         return (((((-3.969683028665376e+01 * t + 2.209460984245205e+02) * t -
-                   2.759285104469687e+02) * t + 1.383577518672690e+02) * t -
-                 3.066479806614716e+01) * t + 2.506628277459239e+00) * q /
+                   2.759285104469687e+02) *
+                      t +
+                  1.383577518672690e+02) *
+                     t -
+                 3.066479806614716e+01) *
+                    t +
+                2.506628277459239e+00) *
+               q /
                (((((-5.447609879822406e+01 * t + 1.615858368580409e+02) * t -
-                   1.556989798598866e+02) * t + 6.680131188771972e+01) * t -
-                 1.328068155288572e+01) * t + 1.0);
+                   1.556989798598866e+02) *
+                      t +
+                  6.680131188771972e+01) *
+                     t -
+                 1.328068155288572e+01) *
+                    t +
+                1.0);
     }
     const double q = sqrt(-2.0 * log(p < 0.5 ? p : 1.0 - p));
-    const double x = (((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q -
-                         2.400758277161838e+00) * q - 2.549732539343734e+00) * q +
-                       4.374664141464968e+00) * q + 2.938163982698783e+00) /
-                     ((((7.784695709041462e-03 * q + 3.224671290700398e-01) * q +
-                        2.445134137142996e+00) * q + 3.754408661907416e+00) * q + 1.0);
+    const double x =
+        (((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q -
+           2.549732539343734e+00) *
+              q +
+          4.374664141464968e+00) *
+             q +
+         2.938163982698783e+00) /
+        ((((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q +
+          3.754408661907416e+00) *
+             q +
+         1.0);
     return p < 0.5 ? x : -x;
 }
 
 /* log(k!) : a table below 10, Stirling's series above (error < 1e-10 for k >= 10). */
 TIDE_HD static inline double sim_log_factorial(double k) {
     if (k < 10.0) {
-        const double t[10] = {0.0, 0.0, 0.6931471805599453, 1.791759469228055,
-                              3.1780538303479458, 4.787491742782046, 6.579251212010101,
-                              8.525161361065415, 10.60460290274525, 12.801827480081469};
+        const double t[10] = {0.0,
+                              0.0,
+                              0.6931471805599453,
+                              1.791759469228055,
+                              3.1780538303479458,
+                              4.787491742782046,
+                              6.579251212010101,
+                              8.525161361065415,
+                              10.60460290274525,
+                              12.801827480081469};
         return t[(int)k];
     }
     double x = k + 1.0, x2 = 1.0 / (x * x);

@@ -58,6 +58,10 @@ int tide_error_prefix(int status, const char *fmt, ...) {
     return status;
 }
 
-const char *tide_error_detail(void) { return detail; }
+const char *tide_error_detail(void) {
+    return detail;
+}
 
-void tide_error_clear(void) { detail[0] = '\0'; }
+void tide_error_clear(void) {
+    detail[0] = '\0';
+}

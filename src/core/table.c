@@ -20,7 +20,9 @@ int64_t tide_col_type_size(tide_col_type type) {
     return 1;
 }
 
-void tide_table_init(tide_table *t) { memset(t, 0, sizeof *t); }
+void tide_table_init(tide_table *t) {
+    memset(t, 0, sizeof *t);
+}
 
 void tide_table_free(tide_table *t) {
     for (int i = 0; i < t->ncols; i++)
@@ -37,12 +39,14 @@ static int reserve_rows(tide_table *t, int64_t cap) {
         tide_column *c = &t->cols[i];
         size_t row = (size_t)(c->repeat * tide_col_type_size(c->type)), bytes;
         if (tide_size_block(cap, c->repeat, 1, tide_col_type_size(c->type), &bytes))
-            return tide_error(TIDE_E_RANGE, "table: %lld rows of column %s overflow the "
-                              "address space", (long long)cap, c->name);
+            return tide_error(TIDE_E_RANGE,
+                              "table: %lld rows of column %s overflow the "
+                              "address space",
+                              (long long)cap, c->name);
         void *d = realloc(c->data, bytes ? bytes : 1);
         if (!d)
-            return tide_error(TIDE_E_NOMEM, "table: cannot grow column %s to %lld rows",
-                              c->name, (long long)cap);
+            return tide_error(TIDE_E_NOMEM, "table: cannot grow column %s to %lld rows", c->name,
+                              (long long)cap);
         memset((char *)d + (size_t)t->capacity * row, 0, (size_t)(cap - t->capacity) * row);
         c->data = d;
     }
@@ -110,8 +114,10 @@ int tide_table_add_column(tide_table *t, const char *name, tide_col_type type, i
         snprintf(c->comment, sizeof c->comment, "%s", comment);
     size_t bytes;
     if (tide_size_block(t->capacity, repeat, 1, tide_col_type_size(type), &bytes))
-        return tide_error(TIDE_E_RANGE, "table: column %s of repeat %lld overflows the address "
-                          "space", name, (long long)repeat);
+        return tide_error(TIDE_E_RANGE,
+                          "table: column %s of repeat %lld overflows the address "
+                          "space",
+                          name, (long long)repeat);
     c->type = type;
     c->repeat = repeat;
     c->data = calloc(1, bytes ? bytes : 1);

@@ -112,7 +112,9 @@ int tide_timer_add(tide_ctx *ctx, const char *stage, double ms) {
     return add_total(ctx, stage ? stage : "?", ms);
 }
 
-int tide_timer_count(const tide_ctx *ctx) { return ctx->timers ? ctx->timers->count : 0; }
+int tide_timer_count(const tide_ctx *ctx) {
+    return ctx->timers ? ctx->timers->count : 0;
+}
 
 int tide_timer_get(const tide_ctx *ctx, int i, const char **stage, double *total_ms, int *calls) {
     if (i < 0 || i >= tide_timer_count(ctx))

@@ -136,8 +136,10 @@ int tide_cal_refcat_fetch(const tide_calib_params *p, double ra, double dec, dou
         tide_error_clear(); /* no cache configured: fetch every time */
     if (p->refcat[0] && tide_store_uri_is_pg(p->refcat)) {
         if (!p->refcat_table[0])
-            return tide_error(TIDE_E_CONFIG, "refcat %s is a database: set refcat.table "
-                              "(or --refcat-table)", p->refcat);
+            return tide_error(TIDE_E_CONFIG,
+                              "refcat %s is a database: set refcat.table "
+                              "(or --refcat-table)",
+                              p->refcat);
         /* The cache key names the database table, never the connection's password. */
         char key[256];
         snprintf(key, sizeof key, "pg-table:%s", p->refcat_table);
@@ -154,8 +156,8 @@ int tide_cal_refcat_fetch(const tide_calib_params *p, double ra, double dec, dou
         return st;
     }
     return tide_refcat_fetch(p->refcat[0] ? p->refcat : NULL,
-                             p->refcat[0] ? NULL : p->refcat_command, &p->cols, ra, dec,
-                             radius_deg, have_cache ? cache : NULL, out);
+                             p->refcat[0] ? NULL : p->refcat_command, &p->cols, ra, dec, radius_deg,
+                             have_cache ? cache : NULL, out);
 }
 
 /* PROCDATE: now, or $SOURCE_DATE_EPOCH (reproducible-builds.org) so that two runs can give

@@ -11,9 +11,9 @@
 
 /* Where the field is believed to be before any solve. */
 typedef struct field_guess {
-    int known;           /* centre and radius known */
-    double ra, dec;      /* degrees */
-    double radius_deg;   /* half the diagonal, degrees */
+    int known;         /* centre and radius known */
+    double ra, dec;    /* degrees */
+    double radius_deg; /* half the diagonal, degrees */
 } field_guess;
 
 static void set_msg(char *dst, size_t n, const char *what) {
@@ -179,8 +179,8 @@ static int solve_refcat(const tide_cal_sources *src, const tide_solve_params *sp
     const double t0 = tide_cal_now_ms();
     tide_solve_params q = *sp;
     q.timeout_s = time_left_s(t_end_ms);
-    const int st = tide_solve_refcat(&cs->ref, src->bx, src->by, src->flux, src->n, &q, wcs,
-                                     &out->solve);
+    const int st =
+        tide_solve_refcat(&cs->ref, src->bx, src->by, src->flux, src->n, &q, wcs, &out->solve);
     out->ms_solve += tide_cal_now_ms() - t0;
     if (st == TIDE_E_NOMEM)
         return st;
@@ -199,9 +199,8 @@ static int solve_refcat(const tide_cal_sources *src, const tide_solve_params *sp
  * to them from a generous radius by tide_astrom_refine, rather than the stars the
  * verification happened to pair). *wcs is replaced when the refinement succeeds; a failed one
  * leaves the solution as it is and says so. */
-static int refine_on_index(tide_ctx *ctx, const tide_calib_params *p,
-                           const tide_cal_sources *src, int64_t width, int64_t height,
-                           tide_wcs **wcs, tide_calib_result *out) {
+static int refine_on_index(tide_ctx *ctx, const tide_calib_params *p, const tide_cal_sources *src,
+                           int64_t width, int64_t height, tide_wcs **wcs, tide_calib_result *out) {
     if (!out->solved || !out->solve.index_name[0])
         return 0;
     char dir[1024];
@@ -265,7 +264,8 @@ static int wcs_header(const tide_wcs *w, int64_t width, int64_t height,
     T(tide_header_set_dbl(h, "FOVY", s.fov_y_deg, "field of view along y, deg"));
     if (out->refined) {
         const tide_refine_info *r = &out->refine;
-        T(tide_header_set_dbl(h, "ASTRRMSA", r->rms_ra_arcsec, "astrometric RMS in RA*cos(Dec), arcsec"));
+        T(tide_header_set_dbl(h, "ASTRRMSA", r->rms_ra_arcsec,
+                              "astrometric RMS in RA*cos(Dec), arcsec"));
         T(tide_header_set_dbl(h, "ASTRRMSD", r->rms_dec_arcsec, "astrometric RMS in Dec, arcsec"));
         T(tide_header_set_dbl(h, "ASTRRMSP", r->rms_px, "astrometric RMS, pixels"));
         T(tide_header_set_int(h, "ASTNSTAR", r->nstars, "stars in the WCS fit"));
@@ -311,9 +311,9 @@ static int no_sky(tide_table *cat) {
     return 0;
 }
 
-int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width,
-                        int64_t height, const tide_calib_params *p, tide_pipeline_result *res,
-                        tide_cal_state *cs, tide_calib_result *out) {
+int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
+                        const tide_calib_params *p, tide_pipeline_result *res, tide_cal_state *cs,
+                        tide_calib_result *out) {
     tide_cal_sources src;
     int st = tide_cal_sources_get(&res->catalog, &src);
     if (st)
@@ -352,8 +352,8 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
      * smaller than the field leaves the small quads near its centre, which solve two orders
      * of magnitude slower (CHANGES.md, issue 4). */
     if (!st && sp.has_position && sp.scale_hi > 0)
-        sp.radius_deg = p->hint_radius_deg +
-                        0.5 * hypot((double)width, (double)height) * sp.scale_hi / 3600.0;
+        sp.radius_deg =
+            p->hint_radius_deg + 0.5 * hypot((double)width, (double)height) * sp.scale_hi / 3600.0;
     field_guess g = hdr_wcs ? guess_from_wcs(hdr_wcs, width, height)
                             : guess_from_hints(&sp, width, height, p->hint_radius_deg);
     const int want_ref = tide_calib_has_refcat(p);
@@ -396,15 +396,15 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
                 initial = hdr_wcs, hdr_wcs = NULL;
                 char msg[sizeof out->astrmsg];
                 snprintf(msg, sizeof msg, "%s", out->astrmsg);
-                snprintf(out->astrmsg, sizeof out->astrmsg, "header WCS kept unverified; %s",
-                         msg);
+                snprintf(out->astrmsg, sizeof out->astrmsg, "header WCS kept unverified; %s", msg);
             }
             /* The reference stars follow the solution when it lies outside the cone
              * fetched for the guess (or none was fetched: a blind solve). */
             if (initial && want_ref) {
                 const field_guess s = guess_from_wcs(initial, width, height);
-                const double off = g.known ? tide_sky_separation_arcsec(g.ra, g.dec, s.ra, s.dec)
-                                                     / 3600.0 : INFINITY;
+                const double off =
+                    g.known ? tide_sky_separation_arcsec(g.ra, g.dec, s.ra, s.dec) / 3600.0
+                            : INFINITY;
                 if (s.known && (!cs->have_ref || off + s.radius_deg > g.radius_deg)) {
                     st = fetch_ref(p, &s, cs, out);
                     if (st)
@@ -425,11 +425,10 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
             rp.sip_order = p->sip_order;
             tide_wcs *refined = NULL;
             const double t0 = tide_cal_now_ms();
-            const int rs = tide_astrom_refine(ctx, initial, width, height, src.cx, src.cy,
-                                              src.csigma, src.nclean,
-                                              tide_table_f64(&cs->ref, "RA"),
-                                              tide_table_f64(&cs->ref, "DEC"), cs->ref.nrows, &rp,
-                                              &refined, &out->refine);
+            const int rs = tide_astrom_refine(
+                ctx, initial, width, height, src.cx, src.cy, src.csigma, src.nclean,
+                tide_table_f64(&cs->ref, "RA"), tide_table_f64(&cs->ref, "DEC"), cs->ref.nrows, &rp,
+                &refined, &out->refine);
             out->ms_refine = tide_cal_now_ms() - t0;
             if (rs == TIDE_E_NOMEM) {
                 st = rs;
@@ -455,12 +454,14 @@ int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t wid
     } else if (p->astrometry) {
         snprintf(out->astrstat, sizeof out->astrstat, "FAILED");
         if (!out->astrmsg[0])
-            snprintf(out->astrmsg, sizeof out->astrmsg, "no WCS: the header has none that "
-                                                        "matches the reference stars");
+            snprintf(out->astrmsg, sizeof out->astrmsg,
+                     "no WCS: the header has none that "
+                     "matches the reference stars");
         st = no_sky(&res->catalog);
     }
     if (!st)
-        st = tide_header_set_str(&res->header, "ASTRSTAT", out->astrstat, "astrometric calibration");
+        st =
+            tide_header_set_str(&res->header, "ASTRSTAT", out->astrstat, "astrometric calibration");
     if (!st && out->astrmsg[0]) {
         char msg[69];
         snprintf(msg, sizeof msg, "%s", out->astrmsg);

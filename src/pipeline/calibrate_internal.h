@@ -25,21 +25,21 @@ void tide_cal_sources_free(tide_cal_sources *s);
 
 /** The state the astrometry step leaves for the photometric one. */
 typedef struct tide_cal_state {
-    tide_table ref;   /**< reference stars around the field (refcat.h layout), or empty */
+    tide_table ref; /**< reference stars around the field (refcat.h layout), or empty */
     int have_ref;
     tide_wcs *wcs;    /**< the final WCS, or NULL */
     char refname[72]; /**< REFCAT: the catalog's file name or table */
 } tide_cal_state;
 
 /** Steps 1–3 of calibrate.h: reference stars, WCS, sky columns and WCS header cards. */
-int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width,
-                        int64_t height, const tide_calib_params *p, tide_pipeline_result *res,
-                        tide_cal_state *cs, tide_calib_result *out);
+int tide_cal_astrometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
+                        const tide_calib_params *p, tide_pipeline_result *res, tide_cal_state *cs,
+                        tide_calib_result *out);
 
 /** Steps 4–6: reference columns, zero point and magnitudes, observing conditions. */
-int tide_cal_photometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width,
-                        int64_t height, const tide_calib_params *p, tide_pipeline_result *res,
-                        tide_cal_state *cs, tide_calib_result *out);
+int tide_cal_photometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
+                        const tide_calib_params *p, tide_pipeline_result *res, tide_cal_state *cs,
+                        tide_calib_result *out);
 
 /** Fetch the reference stars within @p radius_deg of (@p ra, @p dec) from the source @p p
  *  names, through the cache. */

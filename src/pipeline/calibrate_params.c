@@ -73,8 +73,10 @@ int tide_calib_params_from_config(tide_calib_params *p, const tide_config *cfg,
         char *end;
         const double v = strtod(env, &end);
         if (end == env || *end || !(v > 0) || !isfinite(v))
-            return tide_error(TIDE_E_CONFIG, "TIDE_SOLVE_TIMEOUT='%s' is not a positive number "
-                              "of seconds", env);
+            return tide_error(TIDE_E_CONFIG,
+                              "TIDE_SOLVE_TIMEOUT='%s' is not a positive number "
+                              "of seconds",
+                              env);
         p->solve_timeout_s = v;
     }
     if (!st)

@@ -39,7 +39,8 @@ static double *nan_col_f64(tide_table *t, const char *name, const char *unit, co
 static int reference_columns(tide_ctx *ctx, const tide_calib_params *p, const tide_cal_state *cs,
                              tide_table *cat, int64_t *match, tide_calib_result *out) {
     const int64_t n = cat->nrows;
-    const double *ra = tide_table_f64(cat, "ALPHA_J2000"), *dec = tide_table_f64(cat, "DELTA_J2000");
+    const double *ra = tide_table_f64(cat, "ALPHA_J2000"),
+                 *dec = tide_table_f64(cat, "DELTA_J2000");
     const double *rra = tide_table_f64(&cs->ref, "RA"), *rdec = tide_table_f64(&cs->ref, "DEC");
     const double *rmag = tide_table_f64(&cs->ref, "MAG");
     const double *rmagerr = tide_table_f64(&cs->ref, "MAGERR");
@@ -145,16 +146,16 @@ static int conditions(const tide_header *frame_hdr, const tide_calib_params *p,
     return tide_obsinfo_to_header(&o, &res->header);
 }
 
-int tide_cal_photometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width,
-                        int64_t height, const tide_calib_params *p, tide_pipeline_result *res,
-                        tide_cal_state *cs, tide_calib_result *out) {
+int tide_cal_photometry(tide_ctx *ctx, const tide_header *frame_hdr, int64_t width, int64_t height,
+                        const tide_calib_params *p, tide_pipeline_result *res, tide_cal_state *cs,
+                        tide_calib_result *out) {
     int st = 0;
     if (cs->have_ref) {
-        const char *name = p->refcat[0] ? (p->refcat_table[0] ? p->refcat_table : p->refcat)
-                                        : "command";
+        const char *name =
+            p->refcat[0] ? (p->refcat_table[0] ? p->refcat_table : p->refcat) : "command";
         const char *base = strrchr(name, '/');
-        snprintf(cs->refname, sizeof cs->refname, "%s", base && !p->refcat_table[0] ? base + 1
-                                                                                    : name);
+        snprintf(cs->refname, sizeof cs->refname, "%s",
+                 base && !p->refcat_table[0] ? base + 1 : name);
         st = tide_header_set_int(&res->header, "REFNSTAR", cs->ref.nrows,
                                  "reference stars around the field");
     }

@@ -29,8 +29,8 @@ void tide_diff_params_default(tide_diff_params *p) {
     p->max_fit = 100000;
     p->keep_stamps = 16;
     p->calibrate_var = 1;
-    p->reject_bits = TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED | TIDE_MASK_EDGE |
-                     TIDE_MASK_BAD;
+    p->reject_bits =
+        TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED | TIDE_MASK_EDGE | TIDE_MASK_BAD;
 }
 
 void tide_diff_result_free(tide_diff_result *r) {
@@ -78,12 +78,12 @@ typedef struct diff_run {
     int psf_side;
     int tmpl_borrowed; /* tmpl is a prepared template's frame: read, never freed here */
     /* the output grid */
-    int on_tmpl;             /* the template's grid (or north-up), not the science frame's */
-    const tide_wcs *gw;      /* its WCS */
-    tide_wcs *grid_wcs;      /* owned, for the north-up grid only */
-    int64_t W, H;            /* its size */
-    double gscale;           /* its pixel scale, arcsec */
-    size_t helper_peak;      /* the preparation helper's peak device bytes */
+    int on_tmpl;        /* the template's grid (or north-up), not the science frame's */
+    const tide_wcs *gw; /* its WCS */
+    tide_wcs *grid_wcs; /* owned, for the north-up grid only */
+    int64_t W, H;       /* its size */
+    double gscale;      /* its pixel scale, arcsec */
+    size_t helper_peak; /* the preparation helper's peak device bytes */
 } diff_run;
 
 /* The frames of a run: the science frame and the template frame (tmpl, tmpl_hdr) or a
@@ -172,8 +172,8 @@ static int make_header(const tide_header *grid_hdr, const tide_wcs *w, const dif
     if (!st)
         st = tide_header_set_int(h, "KHALF", run->sr.kernel_half, "[pixel] kernel half-width");
     if (!st)
-        st = tide_header_set_int(h, "KSPDEG", run->sr.spatial_degree_stars,
-                                 "kernel spatial degree");
+        st =
+            tide_header_set_int(h, "KSPDEG", run->sr.spatial_degree_stars, "kernel spatial degree");
     if (!st)
         st = tide_header_set_dbl(h, "SKYSCI", run->sci.sky, "[adu] science background");
     if (!st)
@@ -260,8 +260,9 @@ static int run_params(const tide_diff_params *pp, const tide_diff_template *pt,
         snprintf(p->tmpl_name, sizeof p->tmpl_name, "template");
     int st = check_params(p);
     if (!st && pt && p->grid != TIDE_DIFF_GRID_TEMPLATE)
-        st = tide_error(TIDE_E_INVAL, "diff: a prepared template (%s) is the output grid; "
-                                      "the science or north-up grid needs the template frame",
+        st = tide_error(TIDE_E_INVAL,
+                        "diff: a prepared template (%s) is the output grid; "
+                        "the science or north-up grid needs the template frame",
                         pt->name);
     return st;
 }
@@ -291,11 +292,10 @@ static int stage_prepare(diff_run *run, const diff_inputs *in) {
     /* the template stays on its grid (the default): its sky noise for the subtraction is
      * measured in its preparation, beside the science frame's */
     const tide_subtract_params *tsky = p->grid == TIDE_DIFF_GRID_TEMPLATE ? &p->sub : NULL;
-    const tide_diffp_input fin[2] = {
-        {in->sci, in->sci_hdr, swcs, p->sci_name, p->gain_sci, p->sat_sci, p->fwhm_sci, NULL,
-         p->config},
-        {in->tmpl, in->tmpl_hdr, twcs, p->tmpl_name, p->gain_tmpl, p->sat_tmpl, p->fwhm_tmpl,
-         tsky, p->config}};
+    const tide_diffp_input fin[2] = {{in->sci, in->sci_hdr, swcs, p->sci_name, p->gain_sci,
+                                      p->sat_sci, p->fwhm_sci, NULL, p->config},
+                                     {in->tmpl, in->tmpl_hdr, twcs, p->tmpl_name, p->gain_tmpl,
+                                      p->sat_tmpl, p->fwhm_tmpl, tsky, p->config}};
     const tide_cosmetics_params *cos = p->cosmetics ? &p->cos : NULL;
     if (pt) {
         st = tide_diffp_prepare_single(ctx, &fin[0], p->fwhm_guess, &p->bkg, cos, &run->sci);
@@ -303,8 +303,7 @@ static int stage_prepare(diff_run *run, const diff_inputs *in) {
         run->tmpl_borrowed = 1;
     } else {
         tide_diffp_frame *fr[2] = {&run->sci, &run->tmpl};
-        st = tide_diffp_prepare_pair(ctx, fin, p->fwhm_guess, &p->bkg, cos, fr,
-                                     &run->helper_peak);
+        st = tide_diffp_prepare_pair(ctx, fin, p->fwhm_guess, &p->bkg, cos, fr, &run->helper_peak);
     }
     if (st)
         return st;
@@ -471,7 +470,7 @@ static int stage_candidates(diff_run *run, int st, double fwhm_d, tide_diff_resu
         STAGE(ctx, "diff.fit",
               tide_diffp_fit(ctx, &run->sr.diff, &run->cands, run->gw, p,
                              run->sr.convolved == TIDE_SUB_CONVOLVE_SCIENCE ? out->fwhm_tmpl
-                                                                           : out->fwhm_sci,
+                                                                            : out->fwhm_sci,
                              run->psf, run->psf_side, out));
     if (!st)
         st = tide_sync(ctx);
@@ -496,8 +495,14 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
     int st = run_params(pp, pt, &run.p);
     if (st)
         return st;
-    const diff_inputs in = {sci, sci_hdr, tmpl, tmpl_hdr, pt, pt ? pt->width : tmpl->width,
-                            pt ? pt->height : tmpl->height, pt ? &pt->header : tmpl_hdr};
+    const diff_inputs in = {sci,
+                            sci_hdr,
+                            tmpl,
+                            tmpl_hdr,
+                            pt,
+                            pt ? pt->width : tmpl->width,
+                            pt ? pt->height : tmpl->height,
+                            pt ? &pt->header : tmpl_hdr};
     const double t0 = tide_now();
     tide_device_reset_peak(ctx);
     st = stage_prepare(&run, &in);
@@ -526,9 +531,8 @@ static int run_pair(tide_ctx *ctx, const tide_image *sci, const tide_header *sci
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
                  "%lldx%lld: FWHM sci %.3f tmpl %.3f px, kernel sum %.5f, %lld candidates "
                  "(%lld fitted), %.1f ms",
-                 (long long)run.W, (long long)run.H, out->fwhm_sci, out->fwhm_tmpl,
-                 out->kernel_sum, (long long)out->cands.nrows, (long long)out->nfitted,
-                 out->ms_total);
+                 (long long)run.W, (long long)run.H, out->fwhm_sci, out->fwhm_tmpl, out->kernel_sum,
+                 (long long)out->cands.nrows, (long long)out->nfitted, out->ms_total);
     }
     run_release(&run);
     if (st)

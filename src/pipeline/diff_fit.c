@@ -31,8 +31,8 @@ static double psf_at(const float *psf, int side, double dx, double dy) {
     return v;
 }
 
-void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side,
-                            int stamp, double cx, double cy, float *out) {
+void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side, int stamp,
+                            double cx, double cy, float *out) {
     const int h = (stamp - 1) / 2;
     const int dip_ok = isfinite(f->flux) && isfinite(f->xpos) && isfinite(f->xneg) &&
                        isfinite(f->ypos) && isfinite(f->yneg);
@@ -41,8 +41,8 @@ void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_
     const int use_ps = psf && ps_ok && isfinite(f->chi2_ps) && !(f->chi2_dip < f->chi2_ps);
     const int gauss = !psf;
     const double s1 = f->sigma1, s2 = f->sigma2;
-    const int ok = gauss ? dip_ok && isfinite(s1) && isfinite(s2) && s1 > 0 && s2 > 0
-                         : (use_ps || dip_ok);
+    const int ok =
+        gauss ? dip_ok && isfinite(s1) && isfinite(s2) && s1 > 0 && s2 > 0 : (use_ps || dip_ok);
     const double th = isfinite(f->theta) ? f->theta : 0.0, c = cos(th), s = sin(th);
     const double i1 = gauss && ok ? 1.0 / (s1 * s1) : 0, i2 = gauss && ok ? 1.0 / (s2 * s2) : 0;
     const double norm = gauss && ok ? 1.0 / (6.283185307179586 * s1 * s2) : 0;
@@ -76,10 +76,9 @@ void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_
 
 /* Cut and fit stamps [i0, i0 + m) on the context's backend; fills fits, cx, cy and the kept
  * stamps (host). */
-static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t m,
-                     const double *x, const double *y, const tide_diff_params *p,
-                     tide_dipole_fit *fits, double *cx, double *cy, float *keep,
-                     int64_t nkeep) {
+static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t m, const double *x,
+                     const double *y, const tide_diff_params *p, tide_dipole_fit *fits, double *cx,
+                     double *cy, float *keep, int64_t nkeep) {
     const int s = p->stamp;
     const size_t ns = (size_t)m * (size_t)s * (size_t)s;
     const size_t bpix = ns * sizeof(float), bmask = ns * sizeof(uint16_t),
@@ -106,8 +105,8 @@ static int fit_batch(tide_ctx *ctx, const tide_image *diff, int64_t i0, int64_t 
         double *dx = (double *)(d + off_x), *dy = dx + m, *dcx = dy + m, *dcy = dcx + m;
         tide_dipole_fit *dfit = (tide_dipole_fit *)(dcy + m);
         if (bpsf) {
-            const float *hp = dp.psf + (dp.psf_per_stamp ? (size_t)i0 * dp.psf_side * dp.psf_side
-                                                         : 0);
+            const float *hp =
+                dp.psf + (dp.psf_per_stamp ? (size_t)i0 * dp.psf_side * dp.psf_side : 0);
             dp.psf = (const float *)(d + off_psf);
             st = tide_memcpy(ctx, d + off_psf, 1, hp, 0, bpsf);
         }
@@ -169,8 +168,8 @@ double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *d, double fwhm) {
         void *dz = NULL;
         st = tide_device_alloc(ctx, sizeof(double) * (size_t)nb, &dz);
         if (!st)
-            st = tide_diffp_boxz_cuda(ctx, d->width, d->height, d->stride, d->pix, d->mask,
-                                      d->var, b, (double *)dz);
+            st = tide_diffp_boxz_cuda(ctx, d->width, d->height, d->stride, d->pix, d->mask, d->var,
+                                      b, (double *)dz);
         if (!st)
             st = tide_diffp_median_mad_cuda(ctx, (const double *)dz, nb, &n, &med, &mad);
         tide_device_free(ctx, dz);
@@ -180,8 +179,8 @@ double tide_diffp_noise_scale(tide_ctx *ctx, const tide_image *d, double fwhm) {
         double *z = malloc(sizeof(double) * (size_t)nb);
         if (!z)
             return 1.0;
-        st = tide_diffp_boxz_cpu(ctx, d->width, d->height, d->stride, d->pix, d->mask, d->var,
-                                 b, z);
+        st =
+            tide_diffp_boxz_cpu(ctx, d->width, d->height, d->stride, d->pix, d->mask, d->var, b, z);
         for (int64_t k = 0; !st && k < nb; k++)
             if (z[k] == z[k])
                 z[n++] = z[k];
@@ -268,7 +267,9 @@ static int32_t *col_i32(tide_table *t, const char *name, const char *comment, in
     return *st ? NULL : (int32_t *)t->cols[idx].data;
 }
 
-static double fits1(double v) { return isfinite(v) ? v + 1.0 : NAN; }
+static double fits1(double v) {
+    return isfinite(v) ? v + 1.0 : NAN;
+}
 
 /* The output table from the candidates and the fits. */
 static int build_table(const tide_table *c, int64_t nfit, const tide_dipole_fit *f,
@@ -309,8 +310,10 @@ static int build_table(const tide_table *c, int64_t nfit, const tide_dipole_fit 
     double *PF = col_f64(t, "PS_FLUX", "count", "point-source flux", &st);
     double *PFE = col_f64(t, "PS_FLUX_ERR", "count", "error of PS_FLUX", &st);
     double *PC = col_f64(t, "PS_CHI2", NULL, "chi2 of the point-source fit", &st);
-    int32_t *FS = col_i32(t, "FIT_STATUS", "dipole fit: 0 ok, 1 maxiter, 2 singular, 3 bad "
-                                           "input, -1 not fitted", &st);
+    int32_t *FS = col_i32(t, "FIT_STATUS",
+                          "dipole fit: 0 ok, 1 maxiter, 2 singular, 3 bad "
+                          "input, -1 not fitted",
+                          &st);
     int32_t *PS = col_i32(t, "PS_STATUS", "point-source fit status (as FIT_STATUS)", &st);
     if (!st)
         st = tide_table_resize(t, n);
@@ -406,9 +409,8 @@ int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cand
         }
         pp.dip.psf_per_stamp = 0;
     }
-    const float *draw_psf = pp.dip.model == TIDE_DIPOLE_PSF && !pp.dip.psf_per_stamp
-                                ? pp.dip.psf
-                                : NULL;
+    const float *draw_psf =
+        pp.dip.model == TIDE_DIPOLE_PSF && !pp.dip.psf_per_stamp ? pp.dip.psf : NULL;
     const int draw_side = pp.dip.psf_side;
     const int64_t n = cands->nrows;
     const int64_t nfit = n < p->max_fit ? n : p->max_fit;

@@ -11,22 +11,22 @@
 
 /** One input frame on its own grid, ready for reprojection or subtraction. */
 typedef struct tide_diffp_frame {
-    const char *name;    /**< for messages */
-    tide_wcs *wcs;       /**< its celestial WCS */
-    tide_image work;     /**< background-subtracted pixels, mask, variance (where the context
-                              computes) */
-    double fwhm;         /**< FWHM in its own pixels */
-    double fwhm_out;     /**< FWHM in output-grid pixels */
-    double scale;        /**< pixel scale at its centre, arcsec */
+    const char *name;      /**< for messages */
+    tide_wcs *wcs;         /**< its celestial WCS */
+    tide_image work;       /**< background-subtracted pixels, mask, variance (where the context
+                                computes) */
+    double fwhm;           /**< FWHM in its own pixels */
+    double fwhm_out;       /**< FWHM in output-grid pixels */
+    double scale;          /**< pixel scale at its centre, arcsec */
     double gain, saturate; /**< used values (gain <= 0: none; NaN: no saturation level) */
-    double sky, sky_rms; /**< global background and RMS */
-    int64_t nfwhm;       /**< sources behind the FWHM (0: the guess was used) */
-    int64_t ncosmic;     /**< pixels the cosmetics stage flagged as cosmic rays */
-    int64_t nstar;       /**< clean sources of S/N >= 20 (PSF candidates) */
+    double sky, sky_rms;   /**< global background and RMS */
+    int64_t nfwhm;         /**< sources behind the FWHM (0: the guess was used) */
+    int64_t ncosmic;       /**< pixels the cosmetics stage flagged as cosmic rays */
+    int64_t nstar;         /**< clean sources of S/N >= 20 (PSF candidates) */
     double *star_x, *star_y, *star_f; /**< their positions (0-based, this frame's own grid
                                           until moved to the output grid) and fluxes */
-    int sub_sky_known;   /**< 1: sub_sky, sub_var are tide_subtract_sky_noise of work with
-                              mask bits sub_sky_bits */
+    int sub_sky_known; /**< 1: sub_sky, sub_var are tide_subtract_sky_noise of work with
+                            mask bits sub_sky_bits */
     double sub_sky, sub_var;
     uint16_t sub_sky_bits;
 } tide_diffp_frame;
@@ -35,10 +35,10 @@ typedef struct tide_diffp_frame {
  *  grid, which is the output grid of every run against it, and what the runs' outputs take
  *  from it. */
 struct tide_diff_template {
-    tide_diffp_frame f;  /**< prepared frame (f.name points to name) */
-    tide_header header;  /**< the template's header: the outputs' cards */
+    tide_diffp_frame f; /**< prepared frame (f.name points to name) */
+    tide_header header; /**< the template's header: the outputs' cards */
     int64_t width, height;
-    int fwhm_given;      /**< 1: its FWHM was given, not measured */
+    int fwhm_given; /**< 1: its FWHM was given, not measured */
     char name[256];
 };
 
@@ -46,10 +46,10 @@ struct tide_diff_template {
  *  @p hdr (taken over: f owns it from the start, whatever the outcome), or NULL to build it
  *  here. @p gain, @p sat: parameters (<= 0 / NaN: the header's through the built-in
  *  instrument configuration); @p fwhm_given > 0 skips the measurement. @p cos non-NULL: the
- *  cosmetics stage first (gain, read noise, saturation as resolved). @p sky non-NULL: also the subtraction's sky noise of the
- *  prepared frame with sky->mask_bits (f->sub_sky_known), for a frame that will not be
- *  resampled before the subtraction: it is then measured here, beside the other frame's work,
- *  instead of on the subtraction's path. */
+ *  cosmetics stage first (gain, read noise, saturation as resolved). @p sky non-NULL: also the
+ * subtraction's sky noise of the prepared frame with sky->mask_bits (f->sub_sky_known), for a frame
+ * that will not be resampled before the subtraction: it is then measured here, beside the other
+ * frame's work, instead of on the subtraction's path. */
 int tide_diffp_prepare_frame(tide_ctx *ctx, const tide_image *im, const tide_header *hdr,
                              tide_wcs *wcs, const char *name, double gain, double sat,
                              double fwhm_given, double fwhm_guess, const tide_bkg_params *bkg,
@@ -79,8 +79,8 @@ int tide_diffp_prepare_input(tide_ctx *ctx, const tide_diffp_input *in, double f
 /** tide_diffp_prepare_frame of one frame, timed as stage "diff.prepare" and finished on the
  *  GPU before it returns. */
 int tide_diffp_prepare_single(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
-                           const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
-                           tide_diffp_frame *out);
+                              const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                              tide_diffp_frame *out);
 
 /** tide_diffp_prepare_frame of both frames, each timed as stage "diff.prepare". On a CUDA
  *  context the second frame is prepared on the context's helper (ctx.h) in a second thread,
@@ -105,8 +105,8 @@ int tide_diffp_check_overlap(const tide_wcs *a, int64_t w1, int64_t h1, const ch
  *  build @p out (the candidate columns of diff.h) from @p cands and the fits; keep the
  *  first p->keep_stamps stamps and models in @p r. */
 int tide_diffp_fit(tide_ctx *ctx, const tide_image *diff, const tide_table *cands,
-                   const tide_wcs *wcs, const tide_diff_params *p, double fwhm,
-                   const float *psf, int psf_side, tide_diff_result *r);
+                   const tide_wcs *wcs, const tide_diff_params *p, double fwhm, const float *psf,
+                   int psf_side, tide_diff_result *r);
 
 /** The factor by which the variance of @p diff must be scaled so that sums over disjoint
  *  boxes of side ~1.5 @p fwhm (odd, >= 3) of unmasked finite pixels, divided by the square
@@ -134,7 +134,7 @@ float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwh
  *  position (cx, cy): dipole.h's TIDE_DIPOLE_GAUSS, or with @p psf (psf_side², unit sum) the
  *  PSF dipole, the PSF shifted by bilinear interpolation (a picture, not the fit's Keys
  *  cubic); then the point source instead when its χ² is not worse. */
-void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side,
-                            int stamp, double cx, double cy, float *out);
+void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side, int stamp,
+                            double cx, double cy, float *out);
 
 #endif

@@ -55,10 +55,9 @@ static int frame_instrument(const tide_diffp_input *in, const char *name, double
     *gain = in->gain > 0 ? in->gain
                          : (inst.source[TIDE_INST_GAIN] && isfinite(inst.gain) ? inst.gain : 0);
     *rdnoise = inst.source[TIDE_INST_RDNOISE] && isfinite(inst.rdnoise) ? inst.rdnoise : 0;
-    *sat = isfinite(in->sat) ? in->sat
-                             : (inst.source[TIDE_INST_SATURATE] && isfinite(inst.saturate)
-                                    ? inst.saturate
-                                    : NAN);
+    *sat = isfinite(in->sat)
+               ? in->sat
+               : (inst.source[TIDE_INST_SATURATE] && isfinite(inst.saturate) ? inst.saturate : NAN);
     return 0;
 }
 
@@ -119,13 +118,17 @@ int tide_diffp_prepare_input(tide_ctx *ctx, const tide_diffp_input *in, double f
     if (!im || !im->pix || im->width < 1 || im->height < 1 || im->location != TIDE_HOST)
         return tide_error(TIDE_E_INVAL, "%s: diff needs a host image with pixels", f->name);
     if (!hdr)
-        return tide_error(TIDE_E_NOTFOUND, "%s: no header, hence no WCS; tide diff needs the "
-                                           "celestial WCS of both frames", f->name);
+        return tide_error(TIDE_E_NOTFOUND,
+                          "%s: no header, hence no WCS; tide diff needs the "
+                          "celestial WCS of both frames",
+                          f->name);
     const double t_wcs = tide_now();
     int st = f->wcs ? 0 : tide_wcs_from_header(hdr, f->name, &f->wcs);
     if (st == TIDE_E_NOTFOUND)
-        return tide_error(st, "%s: no celestial WCS in the header; tide diff needs the WCS of "
-                              "both frames to put them on one grid", f->name);
+        return tide_error(st,
+                          "%s: no celestial WCS in the header; tide diff needs the WCS of "
+                          "both frames to put them on one grid",
+                          f->name);
     if (st)
         return st;
     tide_wcs_summary sum;
@@ -223,8 +226,8 @@ static int prep_one(tide_ctx *ctx, void *arg) {
 }
 
 int tide_diffp_prepare_single(tide_ctx *ctx, const tide_diffp_input *in, double fwhm_guess,
-                           const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
-                           tide_diffp_frame *out) {
+                              const tide_bkg_params *bkg, const tide_cosmetics_params *cos,
+                              tide_diffp_frame *out) {
     prep_job j = {in, fwhm_guess, bkg, cos, out};
     return prep_one(ctx, &j);
 }
@@ -272,8 +275,7 @@ static int64_t lattice_inside(const tide_wcs *a, int64_t w1, int64_t h1, const t
     }
     int64_t in = 0;
     for (int k = 0; k < N * N; k++)
-        in += x[k] >= -0.5 && x[k] <= (double)w2 - 0.5 && y[k] >= -0.5 &&
-              y[k] <= (double)h2 - 0.5;
+        in += x[k] >= -0.5 && x[k] <= (double)w2 - 0.5 && y[k] >= -0.5 && y[k] <= (double)h2 - 0.5;
     return in;
 }
 
@@ -305,12 +307,12 @@ float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwh
     pp.summary = 0;
     tide_psf_model m;
     memset(&m, 0, sizeof m);
-    const int st = tide_psf_build(ctx, &f->work, NULL, f->nstar, f->star_x, f->star_y,
-                                  f->star_f, &pp, &m);
+    const int st =
+        tide_psf_build(ctx, &f->work, NULL, f->nstar, f->star_x, f->star_y, f->star_f, &pp, &m);
     float *out = NULL;
     if (st) {
-        tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: no PSF model (%s): Gaussian fits",
-                 f->name, tide_error_detail());
+        tide_log(&ctx->log, TIDE_LOG_INFO, "diff", "%s: no PSF model (%s): Gaussian fits", f->name,
+                 tide_error_detail());
         tide_error_clear();
         return NULL;
     }
@@ -332,8 +334,7 @@ float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwh
                  f->name, m.nstars);
     } else {
         tide_log(&ctx->log, TIDE_LOG_INFO, "diff",
-                 "%s: too few PSF stars (%d): Gaussian fits of FWHM %.3f", f->name, m.nstars,
-                 fwhm);
+                 "%s: too few PSF stars (%d): Gaussian fits of FWHM %.3f", f->name, m.nstars, fwhm);
     }
     tide_psf_free(&m);
     return out;

@@ -12,15 +12,15 @@
 #include "tide/ctx.h"
 
 typedef struct tide_diffp_side {
-    tide_ctx *ctx;              /* the caller's context */
-    tide_ctx *helper;           /* the job's context when it runs beside, else NULL */
+    tide_ctx *ctx;    /* the caller's context */
+    tide_ctx *helper; /* the job's context when it runs beside, else NULL */
     int (*fn)(tide_ctx *ctx, void *arg);
     void *arg;
     pthread_t thread;
-    int running;                /* a thread runs fn */
-    int threads, omp_threads;   /* the caller's shares before the split */
-    int st;                     /* fn's status */
-    char err[512];              /* its error detail (per thread: carried back in here) */
+    int running;              /* a thread runs fn */
+    int threads, omp_threads; /* the caller's shares before the split */
+    int st;                   /* fn's status */
+    char err[512];            /* its error detail (per thread: carried back in here) */
 } tide_diffp_side;
 
 /** Start fn(job context, arg): beside the caller on the helper when @p ctx is a CUDA context

@@ -39,11 +39,10 @@ int tide_diff_template_prepare(tide_ctx *ctx, const tide_image *tmpl, const tide
     t->fwhm_given = p.fwhm_tmpl > 0;
     int st = hdr ? tide_header_copy(&t->header, hdr) : 0;
     if (!st) { /* with the subtraction's sky noise: the template is every run's grid */
-        const tide_diffp_input in = {tmpl,       hdr,         NULL,   t->name,
-                                     p.gain_tmpl, p.sat_tmpl, p.fwhm_tmpl, &p.sub,
-                                     p.config};
-        st = tide_diffp_prepare_single(ctx, &in, p.fwhm_guess, &p.bkg,
-                                       p.cosmetics ? &p.cos : NULL, &t->f);
+        const tide_diffp_input in = {tmpl,       hdr,         NULL,   t->name, p.gain_tmpl,
+                                     p.sat_tmpl, p.fwhm_tmpl, &p.sub, p.config};
+        st = tide_diffp_prepare_single(ctx, &in, p.fwhm_guess, &p.bkg, p.cosmetics ? &p.cos : NULL,
+                                       &t->f);
     }
     if (!st) /* the template's grid is the output grid */
         t->f.fwhm_out = t->f.fwhm;

@@ -61,8 +61,8 @@ static int write_kernel(const char *path, const tide_diff_result *r) {
     tide_header_init(&h);
     int st = 0;
     /* The kernel has no sky coordinates: only the run's summary goes with it. */
-    static const char *keys[] = {"KSUM", "KCHI2", "KNFIT", "KCOND", "KCONV", "KHALF", "KSPDEG",
-                                 "FWHMSCI", "FWHMTMPL", "DIFFSCI", "DIFFTMPL"};
+    static const char *keys[] = {"KSUM",   "KCHI2",   "KNFIT",    "KCOND",   "KCONV",   "KHALF",
+                                 "KSPDEG", "FWHMSCI", "FWHMTMPL", "DIFFSCI", "DIFFTMPL"};
     for (size_t i = 0; !st && i < sizeof keys / sizeof keys[0]; i++) {
         const int at = tide_header_find(&r->header, keys[i]);
         if (at >= 0)
@@ -91,8 +91,7 @@ static int write_kernel(const char *path, const tide_diff_result *r) {
                        (size_t)kw * sizeof(float));
     fits_open_diskfile(&f, path, READWRITE, &cst);
     fits_create_img(f, FLOAT_IMG, 2, naxes, &cst);
-    fits_write_key_str(f, "EXTNAME", "KGRID", "kernels at 10, 50, 90% of width and height",
-                       &cst);
+    fits_write_key_str(f, "EXTNAME", "KGRID", "kernels at 10, 50, 90% of width and height", &cst);
     fits_write_img_flt(f, 1, 1, (LONGLONG)9 * kw * kw, mos, &cst);
     fits_close_file(f, &cst);
     free(mos);
@@ -181,8 +180,8 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
         if (!S_ISDIR(sb.st_mode))
             return tide_error(TIDE_E_IO, "%s: exists and is not a directory", dir);
         if (!replaceable(dir, why, sizeof why))
-            return tide_error(TIDE_E_IO, "%s: will not replace an existing directory that %s",
-                              dir, why);
+            return tide_error(TIDE_E_IO, "%s: will not replace an existing directory that %s", dir,
+                              why);
         exists = 1;
     }
     /* The new run in a private directory beside the target (outfile.h), whose name lets a
@@ -197,8 +196,8 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
     if (!st) {
         tide_header th;
         tide_header_init(&th);
-        static const char *keys[] = {"DIFFSCI", "DIFFTMPL", "DIFFGRID", "FWHMSCI", "FWHMTMPL",
-                                     "KSUM", "NCAND", "NFIT"};
+        static const char *keys[] = {"DIFFSCI",  "DIFFTMPL", "DIFFGRID", "FWHMSCI",
+                                     "FWHMTMPL", "KSUM",     "NCAND",    "NFIT"};
         for (size_t i = 0; !st && i < sizeof keys / sizeof keys[0]; i++) {
             const int at = tide_header_find(&r->header, keys[i]);
             if (at >= 0)

@@ -27,7 +27,7 @@ typedef struct tide_prep_params {
      *  it (a sky-subtracted frame): the flags are dropped with a warning (the difference
      *  pipeline, whose inputs are often such cutouts). 0: the flags are kept (tide reduce). */
     int cos_guard;
-    const tide_bkg_params *bkg;       /**< background parameters */
+    const tide_bkg_params *bkg; /**< background parameters */
     /** 0: the working copy has a mask and the background is subtracted (tide reduce). 1: it
      *  also has a variance plane, and the subtraction computes it from the maps with
      *  @p gain and flags the pixels at or above @p saturate (the difference pipeline,

@@ -201,8 +201,7 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
                  "%s: Gaussian PSF of FWHM %.3f px (%d PSF stars of %d candidates); the "
                  "catalog header says PSFMODEL = 'GAUSSIAN', PSFFBWHY = '%s'",
                  p->source[0] ? p->source : "frame", out->psf.fwhm, out->psf.nstars,
-                 out->psf.ncandidates,
-                 out->psf.fallback_why[0] ? out->psf.fallback_why : "NSTARS");
+                 out->psf.ncandidates, out->psf.fallback_why[0] ? out->psf.fallback_why : "NSTARS");
     r->has_psf = 1;
     tide_detect_params d2 = p->det;
     d2.fwhm_guess = out->psf.fwhm > 0 ? out->psf.fwhm : fwhm;

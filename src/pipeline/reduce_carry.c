@@ -23,8 +23,8 @@
  * floor(y / r) - 1, + 0 or + 1, so a lookup reads three rows: linear time in all, where a
  * sort by y cost a few milliseconds at 40,000 sources. */
 typedef struct rows {
-    double *px, *py;  /* positions, grouped by row */
-    int64_t *start;   /* nrows + 1 offsets */
+    double *px, *py; /* positions, grouped by row */
+    int64_t *start;  /* nrows + 1 offsets */
     int64_t nrows;
     double r, y0;
 } rows;
@@ -46,11 +46,15 @@ static int rows_build(rows *g, const double *x, const double *y, int64_t n, doub
     g->px = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     g->py = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     g->start = calloc((size_t)g->nrows + 1, sizeof(int64_t));
-    if (!g->px || !g->py || !g->start) return TIDE_E_NOMEM;
-    for (int64_t k = 0; k < n; k++) g->start[row_of(g, y[k]) + 1]++;
-    for (int64_t b = 0; b < g->nrows; b++) g->start[b + 1] += g->start[b];
+    if (!g->px || !g->py || !g->start)
+        return TIDE_E_NOMEM;
+    for (int64_t k = 0; k < n; k++)
+        g->start[row_of(g, y[k]) + 1]++;
+    for (int64_t b = 0; b < g->nrows; b++)
+        g->start[b + 1] += g->start[b];
     int64_t *fill = malloc(sizeof(int64_t) * (size_t)g->nrows);
-    if (!fill) return TIDE_E_NOMEM;
+    if (!fill)
+        return TIDE_E_NOMEM;
     memcpy(fill, g->start, sizeof(int64_t) * (size_t)g->nrows);
     for (int64_t k = 0; k < n; k++) {
         const int64_t at = fill[row_of(g, y[k])]++;
@@ -68,15 +72,19 @@ static void rows_free(rows *g) {
 /* Is there a point of @p g within g->r of (x, y)? */
 static int near_any(const rows *g, double x, double y) {
     const double r = g->r;
-    if (!isfinite(x) || !isfinite(y)) return 0;
+    if (!isfinite(x) || !isfinite(y))
+        return 0;
     const double fb = floor((y - g->y0) / r);
-    if (fb < -1.0 || fb > (double)g->nrows) return 0;
+    if (fb < -1.0 || fb > (double)g->nrows)
+        return 0;
     const int64_t b = (int64_t)fb;
     for (int64_t q = b - 1; q <= b + 1; q++) {
-        if (q < 0 || q >= g->nrows) continue;
+        if (q < 0 || q >= g->nrows)
+            continue;
         for (int64_t k = g->start[q]; k < g->start[q + 1]; k++) {
             const double dx = g->px[k] - x, dy = g->py[k] - y;
-            if (dx * dx + dy * dy <= r * r) return 1;
+            if (dx * dx + dy * dy <= r * r)
+                return 1;
         }
     }
     return 0;
@@ -86,16 +94,21 @@ int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
                           int64_t *ncarried) {
     *ncarried = 0;
     const int64_t n1 = first->nrows, n2 = det->nrows;
-    if (n1 == 0) return 0;
+    if (n1 == 0)
+        return 0;
     if (first->ncols != det->ncols)
-        return tide_error(TIDE_E_INTERNAL, "reduce: the two detection tables differ (%d and %d "
-                          "columns)", first->ncols, det->ncols);
+        return tide_error(TIDE_E_INTERNAL,
+                          "reduce: the two detection tables differ (%d and %d "
+                          "columns)",
+                          first->ncols, det->ncols);
     for (int c = 0; c < first->ncols; c++)
         if (strcmp(first->cols[c].name, det->cols[c].name) ||
             first->cols[c].type != det->cols[c].type ||
             first->cols[c].repeat != det->cols[c].repeat)
-            return tide_error(TIDE_E_INTERNAL, "reduce: the two detection tables differ at "
-                              "column %d (%s, %s)", c, first->cols[c].name, det->cols[c].name);
+            return tide_error(TIDE_E_INTERNAL,
+                              "reduce: the two detection tables differ at "
+                              "column %d (%s, %s)",
+                              c, first->cols[c].name, det->cols[c].name);
     const double *x1 = tide_table_f64(first, "X"), *y1 = tide_table_f64(first, "Y");
     const double *x2 = tide_table_f64(det, "X"), *y2 = tide_table_f64(det, "Y");
     if (!x1 || !y1 || (n2 > 0 && (!x2 || !y2)))
@@ -109,7 +122,8 @@ int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
     }
     int64_t nl = 0;
     for (int64_t i = 0; i < n1; i++)
-        if (!near_any(&g, x1[i], y1[i])) lost[nl++] = i;
+        if (!near_any(&g, x1[i], y1[i]))
+            lost[nl++] = i;
     rows_free(&g);
     int st = nl > 0 ? tide_table_resize(det, n2 + nl) : 0;
     for (int c = 0; !st && c < det->ncols; c++) {
@@ -122,10 +136,13 @@ int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
     if (!st && nl > 0) {
         int32_t *fl = tide_table_i32(det, "FLAGS");
         int64_t *pa = tide_table_i64(det, "PARENT");
-        for (int64_t k = n2; fl && k < n2 + nl; k++) fl[k] |= TIDE_DETECT_FLAG_FIRST_PASS;
-        for (int64_t k = n2; pa && k < n2 + nl; k++) pa[k] = -1;
+        for (int64_t k = n2; fl && k < n2 + nl; k++)
+            fl[k] |= TIDE_DETECT_FLAG_FIRST_PASS;
+        for (int64_t k = n2; pa && k < n2 + nl; k++)
+            pa[k] = -1;
     }
     free(lost);
-    if (!st) *ncarried = nl;
+    if (!st)
+        *ncarried = nl;
     return st;
 }

@@ -186,8 +186,8 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
     if (st || n == 0)
         return st;
 
-    /* Rows are independent and each is written once: split them over threads on large
-     * catalogs (~150 ns a row, 42k rows on a 151 MP frame), same values in any split. */
+        /* Rows are independent and each is written once: split them over threads on large
+         * catalogs (~150 ns a row, 42k rows on a 151 MP frame), same values in any split. */
 #pragma omp parallel for schedule(static) if (n > 8192)
     for (int64_t i = 0; i < n; i++) {
         number[i] = (int32_t)(i + 1);

@@ -53,7 +53,8 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
     T(tide_header_set_int(h, "NFIRSTKP", r->n_carried, "of which kept from the first pass"));
     /* PSF */
     T(tide_psf_to_header(&r->psf, h));
-    T(tide_header_set_bool(h, "PSFFALLB", r->psf_fallback, "T: PSF model failed (PSFFBWHY): Gaussian"));
+    T(tide_header_set_bool(h, "PSFFALLB", r->psf_fallback,
+                           "T: PSF model failed (PSFFBWHY): Gaussian"));
     /* photometry */
     T(tide_header_set_int(h, "NAPER", p->naper, "aperture radii"));
     for (int k = 0; k < p->naper && !st; k++) {

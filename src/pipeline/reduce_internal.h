@@ -40,8 +40,7 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
  *  same columns) with no @p det source within @p fwhm (at least 1) pixels, flagged
  *  TIDE_DETECT_FLAG_FIRST_PASS with PARENT -1; their count into *ncarried
  *  (reduce_carry.c). */
-int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm,
-                          int64_t *ncarried);
+int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm, int64_t *ncarried);
 
 /** Write the run's summary cards into @p h (see reduce.h). */
 int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
@@ -58,11 +57,11 @@ typedef struct tide_pipe_wcs_job {
     const tide_header *hdr; /**< the caller's, unchanged until the job is finished */
     char source[256];       /**< the frame's name, for messages */
     pthread_t thread;
-    int running;            /**< the thread is started and not yet joined */
-    int done;               /**< finished or discarded */
-    int status;             /**< tide_wcs_from_header's */
-    char detail[512];       /**< its error detail (thread-local there) */
-    tide_wcs *wcs;          /**< the result until handed over */
+    int running;      /**< the thread is started and not yet joined */
+    int done;         /**< finished or discarded */
+    int status;       /**< tide_wcs_from_header's */
+    char detail[512]; /**< its error detail (thread-local there) */
+    tide_wcs *wcs;    /**< the result until handed over */
 } tide_pipe_wcs_job;
 
 /** Start parsing @p hdr's WCS on a new thread (or, when no thread can be started, at

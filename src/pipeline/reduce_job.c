@@ -21,7 +21,9 @@ struct tide_reduce_job {
     char *store_uri;
 };
 
-static double now_ms(void) { return 1e3 * tide_now(); }
+static double now_ms(void) {
+    return 1e3 * tide_now();
+}
 
 int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_reduce_job **out) {
     if (!out)
@@ -152,8 +154,7 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
      * before the reduction, and nothing appears unless all of them (and the store) do. */
     tide_reduce_outputs staged;
     if (!st)
-        st = tide_reduce_outputs_begin(&staged, rq->catalog, rq->ldac, rq->csv, rq->back,
-                                       rq->rms);
+        st = tide_reduce_outputs_begin(&staged, rq->catalog, rq->ldac, rq->csv, rq->back, rq->rms);
     if (st)
         goto done;
     /* The store's key (the file's checksum) is computed while the frame is reduced. */
@@ -176,9 +177,8 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
     /* Every file and the store together: the files appear only when all are complete and
      * the store has committed (reduce_job_internal.h). */
     if (!st) {
-        st = tide_reduce_outputs_commit(&staged, store, &j->store, spec, sum.hex, &hdr,
-                                        &out->res, &out->image_id, &out->ms_store,
-                                        &out->ms_write);
+        st = tide_reduce_outputs_commit(&staged, store, &j->store, spec, sum.hex, &hdr, &out->res,
+                                        &out->image_id, &out->ms_store, &out->ms_write);
         if (st) /* the next frame opens the store afresh */
             close_store(j);
     } else {

@@ -15,8 +15,7 @@ int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_p
 
 /** Fill @p p from the configuration and the options. Returns a status. */
 int tide_reduce_calib_params(const tide_reduce_calib_opts *o, const tide_config *cfg,
-                             const tide_instrument *inst, const char *spec,
-                             tide_calib_params *p);
+                             const tide_instrument *inst, const char *spec, tide_calib_params *p);
 
 /** The store URI to use ("" = none) from the options, the configuration and $TIDE_STORE. */
 const char *tide_reduce_store_uri(const tide_reduce_calib_opts *o, const tide_config *cfg);
@@ -45,12 +44,12 @@ typedef struct tide_reduce_outputs {
     tide_outset set;
     tide_outfile *cat, *csv, *back, *rms; /**< NULL when not asked for */
     int ldac;                             /**< the catalog as FITS-LDAC */
-    const char *csv_stream; /**< "-" or a pipe: written in place after the commit */
+    const char *csv_stream;               /**< "-" or a pipe: written in place after the commit */
 } tide_reduce_outputs;
 
 /** Begin the outputs (NULL paths are not written). On failure nothing is left behind. */
-int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
-                              const char *csv, const char *back, const char *rms);
+int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac, const char *csv,
+                              const char *back, const char *rms);
 
 /** Write every file of @p res into its temporary (the catalog on a thread of its own), then,
  *  when all are complete and @p uri is not empty, put the frame into the store: *@p store
@@ -60,9 +59,9 @@ int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
  *  files into place. Any failure before the store's commit leaves no file and no store row.
  *  Finishes @p o either way. */
 int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_store **store,
-                               const char *spec, const char *checksum,
-                               const tide_header *frame_hdr, const tide_pipeline_result *res,
-                               int64_t *image_id, double *ms_store, double *ms_write);
+                               const char *spec, const char *checksum, const tide_header *frame_hdr,
+                               const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                               double *ms_write);
 
 /** Remove every staged temporary (a failure before the commit). */
 void tide_reduce_outputs_abort(tide_reduce_outputs *o);

@@ -14,7 +14,9 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
-static double now_ms(void) { return 1e3 * tide_now(); }
+static double now_ms(void) {
+    return 1e3 * tide_now();
+}
 
 /* FILE of FILE[ext] (the checksum is of the file). */
 static void spec_file(const char *spec, char *out, size_t n) {
@@ -93,9 +95,9 @@ static int store_view(const tide_table *cat, tide_table *view, double **nan) {
 }
 
 /* Put the frame's catalog into *store (opened from @p uri when NULL, and kept). */
-static int store_put(const char *uri, tide_store **store, const char *spec,
-                     const char *checksum, const tide_header *frame_hdr,
-                     const tide_pipeline_result *res, int64_t *image_id, double *ms) {
+static int store_put(const char *uri, tide_store **store, const char *spec, const char *checksum,
+                     const tide_header *frame_hdr, const tide_pipeline_result *res,
+                     int64_t *image_id, double *ms) {
     const double t0 = now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);
@@ -146,9 +148,9 @@ typedef struct write_job {
 static void *write_thread(void *arg) {
     write_job *j = arg;
     const double t0 = now_ms();
-    j->status = j->ldac ? tide_catalog_write_ldac_to(j->of, &j->res->catalog, j->frame_hdr,
-                                                     &j->res->header)
-                        : tide_catalog_write_fits_to(j->of, &j->res->catalog, &j->res->header);
+    j->status =
+        j->ldac ? tide_catalog_write_ldac_to(j->of, &j->res->catalog, j->frame_hdr, &j->res->header)
+                : tide_catalog_write_fits_to(j->of, &j->res->catalog, &j->res->header);
     if (j->status)
         snprintf(j->err, sizeof j->err, "%s", tide_error_detail());
     j->ms = now_ms() - t0;
@@ -162,8 +164,8 @@ static int csv_stream(const char *csv) {
     return csv && (!strcmp(csv, "-") || (stat(csv, &sb) == 0 && !S_ISREG(sb.st_mode)));
 }
 
-int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
-                              const char *csv, const char *back, const char *rms) {
+int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac, const char *csv,
+                              const char *back, const char *rms) {
     memset(o, 0, sizeof *o);
     tide_outset_init(&o->set);
     o->ldac = ldac;
@@ -181,12 +183,14 @@ int tide_reduce_outputs_begin(tide_reduce_outputs *o, const char *cat, int ldac,
     return st;
 }
 
-void tide_reduce_outputs_abort(tide_reduce_outputs *o) { tide_outset_abort(&o->set); }
+void tide_reduce_outputs_abort(tide_reduce_outputs *o) {
+    tide_outset_abort(&o->set);
+}
 
 int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_store **store,
-                               const char *spec, const char *checksum,
-                               const tide_header *frame_hdr, const tide_pipeline_result *res,
-                               int64_t *image_id, double *ms_store, double *ms_write) {
+                               const char *spec, const char *checksum, const tide_header *frame_hdr,
+                               const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
+                               double *ms_write) {
     /* 1. Every file complete in its temporary: the catalog on a thread, the others here. */
     write_job j = {o->cat, o->ldac, frame_hdr, res, 0, 0, ""};
     pthread_t th;

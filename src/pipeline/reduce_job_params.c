@@ -27,8 +27,7 @@ static int copy_opt(char *dst, size_t n, const char *v, const char *what) {
 }
 
 int tide_reduce_calib_params(const tide_reduce_calib_opts *o, const tide_config *cfg,
-                             const tide_instrument *inst, const char *spec,
-                             tide_calib_params *p) {
+                             const tide_instrument *inst, const char *spec, tide_calib_params *p) {
     tide_calib_params_default(p);
     int st = tide_calib_params_from_config(p, cfg, inst);
     /* The option names are the command's: the messages are `tide reduce`'s. */

@@ -13,8 +13,8 @@
 
 /** Add one pixel of weighted value @p wi at offset (dx, dy) from the current centre to the
  *  running sums Σ wi, Σ wi dx, Σ wi dy. */
-TIDE_HD static inline void tide_win_add(double wi, double dx, double dy, double *sw,
-                                        double *swx, double *swy) {
+TIDE_HD static inline void tide_win_add(double wi, double dx, double dy, double *sw, double *swx,
+                                        double *swy) {
     *sw += wi;
     *swx += wi * dx;
     *swy += wi * dy;

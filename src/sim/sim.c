@@ -67,10 +67,10 @@ void tide_sim_params_default(tide_sim_params *p) {
     p->moving_rate = 30.0;
 }
 
-#define BAD(cond, ...)                                                                         \
-    do {                                                                                       \
-        if (cond)                                                                              \
-            return tide_error(TIDE_E_INVAL, __VA_ARGS__);                                      \
+#define BAD(cond, ...)                                                                             \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            return tide_error(TIDE_E_INVAL, __VA_ARGS__);                                          \
     } while (0)
 
 int tide_sim_params_check(const tide_sim_params *p) {
@@ -83,28 +83,24 @@ int tide_sim_params_check(const tide_sim_params *p) {
         (long long)p->nstars);
     BAD(p->ngalaxies < 0 || p->ngalaxies > 1000000, "sim: ngalaxies %lld is out of range",
         (long long)p->ngalaxies);
-    BAD(!(p->mag_bright < p->mag_faint), "sim: mag_bright %g must be < mag_faint %g",
-        p->mag_bright, p->mag_faint);
+    BAD(!(p->mag_bright < p->mag_faint), "sim: mag_bright %g must be < mag_faint %g", p->mag_bright,
+        p->mag_faint);
     BAD(!(p->exptime > 0), "sim: exptime %g must be > 0", p->exptime);
     BAD(!(p->gain > 0), "sim: gain %g must be > 0", p->gain);
     BAD(!(p->rdnoise >= 0), "sim: rdnoise %g must be >= 0", p->rdnoise);
     BAD(!(p->fullwell > 0), "sim: fullwell %g must be > 0", p->fullwell);
     BAD(!(p->sky >= 0), "sim: sky %g must be >= 0", p->sky);
-    BAD(!(p->fwhm >= 0.5 && p->fwhm <= 100), "sim: fwhm %g is out of range (0.5..100 px)",
-        p->fwhm);
+    BAD(!(p->fwhm >= 0.5 && p->fwhm <= 100), "sim: fwhm %g is out of range (0.5..100 px)", p->fwhm);
     BAD(!(p->beta > 1.05 && p->beta < 50), "sim: beta %g is out of range (1.05..50)", p->beta);
     BAD(!(p->ellip >= 0 && p->ellip < 0.9), "sim: ellip %g is out of range [0, 0.9)", p->ellip);
     BAD(!(p->ellip_var >= 0 && p->ellip_var < 0.9), "sim: ellip_var %g is out of range",
         p->ellip_var);
-    BAD(!(p->fwhm_var > -0.5 && p->fwhm_var < 2), "sim: fwhm_var %g is out of range",
-        p->fwhm_var);
-    BAD(!(p->dec > -89.5 && p->dec < 89.5), "sim: dec %g is out of range (-89.5..89.5)",
-        p->dec);
+    BAD(!(p->fwhm_var > -0.5 && p->fwhm_var < 2), "sim: fwhm_var %g is out of range", p->fwhm_var);
+    BAD(!(p->dec > -89.5 && p->dec < 89.5), "sim: dec %g is out of range (-89.5..89.5)", p->dec);
     BAD(!(p->focal_mm > 0 && p->pixsize_um > 0), "sim: focal length and pixel size must be > 0");
     BAD(!(p->sip_order == 0 || p->sip_order == 2 || p->sip_order == 3),
         "sim: sip_order %d must be 0, 2 or 3", p->sip_order);
-    BAD(!(fabs(p->sip_amp) <= 50), "sim: sip_amp %g is out of range (|amp| <= 50 px)",
-        p->sip_amp);
+    BAD(!(fabs(p->sip_amp) <= 50), "sim: sip_amp %g is out of range (|amp| <= 50 px)", p->sip_amp);
     BAD(!(p->cr_rate >= 0), "sim: cr_rate %g must be >= 0", p->cr_rate);
     BAD(p->nhot < 0 || p->nbadcols < 0 || p->e2_nmoving < 0 || p->e2_ntransient < 0 ||
             p->e2_nvariable < 0 || p->e2_nmoving + p->e2_ntransient + p->e2_nvariable > 100000,
@@ -177,7 +173,9 @@ void tide_sim_sky_free(tide_sim_sky *sky) {
     free(sky);
 }
 
-int64_t tide_sim_sky_count(const tide_sim_sky *sky) { return sky ? sky->nobj : 0; }
+int64_t tide_sim_sky_count(const tide_sim_sky *sky) {
+    return sky ? sky->nobj : 0;
+}
 
 const tide_sim_params *tide_sim_sky_params(const tide_sim_sky *sky) {
     return sky ? &sky->p : NULL;
@@ -337,8 +335,7 @@ void tide_sim_frame_free(tide_ctx *ctx, tide_sim_frame *f) {
     memset(f, 0, sizeof *f);
 }
 
-int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out,
-                 tide_table *refcat) {
+int tide_sim_run(tide_ctx *ctx, const tide_sim_params *p, tide_sim_frame *out, tide_table *refcat) {
     tide_sim_sky *sky = NULL;
     memset(out, 0, sizeof *out);
     int st = tide_sim_sky_make(ctx, p, &sky);

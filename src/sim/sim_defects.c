@@ -42,7 +42,8 @@ int sim_defects_detector(tide_sim_sky *sky) {
     for (int64_t k = 0; k < sky->nbad; k++) {
         sim_rng r = sim_rng_make(p->seed, SIM_STREAM_DETECTOR, (uint64_t)(1u << 30) + (uint64_t)k);
         sky->bad_x[k] = (int64_t)(sim_rng_uniform(&r) * (double)W);
-        sky->bad_y0[k] = sim_rng_uniform(&r) < 0.5 ? 0 : (int64_t)(sim_rng_uniform(&r) * 0.8 * (double)H);
+        sky->bad_y0[k] =
+            sim_rng_uniform(&r) < 0.5 ? 0 : (int64_t)(sim_rng_uniform(&r) * 0.8 * (double)H);
         sky->bad_level[k] = sim_rng_uniform(&r) < 0.5 ? -1.0 : sim_rng_range(&r, 300.0, 3000.0);
     }
     return 0;

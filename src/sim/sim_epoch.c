@@ -58,9 +58,8 @@ static void mjd_to_iso(double mjd, char *out, size_t n) {
     civil_from_days(z, &y, &m, &d);
     /* Unsigned, range-limited fields (years 0..9999) so the output fits 24 characters. */
     const unsigned um = (unsigned)(ms % 86400000), uy = (unsigned)(y < 0 ? 0 : y % 10000);
-    snprintf(out, n, "%04u-%02u-%02uT%02u:%02u:%02u.%03u", uy, (unsigned)m % 13u,
-             (unsigned)d % 32u, um / 3600000u % 24u, um / 60000u % 60u, um / 1000u % 60u,
-             um % 1000u);
+    snprintf(out, n, "%04u-%02u-%02uT%02u:%02u:%02u.%03u", uy, (unsigned)m % 13u, (unsigned)d % 32u,
+             um / 3600000u % 24u, um / 60000u % 60u, um / 1000u % 60u, um % 1000u);
 }
 
 int sim_epoch_setup(tide_sim_sky *sky) {

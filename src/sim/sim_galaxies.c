@@ -27,7 +27,8 @@ int sim_galaxies_make(tide_sim_sky *sky) {
         return st;
     sim_object *obj = sky->obj + sky->nobj;
     const int64_t id0 = sky->nobj + 1;
-    const double mb = p->mag_bright + 3.0, mf = p->mag_faint - 1.0 > mb ? p->mag_faint - 1.0 : mb + 1;
+    const double mb = p->mag_bright + 3.0,
+                 mf = p->mag_faint - 1.0 > mb ? p->mag_faint - 1.0 : mb + 1;
     for (int64_t i = 0; i < n; i++) {
         sim_rng r = sim_rng_make(p->seed, SIM_STREAM_GALAXIES, (uint64_t)i);
         double x = -0.5 + (double)p->width * sim_rng_uniform(&r);

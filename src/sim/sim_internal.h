@@ -28,9 +28,8 @@ typedef struct sim_wcs {
 
 /** Build the WCS of a pointing: centre (ra, dec), position angle rot_deg, pixel scale
  *  scale_deg, SIP coefficients @p a, @p b (order @p order), CRPIX at the frame centre. */
-void sim_wcs_init(sim_wcs *w, int64_t width, int64_t height, double ra, double dec,
-                  double rot_deg, double scale_deg, int order,
-                  const double a[SIM_SIP_MAX][SIM_SIP_MAX],
+void sim_wcs_init(sim_wcs *w, int64_t width, int64_t height, double ra, double dec, double rot_deg,
+                  double scale_deg, int order, const double a[SIM_SIP_MAX][SIM_SIP_MAX],
                   const double b[SIM_SIP_MAX][SIM_SIP_MAX]);
 /** Draw SIP coefficients of order 2 or 3 whose distortion at the corners is ~amp pixels. */
 void sim_wcs_draw_sip(uint64_t seed, int order, double amp, int64_t width, int64_t height,
@@ -50,19 +49,19 @@ int sim_wcs_to_header(const sim_wcs *w, tide_header *h);
 /** One object on the sky. */
 typedef struct sim_object {
     int64_t id;
-    int type;                 /* tide_sim_type */
-    double ra[2], dec[2];     /* position at epoch 1 and 2, degrees */
-    double mag[2];            /* magnitude at epoch 1 and 2 in the frame's filter; NAN = absent */
-    double color;             /* reference colour (stars) */
-    double sersic_n, re_pix;  /* galaxies: Sérsic index, effective radius (pixels) */
-    double q, theta1;         /* galaxies: axis ratio, major-axis angle in epoch-1 pixels, deg */
+    int type;                /* tide_sim_type */
+    double ra[2], dec[2];    /* position at epoch 1 and 2, degrees */
+    double mag[2];           /* magnitude at epoch 1 and 2 in the frame's filter; NAN = absent */
+    double color;            /* reference colour (stars) */
+    double sersic_n, re_pix; /* galaxies: Sérsic index, effective radius (pixels) */
+    double q, theta1;        /* galaxies: axis ratio, major-axis angle in epoch-1 pixels, deg */
 } sim_object;
 
 /** Epoch geometry and conditions. */
 typedef struct sim_epoch_geom {
     sim_wcs wcs;
     double fwhm, fwhm_var, ellip, ellip_var, theta_deg, beta; /* PSF field */
-    double fwhm_gx, fwhm_gy;        /* unit direction of the linear FWHM gradient */
+    double fwhm_gx, fwhm_gy;              /* unit direction of the linear FWHM gradient */
     double sky, sky_gx, sky_gy, sky_quad; /* sky ADU at centre; gradient vector; quadratic */
     double transparency;
     double mjd;
@@ -77,8 +76,8 @@ struct tide_sim_sky {
     sim_epoch_geom geom[2];
     /* detector defects, the same in every epoch */
     int64_t nhot;
-    int64_t *hot_idx;  /* pixel indices (y*width + x) */
-    double *hot_rate;  /* dark current, e-/s */
+    int64_t *hot_idx; /* pixel indices (y*width + x) */
+    double *hot_rate; /* dark current, e-/s */
     int64_t nbad;
     int64_t *bad_x, *bad_y0; /* column, first bad row (the column is bad from y0 up) */
     double *bad_level;       /* e- added (a hot column) or -1 (a dead column) */
@@ -108,16 +107,16 @@ void sim_psf_at(const sim_epoch_geom *g, int64_t width, int64_t height, double x
 
 /** One thing to draw in an epoch: a Moffat point source or a galaxy stamp. */
 typedef struct sim_src {
-    int64_t obj;       /* index into sky->obj */
-    double x, y;       /* 0-based centre */
-    double flux;       /* electrons */
+    int64_t obj;         /* index into sky->obj */
+    double x, y;         /* 0-based centre */
+    double flux;         /* electrons */
     float cxx, cxy, cyy; /* Moffat quadratic form: q = cxx dx² + 2 cxy dx dy + cyy dy² */
     float beta;
-    float amp;         /* flux / (sum of the unnormalised pixel values) */
-    float radius;      /* pixels whose centre is within this distance are drawn */
-    float rsub;        /* pixels within this distance are sub-sampled */
-    int nsub;          /* sub-samples per axis */
-    double peak;       /* expected brightest pixel, electrons */
+    float amp;                 /* flux / (sum of the unnormalised pixel values) */
+    float radius;              /* pixels whose centre is within this distance are drawn */
+    float rsub;                /* pixels within this distance are sub-sampled */
+    int nsub;                  /* sub-samples per axis */
+    double peak;               /* expected brightest pixel, electrons */
     double fwhm, ellip, theta; /* PSF here (theta radians) */
     /* a galaxy: a pre-convolved stamp instead of the Moffat */
     float *stamp;

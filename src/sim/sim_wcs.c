@@ -43,9 +43,8 @@ static void poly_grad(const double c[SIM_SIP_MAX][SIM_SIP_MAX], int order, doubl
     *dv = gv;
 }
 
-void sim_wcs_init(sim_wcs *w, int64_t width, int64_t height, double ra, double dec,
-                  double rot_deg, double scale_deg, int order,
-                  const double a[SIM_SIP_MAX][SIM_SIP_MAX],
+void sim_wcs_init(sim_wcs *w, int64_t width, int64_t height, double ra, double dec, double rot_deg,
+                  double scale_deg, int order, const double a[SIM_SIP_MAX][SIM_SIP_MAX],
                   const double b[SIM_SIP_MAX][SIM_SIP_MAX]) {
     memset(w, 0, sizeof *w);
     w->crpix1 = 0.5 * (double)(width + 1);
@@ -117,8 +116,7 @@ static void tan_deproject(const sim_wcs *w, double xi_deg, double eta_deg, doubl
     *ra = a;
 }
 
-static int tan_project(const sim_wcs *w, double ra, double dec, double *xi_deg,
-                       double *eta_deg) {
+static int tan_project(const sim_wcs *w, double ra, double dec, double *xi_deg, double *eta_deg) {
     double d0 = w->crval2 * D2R, d = dec * D2R, da = (ra - w->crval1) * D2R;
     double den = sin(d) * sin(d0) + cos(d) * cos(d0) * cos(da);
     if (den <= 1e-12)
@@ -283,10 +281,10 @@ static int put_poly(tide_header *h, const char *pfx, const double c[SIM_SIP_MAX]
 int sim_wcs_to_header(const sim_wcs *w, tide_header *h) {
     int sip = w->order > 0, st = 0;
     st |= tide_header_set_int(h, "WCSAXES", 2, "number of WCS axes");
-    st |= tide_header_set_str(h, "CTYPE1", sip ? "RA---TAN-SIP" : "RA---TAN",
-                              "gnomonic projection" );
-    st |= tide_header_set_str(h, "CTYPE2", sip ? "DEC--TAN-SIP" : "DEC--TAN",
-                              "gnomonic projection");
+    st |=
+        tide_header_set_str(h, "CTYPE1", sip ? "RA---TAN-SIP" : "RA---TAN", "gnomonic projection");
+    st |=
+        tide_header_set_str(h, "CTYPE2", sip ? "DEC--TAN-SIP" : "DEC--TAN", "gnomonic projection");
     st |= tide_header_set_str(h, "CUNIT1", "deg", NULL);
     st |= tide_header_set_str(h, "CUNIT2", "deg", NULL);
     st |= tide_header_set_dbl(h, "CRPIX1", w->crpix1, "reference pixel (1-based)");
@@ -302,7 +300,8 @@ int sim_wcs_to_header(const sim_wcs *w, tide_header *h) {
     if (st)
         return st;
     if (sip) {
-        if ((st = put_poly(h, "A", w->a, w->order, 2)) || (st = put_poly(h, "B", w->b, w->order, 2)))
+        if ((st = put_poly(h, "A", w->a, w->order, 2)) ||
+            (st = put_poly(h, "B", w->b, w->order, 2)))
             return st;
         if (w->ap_order > 0) {
             if ((st = put_poly(h, "AP", w->ap, w->ap_order, 0)) ||

@@ -218,14 +218,15 @@ static int create_schema(tide_store *s) {
     if (!st)
         st = tide_store_pg_run(s, sql);
     if (!st)
-        st = tide_store_pg_run(s, "CREATE INDEX IF NOT EXISTS images_file ON images (file);"
-                       "CREATE TABLE IF NOT EXISTS sources (\"IMAGE_ID\" bigint NOT NULL, "
-                       "\"SEQ\" bigint NOT NULL, \"ALPHA_J2000\" double precision, "
-                       "\"DELTA_J2000\" double precision);"
-                       "CREATE INDEX IF NOT EXISTS sources_q3c ON sources "
-                       "(q3c_ang2ipix(\"ALPHA_J2000\", \"DELTA_J2000\"));"
-                       "CREATE INDEX IF NOT EXISTS sources_image ON sources USING brin "
-                       "(\"IMAGE_ID\");");
+        st = tide_store_pg_run(s,
+                               "CREATE INDEX IF NOT EXISTS images_file ON images (file);"
+                               "CREATE TABLE IF NOT EXISTS sources (\"IMAGE_ID\" bigint NOT NULL, "
+                               "\"SEQ\" bigint NOT NULL, \"ALPHA_J2000\" double precision, "
+                               "\"DELTA_J2000\" double precision);"
+                               "CREATE INDEX IF NOT EXISTS sources_q3c ON sources "
+                               "(q3c_ang2ipix(\"ALPHA_J2000\", \"DELTA_J2000\"));"
+                               "CREATE INDEX IF NOT EXISTS sources_image ON sources USING brin "
+                               "(\"IMAGE_ID\");");
     if (!st)
         return tide_store_pg_run(s, "COMMIT");
     PGresult *r = PQexec(CONN(s), "ROLLBACK");
@@ -618,8 +619,8 @@ static void pg_close(tide_store *s) {
     s->impl = NULL;
 }
 
-static const store_ops pg_ops = {pg_put, tide_store_pg_cone, tide_store_pg_image,
-                                  tide_store_pg_count, pg_exec, pg_close};
+static const store_ops pg_ops = {
+    pg_put, tide_store_pg_cone, tide_store_pg_image, tide_store_pg_count, pg_exec, pg_close};
 
 int tide_store_pg_open(tide_store *s, const char *conninfo) {
     pg *p = calloc(1, sizeof *p);

@@ -29,8 +29,7 @@ int tide_store_pg_fail(tide_store *s, const char *what, PGresult *r);
 int tide_store_pg_run(tide_store *s, const char *sql);
 /* A parameterised statement, once more after a reconnection when the connection had died;
  * NULL when it cannot reconnect (the error detail says why). */
-PGresult *tide_store_pg_query(tide_store *s, const char *sql, int nparams,
-                              const char *const *vals);
+PGresult *tide_store_pg_query(tide_store *s, const char *sql, int nparams, const char *const *vals);
 
 /* The store operations of store_pg_read.c (store_internal.h's store_ops). */
 int tide_store_pg_cone(tide_store *s, double ra, double dec, double radius, int64_t limit,

@@ -54,9 +54,9 @@ int tide_store_pg_cone(tide_store *s, double ra, double dec, double radius, int6
         r = tide_store_pg_query(s, "SELECT * FROM sources", 0, NULL);
     else
         r = tide_store_pg_query(s,
-                     "SELECT * FROM sources WHERE q3c_radial_query(\"ALPHA_J2000\", "
-                     "\"DELTA_J2000\", $1::float8, $2::float8, $3::float8)",
-                     3, v);
+                                "SELECT * FROM sources WHERE q3c_radial_query(\"ALPHA_J2000\", "
+                                "\"DELTA_J2000\", $1::float8, $2::float8, $3::float8)",
+                                3, v);
     if (!r)
         return TIDE_E_DB;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -150,9 +150,9 @@ int tide_store_pg_count(tide_store *s, int64_t *nimg, int64_t *nsrc) {
     if (st)
         return st;
     PGresult *r = tide_store_pg_query(s,
-                           "SELECT (SELECT count(*) FROM images), "
-                           "(SELECT count(*) FROM sources)",
-                           0, NULL);
+                                      "SELECT (SELECT count(*) FROM images), "
+                                      "(SELECT count(*) FROM sources)",
+                                      0, NULL);
     if (!r)
         return TIDE_E_DB;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)

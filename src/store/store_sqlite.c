@@ -444,8 +444,8 @@ static void sq_close(tide_store *s) {
     s->impl = NULL;
 }
 
-static const store_ops sqlite_ops = {sq_put, tide_sq_cone, tide_sq_image, tide_sq_count, sq_exec,
-                                      sq_close};
+static const store_ops sqlite_ops = {sq_put,        tide_sq_cone, tide_sq_image,
+                                     tide_sq_count, sq_exec,      sq_close};
 
 int tide_store_sqlite_open(tide_store *s, const char *path) {
     if (!*path)

@@ -17,7 +17,8 @@ static int extract_sip(const struct disprm *d, const double crpix[2], const char
     for (int i = 0; i < d->ndp; i++) {
         const struct dpkey *k = &d->dp[i];
         const char *f = strchr(k->field, '.'); /* skip "DPj" */
-        if (!f) continue;
+        if (!f)
+            continue;
         f++;
         int p, q, rev;
         char tail;
@@ -34,30 +35,34 @@ static int extract_sip(const struct disprm *d, const double crpix[2], const char
                 off = dpkeyd(k);
                 if (off != crpix[ax - 1])
                     return tide_error(TIDE_E_UNSUPPORTED,
-                                      "%s: SIP offset %g differs from CRPIX%d = %g", source,
-                                      off, ax, crpix[ax - 1]);
+                                      "%s: SIP offset %g differs from CRPIX%d = %g", source, off,
+                                      ax, crpix[ax - 1]);
             }
             continue;
         }
-        if (k->j < 1 || k->j > 2 || p < 0 || q < 0) continue;
+        if (k->j < 1 || k->j > 2 || p < 0 || q < 0)
+            continue;
         if (p + q > TIDE_WCS_SIP_MAX_ORDER)
-            return tide_error(TIDE_E_UNSUPPORTED, "%s: SIP term %s_%d_%d has order %d > %d",
-                              source, k->j == 1 ? (rev ? "AP" : "A") : (rev ? "BP" : "B"), p, q,
-                              p + q, TIDE_WCS_SIP_MAX_ORDER);
+            return tide_error(TIDE_E_UNSUPPORTED, "%s: SIP term %s_%d_%d has order %d > %d", source,
+                              k->j == 1 ? (rev ? "AP" : "A") : (rev ? "BP" : "B"), p, q, p + q,
+                              TIDE_WCS_SIP_MAX_ORDER);
         const int which = (rev ? 2 : 0) + (k->j - 1);
         const int d2 = p + q;
         t->sip[which][d2 * (d2 + 1) / 2 + q] = dpkeyd(k);
-        if (d2 > t->order[which]) t->order[which] = d2;
+        if (d2 > t->order[which])
+            t->order[which] = d2;
     }
     return 0;
 }
 
 int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t) {
-    if (!w || !t) return tide_error(TIDE_E_INVAL, "tide_wcs_tansip_from_wcs: NULL argument");
+    if (!w || !t)
+        return tide_error(TIDE_E_INVAL, "tide_wcs_tansip_from_wcs: NULL argument");
     memset(t, 0, sizeof *t);
     struct wcsprm *p;
     int slot = tide_wcs_acquire(w, &p);
-    if (slot < 0) return slot;
+    if (slot < 0)
+        return slot;
     int st = 0;
     const struct disprm *pre = p->lin.dispre;
     if (p->naxis != 2 || strcmp(p->cel.prj.code, "TAN") != 0 || p->lin.disseq) {
@@ -69,13 +74,15 @@ int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t) {
     if (pre && (strcmp(pre->dtype[0], "SIP") != 0 || strcmp(pre->dtype[1], "SIP") != 0)) {
         st = tide_error(TIDE_E_UNSUPPORTED,
                         "%s: distortion '%s' is not SIP; the device evaluator handles TAN and "
-                        "TAN-SIP only", w->source, pre->dtype[0]);
+                        "TAN-SIP only",
+                        w->source, pre->dtype[0]);
         goto done;
     }
     if (p->cel.offset) {
         st = tide_error(TIDE_E_UNSUPPORTED,
                         "%s: a TAN with an offset fiducial point (PVi_1, PVi_2) is not handled "
-                        "by the device evaluator", w->source);
+                        "by the device evaluator",
+                        w->source);
         goto done;
     }
     const int lng = p->lng, lat = p->lat;
@@ -106,7 +113,8 @@ int tide_wcs_tansip_from_wcs(const tide_wcs *w, tide_wcs_tansip *t) {
     t->cdinv[1][1] = t->cd[0][0] / det;
     t->sin_d0 = sin(t->crval[1] * TIDE_TANSIP_D2R);
     t->cos_d0 = cos(t->crval[1] * TIDE_TANSIP_D2R);
-    if (pre) st = extract_sip(pre, t->crpix, w->source, t);
+    if (pre)
+        st = extract_sip(pre, t->crpix, w->source, t);
 done:
     tide_wcs_release(w, slot);
     return st;
@@ -122,13 +130,15 @@ static int check_args(const char *fn, const tide_ctx *ctx, const tide_wcs_tansip
 int tide_wcs_tansip_pix2sky(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *x,
                             const double *y, double *ra, double *dec) {
     int st = check_args("tide_wcs_tansip_pix2sky", ctx, t, n, x, y, ra, dec);
-    if (st || n == 0) return st;
+    if (st || n == 0)
+        return st;
     return TIDE_DISPATCH(ctx, tide_tansip_pix2sky, t, n, x, y, ra, dec);
 }
 
-int tide_wcs_tansip_sky2pix(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                            const double *ra, const double *dec, double *x, double *y) {
+int tide_wcs_tansip_sky2pix(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *ra,
+                            const double *dec, double *x, double *y) {
     int st = check_args("tide_wcs_tansip_sky2pix", ctx, t, n, ra, dec, x, y);
-    if (st || n == 0) return st;
+    if (st || n == 0)
+        return st;
     return TIDE_DISPATCH(ctx, tide_tansip_sky2pix, t, n, ra, dec, x, y);
 }

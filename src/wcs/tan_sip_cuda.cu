@@ -29,23 +29,23 @@ static unsigned grid_for(int64_t n, int block) {
 }
 
 extern "C" int tide_tansip_pix2sky_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                                        const double *x, const double *y, double *ra,
-                                        double *dec) {
-    if (n <= 0) return 0;
+                                        const double *x, const double *y, double *ra, double *dec) {
+    if (n <= 0)
+        return 0;
     const int block = 256;
-    tansip_pix2sky_kernel<<<grid_for(n, block), block, 0, (cudaStream_t)ctx->stream>>>(
-        *t, n, x, y, ra, dec);
+    tansip_pix2sky_kernel<<<grid_for(n, block), block, 0, (cudaStream_t)ctx->stream>>>(*t, n, x, y,
+                                                                                       ra, dec);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
 
 extern "C" int tide_tansip_sky2pix_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                                        const double *ra, const double *dec, double *x,
-                                        double *y) {
-    if (n <= 0) return 0;
+                                        const double *ra, const double *dec, double *x, double *y) {
+    if (n <= 0)
+        return 0;
     const int block = 256;
-    tansip_sky2pix_kernel<<<grid_for(n, block), block, 0, (cudaStream_t)ctx->stream>>>(
-        *t, n, ra, dec, x, y);
+    tansip_sky2pix_kernel<<<grid_for(n, block), block, 0, (cudaStream_t)ctx->stream>>>(*t, n, ra,
+                                                                                       dec, x, y);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

@@ -12,13 +12,13 @@ extern "C" {
 
 int tide_tansip_pix2sky_cpu(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *x,
                             const double *y, double *ra, double *dec);
-int tide_tansip_sky2pix_cpu(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                            const double *ra, const double *dec, double *x, double *y);
+int tide_tansip_sky2pix_cpu(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *ra,
+                            const double *dec, double *x, double *y);
 #ifdef TIDE_HAVE_CUDA
-int tide_tansip_pix2sky_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                             const double *x, const double *y, double *ra, double *dec);
-int tide_tansip_sky2pix_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n,
-                             const double *ra, const double *dec, double *x, double *y);
+int tide_tansip_pix2sky_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *x,
+                             const double *y, double *ra, double *dec);
+int tide_tansip_sky2pix_cuda(tide_ctx *ctx, const tide_wcs_tansip *t, int64_t n, const double *ra,
+                             const double *dec, double *x, double *y);
 #endif
 
 #ifdef __cplusplus

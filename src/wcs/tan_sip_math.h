@@ -37,8 +37,10 @@ TIDE_HD static inline double tide_tansip_poly(const double *c, int order, double
         f = f * u + g;
         fv = fv * u + gv;
     }
-    if (du) *du = fu;
-    if (dv) *dv = fv;
+    if (du)
+        *du = fu;
+    if (dv)
+        *dv = fv;
     return f;
 }
 
@@ -47,23 +49,27 @@ TIDE_HD static inline void tide_tansip_pix2sky_one(const tide_wcs_tansip *t, dou
                                                    double *ra, double *dec) {
     const double u = x + 1.0 - t->crpix[0], v = y + 1.0 - t->crpix[1];
     double U = u, V = v;
-    if (t->order[0]) U += tide_tansip_poly(t->sip[0], t->order[0], u, v, 0, 0);
-    if (t->order[1]) V += tide_tansip_poly(t->sip[1], t->order[1], u, v, 0, 0);
+    if (t->order[0])
+        U += tide_tansip_poly(t->sip[0], t->order[0], u, v, 0, 0);
+    if (t->order[1])
+        V += tide_tansip_poly(t->sip[1], t->order[1], u, v, 0, 0);
     const double xi = (t->cd[0][0] * U + t->cd[0][1] * V) * TIDE_TANSIP_D2R;
     const double eta = (t->cd[1][0] * U + t->cd[1][1] * V) * TIDE_TANSIP_D2R;
     const double den = t->cos_d0 - eta * t->sin_d0;
     double a = t->crval[0] + atan2(xi, den) * TIDE_TANSIP_R2D;
     a = fmod(a, 360.0);
-    if (a < 0.0) a += 360.0;
-    if (a >= 360.0) a = 0.0;
+    if (a < 0.0)
+        a += 360.0;
+    if (a >= 360.0)
+        a = 0.0;
     *ra = a;
     *dec = atan2(t->sin_d0 + eta * t->cos_d0, hypot(xi, den)) * TIDE_TANSIP_R2D;
 }
 
 /** Sky (degrees) to pixel (0-based); NaN for points 90 degrees or more from the tangent
  *  point (they have no gnomonic projection). */
-TIDE_HD static inline void tide_tansip_sky2pix_one(const tide_wcs_tansip *t, double ra,
-                                                   double dec, double *x, double *y) {
+TIDE_HD static inline void tide_tansip_sky2pix_one(const tide_wcs_tansip *t, double ra, double dec,
+                                                   double *x, double *y) {
     const double dra = (ra - t->crval[0]) * TIDE_TANSIP_D2R, d = dec * TIDE_TANSIP_D2R;
     const double sd = sin(d), cdd = cos(d), cra = cos(dra);
     const double cosc = t->sin_d0 * sd + t->cos_d0 * cdd * cra;
@@ -77,29 +83,31 @@ TIDE_HD static inline void tide_tansip_sky2pix_one(const tide_wcs_tansip *t, dou
     const double V = t->cdinv[1][0] * xi + t->cdinv[1][1] * eta;
     double u = U, v = V;
     if (t->order[0] || t->order[1]) {
-        if (t->order[2]) u += tide_tansip_poly(t->sip[2], t->order[2], U, V, 0, 0);
-        if (t->order[3]) v += tide_tansip_poly(t->sip[3], t->order[3], U, V, 0, 0);
+        if (t->order[2])
+            u += tide_tansip_poly(t->sip[2], t->order[2], U, V, 0, 0);
+        if (t->order[3])
+            v += tide_tansip_poly(t->sip[3], t->order[3], U, V, 0, 0);
         /* Newton on F(u, v) = (u + A - U, v + B - V) = 0. A distortion that folds over
          * (no unique inverse: a bad fit evaluated far outside its frame) makes it wander;
          * such points get NaN rather than a wrong position. */
         double step = INFINITY;
         for (int it = 0; it < 20; it++) {
             double au = 0, av = 0, bu = 0, bv = 0;
-            const double fa = t->order[0] ? tide_tansip_poly(t->sip[0], t->order[0], u, v, &au,
-                                                             &av)
-                                          : 0.0;
-            const double fb = t->order[1] ? tide_tansip_poly(t->sip[1], t->order[1], u, v, &bu,
-                                                             &bv)
-                                          : 0.0;
+            const double fa =
+                t->order[0] ? tide_tansip_poly(t->sip[0], t->order[0], u, v, &au, &av) : 0.0;
+            const double fb =
+                t->order[1] ? tide_tansip_poly(t->sip[1], t->order[1], u, v, &bu, &bv) : 0.0;
             const double f = u + fa - U, g = v + fb - V;
             const double j00 = 1.0 + au, j01 = av, j10 = bu, j11 = 1.0 + bv;
             const double det = j00 * j11 - j01 * j10;
-            if (det == 0.0) break;
+            if (det == 0.0)
+                break;
             const double du = (j11 * f - j01 * g) / det, dv = (j00 * g - j10 * f) / det;
             u -= du;
             v -= dv;
             step = fabs(du) + fabs(dv);
-            if (step < 1e-12) break;
+            if (step < 1e-12)
+                break;
         }
         if (!(step < 1e-9)) { /* Newton converges quadratically: 1e-9 px is converged */
             *x = *y = NAN;

@@ -18,16 +18,20 @@
 
 /* wcslib keeps its error-message switch in a process-wide flag; turn it on once. */
 static pthread_once_t errmsg_once = PTHREAD_ONCE_INIT;
-static void enable_errmsg(void) { wcserr_enable(1); }
+static void enable_errmsg(void) {
+    wcserr_enable(1);
+}
 
 const char *tide_wcs_errmsg(const struct wcsprm *prm) {
-    if (prm && prm->err && prm->err->msg) return prm->err->msg;
+    if (prm && prm->err && prm->err->msg)
+        return prm->err->msg;
     return "";
 }
 
 /* Free a wcsprm allocated with malloc + wcssub/wcsini. */
 static void prm_free(struct wcsprm *p) {
-    if (!p) return;
+    if (!p)
+        return;
     wcsfree(p);
     free(p);
 }
@@ -35,7 +39,8 @@ static void prm_free(struct wcsprm *p) {
 /* A deep copy of @p src, set up. */
 static int prm_copy_set(const struct wcsprm *src, const char *source, struct wcsprm **out) {
     struct wcsprm *p = calloc(1, sizeof *p);
-    if (!p) return tide_error(TIDE_E_NOMEM, "%s: out of memory copying the WCS", source);
+    if (!p)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory copying the WCS", source);
     p->flag = -1;
     int st = wcssub(1, src, NULL, NULL, p);
     if (st) {
@@ -47,9 +52,8 @@ static int prm_copy_set(const struct wcsprm *src, const char *source, struct wcs
     st = wcsset(p);
     if (st) {
         int code = st == WCSERR_BAD_CTYPE ? TIDE_E_UNSUPPORTED : TIDE_E_WCS;
-        tide_error(code, "%s: CTYPE1 = '%s', CTYPE2 = '%s': wcslib rejects the WCS: %s",
-                   source, src->ctype[0], src->naxis > 1 ? src->ctype[1] : "",
-                   tide_wcs_errmsg(p));
+        tide_error(code, "%s: CTYPE1 = '%s', CTYPE2 = '%s': wcslib rejects the WCS: %s", source,
+                   src->ctype[0], src->naxis > 1 ? src->ctype[1] : "", tide_wcs_errmsg(p));
         prm_free(p);
         return code;
     }
@@ -89,7 +93,8 @@ void tide_wcs_release(const tide_wcs *cw, int slot) {
 }
 
 void tide_wcs_free(tide_wcs *w) {
-    if (!w) return;
+    if (!w)
+        return;
     for (int i = 0; i < TIDE_WCS_SLOTS; i++) {
         prm_free(w->slots[i].prm);
         pthread_mutex_destroy(&w->slots[i].lock);
@@ -114,8 +119,10 @@ static void card_string(const char *card, char *out, size_t outlen) {
     const char *q = memchr(card + 10, '\'', 70);
     size_t k = 0;
     if (q)
-        for (q++; *q && *q != '\'' && k + 1 < outlen && q < card + 80; q++) out[k++] = *q;
-    while (k > 0 && out[k - 1] == ' ') k--;
+        for (q++; *q && *q != '\'' && k + 1 < outlen && q < card + 80; q++)
+            out[k++] = *q;
+    while (k > 0 && out[k - 1] == ' ')
+        k--;
     out[k] = 0;
 }
 
@@ -129,20 +136,23 @@ static int refuse_iraf(const tide_header *h, const char *source) {
         const char *c = h->cards[i];
         char val[80];
         /* primary CTYPEn only (an alternate WCS with its letter may be anything) */
-        int is_ctype = strncmp(c, "CTYPE", 5) == 0 && c[8] == '=' && c[5] >= '1' &&
-                       c[5] <= '9' && (c[6] == ' ' || (c[6] >= '0' && c[6] <= '9')) &&
+        int is_ctype = strncmp(c, "CTYPE", 5) == 0 && c[8] == '=' && c[5] >= '1' && c[5] <= '9' &&
+                       (c[6] == ' ' || (c[6] >= '0' && c[6] <= '9')) &&
                        (c[7] == ' ' || (c[7] >= '0' && c[7] <= '9'));
         int is_wat = strncmp(c, "WAT", 3) == 0 && c[8] == '=';
-        if (!is_ctype && !is_wat) continue;
+        if (!is_ctype && !is_wat)
+            continue;
         card_value(c, val, sizeof val);
         for (int k = 0; k < 2; k++) {
             char pat[16];
             snprintf(pat, sizeof pat, is_ctype ? "-%s" : "wtype=%s", names[k]);
-            if (!strstr(val, pat)) continue;
+            if (!strstr(val, pat))
+                continue;
             char key[9];
             memcpy(key, c, 8);
             key[8] = 0;
-            for (int j = 7; j >= 0 && key[j] == ' '; j--) key[j] = 0;
+            for (int j = 7; j >= 0 && key[j] == ' '; j--)
+                key[j] = 0;
             char conv[4] = {(char)(names[k][0] - 32), (char)(names[k][1] - 32),
                             (char)(names[k][2] - 32), 0};
             char text[72];
@@ -161,7 +171,8 @@ static int refuse_iraf(const tide_header *h, const char *source) {
 /* Index (0-based) of the primary (alternate ' ') WCS among @p n, else of the first one. */
 static int pick_primary(const struct wcsprm *v, int n) {
     for (int i = 0; i < n; i++)
-        if (v[i].alt[0] == ' ' || v[i].alt[0] == 0) return i;
+        if (v[i].alt[0] == ' ' || v[i].alt[0] == 0)
+            return i;
     return 0;
 }
 
@@ -173,36 +184,47 @@ static void sanitize_for_wcspih(char *cards, int ncards) {
     for (int i = 0; i < ncards; i++) {
         char *c = cards + (size_t)i * 80;
         for (int k = 0; k < 80; k++)
-            if ((unsigned char)c[k] < 32 || (unsigned char)c[k] > 126) c[k] = ' ';
-        if (c[8] != '=' || c[9] != ' ') continue;
+            if ((unsigned char)c[k] < 32 || (unsigned char)c[k] > 126)
+                c[k] = ' ';
+        if (c[8] != '=' || c[9] != ' ')
+            continue;
         int k = 10;
-        while (k < 80 && c[k] == ' ') k++;
-        if (k == 80 || c[k] != '\'') continue;
+        while (k < 80 && c[k] == ' ')
+            k++;
+        if (k == 80 || c[k] != '\'')
+            continue;
         int closed = 0;
         for (k++; k < 80 && !closed; k++) {
-            if (c[k] != '\'') continue;
+            if (c[k] != '\'')
+                continue;
             if (k + 1 < 80 && c[k + 1] == '\'')
                 k++; /* a doubled quote inside the string */
             else
                 closed = 1;
         }
-        if (!closed) memset(c, ' ', 80);
+        if (!closed)
+            memset(c, ' ', 80);
     }
 }
 
 int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **out) {
-    if (!h || !out) return tide_error(TIDE_E_INVAL, "tide_wcs_from_header: NULL argument");
+    if (!h || !out)
+        return tide_error(TIDE_E_INVAL, "tide_wcs_from_header: NULL argument");
     *out = NULL;
-    if (!source) source = "header";
+    if (!source)
+        source = "header";
     pthread_once(&errmsg_once, enable_errmsg);
 
     int st = refuse_iraf(h, source);
-    if (!st) st = tide_wcs_check_sip_orders(h, source);
-    if (st) return st;
+    if (!st)
+        st = tide_wcs_check_sip_orders(h, source);
+    if (st)
+        return st;
 
     int ncards = 0;
     char *cards = tide_header_to_string(h, &ncards);
-    if (!cards) return tide_error(TIDE_E_NOMEM, "%s: out of memory", source);
+    if (!cards)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory", source);
     sanitize_for_wcspih(cards, ncards);
 
     int nreject = 0, nwcs = 0;
@@ -210,7 +232,8 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     st = wcspih(cards, ncards, WCSHDR_all, 0, &nreject, &nwcs, &vec);
     free(cards);
     if (st) {
-        if (vec) wcsvfree(&nwcs, &vec);
+        if (vec)
+            wcsvfree(&nwcs, &vec);
         return tide_error(st == WCSHDRERR_MEMORY ? TIDE_E_NOMEM : TIDE_E_WCS,
                           "%s: wcslib cannot parse the header (wcspih status %d)", source, st);
     }
@@ -242,17 +265,18 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
         return tide_error(TIDE_E_NOMEM, "%s: out of memory", source);
     }
     pthread_mutex_init(&w->create_lock, NULL);
-    for (int i = 0; i < TIDE_WCS_SLOTS; i++) pthread_mutex_init(&w->slots[i].lock, NULL);
+    for (int i = 0; i < TIDE_WCS_SLOTS; i++)
+        pthread_mutex_init(&w->slots[i].lock, NULL);
     snprintf(w->source, sizeof w->source, "%s", source);
 
     /* A trial set-up finds the celestial axes (and rejects bad keywords). */
     struct wcsprm *trial = NULL;
     st = prm_copy_set(parsed, source, &trial);
-    if (st) goto fail;
+    if (st)
+        goto fail;
     if (trial->lng < 0 || trial->lat < 0) {
         st = trial->ctype[0][0] == ' ' || trial->ctype[0][0] == 0
-                 ? tide_error(TIDE_E_NOTFOUND, "%s: no celestial WCS (no CTYPEn keywords)",
-                              source)
+                 ? tide_error(TIDE_E_NOTFOUND, "%s: no celestial WCS (no CTYPEn keywords)", source)
                  : tide_error(TIDE_E_NOTFOUND,
                               "%s: no celestial WCS (CTYPE1 = '%s' is not a sky axis)", source,
                               trial->ctype[0]);
@@ -260,7 +284,8 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
     }
     /* After the trial (so an unknown projection is named first): a scale wcslib invented. */
     st = tide_wcs_check_header(h, source);
-    if (st) goto fail;
+    if (st)
+        goto fail;
 
     /* Keep only the two celestial axes, in their pixel-axis order. */
     w->master = calloc(1, sizeof *w->master);
@@ -297,14 +322,18 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
 
     /* Set up the first evaluating copy now so every later failure is a runtime one. */
     st = prm_copy_set(w->master, source, &w->slots[0].prm);
-    if (st) goto fail;
+    if (st)
+        goto fail;
     const struct wcsprm *p = w->slots[0].prm;
     for (int k = 0; k < 2; k++) {
         const struct disprm *d = k ? p->lin.disseq : p->lin.dispre;
-        if (!d) continue;
+        if (!d)
+            continue;
         for (int i = 0; i < p->naxis; i++) {
-            if (strcmp(d->dtype[i], "SIP") == 0) w->has_sip = 1;
-            if (strcmp(d->dtype[i], "TPV") == 0) w->has_tpv = 1;
+            if (strcmp(d->dtype[i], "SIP") == 0)
+                w->has_sip = 1;
+            if (strcmp(d->dtype[i], "TPV") == 0)
+                w->has_tpv = 1;
             if (strncmp(d->dtype[i], "WAT", 3) == 0) {
                 st = tide_error(TIDE_E_UNSUPPORTED,
                                 "%s: the %s WCS convention (IRAF WAT polynomial) is not "
@@ -319,7 +348,8 @@ int tide_wcs_from_header(const tide_header *h, const char *source, tide_wcs **ou
 
 fail:
     prm_free(trial);
-    if (vec) wcsvfree(&nwcs, &vec);
+    if (vec)
+        wcsvfree(&nwcs, &vec);
     tide_wcs_free(w);
     return st;
 }
@@ -327,7 +357,8 @@ fail:
 const char *tide_wcs_projection(const tide_wcs *w) {
     struct wcsprm *p = NULL; /* set when the slot is >= 0; gcc inlines acquire and cannot tell */
     int slot = tide_wcs_acquire(w, &p);
-    if (slot < 0) return "";
+    if (slot < 0)
+        return "";
     const char *code = p->cel.prj.code; /* lives as long as the slot's copy, i.e. as w */
     tide_wcs_release(w, slot);
     return code;
@@ -345,8 +376,8 @@ typedef struct {
 static int convert_serial(const tide_wcs *w, int64_t n, const double *a, const double *b,
                           double *oa, double *ob, int to_sky) {
     wcs_scratch *s = malloc(sizeof *s);
-    if (!s) return tide_error(TIDE_E_NOMEM, "%s: out of memory converting coordinates",
-                              w->source);
+    if (!s)
+        return tide_error(TIDE_E_NOMEM, "%s: out of memory converting coordinates", w->source);
     struct wcsprm *p = NULL; /* as above */
     int slot = tide_wcs_acquire(w, &p);
     if (slot < 0) {
@@ -371,7 +402,8 @@ static int convert_serial(const tide_wcs *w, int64_t n, const double *a, const d
             st = wcss2p(p, m, 2, s->world, s->phi, s->theta, s->img, s->pix, s->stat);
         }
         /* An out-of-domain point is NaN, not a failure of the whole batch. */
-        if (st == WCSERR_BAD_PIX || st == WCSERR_BAD_WORLD) st = 0;
+        if (st == WCSERR_BAD_PIX || st == WCSERR_BAD_WORLD)
+            st = 0;
         if (st) {
             st = tide_error(TIDE_E_WCS, "%s: wcslib %s failed: %s", w->source,
                             to_sky ? "wcsp2s" : "wcss2p", tide_wcs_errmsg(p));
@@ -382,7 +414,8 @@ static int convert_serial(const tide_wcs *w, int64_t n, const double *a, const d
                 oa[i0 + i] = ob[i0 + i] = NAN;
             } else if (to_sky) {
                 double lon = fmod(s->world[2 * i + lng], 360.0);
-                if (lon < 0) lon += 360.0;
+                if (lon < 0)
+                    lon += 360.0;
                 oa[i0 + i] = lon >= 360.0 ? 0.0 : lon;
                 ob[i0 + i] = s->world[2 * i + lat];
             } else {
@@ -404,33 +437,39 @@ enum { PAR_MIN = 16384 };
 static int convert(const tide_wcs *w, int64_t n, const double *a, const double *b, double *oa,
                    double *ob, int to_sky) {
     if (!w || n < 0 || (n > 0 && (!a || !b || !oa || !ob)))
-        return tide_error(TIDE_E_INVAL, "tide_wcs_%s: bad arguments", to_sky ? "pix2sky"
-                                                                             : "sky2pix");
-    if (n == 0) return 0;
+        return tide_error(TIDE_E_INVAL, "tide_wcs_%s: bad arguments",
+                          to_sky ? "pix2sky" : "sky2pix");
+    if (n == 0)
+        return 0;
     int64_t parts = n / PAR_MIN;
     const int64_t maxt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (parts > maxt) parts = maxt;
-    if (parts > TIDE_WCS_SLOTS) parts = TIDE_WCS_SLOTS;
-    if (parts <= 1) return convert_serial(w, n, a, b, oa, ob, to_sky);
+    if (parts > maxt)
+        parts = maxt;
+    if (parts > TIDE_WCS_SLOTS)
+        parts = TIDE_WCS_SLOTS;
+    if (parts <= 1)
+        return convert_serial(w, n, a, b, oa, ob, to_sky);
     int status[TIDE_WCS_SLOTS] = {0};
     char detail[TIDE_WCS_SLOTS][256];
 #pragma omp parallel for schedule(static, 1) num_threads((int)parts)
     for (int64_t k = 0; k < parts; k++) {
         const int64_t i0 = n * k / parts, i1 = n * (k + 1) / parts;
         status[k] = convert_serial(w, i1 - i0, a + i0, b + i0, oa + i0, ob + i0, to_sky);
-        if (status[k]) snprintf(detail[k], sizeof detail[k], "%s", tide_error_detail());
+        if (status[k])
+            snprintf(detail[k], sizeof detail[k], "%s", tide_error_detail());
     }
     for (int64_t k = 0; k < parts; k++) /* the detail was recorded on a worker thread */
-        if (status[k]) return tide_error(status[k], "%s", detail[k]);
+        if (status[k])
+            return tide_error(status[k], "%s", detail[k]);
     return 0;
 }
 
-int tide_wcs_pix2sky(const tide_wcs *w, int64_t n, const double *x, const double *y,
-                     double *ra, double *dec) {
+int tide_wcs_pix2sky(const tide_wcs *w, int64_t n, const double *x, const double *y, double *ra,
+                     double *dec) {
     return convert(w, n, x, y, ra, dec, 1);
 }
 
-int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const double *dec,
-                     double *x, double *y) {
+int tide_wcs_sky2pix(const tide_wcs *w, int64_t n, const double *ra, const double *dec, double *x,
+                     double *y) {
     return convert(w, n, ra, dec, x, y, 0);
 }

@@ -17,11 +17,11 @@ typedef struct tide_wcs_slot {
 } tide_wcs_slot;
 
 struct tide_wcs {
-    struct wcsprm *master;  /* set up (wcsset) and never evaluated: the copies' template */
+    struct wcsprm *master; /* set up (wcsset) and never evaluated: the copies' template */
     pthread_mutex_t create_lock;
     tide_wcs_slot slots[TIDE_WCS_SLOTS];
-    char ctype[2][72];      /* CTYPEs as the header gave them (before wcsset renames TPV) */
-    char source[256];       /* names the header in error details */
+    char ctype[2][72]; /* CTYPEs as the header gave them (before wcsset renames TPV) */
+    char source[256];  /* names the header in error details */
     int has_sip, has_tpv;
 };
 

@@ -90,8 +90,9 @@ int tide_wcs_check_sip_orders(const tide_header *h, const char *source) {
         int st = tide_header_get_int(h, keys[k], &order);
         tide_error_clear();
         if (st || order < 0 || order > TIDE_WCS_SIP_MAX_ORDER)
-            return tide_error(TIDE_E_WCS, "%s: %s must be an integer from 0 to %d (SIP "
-                                          "distortion)",
+            return tide_error(TIDE_E_WCS,
+                              "%s: %s must be an integer from 0 to %d (SIP "
+                              "distortion)",
                               source, keys[k], TIDE_WCS_SIP_MAX_ORDER);
     }
     return TIDE_OK;

@@ -25,13 +25,16 @@ static double sky_sep(double ra1, double de1, double ra2, double de2) {
 /* Longitude difference wrapped to (-180, 180]. */
 static double dlon(double a, double b) {
     double d = fmod(a - b, 360.0);
-    if (d > 180.0) d -= 360.0;
-    if (d <= -180.0) d += 360.0;
+    if (d > 180.0)
+        d -= 360.0;
+    if (d <= -180.0)
+        d += 360.0;
     return d;
 }
 
 int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wcs_summary *s) {
-    if (!w || !s) return tide_error(TIDE_E_INVAL, "tide_wcs_summarize: NULL argument");
+    if (!w || !s)
+        return tide_error(TIDE_E_INVAL, "tide_wcs_summarize: NULL argument");
     if (width <= 0 || height <= 0)
         return tide_error(TIDE_E_INVAL, "%s: frame size %lldx%lld is not positive", w->source,
                           (long long)width, (long long)height);
@@ -43,7 +46,8 @@ int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wc
 
     struct wcsprm *p;
     int slot = tide_wcs_acquire(w, &p);
-    if (slot < 0) return slot;
+    if (slot < 0)
+        return slot;
     /* wcsset applies the FITS defaults: RADESYS FK4 before 1984, FK5 after, ICRS with
      * neither keyword; EQUINOX 1950/2000 for FK4/FK5, undefined for ICRS. */
     snprintf(s->radesys, sizeof s->radesys, "%.15s", p->radesys);
@@ -56,11 +60,14 @@ int tide_wcs_summarize(const tide_wcs *w, int64_t width, int64_t height, tide_wc
     double y[9] = {yc, yc, yc, yc + 0.5, yc - 0.5, yc, yc, -0.5, (double)height - 0.5};
     double ra[9], de[9];
     int st = tide_wcs_pix2sky(w, 9, x, y, ra, de);
-    if (st) return st;
+    if (st)
+        return st;
     for (int i = 0; i < 5; i++)
         if (isnan(ra[i]) || isnan(de[i]))
-            return tide_error(TIDE_E_WCS, "%s: the frame centre (%g, %g) [0-based] has no sky "
-                              "position", w->source, xc, yc);
+            return tide_error(TIDE_E_WCS,
+                              "%s: the frame centre (%g, %g) [0-based] has no sky "
+                              "position",
+                              w->source, xc, yc);
     s->ra_center = ra[0];
     s->dec_center = de[0];
     const double cd = cos(de[0] * DEG);

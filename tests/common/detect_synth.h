@@ -23,8 +23,8 @@ static inline double synth_gauss(uint64_t seed, uint64_t i) {
 }
 
 /* Host image w x h (with mask) of white noise of sigma @p noise; rms image constant. */
-static inline void synth_frame(tide_image *im, tide_image *rms, int64_t w, int64_t h,
-                               double noise, uint64_t seed) {
+static inline void synth_frame(tide_image *im, tide_image *rms, int64_t w, int64_t h, double noise,
+                               uint64_t seed) {
     tide_image_alloc(NULL, im, w, h, TIDE_HOST, TIDE_IMAGE_MASK);
     tide_image_alloc(NULL, rms, w, h, TIDE_HOST, 0);
     for (int64_t i = 0; i < w * h; i++) {
@@ -38,10 +38,12 @@ static inline void synth_star(tide_image *im, double x0, double y0, double flux,
     double s = fwhm / 2.3548200450309493, r = ceil(5.0 * s) + 1;
     double k = 1.0 / (sqrt(2.0) * s);
     for (int64_t y = (int64_t)floor(y0 - r); y <= (int64_t)ceil(y0 + r); y++) {
-        if (y < 0 || y >= im->height) continue;
+        if (y < 0 || y >= im->height)
+            continue;
         double fy = 0.5 * (erf((y + 0.5 - y0) * k) - erf((y - 0.5 - y0) * k));
         for (int64_t x = (int64_t)floor(x0 - r); x <= (int64_t)ceil(x0 + r); x++) {
-            if (x < 0 || x >= im->width) continue;
+            if (x < 0 || x >= im->width)
+                continue;
             double fx = 0.5 * (erf((x + 0.5 - x0) * k) - erf((x - 0.5 - x0) * k));
             im->pix[y * im->stride + x] += (float)(flux * fx * fy);
         }

@@ -57,11 +57,10 @@ static void header(tide_header *h, double dx, double dy) {
 }
 
 /* The walkthrough pair: template and science with their headers. */
-static void walkthrough_pair(tide_image *sci, tide_header *hs, tide_image *tmpl,
-                             tide_header *ht) {
+static void walkthrough_pair(tide_image *sci, tide_header *hs, tide_image *tmpl, tide_header *ht) {
     const double sig_t = 1.2, sig_s = sqrt(1.2 * 1.2 + 0.65 * 0.65), sx = 20, sy = -32;
-    double tsrc[4][3] = {{60.3, 90.7, 150000}, {150.6, 180.2, 100000}, {200.2, 70.5, 70000},
-                         {110.25, 130.4, 12000}};
+    double tsrc[4][3] = {
+        {60.3, 90.7, 150000}, {150.6, 180.2, 100000}, {200.2, 70.5, 70000}, {110.25, 130.4, 12000}};
     double ssrc[4][3];
     for (int k = 0; k < 4; k++) {
         ssrc[k][0] = tsrc[k][0] + sx + (k == 3 ? 2.9 : 0);

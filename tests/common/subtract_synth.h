@@ -13,7 +13,9 @@ typedef struct synth_star {
     double x, y, flux;
 } synth_star;
 
-static uint64_t synth_rng(uint64_t *s) { return trng_xorshift64(s); }
+static uint64_t synth_rng(uint64_t *s) {
+    return trng_xorshift64(s);
+}
 static double synth_gauss(uint64_t *s) {
     double u = ((double)(synth_rng(s) >> 11) + 0.5) / 9007199254740992.0;
     double v = ((double)(synth_rng(s) >> 11) + 0.5) / 9007199254740992.0;
@@ -30,9 +32,9 @@ static double synth_pix(double i, double c, double s) {
  * everything (a transparency change); noise of variance (sky + stars) * scale (gain 1 on the
  * unscaled frame, then scaled), divided by depth (a template stacked from depth frames).
  * seed 0 = no noise. */
-static void synth_render_depth(tide_image *im, int64_t w, int64_t h, double sky,
-                               double scale, const synth_star *st, int n, double sig0,
-                               double sig_dx, uint64_t seed, double depth) {
+static void synth_render_depth(tide_image *im, int64_t w, int64_t h, double sky, double scale,
+                               const synth_star *st, int n, double sig0, double sig_dx,
+                               uint64_t seed, double depth) {
     memset(im, 0, sizeof *im);
     im->width = w;
     im->height = h;
@@ -72,8 +74,7 @@ static void synth_render_depth(tide_image *im, int64_t w, int64_t h, double sky,
 }
 
 static void synth_render(tide_image *im, int64_t w, int64_t h, double sky, double scale,
-                         const synth_star *st, int n, double sig0, double sig_dx,
-                         uint64_t seed) {
+                         const synth_star *st, int n, double sig0, double sig_dx, uint64_t seed) {
     synth_render_depth(im, w, h, sky, scale, st, n, sig0, sig_dx, seed, 1.0);
 }
 

@@ -45,10 +45,14 @@ static inline uint64_t trng_splitmix64(uint64_t *s) {
 }
 
 /* [0, 1) from the top 53 bits of @p x. */
-static inline double trng_unit(uint64_t x) { return (double)(x >> 11) * 0x1.0p-53; }
+static inline double trng_unit(uint64_t x) {
+    return (double)(x >> 11) * 0x1.0p-53;
+}
 
 /* (0, 1) from the top 53 bits of @p x (the centre of its 2^-53 cell). */
-static inline double trng_open(uint64_t x) { return ((double)(x >> 11) + 0.5) * 0x1.0p-53; }
+static inline double trng_open(uint64_t x) {
+    return ((double)(x >> 11) + 0.5) * 0x1.0p-53;
+}
 
 /* Box–Muller: a standard normal deviate from two uniforms, @p u in (0, 1]. */
 static inline double trng_box_muller(double u, double v) {

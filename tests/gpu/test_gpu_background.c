@@ -17,7 +17,9 @@
 #define REL 1e-6
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static double urand(void) { return trng_open(trng_xorshift64(&rs)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rs));
+}
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }

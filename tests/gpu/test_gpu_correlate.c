@@ -28,9 +28,9 @@ static double max_rel(const tide_image *a, const tide_image *b, double scale) {
 
 /* One frame through both backends. @p dev_in: the CUDA run gets a device input; @p dev_out:
  * it writes device outputs (copied back here to compare). */
-static void run_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t stride,
-                     int64_t kw, int64_t kh, int nk, int reflect, int convolve, double nan,
-                     double masked, int dev_in, int dev_out) {
+static void run_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t stride, int64_t kw,
+                     int64_t kh, int nk, int reflect, int convolve, double nan, double masked,
+                     int dev_in, int dev_out) {
     tide_image in = {0};
     in.width = w;
     in.height = h;
@@ -156,8 +156,7 @@ static void test_plans(tide_ctx *cpu, tide_ctx *gpu, int64_t nx, int64_t ny, int
 
 /* The kernels' row tables (tide_corr_rows) on both backends, bit for bit, for a frame the CPU
  * does not tile (so both pad to the same size): correlation and convolution. */
-static void test_rows(tide_ctx *cpu, tide_ctx *gpu, int64_t kw, int64_t kh, int nk,
-                      int convolve) {
+static void test_rows(tide_ctx *cpu, tide_ctx *gpu, int64_t kw, int64_t kh, int nk, int convolve) {
     float *k = malloc(sizeof(float) * (size_t)(nk * kw * kh));
     const float *kp[8];
     for (int64_t i = 0; i < nk * kw * kh; i++)

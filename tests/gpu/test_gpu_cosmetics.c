@@ -15,7 +15,9 @@
 #include "tide_test.h"
 
 static uint64_t rng_state;
-static double urand(void) { return trng_unit(trng_lcg64(&rng_state)); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rng_state));
+}
 static double nrand(void) {
     double u = urand() + 1e-300, v = urand();
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
@@ -59,9 +61,9 @@ static void make_frame(tide_image *im, int64_t w, int64_t h, int64_t pad, uint64
         float add = (float)floor(200 + 3000 * urand());
         int len = u < 0.5 ? 1 : 1 + (int)(urand() * 6);
         for (int s = 0; s < len && x + s < w; s++)
-            im->pix[y * im->stride + x + s] += add;     /* CR or hot pixel */
+            im->pix[y * im->stride + x + s] += add; /* CR or hot pixel */
         if (u > 0.9)
-            im->pix[y * im->stride + x] = 100.0f;        /* cold pixel */
+            im->pix[y * im->stride + x] = 100.0f; /* cold pixel */
     }
     if (w > 10 && h > 10) /* a NaN patch, flagged NODATA like the FITS reader does */
         for (int64_t y = 2; y < 5; y++)
@@ -89,13 +91,13 @@ static int same_planes(const tide_image *a, const tide_image *b) {
 }
 
 static int same_report(const tide_cosmetics_report *a, const tide_cosmetics_report *b) {
-    return a->n_saturated == b->n_saturated && a->n_bleed == b->n_bleed &&
-           a->n_hot == b->n_hot && a->n_cold == b->n_cold && a->n_cosmic == b->n_cosmic &&
-           a->n_interp == b->n_interp && a->cosmic_iterations == b->cosmic_iterations;
+    return a->n_saturated == b->n_saturated && a->n_bleed == b->n_bleed && a->n_hot == b->n_hot &&
+           a->n_cold == b->n_cold && a->n_cosmic == b->n_cosmic && a->n_interp == b->n_interp &&
+           a->cosmic_iterations == b->cosmic_iterations;
 }
 
-static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t pad,
-                     uint64_t seed, int axis, int inpaint) {
+static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t pad, uint64_t seed,
+                     int axis, int inpaint) {
     tide_image a, b, c;
     make_frame(&a, w, h, pad, seed);
     make_frame(&b, w, h, pad, seed);
@@ -123,10 +125,10 @@ static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t
     int ok3 = same_report(&ra, &rb) && same_report(&ra, &rc);
     printf("%lldx%lld pad %lld axis %d inpaint %d: sat %lld bleed %lld hot %lld cold %lld "
            "cosmic %lld interp %lld | host-on-gpu %s, device %s, counts %s\n",
-           (long long)w, (long long)h, (long long)pad, axis, inpaint,
-           (long long)ra.n_saturated, (long long)ra.n_bleed, (long long)ra.n_hot,
-           (long long)ra.n_cold, (long long)ra.n_cosmic, (long long)ra.n_interp,
-           ok1 ? "same" : "DIFFER", ok2 ? "same" : "DIFFER", ok3 ? "same" : "DIFFER");
+           (long long)w, (long long)h, (long long)pad, axis, inpaint, (long long)ra.n_saturated,
+           (long long)ra.n_bleed, (long long)ra.n_hot, (long long)ra.n_cold, (long long)ra.n_cosmic,
+           (long long)ra.n_interp, ok1 ? "same" : "DIFFER", ok2 ? "same" : "DIFFER",
+           ok3 ? "same" : "DIFFER");
     CHECK(ok1);
     CHECK(ok2);
     CHECK(ok3);
@@ -186,9 +188,8 @@ int main(void) {
     printf("sim %lldx%lld: cosmic %lld / %lld in %d / %d iterations, hot %lld / %lld; "
            "cpu %.1f ms, gpu %.1f ms\n",
            (long long)sp.width, (long long)sp.height, (long long)ra.n_cosmic,
-           (long long)rb.n_cosmic, ra.cosmic_iterations, rb.cosmic_iterations,
-           (long long)ra.n_hot, (long long)rb.n_hot, ra.ms_total,
-           rb.ms_total);
+           (long long)rb.n_cosmic, ra.cosmic_iterations, rb.cosmic_iterations, (long long)ra.n_hot,
+           (long long)rb.n_hot, ra.ms_total, rb.ms_total);
     CHECK(same_planes(&a, &b));
     CHECK(same_report(&ra, &rb));
     CHECK(ra.n_cosmic > 100);

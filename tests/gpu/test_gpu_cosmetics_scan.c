@@ -24,14 +24,17 @@ int main(void) {
 #include "reduction/cosmetics/cosmetics_lines_math.h"
 
 static uint64_t rs = 0xD1B54A32D192ED03ull;
-static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
-static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
+static uint32_t urand32(void) {
+    return (uint32_t)(trng_xorshift64(&rs) >> 11);
+}
+static double urand(void) {
+    return (urand32() & 0xFFFFFF) / 16777216.0;
+}
 
 #define HI 100.0f
 
 /* Lines along `axis`, each in a random regime (see test_cosmetics_scan.c). */
-static void bleed_frame(float *pix, uint16_t *mask, int64_t w, int64_t h, int64_t ld,
-                        int axis) {
+static void bleed_frame(float *pix, uint16_t *mask, int64_t w, int64_t h, int64_t ld, int axis) {
     const int64_t nl = axis == 0 ? w : h, len = axis == 0 ? h : w;
     for (int64_t l = 0; l < nl; l++) {
         const int mode = (int)(urand() * 5);
@@ -76,8 +79,8 @@ static void *to_device(tide_ctx *gpu, const void *h, size_t bytes) {
     return d;
 }
 
-static void bleed_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t pad,
-                       int axis, int grow) {
+static void bleed_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t pad, int axis,
+                       int grow) {
     const int64_t ld = w + pad, n = ld * h;
     const size_t pb = sizeof(float) * (size_t)n, mb = sizeof(uint16_t) * (size_t)n;
     float *pix = malloc(pb);
@@ -173,9 +176,9 @@ static void defect_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int6
     for (int64_t i = 0; i < np; i++)
         nhc += o1[i] != 0;
     const int same_hc = memcmp(o1, o2, (size_t)np) == 0;
-    printf("defects %lldx%lld: %lld bad-column pixels (%s), %lld hot/cold (%s)\n",
-           (long long)w, (long long)h, (long long)nbad, same_bad ? "same" : "DIFFER",
-           (long long)nhc, same_hc ? "same" : "DIFFER");
+    printf("defects %lldx%lld: %lld bad-column pixels (%s), %lld hot/cold (%s)\n", (long long)w,
+           (long long)h, (long long)nbad, same_bad ? "same" : "DIFFER", (long long)nhc,
+           same_hc ? "same" : "DIFFER");
     CHECK(same_bad);
     CHECK(same_hc);
     tide_device_free(gpu, dp);

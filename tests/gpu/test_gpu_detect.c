@@ -10,11 +10,13 @@
 #include "tide/tide.h"
 #include "tide_test.h"
 
-static const char *F64[] = {"X", "Y", "XWIN", "YWIN", "ERRX_WIN", "ERRY_WIN", "X2", "Y2", "XY",
-                            "A", "B", "THETA", "FWHM", "PEAK", "SNR", "FLUX_ISO", "FLUXERR_ISO"};
+static const char *F64[] = {"X",    "Y",    "XWIN", "YWIN",     "ERRX_WIN",   "ERRY_WIN",
+                            "X2",   "Y2",   "XY",   "A",        "B",          "THETA",
+                            "FWHM", "PEAK", "SNR",  "FLUX_ISO", "FLUXERR_ISO"};
 
 static double tol_of(const char *name) {
-    if (!strcmp(name, "SNR")) return 1e-4;
+    if (!strcmp(name, "SNR"))
+        return 1e-4;
     if (!strcmp(name, "FLUX_ISO") || !strcmp(name, "FLUXERR_ISO") || !strcmp(name, "PEAK"))
         return 1e-5;
     return 1e-6;
@@ -40,12 +42,14 @@ static void compare(const char *what, const tide_table *a, const tide_table *b) 
         const double *x = tide_table_f64(a, F64[c]), *y = tide_table_f64(b, F64[c]);
         double tol = tol_of(F64[c]);
         for (int64_t i = 0; i < a->nrows; i++) {
-            if (isnan(x[i]) && isnan(y[i])) continue;
+            if (isnan(x[i]) && isnan(y[i]))
+                continue;
             double rel = !strcmp(F64[c], "X") || !strcmp(F64[c], "Y") || !strcmp(F64[c], "XWIN") ||
                                  !strcmp(F64[c], "YWIN")
                              ? fabs(x[i] - y[i])
                              : fabs(x[i] - y[i]) / fmax(fabs(x[i]), 1e-30);
-            if (!(rel <= tol)) bad++;
+            if (!(rel <= tol))
+                bad++;
             if (rel / tol > worst) {
                 worst = rel / tol;
                 wname = F64[c];
@@ -74,7 +78,8 @@ static void run_pair(tide_ctx *cpu, tide_ctx *gpu, const char *what, const tide_
     if (mb.seg && ma.seg) {
         CHECK_OK(tide_memcpy(gpu, seg, 0, mb.seg, 1, sizeof(int32_t) * (size_t)n));
         int64_t diff = 0;
-        for (int64_t i = 0; i < n; i++) diff += seg[i] != ma.seg[i];
+        for (int64_t i = 0; i < n; i++)
+            diff += seg[i] != ma.seg[i];
         CHECK(diff == 0);
     }
     free(seg);
@@ -98,14 +103,16 @@ static void run_pair(tide_ctx *cpu, tide_ctx *gpu, const char *what, const tide_
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no CUDA device");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no CUDA device");
     tide_ctx_options o = {0};
     o.backend = TIDE_BACKEND_CPU;
     tide_ctx *cpu = NULL, *gpu = NULL;
     CHECK_OK(tide_ctx_create(&cpu, &o));
     o.backend = TIDE_BACKEND_CUDA;
     CHECK_OK(tide_ctx_create(&gpu, &o));
-    if (!cpu || !gpu) return TIDE_TEST_RESULT();
+    if (!cpu || !gpu)
+        return TIDE_TEST_RESULT();
     tide_detect_params p;
     tide_detect_params_default(&p);
 
@@ -164,7 +171,8 @@ int main(void) {
     psf.basis = basis;
     psf.coef = coef;
     psf.fwhm = 4.0;
-    for (int c = 0; c < 4; c++) psf.fwhm_corner[c] = 3.6 + 0.2 * c;
+    for (int c = 0; c < 4; c++)
+        psf.fwhm_corner[c] = 3.6 + 0.2 * c;
     run_pair(cpu, gpu, "two-basis PSF", &im, &rms, &psf, &p);
     tide_image_free(NULL, &im);
     tide_image_free(NULL, &rms);

@@ -25,7 +25,9 @@ int main(void) {
 #include "reduction/detect/detect_kernels.h"
 
 static uint64_t rs = 11;
-static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rs));
+}
 
 /* Host copies of two images (device or host) compared row by row, bitwise. */
 static int same_bits(tide_ctx *g, const tide_image *a, const tide_image *b) {
@@ -58,8 +60,8 @@ static void run(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int nb, int 
     f.nodata_bits = TIDE_MASK_NODATA;
     for (int b = 0; b < nb; b++)
         for (int k = 0; k < f.ncoef; k++)
-            f.coef[b * f.ncoef + k] = b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5))
-                                             : 0.2 * (urand() - 0.5);
+            f.coef[b * f.ncoef + k] =
+                b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5)) : 0.2 * (urand() - 0.5);
     for (int a = 0; a < nb; a++)
         for (int b = 0; b < nb; b++) {
             double s = 0;

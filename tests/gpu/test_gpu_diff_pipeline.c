@@ -1,9 +1,9 @@
 /* test_gpu_diff_pipeline.c — the difference pipeline on the GPU against the CPU (issue 5,
- * "CPU and GPU agree": images to 1e-5, fitted positions to 1e-6 relative, see fit_cols) on the classic walkthrough
- * (two 256x256 frames, three static stars and a mover, the science frame blurred by a
- * Gaussian of sigma 0.65 px and shifted by (20, -32) px with its TAN WCS moved to match), and
- * the pipeline's own kernel (tide_diffp_prepare) against its CPU twin on awkward sizes. The
- * GPU run must also be bitwise reproducible. Skips (77) without a GPU. */
+ * "CPU and GPU agree": images to 1e-5, fitted positions to 1e-6 relative, see fit_cols) on the
+ * classic walkthrough (two 256x256 frames, three static stars and a mover, the science frame
+ * blurred by a Gaussian of sigma 0.65 px and shifted by (20, -32) px with its TAN WCS moved to
+ * match), and the pipeline's own kernel (tide_diffp_prepare) against its CPU twin on awkward sizes.
+ * The GPU run must also be bitwise reproducible. Skips (77) without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,8 +57,8 @@ static void test_prepare(tide_ctx *gpu) {
         CHECK_OK(tide_memcpy(gpu, d[2], 1, mask, 0, sizeof(uint16_t) * n));
         CHECK_OK(tide_memcpy(gpu, d[3], 1, bkg, 0, sizeof(float) * nm));
         CHECK_OK(tide_memcpy(gpu, d[4], 1, rms, 0, sizeof(float) * nm));
-        CHECK_OK(tide_diffp_prepare_cuda(gpu, w, h, st, d[0], d[2], d[1], d[3], d[4], 1.7f,
-                                         1500.0f));
+        CHECK_OK(
+            tide_diffp_prepare_cuda(gpu, w, h, st, d[0], d[2], d[1], d[3], d[4], 1.7f, 1500.0f));
         CHECK_OK(tide_diffp_prepare_cpu(NULL, w, h, st, pix, mask, var, bkg, rms, 1.7f, 1500.0f));
         CHECK_OK(tide_memcpy(gpu, p2, 0, d[0], 1, sizeof(float) * n));
         CHECK_OK(tide_memcpy(gpu, v2, 0, d[1], 1, sizeof(float) * n));

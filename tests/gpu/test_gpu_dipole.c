@@ -23,13 +23,14 @@ static double now_s(void) {
 }
 
 static int rel_ok(double a, double b, double tol) {
-    if (isnan(a) && isnan(b)) return 1;
+    if (isnan(a) && isnan(b))
+        return 1;
     return fabs(a - b) <= tol * fmax(fmax(fabs(a), fabs(b)), 1.0);
 }
 
 /* Compare fits; returns the number of stamps whose status differs. */
-static int64_t compare(const tide_dipole_fit *c, const tide_dipole_fit *g, int64_t n,
-                       double tol, const char *what) {
+static int64_t compare(const tide_dipole_fit *c, const tide_dipole_fit *g, int64_t n, double tol,
+                       const char *what) {
     int64_t nstat = 0, nbad = 0, ncmp = 0;
     double worst = 0.0;
     for (int64_t s = 0; s < n; s++) {
@@ -37,44 +38,46 @@ static int64_t compare(const tide_dipole_fit *c, const tide_dipole_fit *g, int64
             nstat++;
             continue;
         }
-        if (c[s].status != TIDE_DIPOLE_CONVERGED) continue;
+        if (c[s].status != TIDE_DIPOLE_CONVERGED)
+            continue;
         ncmp++;
-        const double a[] = {c[s].xpos, c[s].ypos, c[s].xneg, c[s].yneg, c[s].flux,
-                            c[s].xpos_err, c[s].flux_err, c[s].chi2_dip, c[s].chi2_ps,
-                            c[s].ps_x, c[s].ps_flux, c[s].sigma1};
-        const double b[] = {g[s].xpos, g[s].ypos, g[s].xneg, g[s].yneg, g[s].flux,
-                            g[s].xpos_err, g[s].flux_err, g[s].chi2_dip, g[s].chi2_ps,
-                            g[s].ps_x, g[s].ps_flux, g[s].sigma1};
+        const double a[] = {c[s].xpos,    c[s].ypos,     c[s].xneg,     c[s].yneg,
+                            c[s].flux,    c[s].xpos_err, c[s].flux_err, c[s].chi2_dip,
+                            c[s].chi2_ps, c[s].ps_x,     c[s].ps_flux,  c[s].sigma1};
+        const double b[] = {g[s].xpos,    g[s].ypos,     g[s].xneg,     g[s].yneg,
+                            g[s].flux,    g[s].xpos_err, g[s].flux_err, g[s].chi2_dip,
+                            g[s].chi2_ps, g[s].ps_x,     g[s].ps_flux,  g[s].sigma1};
         int bad = 0;
         for (size_t k = 0; k < sizeof a / sizeof a[0]; k++) {
-            if (!rel_ok(a[k], b[k], tol)) bad = 1;
+            if (!rel_ok(a[k], b[k], tol))
+                bad = 1;
             if (isfinite(a[k]) && isfinite(b[k])) {
                 const double r = fabs(a[k] - b[k]) / fmax(fmax(fabs(a[k]), fabs(b[k])), 1.0);
-                if (r > worst) worst = r;
+                if (r > worst)
+                    worst = r;
             }
         }
         nbad += bad;
-        if (c[s].npix != g[s].npix) nbad++;
+        if (c[s].npix != g[s].npix)
+            nbad++;
     }
     printf("%s: %lld stamps, status differs for %lld, %lld converged compared, %lld beyond "
-           "%.0e relative (worst %.2e)\n", what, (long long)n, (long long)nstat, (long long)ncmp,
-           (long long)nbad, tol, worst);
+           "%.0e relative (worst %.2e)\n",
+           what, (long long)n, (long long)nstat, (long long)ncmp, (long long)nbad, tol, worst);
     CHECK(nbad <= n / 10000);
     return nstat;
 }
 
-static void sim_batch(int64_t n, int side, int model, uint64_t seed, const float *psf,
-                      int psf_side, float *pix, float *var, uint16_t *mask, dsim_truth *tr) {
+static void sim_batch(int64_t n, int side, int model, uint64_t seed, const float *psf, int psf_side,
+                      float *pix, float *var, uint16_t *mask, dsim_truth *tr) {
     const int64_t np = (int64_t)side * side;
     for (int64_t s = 0; s < n; s++) {
-        dsim_stamp(seed, s, model, 1, side, 20.0, 60.0, 3.0, 5.0,
-                   psf, psf_side, 1.6, pix + s * np,
+        dsim_stamp(seed, s, model, 1, side, 20.0, 60.0, 3.0, 5.0, psf, psf_side, 1.6, pix + s * np,
                    var + s * np, &tr[s]);
         if (mask)
             for (int64_t t = 0; t < np; t++)
-                mask[s * np + t] = dsim_unif(seed + 99, (uint64_t)(s * np + t)) < 0.03
-                                       ? TIDE_MASK_COSMIC
-                                       : 0;
+                mask[s * np + t] =
+                    dsim_unif(seed + 99, (uint64_t)(s * np + t)) < 0.03 ? TIDE_MASK_COSMIC : 0;
     }
 }
 
@@ -82,7 +85,8 @@ static void truth_stats(const tide_dipole_fit *f, const dsim_truth *tr, int64_t 
     double *pull = malloc(sizeof(double) * n);
     const char *names[5] = {"xpos", "ypos", "xneg", "yneg", "flux"};
     int64_t nconv = 0;
-    for (int64_t s = 0; s < n; s++) nconv += f[s].status == TIDE_DIPOLE_CONVERGED;
+    for (int64_t s = 0; s < n; s++)
+        nconv += f[s].status == TIDE_DIPOLE_CONVERGED;
     printf("GPU truth test: %lld / %lld converged\n", (long long)nconv, (long long)n);
     CHECK(nconv >= 0.99 * n);
     for (int k = 0; k < 5; k++) {
@@ -109,7 +113,8 @@ static void truth_stats(const tide_dipole_fit *f, const dsim_truth *tr, int64_t 
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no usable GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no usable GPU");
     tide_ctx_options o;
     memset(&o, 0, sizeof o);
     o.backend = TIDE_BACKEND_CPU;
@@ -117,7 +122,8 @@ int main(void) {
     CHECK_OK(tide_ctx_create(&cpu, &o));
     o.backend = TIDE_BACKEND_CUDA;
     CHECK_OK(tide_ctx_create(&gpu, &o));
-    if (!cpu || !gpu) return 1;
+    if (!cpu || !gpu)
+        return 1;
 
     /* 1. 10^5 Gaussian dipoles 21×21 on the GPU: truth; first 20000 against the CPU. */
     const int side = 21, np = side * side;
@@ -174,14 +180,16 @@ int main(void) {
     const double t_dev_psf = now_s() - t0;
     tide_device_free(gpu, dpsf);
     printf("THROUGHPUT 21x21 PSF dipole + point-source fits (25x25 PSF): %.0f stamps/s "
-           "device-resident\n", n / t_dev_psf);
+           "device-resident\n",
+           n / t_dev_psf);
     CHECK_OK(tide_dipole_fit_device(gpu, n, side, dp, dv, NULL, NULL, NULL, &p, dout));
     CHECK_OK(tide_sync(gpu));
     /* the device entry gives the same bits as the host one */
     tide_dipole_fit *fd = malloc(sizeof *fd * n);
     CHECK_OK(tide_memcpy(gpu, fd, 0, dout, 1, sizeof *fd * n));
     int64_t ndiff = 0;
-    for (int64_t s = 0; s < n; s++) ndiff += memcmp(&fd[s], &fg[s], sizeof fd[s]) != 0;
+    for (int64_t s = 0; s < n; s++)
+        ndiff += memcmp(&fd[s], &fg[s], sizeof fd[s]) != 0;
     CHECK(ndiff == 0);
     tide_device_free(gpu, dout);
     tide_device_free(gpu, dv);
@@ -205,7 +213,8 @@ int main(void) {
     pp.psf = psf;
     pp.psf_side = ps;
     double *x0 = malloc(sizeof(double) * n2), *y0 = malloc(sizeof(double) * n2);
-    for (int64_t s = 0; s < n2; s++) x0[s] = 1000.0 + s, y0[s] = 3000.0 - 0.5 * s;
+    for (int64_t s = 0; s < n2; s++)
+        x0[s] = 1000.0 + s, y0[s] = 3000.0 - 0.5 * s;
     CHECK_OK(tide_dipole_fit_stamps(gpu, n2, side2, pix2, var2, mask2, x0, y0, &pp, fg));
     CHECK_OK(tide_dipole_fit_stamps(cpu, n2, side2, pix2, var2, mask2, x0, y0, &pp, fc));
     CHECK(compare(fc, fg, n2, 1e-6, "psf 17x17, one PSF, masks") <= n2 / 1000);
@@ -225,7 +234,8 @@ int main(void) {
     synth_frame(&d, &rms, 301, 157, 1.0, 77);
     tide_image_free(NULL, &rms);
     d.var = malloc(sizeof(float) * d.width * d.height);
-    for (int64_t i = 0; i < d.width * d.height; i++) d.var[i] = 1.0f + 0.001f * (float)(i % 7);
+    for (int64_t i = 0; i < d.width * d.height; i++)
+        d.var[i] = 1.0f + 0.001f * (float)(i % 7);
     synth_star(&d, 50.3, 60.2, 500.0, 3.0);
     synth_star(&d, 53.1, 61.0, -500.0, 3.0);
     synth_star(&d, 200.7, 100.1, -400.0, 3.0);
@@ -234,7 +244,8 @@ int main(void) {
     CHECK_OK(tide_image_clone(gpu, &dd, &d, TIDE_DEVICE));
     const int64_t nc = 37;
     double xs[37], ys[37];
-    for (int k = 0; k < nc; k++) xs[k] = -12.0 + 9.3 * k, ys[k] = 160.0 - 4.9 * k;
+    for (int k = 0; k < nc; k++)
+        xs[k] = -12.0 + 9.3 * k, ys[k] = 160.0 - 4.9 * k;
     const int sc = 15, npc = sc * sc;
     float *cp = malloc(sizeof(float) * nc * npc), *cv = malloc(sizeof(float) * nc * npc);
     uint16_t *cm = malloc(sizeof(uint16_t) * nc * npc);
@@ -309,8 +320,10 @@ int main(void) {
                 CHECK(rel_ok(a[i], c[i], 1e-6));
             }
         }
-        const int32_t *sc2 = tide_table_i32(&tc, "FIT_STATUS"), *sg = tide_table_i32(&tg, "FIT_STATUS");
-        for (int64_t i = 0; sc2 && sg && i < tc.nrows; i++) CHECK(sc2[i] == sg[i]);
+        const int32_t *sc2 = tide_table_i32(&tc, "FIT_STATUS"),
+                      *sg = tide_table_i32(&tg, "FIT_STATUS");
+        for (int64_t i = 0; sc2 && sg && i < tc.nrows; i++)
+            CHECK(sc2[i] == sg[i]);
     }
     tide_table_free(&tc);
     tide_table_free(&tg);

@@ -19,22 +19,28 @@
 #define SIDE 15
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
-static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng));
+}
 
 static int fails_rel(const char *what, const double *a, const double *b, int64_t n, double rel,
                      double abs_floor) {
     int bad = 0;
     double worst = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (isnan(a[i]) && isnan(b[i])) continue;
+        if (isnan(a[i]) && isnan(b[i]))
+            continue;
         const double d = fabs(a[i] - b[i]), tol = rel * fmax(fabs(a[i]), fabs(b[i])) + abs_floor;
         if (!(d <= tol)) {
-            if (bad < 5) fprintf(stderr, "%s[%lld]: cpu %.12g gpu %.12g\n", what, (long long)i, a[i], b[i]);
+            if (bad < 5)
+                fprintf(stderr, "%s[%lld]: cpu %.12g gpu %.12g\n", what, (long long)i, a[i], b[i]);
             bad++;
         }
-        if (d / (fabs(a[i]) + 1e-30) > worst && fabs(a[i]) > 1) worst = d / fabs(a[i]);
+        if (d / (fabs(a[i]) + 1e-30) > worst && fabs(a[i]) > 1)
+            worst = d / fabs(a[i]);
     }
-    printf("%-22s n=%lld max rel diff %.3g, %d outside tolerance\n", what, (long long)n, worst, bad);
+    printf("%-22s n=%lld max rel diff %.3g, %d outside tolerance\n", what, (long long)n, worst,
+           bad);
     return bad;
 }
 
@@ -42,14 +48,16 @@ static int same_i32(const char *what, const int32_t *a, const int32_t *b, int64_
     int bad = 0;
     for (int64_t i = 0; i < n; i++)
         if (a[i] != b[i]) {
-            if (bad < 5) fprintf(stderr, "%s[%lld]: cpu %d gpu %d\n", what, (long long)i, a[i], b[i]);
+            if (bad < 5)
+                fprintf(stderr, "%s[%lld]: cpu %d gpu %d\n", what, (long long)i, a[i], b[i]);
             bad++;
         }
     return bad;
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no usable GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no usable GPU");
     tide_ctx *cpu, *gpu;
     tide_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -64,8 +72,10 @@ int main(void) {
         im.pix[k] = (float)(10.0 * (urand() - 0.5) + 2.0);
         im.var[k] = (float)(20.0 + 5.0 * urand());
         const double u = urand();
-        if (u < 0.002) im.mask[k] = TIDE_MASK_COSMIC;
-        else if (u < 0.003) im.pix[k] = NAN;
+        if (u < 0.002)
+            im.mask[k] = TIDE_MASK_COSMIC;
+        else if (u < 0.003)
+            im.pix[k] = NAN;
     }
     /* some stars so that Kron, PSF and growth curves have something to measure */
     static double x[N], y[N], a[N], b[N], th[N], snr[N];
@@ -90,7 +100,8 @@ int main(void) {
             for (int dx = -8; dx <= 8; dx++) {
                 const int64_t ii = (int64_t)cx + dx, jj = (int64_t)cy + dy;
                 const double rx = ii - x[100 + i], ry = jj - y[100 + i];
-                im.pix[jj * W + ii] += (float)(f * exp(-(rx * rx + ry * ry) / (2 * 1.6 * 1.6)) / (2 * 3.14159265 * 1.6 * 1.6));
+                im.pix[jj * W + ii] += (float)(f * exp(-(rx * rx + ry * ry) / (2 * 1.6 * 1.6)) /
+                                               (2 * 3.14159265 * 1.6 * 1.6));
             }
     }
     const double radii[4] = {0.3, 3.3, 7.25, 11.9};
@@ -105,13 +116,15 @@ int main(void) {
     p.bkgann_out = 19.0;
     p.mask_correct = 1; /* mirror replacement of the masked and NaN pixels, and its fallback */
     tide_aper_extra exc = {NULL, NULL, afc, bc, bec}, exg = {NULL, NULL, afg, bg, beg};
-    CHECK_OK(tide_aperture_photometry_ex(cpu, &im, NULL, N, x, y, nr, radii, &p, fc, ec, flc, &exc));
-    CHECK_OK(tide_aperture_photometry_ex(gpu, &im, NULL, N, x, y, nr, radii, &p, fg, eg, flg, &exg));
+    CHECK_OK(
+        tide_aperture_photometry_ex(cpu, &im, NULL, N, x, y, nr, radii, &p, fc, ec, flc, &exc));
+    CHECK_OK(
+        tide_aperture_photometry_ex(gpu, &im, NULL, N, x, y, nr, radii, &p, fg, eg, flg, &exg));
     CHECK(fails_rel("aperture flux", fc, fg, N * nr, 1e-5, 1e-9 * 100) == 0);
     CHECK(fails_rel("aperture fluxerr", ec, eg, N * nr, 1e-5, 0) == 0);
     CHECK(same_i32("aperture flags", flc, flg, N) == 0);
     CHECK(same_i32("aperture aper_flags", afc, afg, N * nr) == 0);
-    CHECK(memcmp(bc, bg, sizeof bc) == 0);   /* annulus median: same values, same order */
+    CHECK(memcmp(bc, bg, sizeof bc) == 0); /* annulus median: same values, same order */
     CHECK(fails_rel("annulus bkg_err", bec, beg, N, 1e-12, 0) == 0);
     /* run to run, and device-resident images, bitwise */
     {
@@ -121,7 +134,8 @@ int main(void) {
         CHECK(memcmp(fg, fg2, sizeof fg) == 0 && memcmp(eg, eg2, sizeof eg) == 0);
         /* per-source radii */
         static double rr[N], frc[N], frg[N], erc[N], erg[N];
-        for (int i = 0; i < N; i++) rr[i] = 0.5 + 12.0 * urand();
+        for (int i = 0; i < N; i++)
+            rr[i] = 0.5 + 12.0 * urand();
         rr[9] = -1.0;
         int32_t f1[N], f2[N];
         CHECK_OK(tide_aperture_photometry_r(cpu, &im, NULL, N, x, y, rr, &p, frc, erc, f1));
@@ -136,7 +150,8 @@ int main(void) {
         kp.aper.gain = 2.0;
         kp.aper.mask_correct = 1;
         CHECK_OK(tide_kron_photometry(cpu, &im, NULL, N, x, y, a, b, th, &kp, krc, kfc, kec, kflc));
-        CHECK_OK(tide_kron_photometry(gpu, &dim, NULL, N, x, y, a, b, th, &kp, krg, kfg, keg, kflg));
+        CHECK_OK(
+            tide_kron_photometry(gpu, &dim, NULL, N, x, y, a, b, th, &kp, krg, kfg, keg, kflg));
         CHECK(fails_rel("kron radius", krc, krg, N, 1e-5, 1e-9) == 0);
         CHECK(fails_rel("kron flux", kfc, kfg, N, 1e-5, 1e-7) == 0);
         CHECK(fails_rel("kron fluxerr", kec, keg, N, 1e-5, 0) == 0);
@@ -145,13 +160,16 @@ int main(void) {
         float *st = malloc(sizeof(float) * N * SIDE * SIDE);
         for (int i = 0; i < N; i++) {
             double s = 0;
-            const double ox = isfinite(x[i]) ? x[i] - floor(x[i] + 0.5) : 0, oy = y[i] - floor(y[i] + 0.5);
+            const double ox = isfinite(x[i]) ? x[i] - floor(x[i] + 0.5) : 0,
+                         oy = y[i] - floor(y[i] + 0.5);
             for (int v = 0; v < SIDE; v++)
                 for (int u = 0; u < SIDE; u++) {
                     const double rx = u - SIDE / 2 - ox, ry = v - SIDE / 2 - oy;
-                    s += st[(size_t)i * SIDE * SIDE + v * SIDE + u] = (float)exp(-(rx * rx + ry * ry) / 5.12);
+                    s += st[(size_t)i * SIDE * SIDE + v * SIDE + u] =
+                        (float)exp(-(rx * rx + ry * ry) / 5.12);
                 }
-            for (int q = 0; q < SIDE * SIDE; q++) st[(size_t)i * SIDE * SIDE + q] /= (float)s;
+            for (int q = 0; q < SIDE * SIDE; q++)
+                st[(size_t)i * SIDE * SIDE + q] /= (float)s;
         }
         static double pfc[N], pfg[N], pec[N], peg[N], pcc[N], pcg[N];
         int32_t pflc[N], pflg[N];
@@ -159,8 +177,10 @@ int main(void) {
         tide_psffit_params_default(&pp);
         pp.gain = 2.0;
         pp.fit_background = 1;
-        CHECK_OK(tide_psf_photometry_stamps(cpu, &im, NULL, N, x, y, SIDE, st, &pp, pfc, pec, pcc, pflc));
-        CHECK_OK(tide_psf_photometry_stamps(gpu, &dim, NULL, N, x, y, SIDE, st, &pp, pfg, peg, pcg, pflg));
+        CHECK_OK(tide_psf_photometry_stamps(cpu, &im, NULL, N, x, y, SIDE, st, &pp, pfc, pec, pcc,
+                                            pflc));
+        CHECK_OK(tide_psf_photometry_stamps(gpu, &dim, NULL, N, x, y, SIDE, st, &pp, pfg, peg, pcg,
+                                            pflg));
         CHECK(fails_rel("psf flux", pfc, pfg, N, 1e-5, 1e-6) == 0);
         CHECK(fails_rel("psf fluxerr", pec, peg, N, 1e-5, 0) == 0);
         CHECK(fails_rel("psf chi2", pcc, pcg, N, 1e-5, 1e-9) == 0);
@@ -177,14 +197,16 @@ int main(void) {
         CHECK_OK(tide_apcorr_build(gpu, &dim, NULL, N, x, y, snr, NULL, &ap, &mg));
         CHECK(mc.nrad == mg.nrad && mc.ncoef == mg.ncoef);
         if (mc.nrad == mg.nrad && mc.ncoef == mg.ncoef) {
-            CHECK(fails_rel("apcorr coef", mc.coef, mg.coef, (int64_t)mc.nrad * mc.ncoef, 1e-5, 1e-8) == 0);
+            CHECK(fails_rel("apcorr coef", mc.coef, mg.coef, (int64_t)mc.nrad * mc.ncoef, 1e-5,
+                            1e-8) == 0);
             CHECK_CLOSE(mc.law_a, mg.law_a, 1e-5);
             CHECK_CLOSE(mc.law_b, mg.law_b, 1e-5);
         }
         static double oc[N], og[N], oec[N], oeg[N], orc[N], org[N];
         int32_t ofc[N], ofg[N];
         CHECK_OK(tide_optimal_photometry(cpu, &im, NULL, &mc, N, x, y, snr, &p, oc, oec, orc, ofc));
-        CHECK_OK(tide_optimal_photometry(gpu, &dim, NULL, &mc, N, x, y, snr, &p, og, oeg, org, ofg));
+        CHECK_OK(
+            tide_optimal_photometry(gpu, &dim, NULL, &mc, N, x, y, snr, &p, og, oeg, org, ofg));
         CHECK(fails_rel("FLUX_OPT", oc, og, N, 1e-5, 1e-6) == 0);
         CHECK(fails_rel("FLUXERR_OPT", oec, oeg, N, 1e-5, 0) == 0);
         CHECK(fails_rel("RAD_OPT", orc, org, N, 1e-12, 0) == 0);

@@ -76,7 +76,8 @@ static void free_frame(tide_ctx *ctx, frame *fr) {
 static void *dev_copy(tide_ctx *g, const void *h, size_t bytes) {
     void *d = NULL;
     CHECK_OK(tide_device_alloc(g, bytes ? bytes : 8, &d));
-    if (bytes) CHECK_OK(tide_memcpy(g, d, 1, h, 0, bytes));
+    if (bytes)
+        CHECK_OK(tide_memcpy(g, d, 1, h, 0, bytes));
     return d;
 }
 
@@ -118,12 +119,13 @@ static void compare_kernels(tide_ctx *c, tide_ctx *g, const frame *fr, const tid
         for (int k = 0; k < PSF_NMEAS; k++) {
             const double a = mc[i * PSF_NMEAS + k], b = mg[i * PSF_NMEAS + k];
             const double d = fabs(a - b) / fmax(1.0, fabs(a));
-            if (d > worst) worst = d;
+            if (d > worst)
+                worst = d;
         }
     }
     printf("measure n=%lld h=%d rms=%d sat=%g: %lld usable, flag mismatches %lld, worst rel "
-           "%.3g\n", (long long)n, h, use_rms, saturation, (long long)ngood, (long long)nflag,
-           worst);
+           "%.3g\n",
+           (long long)n, h, use_rms, saturation, (long long)ngood, (long long)nflag, worst);
     CHECK(nflag == 0);
     CHECK(worst < 1e-8);
 
@@ -153,7 +155,8 @@ static void compare_kernels(tide_ctx *c, tide_ctx *g, const frame *fr, const tid
         double ws = 0.0, wu = 0.0;
         for (int64_t s = 0; s < m; s++) {
             float pk = 0.0f;
-            for (int k = 0; k < npix; k++) pk = fmaxf(pk, fabsf(sc[s * npix + k]));
+            for (int k = 0; k < npix; k++)
+                pk = fmaxf(pk, fabsf(sc[s * npix + k]));
             for (int k = 0; k < npix; k++)
                 ws = fmax(ws, fabs(sc[s * npix + k] - sg[s * npix + k]) / (pk > 0 ? pk : 1.0f));
             wu = fmax(wu, fabs(uc[s] - ug[s]) / fmax(1.0, fabs(uc[s])));
@@ -175,29 +178,37 @@ static void compare_models(const tide_psf_model *a, const tide_psf_model *b, dou
                            const char *what) {
     CHECK(a->nstars == b->nstars && a->nbasis == b->nbasis && a->stamp == b->stamp &&
           a->gaussian_fallback == b->gaussian_fallback);
-    if (a->stamp != b->stamp) return;
+    if (a->stamp != b->stamp)
+        return;
     const int npix = a->stamp * a->stamp;
     float *sa = malloc(sizeof(float) * (size_t)npix * 2), *sb = sa + npix;
     double worst = 0.0;
-    const double pos[5][2] = {{0, 0}, {a->width - 1.0, 0}, {0, a->height - 1.0},
-                              {a->width - 1.0, a->height - 1.0}, {0.3 * a->width, 0.6 * a->height}};
+    const double pos[5][2] = {{0, 0},
+                              {a->width - 1.0, 0},
+                              {0, a->height - 1.0},
+                              {a->width - 1.0, a->height - 1.0},
+                              {0.3 * a->width, 0.6 * a->height}};
     for (int k = 0; k < 5; k++) {
         CHECK_OK(tide_psf_eval(a, pos[k][0], pos[k][1], sa));
         CHECK_OK(tide_psf_eval(b, pos[k][0], pos[k][1], sb));
         float pk = 0.0f;
-        for (int i = 0; i < npix; i++) pk = fmaxf(pk, sa[i]);
-        for (int i = 0; i < npix; i++) worst = fmax(worst, fabs(sa[i] - sb[i]) / pk);
+        for (int i = 0; i < npix; i++)
+            pk = fmaxf(pk, sa[i]);
+        for (int i = 0; i < npix; i++)
+            worst = fmax(worst, fabs(sa[i] - sb[i]) / pk);
     }
     printf("model %s: %d stars, eval worst %.3g, FWHM %.6f vs %.6f\n", what, a->nstars, worst,
            a->fwhm, b->fwhm);
     CHECK(worst <= tol);
     CHECK(fabs(a->fwhm / b->fwhm - 1.0) <= tol);
-    for (int c = 0; c < 4; c++) CHECK(fabs(a->fwhm_corner[c] / b->fwhm_corner[c] - 1.0) <= tol);
+    for (int c = 0; c < 4; c++)
+        CHECK(fabs(a->fwhm_corner[c] / b->fwhm_corner[c] - 1.0) <= tol);
     free(sa);
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no GPU");
     tide_ctx *c = tide_test_ctx(TIDE_BACKEND_CPU, 0), *g = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     frame fr;
     make_frame(c, &fr, 1031, 777, 900);

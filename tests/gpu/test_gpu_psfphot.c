@@ -19,7 +19,9 @@
 #define SIDE 17
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng));
+}
 
 /* a 3-basis model: a Gaussian, and two anti-symmetric perturbations */
 static void make_model(tide_psf_model *m) {
@@ -38,10 +40,11 @@ static void make_model(tide_psf_model *m) {
             const double dx = i - h, dy = j - h, r2 = dx * dx + dy * dy;
             m->basis[j * SIDE + i] = (float)exp(-r2 / (2 * 1.4 * 1.4));
             m->basis[SIDE * SIDE + j * SIDE + i] = (float)(dx * exp(-r2 / 8.0) * 0.05);
-            m->basis[2 * SIDE * SIDE + j * SIDE + i] = (float)((dx * dx - dy * dy) * exp(-r2 / 6.0) * 0.02);
+            m->basis[2 * SIDE * SIDE + j * SIDE + i] =
+                (float)((dx * dx - dy * dy) * exp(-r2 / 6.0) * 0.02);
         }
-    const double c[18] = {1, 0.02, -0.01, 0.005, 0.003, -0.004, 0.1, 0.3, -0.2, 0.05, 0.0, 0.1,
-                          -0.05, 0.1, 0.25, 0.0, -0.1, 0.07};
+    const double c[18] = {1,    0.02, -0.01, 0.005, 0.003, -0.004, 0.1, 0.3,  -0.2,
+                          0.05, 0.0,  0.1,   -0.05, 0.1,   0.25,   0.0, -0.1, 0.07};
     memcpy(m->coef, c, sizeof c);
 }
 
@@ -49,19 +52,23 @@ static int close_rel(const char *what, const double *a, const double *b, double 
     int bad = 0;
     double worst = 0.0;
     for (int i = 0; i < N; i++) {
-        if (isnan(a[i]) && isnan(b[i])) continue;
+        if (isnan(a[i]) && isnan(b[i]))
+            continue;
         const double d = fabs(a[i] - b[i]);
         if (!(d <= rel * fmax(fabs(a[i]), fabs(b[i])) + fl)) {
-            if (bad++ < 5) fprintf(stderr, "%s[%d]: cpu %.15g gpu %.15g\n", what, i, a[i], b[i]);
+            if (bad++ < 5)
+                fprintf(stderr, "%s[%d]: cpu %.15g gpu %.15g\n", what, i, a[i], b[i]);
         }
-        if (fabs(a[i]) > 0 && d / fabs(a[i]) > worst) worst = d / fabs(a[i]);
+        if (fabs(a[i]) > 0 && d / fabs(a[i]) > worst)
+            worst = d / fabs(a[i]);
     }
     printf("%-10s max rel diff %.3g, %d outside\n", what, worst, bad);
     return bad;
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no usable GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no usable GPU");
     tide_ctx *cpu, *gpu;
     tide_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -86,9 +93,11 @@ int main(void) {
         im.var[k] = (float)(16.0 + 4.0 * urand());
     }
     for (int i = 0; i < N; i += 3) {
-        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
+        if (!isfinite(x[i]) || !isfinite(y[i]))
+            continue;
         CHECK_OK(tide_psf_eval_pixel(&m, x[i], y[i], st));
-        const int64_t i0 = (int64_t)floor(x[i] + 0.5) - SIDE / 2, j0 = (int64_t)floor(y[i] + 0.5) - SIDE / 2;
+        const int64_t i0 = (int64_t)floor(x[i] + 0.5) - SIDE / 2,
+                      j0 = (int64_t)floor(y[i] + 0.5) - SIDE / 2;
         const double F = 200.0 + 5000.0 * urand();
         for (int v = 0; v < SIDE; v++)
             for (int u = 0; u < SIDE; u++)
@@ -96,7 +105,8 @@ int main(void) {
                     im.pix[(j0 + v) * W + i0 + u] += (float)(F * st[v * SIDE + u]);
     }
     for (int j = 90; j < 96; j++)
-        for (int i = 140; i < 150; i++) im.mask[j * W + i] = TIDE_MASK_COSMIC;
+        for (int i = 140; i < 150; i++)
+            im.mask[j * W + i] = TIDE_MASK_COSMIC;
     im.pix[50 * W + 60] = NAN;
     CHECK_OK(tide_image_clone(gpu, &dim, &im, TIDE_DEVICE));
     static double fa[N], ea[N], ca[N], fb[N], eb[N], cb[N], fc[N], ec[N], cc[N];
@@ -125,13 +135,15 @@ int main(void) {
         CHECK(close_rel("fluxerr", ea, eb, 1e-6, 0.0) == 0);
         CHECK(close_rel("chi2", ca, cb, 1e-6, 1e-9) == 0);
         int fbad = 0;
-        for (int i = 0; i < N; i++) fbad += la[i] != lb[i];
+        for (int i = 0; i < N; i++)
+            fbad += la[i] != lb[i];
         CHECK(fbad == 0);
         /* run to run, and a host input image, give the same bits */
         CHECK_OK(tide_psf_photometry_ex(gpu, &im, NULL, &mm, N, x, y, &p, fc, ec, cc, lc));
         CHECK(memcmp(fb, fc, sizeof fb) == 0 && memcmp(eb, ec, sizeof eb) == 0 &&
               memcmp(cb, cc, sizeof cb) == 0 && memcmp(lb, lc, sizeof lb) == 0);
-        if (cfg == 4) free(mm.basis);
+        if (cfg == 4)
+            free(mm.basis);
     }
     free(st);
     tide_psf_free(&m);

@@ -42,9 +42,9 @@ static void compare(const all_results *a, const all_results *b, const char *what
                 "std %.17g min %g max %g med %.17g clip %.17g %.17g %.17g it %d\n",
                 what, (long long)w, (long long)h, (long long)a->s.n_valid, a->s.sum, a->s.mean,
                 a->s.std, a->s.min, a->s.max, a->med, a->clip[0].mean, a->clip[0].median,
-                a->clip[0].std, a->clip[0].iterations, (long long)b->s.n_valid, b->s.sum,
-                b->s.mean, b->s.std, b->s.min, b->s.max, b->med, b->clip[0].mean,
-                b->clip[0].median, b->clip[0].std, b->clip[0].iterations);
+                a->clip[0].std, a->clip[0].iterations, (long long)b->s.n_valid, b->s.sum, b->s.mean,
+                b->s.std, b->s.min, b->s.max, b->med, b->clip[0].mean, b->clip[0].median,
+                b->clip[0].std, b->clip[0].iterations);
         tide_test_failures++;
     }
 }
@@ -96,8 +96,8 @@ int main(void) {
     if (!cpu || !gpu)
         return 1;
 
-    const int64_t sizes[][2] = {{1, 1},   {2, 1},      {97, 89},    {4097, 3},  {3, 4097},
-                                {4096, 1}, {4097, 1},  {1021, 1019}, {2048, 2049}, {4099, 4093}};
+    const int64_t sizes[][2] = {{1, 1},    {2, 1},    {97, 89},     {4097, 3},    {3, 4097},
+                                {4096, 1}, {4097, 1}, {1021, 1019}, {2048, 2049}, {4099, 4093}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         tide_image im;
         CHECK_OK(tide_image_alloc(cpu, &im, sizes[i][0], sizes[i][1], TIDE_HOST, TIDE_IMAGE_MASK));

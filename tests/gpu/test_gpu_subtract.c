@@ -30,8 +30,8 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static void compare(const tide_subtract_result *a, const tide_subtract_result *b,
-                    double scale, const char *what, int exact_fit) {
+static void compare(const tide_subtract_result *a, const tide_subtract_result *b, double scale,
+                    const char *what, int exact_fit) {
     int64_t w = a->diff.width, h = a->diff.height;
     double dp = 0.0, dv = 0.0, dm = 0.0;
     int64_t mm = 0;
@@ -45,8 +45,8 @@ static void compare(const tide_subtract_result *a, const tide_subtract_result *b
         mm += a->diff.mask[i] != b->diff.mask[i];
     }
     printf("%s: |d diff| %.3g, |d matched| %.3g (scale %.3g), |d var| %.3g (scale %.3g), "
-           "mask mismatches %lld, kernel sum %.7f vs %.7f\n", what, dp, dm, scale, dv, vscale,
-           (long long)mm, a->kernel_sum, b->kernel_sum);
+           "mask mismatches %lld, kernel sum %.7f vs %.7f\n",
+           what, dp, dm, scale, dv, vscale, (long long)mm, a->kernel_sum, b->kernel_sum);
     CHECK(dp <= 1e-5 * scale);
     CHECK(dm <= 1e-5 * scale);
     CHECK(dv <= 1e-5 * vscale);
@@ -162,7 +162,12 @@ static void pairs(tide_ctx *cpu, tide_ctx *gpu, int nppad) {
            same ? "bit-identical" : "DIFFERENT");
     CHECK(same);
     tide_device_free(gpu, dQ);
-    free(Q); free(PP); free(Gc); free(Gg); free(kept); free(off);
+    free(Q);
+    free(PP);
+    free(Gc);
+    free(Gg);
+    free(kept);
+    free(off);
 }
 
 static void timing(tide_ctx *gpu, int64_t n) {
@@ -187,7 +192,8 @@ static void timing(tide_ctx *gpu, int64_t n) {
             tide_subtract_result_free(gpu, &r);
         }
         printf("GPU %lldx%lld spatial degree %d: %.1f ms (best of 3, warm); stages over 4 "
-               "runs:", (long long)n, (long long)n, sd, best);
+               "runs:",
+               (long long)n, (long long)n, sd, best);
         for (int i = 0; i < tide_timer_count(gpu); i++) {
             const char *nm;
             double ms;

@@ -48,8 +48,16 @@ int main(void) {
     if (!ctx)
         return TIDE_TEST_RESULT();
     const size_t MB = (size_t)1 << 20, chunk = 16 * MB;
-    const size_t sizes[] = {MB - 1, MB, MB + 7, chunk - 1, chunk, chunk + 1, 2 * chunk + 12345,
-                            3 * chunk, 3 * chunk + 1, 7 * chunk + 999};
+    const size_t sizes[] = {MB - 1,
+                            MB,
+                            MB + 7,
+                            chunk - 1,
+                            chunk,
+                            chunk + 1,
+                            2 * chunk + 12345,
+                            3 * chunk,
+                            3 * chunk + 1,
+                            7 * chunk + 999};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         round_trip(ctx, sizes[i], 0);
         round_trip(ctx, sizes[i], 3);
@@ -89,8 +97,7 @@ int main(void) {
                "download to fresh memory %.1f ms (%.1f GB/s), to touched pageable %.1f ms "
                "(%.1f GB/s), pinned %.1f ms (%.1f GB/s)\n",
                t1 - t0, gb / (t1 - t0) * 1e3, t2 - t1, gb / (t2 - t1) * 1e3, t4 - t3,
-               gb / (t4 - t3) * 1e3, t5 - t4, gb / (t5 - t4) * 1e3, t6 - t5,
-               gb / (t6 - t5) * 1e3);
+               gb / (t4 - t3) * 1e3, t5 - t4, gb / (t5 - t4) * 1e3, t6 - t5, gb / (t6 - t5) * 1e3);
         CHECK(!fresh || !memcmp(fresh, pin, n));
     }
     free(pg);

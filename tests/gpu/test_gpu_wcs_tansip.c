@@ -15,8 +15,10 @@ static double rnd(unsigned long long *s) {
 
 static double dlon(double a, double b) {
     double d = fmod(a - b, 360.0);
-    if (d > 180) d -= 360;
-    if (d < -180) d += 360;
+    if (d > 180)
+        d -= 360;
+    if (d < -180)
+        d += 360;
     return d;
 }
 
@@ -42,7 +44,8 @@ static int make_wcs(int order, double reach, tide_wcs **w) {
         tide_header_set_int(&h, "B_ORDER", order, NULL);
         for (int p = 0; p <= order; p++)
             for (int q = 0; p + q <= order; q++) {
-                if (p + q < 2) continue;
+                if (p + q < 2)
+                    continue;
                 double scale = 3.0 / pow(reach, p + q);
                 char k[32];
                 snprintf(k, sizeof k, "A_%d_%d", p, q);
@@ -73,7 +76,8 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, const tide_wcs_tansip *t, const 
     CHECK_OK(tide_wcs_tansip_sky2pix(cpu, t, n, ra, de, xc, yc));
 
     void *d[4] = {0};
-    for (int k = 0; k < 4; k++) CHECK_OK(tide_device_alloc(gpu, bytes, &d[k]));
+    for (int k = 0; k < 4; k++)
+        CHECK_OK(tide_device_alloc(gpu, bytes, &d[k]));
     double *dx = d[0], *dy = d[1], *dra = d[2], *dde = d[3];
     CHECK_OK(tide_memcpy(gpu, dx, 1, x, 0, bytes));
     CHECK_OK(tide_memcpy(gpu, dy, 1, y, 0, bytes));
@@ -116,17 +120,19 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, const tide_wcs_tansip *t, const 
     int64_t nan_g = 0, nan_c = 0;
     for (int64_t i = 0; i < n; i++) {
         es = fmax(es, fmax(fabs(dlon(rg[i], ra[i])), fabs(dg[i] - de[i])));
-        if (isnan(rg[i])) es = INFINITY;
+        if (isnan(rg[i]))
+            es = INFINITY;
         nan_g += isnan(xg[i]);
         nan_c += isnan(xc[i]);
-        if (isnan(xg[i]) || isnan(xc[i])) continue;
+        if (isnan(xg[i]) || isnan(xc[i]))
+            continue;
         ep = fmax(ep, fmax(fabs(xg[i] - xc[i]), fabs(yg[i] - yc[i])));
         er = fmax(er, fmax(fabs(xg[i] - x0[i]), fabs(yg[i] - y0[i])));
         ec = fmax(ec, fmax(fabs(xc[i] - x0[i]), fabs(yc[i] - y0[i])));
     }
     printf("%-16s n=%-8lld GPU vs CPU: pix2sky %.2e deg, sky2pix %.2e px; round trip GPU "
-           "%.2e px, CPU %.2e px; unconverged GPU %lld CPU %lld\n", what, (long long)n, es, ep,
-           er, ec, (long long)nan_g, (long long)nan_c);
+           "%.2e px, CPU %.2e px; unconverged GPU %lld CPU %lld\n",
+           what, (long long)n, es, ep, er, ec, (long long)nan_g, (long long)nan_c);
     CHECK(es <= 1e-10);
     if (!wild) {
         CHECK(nan_g == 0 && nan_c == 0);
@@ -147,20 +153,23 @@ static void agree(tide_ctx *cpu, tide_ctx *gpu, const tide_wcs_tansip *t, const 
         CHECK(eb <= 1e-9);
         free(rb);
     }
-    for (int k = 0; k < 4; k++) tide_device_free(gpu, d[k]);
+    for (int k = 0; k < 4; k++)
+        tide_device_free(gpu, d[k]);
     free(x0);
     free(hb);
 }
 
 int main(void) {
-    if (!tide_cuda_available(NULL)) TIDE_TEST_SKIP("no usable GPU");
+    if (!tide_cuda_available(NULL))
+        TIDE_TEST_SKIP("no usable GPU");
     tide_ctx *cpu = NULL, *gpu = NULL;
     tide_ctx_options o = {0};
     o.backend = TIDE_BACKEND_CPU;
     CHECK_OK(tide_ctx_create(&cpu, &o));
     o.backend = TIDE_BACKEND_CUDA;
     CHECK_OK(tide_ctx_create(&gpu, &o));
-    if (!cpu || !gpu) return TIDE_TEST_RESULT();
+    if (!cpu || !gpu)
+        return TIDE_TEST_RESULT();
 
     const int64_t sizes[] = {1, 17, 1000, 65537, 1000003};
     const int orders[] = {0, 3, 9, 9};
@@ -168,12 +177,14 @@ int main(void) {
     for (int k = 0; k < 4; k++) {
         tide_wcs *w = NULL;
         CHECK_OK(make_wcs(orders[k], reach[k], &w));
-        if (!w) continue;
+        if (!w)
+            continue;
         tide_wcs_tansip t;
         CHECK_OK(tide_wcs_tansip_from_wcs(w, &t));
         char what[32];
         snprintf(what, sizeof what, "SIP %d%s", orders[k], k == 3 ? " folded" : "");
-        for (int i = 0; i < 5; i++) agree(cpu, gpu, &t, what, sizes[i], 4096, 2048, k == 3);
+        for (int i = 0; i < 5; i++)
+            agree(cpu, gpu, &t, what, sizes[i], 4096, 2048, k == 3);
         tide_wcs_free(w);
     }
 
@@ -193,7 +204,7 @@ int main(void) {
             CHECK_OK(tide_wcs_tansip_sky2pix(gpu, &t, 2, dd, dd + 2, dd + 4, dd + 6));
             CHECK_OK(tide_memcpy(gpu, xy, 0, dd + 4, 1, sizeof xy));
             CHECK(isnan(xy[0]) && isnan(xy[2])); /* x, y of the far point */
-            CHECK_CLOSE(xy[1], 2047.5, 1e-8);     /* CRVAL maps to CRPIX */
+            CHECK_CLOSE(xy[1], 2047.5, 1e-8);    /* CRVAL maps to CRPIX */
             CHECK_CLOSE(xy[3], 1023.25, 1e-8);
             tide_device_free(gpu, d);
         }

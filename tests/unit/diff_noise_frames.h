@@ -18,7 +18,9 @@ static uint64_t rng(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-static double unif(uint64_t *s) { return ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0; }
+static double unif(uint64_t *s) {
+    return ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 /* A w × h frame (row stride ≥ w) of Gaussian noise of sigma @p sig with variance plane 1,
  * a fraction @p bad of masked / NaN / zero-variance pixels and a few bright sources. */

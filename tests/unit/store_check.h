@@ -17,7 +17,9 @@
 #include "tide_test.h"
 
 static uint64_t sc_rng = 88172645463325252ULL;
-static double sc_unif(void) { return trng_unit(trng_xorshift64(&sc_rng)); }
+static double sc_unif(void) {
+    return trng_unit(trng_xorshift64(&sc_rng));
+}
 
 /* A catalog of @p n sources: kind 0 around (0, 10) across RA 0/360, 1 within 2 deg of the
  * north pole, 2 uniform over the sky, 3 within 0.5 deg of the south pole. @p salt changes the

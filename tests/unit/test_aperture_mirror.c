@@ -1,11 +1,12 @@
 /* test_aperture_mirror.c — the masked-pixel correction of aperture and Kron photometry
- * (src/reduction/photometry/aperture_pixel.h): a Gaussian star with masked wing pixels on one side and a
- * masked core pixel, as cosmic-ray cleaning leaves them on real frames, must give the flux
- * of the unmasked star. Scaling the remainder by area / unmasked area (the old correction)
- * credits each masked wing pixel with the aperture's mean surface brightness and comes out
- * 3% high here; replacing a masked pixel by the image at its mirror point about the
- * centre (bilinear) is within 0.2% (nearest-pixel mirrors alone: 0.6%). Also: the MASKED flag and the masked area are still reported, a pixel whose
- * mirror is masked too falls back to the scaling, and mask_correct 0 only excludes. */
+ * (src/reduction/photometry/aperture_pixel.h): a Gaussian star with masked wing pixels on one side
+ * and a masked core pixel, as cosmic-ray cleaning leaves them on real frames, must give the flux of
+ * the unmasked star. Scaling the remainder by area / unmasked area (the old correction) credits
+ * each masked wing pixel with the aperture's mean surface brightness and comes out 3% high here;
+ * replacing a masked pixel by the image at its mirror point about the centre (bilinear) is within
+ * 0.2% (nearest-pixel mirrors alone: 0.6%). Also: the MASKED flag and the masked area are still
+ * reported, a pixel whose mirror is masked too falls back to the scaling, and mask_correct 0 only
+ * excludes. */
 #include <math.h>
 #include <string.h>
 #include "tide/tide.h"
@@ -48,13 +49,13 @@ int main(void) {
 
     /* a cosmic-ray track grazing the wing (3-5 px from the centre, +x side) and the core
      * pixel nearest the centre */
-    static const int wing[][2] = {{34, 27}, {34, 28}, {34, 29}, {34, 30}, {35, 28},
-                                  {35, 29}, {33, 31}, {33, 32}};
+    static const int wing[][2] = {{34, 27}, {34, 28}, {34, 29}, {34, 30},
+                                  {35, 28}, {35, 29}, {33, 31}, {33, 32}};
     const int nw = (int)(sizeof wing / sizeof wing[0]);
-    for (int k = 0; k < nw; k++) im.mask[wing[k][1] * 64 + wing[k][0]] = TIDE_MASK_COSMIC;
+    for (int k = 0; k < nw; k++)
+        im.mask[wing[k][1] * 64 + wing[k][0]] = TIDE_MASK_COSMIC;
     im.mask[29 * 64 + 30] = TIDE_MASK_COSMIC;
-    CHECK_OK(tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f, &e, &fl,
-                                         &ex));
+    CHECK_OK(tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f, &e, &fl, &ex));
     printf("aperture r=5: truth %.2f, mirrored %.2f (ratio %.5f)\n", truth, f, f / truth);
     CHECK(fabs(f / truth - 1.0) < 0.002);
     CHECK(fl & TIDE_PHOT_MASKED);
@@ -65,8 +66,8 @@ int main(void) {
     /* the old correction, for the record: unmasked sum × area / unmasked area */
     p.mask_correct = 0;
     double f0;
-    CHECK_OK(tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f0, &e, &fl,
-                                         &ex));
+    CHECK_OK(
+        tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f0, &e, &fl, &ex));
     const double scaled = f0 * area / (area - marea);
     printf("  uncorrected %.2f (ratio %.5f), area-scaled %.2f (ratio %.5f)\n", f0, f0 / truth,
            scaled, scaled / truth);
@@ -82,15 +83,15 @@ int main(void) {
         const double a = sig, b = sig, th = 0.0;
         double kr, kf, ke, kt;
         int32_t kfl;
-        CHECK_OK(tide_kron_photometry(ctx, &im, NULL, 1, &cx, &cy, &a, &b, &th, &kp, &kr, &kf,
-                                      &ke, &kfl));
+        CHECK_OK(tide_kron_photometry(ctx, &im, NULL, 1, &cx, &cy, &a, &b, &th, &kp, &kr, &kf, &ke,
+                                      &kfl));
         CHECK(kfl & TIDE_PHOT_MASKED);
         uint16_t *save = im.mask;
         im.mask = NULL;
         int32_t kfl0;
         double kr0;
-        CHECK_OK(tide_kron_photometry(ctx, &im, NULL, 1, &cx, &cy, &a, &b, &th, &kp, &kr0, &kt,
-                                      &ke, &kfl0));
+        CHECK_OK(tide_kron_photometry(ctx, &im, NULL, 1, &cx, &cy, &a, &b, &th, &kp, &kr0, &kt, &ke,
+                                      &kfl0));
         im.mask = save;
         printf("kron: truth %.2f, mirrored %.2f (ratio %.5f)\n", kt, kf, kf / kt);
         CHECK(kfl0 == 0);
@@ -99,7 +100,8 @@ int main(void) {
 
     /* pixels whose mirror points are masked as well (no bilinear set, no nearest pixel)
      * fall back to the scaling of the remainder: exact on a constant frame */
-    for (int64_t k = 0; k < 64 * 64; k++) im.pix[k] = 3.0f;
+    for (int64_t k = 0; k < 64 * 64; k++)
+        im.pix[k] = 3.0f;
     for (int k = 0; k < nw; k++) {
         const double mx = 2.0 * cx - wing[k][0], my = 2.0 * cy - wing[k][1];
         for (int dj = -1; dj <= 1; dj++)
@@ -107,8 +109,7 @@ int main(void) {
                 im.mask[((int)floor(my + 0.5) + dj) * 64 + (int)floor(mx + 0.5) + di] =
                     TIDE_MASK_COSMIC;
     }
-    CHECK_OK(tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f, &e, &fl,
-                                         &ex));
+    CHECK_OK(tide_aperture_photometry_ex(ctx, &im, NULL, 1, &cx, &cy, 1, &r, &p, &f, &e, &fl, &ex));
     CHECK_CLOSE(f, 3.0 * PI * r * r, 1e-9);
     CHECK(fl & TIDE_PHOT_MASKED);
 

@@ -1,7 +1,7 @@
-/* test_aperture_overlap.c — the exact circle–pixel overlap (src/reduction/photometry/aperture_math.h)
- * against independent high-resolution numerical integration: circle wholly inside a pixel,
- * centred on pixel corners and edges, tiny and huge radii, random configurations, and the
- * identity Σ over all pixels = π r². */
+/* test_aperture_overlap.c — the exact circle–pixel overlap
+ * (src/reduction/photometry/aperture_math.h) against independent high-resolution numerical
+ * integration: circle wholly inside a pixel, centred on pixel corners and edges, tiny and huge
+ * radii, random configurations, and the identity Σ over all pixels = π r². */
 #include <math.h>
 #include <stdint.h>
 #include "reduction/photometry/aperture_math.h"
@@ -17,10 +17,12 @@ static double num_area(double x0, double x1, double y0, double y1, double r, lon
     double s = 0.0;
     for (long k = 0; k < n; k++) {
         const double u = x0 + (k + 0.5) * h;
-        if (fabs(u) >= r) continue;
+        if (fabs(u) >= r)
+            continue;
         const double c = sqrt(r * r - u * u);
         const double lo = y0 > -c ? y0 : -c, hi = y1 < c ? y1 : c;
-        if (hi > lo) s += hi - lo;
+        if (hi > lo)
+            s += hi - lo;
     }
     return s * h;
 }
@@ -46,7 +48,8 @@ static double total(double cx, double cy, double r) {
     tide_ap_range(cy, r, &y0, &y1);
     double s = 0.0;
     for (int64_t j = y0; j <= y1; j++)
-        for (int64_t i = x0; i <= x1; i++) s += tide_ap_pixel_overlap(i, j, cx, cy, r);
+        for (int64_t i = x0; i <= x1; i++)
+            s += tide_ap_pixel_overlap(i, j, cx, cy, r);
     return s;
 }
 
@@ -92,7 +95,8 @@ int main(void) {
         const double e = tide_ap_pixel_overlap(i, j, cx, cy, r);
         const double nref = pix_num(i, j, cx, cy, r, 1000000);
         const double d = fabs(e - nref);
-        if (d > worst) worst = d;
+        if (d > worst)
+            worst = d;
         CHECK(e >= 0.0 && e <= 1.0);
     }
     printf("random boundary pixels: max |exact - numerical| = %.3g\n", worst);
@@ -126,7 +130,8 @@ int main(void) {
         for (size_t b = 0; b < sizeof rs / sizeof rs[0]; b++) {
             const double s = total(cs[a][0], cs[a][1], rs[b]);
             const double rel = fabs(s / (PI * rs[b] * rs[b]) - 1.0);
-            if (rel > wtot) wtot = rel;
+            if (rel > wtot)
+                wtot = rel;
         }
     printf("sum over pixels vs pi r^2: max relative error %.3g\n", wtot);
     CHECK(wtot < 1e-12);

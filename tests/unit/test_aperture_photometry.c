@@ -13,7 +13,8 @@
 static const double PI = 3.14159265358979323846;
 
 static void fill(tide_image *im, float v) {
-    for (int64_t i = 0; i < im->width * im->height; i++) im->pix[i] = v;
+    for (int64_t i = 0; i < im->width * im->height; i++)
+        im->pix[i] = v;
 }
 
 /* pixel-integrated elliptical Gaussian is not separable; sample 8x8 per pixel instead */
@@ -25,7 +26,8 @@ static void add_gauss(tide_image *im, double cx, double cy, double sa, double sb
             double acc = 0.0;
             for (int b = 0; b < 8; b++)
                 for (int a = 0; a < 8; a++) {
-                    const double dx = i - 0.5 + (a + 0.5) / 8 - cx, dy = j - 0.5 + (b + 0.5) / 8 - cy;
+                    const double dx = i - 0.5 + (a + 0.5) / 8 - cx,
+                                 dy = j - 0.5 + (b + 0.5) / 8 - cy;
                     const double u = c * dx + s * dy, v = -s * dx + c * dy;
                     acc += exp(-0.5 * (u * u / (sa * sa) + v * v / (sb * sb)));
                 }
@@ -60,14 +62,15 @@ int main(void) {
     }
     CHECK(fl[0] == 0 && fl[2] == 0);
     CHECK(fl[1] & TIDE_PHOT_TRUNCATED);
-    CHECK_CLOSE(f[3], 2.0 * PI * 1.5 * 1.5, 1e-9); /* touches the edge: still whole */
-    CHECK(f[5] < 2.0 * PI * 6.2 * 6.2 * 0.5 && f[5] > 0.0);     /* about a quarter plus */
+    CHECK_CLOSE(f[3], 2.0 * PI * 1.5 * 1.5, 1e-9);          /* touches the edge: still whole */
+    CHECK(f[5] < 2.0 * PI * 6.2 * 6.2 * 0.5 && f[5] > 0.0); /* about a quarter plus */
     /* the sky-variance image may also come from the image's own var plane */
     {
         tide_image im2;
         CHECK_OK(tide_image_alloc(ctx, &im2, 64, 48, TIDE_HOST, TIDE_IMAGE_VAR));
         fill(&im2, 2.0f);
-        for (int64_t i = 0; i < 64 * 48; i++) im2.var[i] = 0.5f;
+        for (int64_t i = 0; i < 64 * 48; i++)
+            im2.var[i] = 0.5f;
         double f2[9], e2[9];
         CHECK_OK(tide_aperture_photometry(ctx, &im2, NULL, 3, x, y, 3, radii, NULL, f2, e2, NULL));
         CHECK_CLOSE(e2[2], e[2], 1e-12);
@@ -140,7 +143,8 @@ int main(void) {
         ex.bkg = &bk;
         ex.bkg_err = &be;
         int32_t f1;
-        CHECK_OK(tide_aperture_photometry_ex(ctx, &s, NULL, 1, &xs, &ys, 1, &r, &p, &fs, &es, &f1, &ex));
+        CHECK_OK(
+            tide_aperture_photometry_ex(ctx, &s, NULL, 1, &xs, &ys, 1, &r, &p, &fs, &es, &f1, &ex));
         CHECK_CLOSE(bk, 5.0, 1e-6); /* the star's wing in the annulus is < 1e-9 */
         CHECK_CLOSE(fs, 1000.0 * (1.0 - exp(-0.5 * 36.0 / 2.25)), 0.5);
         CHECK(f1 == 0);
@@ -162,7 +166,8 @@ int main(void) {
         double bad = 0.0;
         CHECK(tide_aperture_photometry(ctx, &im, &var, 1, x, y, 1, &bad, NULL, f, e, NULL) ==
               TIDE_E_INVAL);
-        CHECK_OK(tide_aperture_photometry(ctx, &im, &var, 0, NULL, NULL, 3, radii, NULL, f, e, NULL));
+        CHECK_OK(
+            tide_aperture_photometry(ctx, &im, &var, 0, NULL, NULL, 3, radii, NULL, f, e, NULL));
         double nanx = NAN;
         CHECK_OK(tide_aperture_photometry(ctx, &im, &var, 1, &nanx, y, 1, radii, NULL, f, e, fl));
         CHECK(fl[0] & TIDE_PHOT_FIT_FAILED);
@@ -183,7 +188,8 @@ int main(void) {
         tide_kron_params kp;
         tide_kron_params_default(&kp);
         kp.min_radius = 0.0;
-        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga, &gb, &gt, &kp, &kr, &kf, &ke, &kfl));
+        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga, &gb, &gt, &kp, &kr, &kf, &ke,
+                                      &kfl));
         const double K = 2.5 * sqrt(PI / 2.0);
         printf("Kron: K = %.4f (Gaussian %.4f), flux %.2f (expected %.2f)\n", kr, K, kf,
                5000.0 * (1.0 - exp(-K * K / 2.0)));
@@ -191,12 +197,14 @@ int main(void) {
         CHECK_CLOSE(kf, 5000.0 * (1.0 - exp(-kr * kr / 2.0)), 0.003 * 5000.0);
         CHECK(kfl == 0);
         tide_kron_params_default(&kp);
-        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga, &gb, &gt, &kp, &kr, &kf, &ke, &kfl));
+        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga, &gb, &gt, &kp, &kr, &kf, &ke,
+                                      &kfl));
         CHECK_CLOSE(kr, 3.5, 1e-12);
         CHECK_CLOSE(kf, 5000.0 * (1.0 - exp(-3.5 * 3.5 / 2.0)), 0.003 * 5000.0);
         /* swapping A and B with THETA + 90 describes the same ellipse */
         double ga2 = sb, gb2 = sa, gt2 = gt + 90.0, kr2, kf2, ke2;
-        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga2, &gb2, &gt2, &kp, &kr2, &kf2, &ke2, &kfl));
+        CHECK_OK(tide_kron_photometry(ctx, &g, NULL, 1, &gx, &gy, &ga2, &gb2, &gt2, &kp, &kr2, &kf2,
+                                      &ke2, &kfl));
         CHECK_CLOSE(kf2, kf, 1e-6 * kf);
         tide_image_free(ctx, &g);
     }

@@ -12,7 +12,9 @@
 
 /* ---- deterministic noise ---------------------------------------------------------------- */
 static uint64_t rng_state = 88172645463325252ull;
-static double urand(void) { return trng_open(trng_xorshift64(&rng_state)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng_state));
+}
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }

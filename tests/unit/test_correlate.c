@@ -53,8 +53,8 @@ static void run_case(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, int64_
             worst = err;
         if (!(err <= REL_TOL)) {
             fprintf(stderr, "%lld x %lld (stride %lld) kernel %lld x %lld #%d %s %s: rel err %g\n",
-                    (long long)w, (long long)h, (long long)stride, (long long)kw, (long long)kh,
-                    k, reflect ? "reflect" : "zero", convolve ? "convolve" : "correlate", err);
+                    (long long)w, (long long)h, (long long)stride, (long long)kw, (long long)kh, k,
+                    reflect ? "reflect" : "zero", convolve ? "convolve" : "correlate", err);
             CHECK(err <= REL_TOL);
         }
     }
@@ -68,15 +68,15 @@ static void run_case(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, int64_
 }
 
 static void test_sizes(tide_ctx *ctx) {
-    static const int64_t sizes[][2] = {{1, 1}, {97, 89}, {4097, 3}, {3, 4097}, {64, 48},
-                                       {31, 1}, {2, 7}};
+    static const int64_t sizes[][2] = {{1, 1},   {97, 89}, {4097, 3}, {3, 4097},
+                                       {64, 48}, {31, 1},  {2, 7}};
     static const int64_t ksz[] = {1, 3, 5, 15};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (size_t k = 0; k < sizeof ksz / sizeof ksz[0]; k++)
             for (int reflect = 0; reflect < 2; reflect++) {
                 int convolve = (int)((s + k + (size_t)reflect) % 2);
-                run_case(ctx, sizes[s][0], sizes[s][1], sizes[s][0], ksz[k], ksz[k],
-                         k == 2 ? 3 : 1, reflect, convolve, 0.0, 0.0, 0);
+                run_case(ctx, sizes[s][0], sizes[s][1], sizes[s][0], ksz[k], ksz[k], k == 2 ? 3 : 1,
+                         reflect, convolve, 0.0, 0.0, 0);
             }
     /* non-square kernels, both orders of operation */
     run_case(ctx, 50, 41, 50, 3, 7, 2, 1, 0, 0.0, 0.0, 0);

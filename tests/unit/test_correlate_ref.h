@@ -9,7 +9,9 @@
 #include "common/test_rng.h"
 #include "tide/tide.h"
 
-static double corr_uniform(uint64_t *s) { return trng_unit(trng_splitmix64(s)); }
+static double corr_uniform(uint64_t *s) {
+    return trng_unit(trng_splitmix64(s));
+}
 
 /* Fill a host image: sky 100 + noise + a few bright points; NaN at rate @p nan, mask bit
  * TIDE_MASK_BAD at rate @p masked (when the image has a mask). */
@@ -24,8 +26,7 @@ static void corr_fill(tide_image *im, uint64_t seed, double nan, double masked) 
                 v = NAN;
             im->pix[y * im->stride + x] = (float)v;
             if (im->mask)
-                im->mask[y * im->stride + x] =
-                    corr_uniform(&s) < masked ? TIDE_MASK_BAD : 0;
+                im->mask[y * im->stride + x] = corr_uniform(&s) < masked ? TIDE_MASK_BAD : 0;
         }
 }
 
@@ -42,8 +43,8 @@ static int64_t corr_reflect_ref(int64_t i, int64_t n) {
 }
 
 /* Direct correlation (or convolution) in float64; NaN and masked pixels count as 0. */
-static void corr_direct(const tide_image *in, const float *k, int64_t kw, int64_t kh,
-                        int reflect, int convolve, uint16_t bits, double *out) {
+static void corr_direct(const tide_image *in, const float *k, int64_t kw, int64_t kh, int reflect,
+                        int convolve, uint16_t bits, double *out) {
     int64_t rx = kw / 2, ry = kh / 2, w = in->width, h = in->height;
     for (int64_t y = 0; y < h; y++)
         for (int64_t x = 0; x < w; x++) {
@@ -60,7 +61,8 @@ static void corr_direct(const tide_image *in, const float *k, int64_t kw, int64_
                     double v = in->pix[yy * in->stride + xx];
                     if (!isfinite(v) || (in->mask && (in->mask[yy * in->stride + xx] & bits)))
                         continue;
-                    double kv = convolve ? k[(ry - j) * kw + (rx - i)] : k[(j + ry) * kw + (i + rx)];
+                    double kv =
+                        convolve ? k[(ry - j) * kw + (rx - i)] : k[(j + ry) * kw + (i + rx)];
                     acc += kv * v;
                 }
             out[y * w + x] = acc;

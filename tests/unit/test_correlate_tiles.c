@@ -56,8 +56,10 @@ static void run_case(tide_ctx *ctx, int64_t w, int64_t h, int64_t kw, int64_t kh
             }
         err /= scale;
         if (!(err <= REL_TOL))
-            fprintf(stderr, "%lld x %lld kernel %lld x %lld #%d %s %s: padded %lld x %lld, rel "
-                    "err %g\n", (long long)w, (long long)h, (long long)kw, (long long)kh, k,
+            fprintf(stderr,
+                    "%lld x %lld kernel %lld x %lld #%d %s %s: padded %lld x %lld, rel "
+                    "err %g\n",
+                    (long long)w, (long long)h, (long long)kw, (long long)kh, k,
                     reflect ? "reflect" : "zero", convolve ? "convolve" : "correlate",
                     (long long)px, (long long)py, err);
         CHECK(err <= REL_TOL);

@@ -13,7 +13,9 @@
 #include "tide_test.h"
 
 static uint64_t rs = 1;
-static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rs));
+}
 static double nrand(void) {
     double u = urand() + 1e-300, v = urand();
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
@@ -136,8 +138,8 @@ static void test_bleed(tide_ctx *ctx, int axis) {
     CHECK_OK(tide_image_alloc(ctx, &im, w, h, TIDE_HOST, TIDE_IMAGE_MASK));
     for (int64_t i = 0; i < w * h; i++)
         im.pix[i] = 1000.0f;
-#define AT(l, i) im.pix[axis == 0 ? (i) * w + (l) : (l) * w + (i)]
-#define MAT(l, i) im.mask[axis == 0 ? (i) * w + (l) : (l) * w + (i)]
+#define AT(l, i) im.pix[axis == 0 ? (i)*w + (l) : (l)*w + (i)]
+#define MAT(l, i) im.mask[axis == 0 ? (i)*w + (l) : (l)*w + (i)]
     for (int i = 20; i < 30; i++)
         AT(7, i) = 40000.0f;
     AT(7, 18) = 25000.0f;
@@ -266,8 +268,8 @@ static void test_no_gain(tide_ctx *ctx) {
             hits += (im.mask[hy[k] * n + hx[k]] & (TIDE_MASK_HOT | TIDE_MASK_COSMIC)) != 0;
         printf("no gain, x%g + %g: hot %lld cold %lld cosmic %lld, %d of 5 defects, %lld star "
                "pixels\n",
-               scale[s], add, (long long)r.n_hot, (long long)r.n_cold, (long long)r.n_cosmic,
-               hits, (long long)starflag);
+               scale[s], add, (long long)r.n_hot, (long long)r.n_cold, (long long)r.n_cosmic, hits,
+               (long long)starflag);
         CHECK(hits == 5 && (im.mask[130 * n + 120] & TIDE_MASK_COLD) && starflag == 0);
         CHECK(r.n_hot + r.n_cold + r.n_cosmic <= 12);
         if (s == 0)

@@ -16,8 +16,12 @@
 #include "tide_test.h"
 
 static uint64_t rs = 12345;
-static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
-static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
+static uint32_t urand32(void) {
+    return (uint32_t)(trng_xorshift64(&rs) >> 11);
+}
+static double urand(void) {
+    return (urand32() & 0xFFFFFF) / 16777216.0;
+}
 
 /* Bitwise equality of two float arrays (NaN payloads included). */
 static int same_bits(const float *a, const float *b, size_t n) {
@@ -98,8 +102,8 @@ static void test_med5_rows(void) {
                     const int64_t xs[4] = {0, xa, xb, w};
                     for (int q = 0; q < 3; q++)
                         if (xs[q + 1] > xs[q])
-                            tide_cos_med5_block(img, ld, w, h, 0, h, xs[q], xs[q + 1],
-                                                got + xs[q], w, cs);
+                            tide_cos_med5_block(img, ld, w, h, 0, h, xs[q], xs[q + 1], got + xs[q],
+                                                w, cs);
                 }
                 for (int64_t y = 0; y < h; y++)
                     for (int64_t x = 0; x < w; x++) {
@@ -135,7 +139,8 @@ static void test_lacosmic_kernels(tide_ctx *ctx) {
                 rN[y * w + x] = cos_sigma(&nm, cos_box_median(W, w, w, h, x, y, 2));
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++)
-                rS[y * w + x] = tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, rN[y * w + x]));
+                rS[y * w + x] =
+                    tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, rN[y * w + x]));
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++) {
                 const float v = rS[y * w + x];
@@ -195,10 +200,11 @@ static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate
         for (int64_t x = 0; x < w; x++)
             diff += a.mask[y * a.stride + x] != b.mask[y * b.stride + x];
     if (diff || ra.cosmic_iterations < 2)
-        fprintf(stderr, "incremental %lld x %lld: %d iterations (%lld, %lld, ...), %lld mask "
-                "differences\n", (long long)w, (long long)h, ra.cosmic_iterations,
-                (long long)ra.cosmic_per_iter[0], (long long)ra.cosmic_per_iter[1],
-                (long long)diff);
+        fprintf(stderr,
+                "incremental %lld x %lld: %d iterations (%lld, %lld, ...), %lld mask "
+                "differences\n",
+                (long long)w, (long long)h, ra.cosmic_iterations, (long long)ra.cosmic_per_iter[0],
+                (long long)ra.cosmic_per_iter[1], (long long)diff);
     CHECK(diff == 0);
     free(wk.flag), free(wk.flag2), free(wk.flag3), free(wk.W), free(wk.N), free(wk.S);
     free(wk.SP);

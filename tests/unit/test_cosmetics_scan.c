@@ -29,8 +29,12 @@
 #include "tide_test.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint32_t urand32(void) { return (uint32_t)(trng_xorshift64(&rs) >> 11); }
-static double urand(void) { return (urand32() & 0xFFFFFF) / 16777216.0; }
+static uint32_t urand32(void) {
+    return (uint32_t)(trng_xorshift64(&rs) >> 11);
+}
+static double urand(void) {
+    return (urand32() & 0xFFFFFF) / 16777216.0;
+}
 
 #define HI 100.0f
 
@@ -55,8 +59,7 @@ static void bleed_pixel(float *v, uint16_t *m, int high, double psat) {
 }
 
 /* A w × h frame (stride w + pad) whose lines along `axis` follow a random regime each. */
-static void bleed_frame(float *pix, uint16_t *mask, int64_t w, int64_t h, int64_t ld,
-                        int axis) {
+static void bleed_frame(float *pix, uint16_t *mask, int64_t w, int64_t h, int64_t ld, int axis) {
     const int64_t nl = axis == 0 ? w : h, len = axis == 0 ? h : w;
     for (int64_t l = 0; l < nl; l++) {
         const int mode = (int)(urand() * 6);
@@ -79,16 +82,12 @@ static void bleed_frame(float *pix, uint16_t *mask, int64_t w, int64_t h, int64_
                 left--;
                 psat = high ? (mode == 1 ? 0.002 : 0.01) : 0.0;
                 break;
-            case 3: /* wholly high, no saturated pixel */
-                high = 1;
-                break;
+            case 3: /* wholly high, no saturated pixel */ high = 1; break;
             case 4: /* wholly high, one saturated pixel somewhere */
                 high = 1;
                 psat = 1.0 / (double)len;
                 break;
-            default: /* low */
-                high = urand() < 0.02;
-                psat = 0.0;
+            default: /* low */ high = urand() < 0.02; psat = 0.0;
             }
             bleed_pixel(&pix[p], &mask[p], high, psat);
         }
@@ -171,8 +170,17 @@ static int bleed_case(tide_ctx *ctx, int64_t w, int64_t h, int64_t pad, int axis
 
 static void test_bleed(tide_ctx *ctx) {
     /* line lengths around the segment length and its multiples, and short lines */
-    const int64_t lens[] = {1, 2, 5, COS_SEG - 1, COS_SEG, COS_SEG + 1, 2 * COS_SEG,
-                            3 * COS_SEG - 1, 3 * COS_SEG + 7, 1000, 2049};
+    const int64_t lens[] = {1,
+                            2,
+                            5,
+                            COS_SEG - 1,
+                            COS_SEG,
+                            COS_SEG + 1,
+                            2 * COS_SEG,
+                            3 * COS_SEG - 1,
+                            3 * COS_SEG + 7,
+                            1000,
+                            2049};
     const int grows[] = {0, 1, 2, 7, 200, 1024};
     const int nl = (int)(sizeof lens / sizeof lens[0]), ng = (int)(sizeof grows / sizeof grows[0]);
     int cases = 0, with_bleed = 0;
@@ -308,8 +316,8 @@ static void test_hotcold_screen(void) {
             }
         free(pix), free(mask);
     }
-    printf("hotcold: %lld pixels, %lld flagged, %lld differ (screened vs plain)\n",
-           (long long)npix, (long long)nflag, (long long)bad);
+    printf("hotcold: %lld pixels, %lld flagged, %lld differ (screened vs plain)\n", (long long)npix,
+           (long long)nflag, (long long)bad);
     CHECK(bad == 0);
     CHECK(nflag > npix / 100);
 }
@@ -347,8 +355,8 @@ static void test_candidates_tiled(void) {
                 const int64_t x0 = tx * COS_TILE - 3, y0 = ty * COS_TILE - 3;
                 for (int k = 0; k < SW3 * SW3; k++) {
                     const int rr = k / SW3, c = k - rr * SW3;
-                    m3s[k] = cos_box_median(W, w, w, h, cos_clamp(x0 + c, w),
-                                            cos_clamp(y0 + rr, h), 1);
+                    m3s[k] =
+                        cos_box_median(W, w, w, h, cos_clamp(x0 + c, w), cos_clamp(y0 + rr, h), 1);
                 }
                 for (int py = 0; py < COS_TILE; py++)
                     for (int px = 0; px < COS_TILE; px++) {

@@ -16,7 +16,8 @@
 
 static int64_t count_bits(const uint16_t *m, int64_t n, uint16_t bits) {
     int64_t c = 0;
-    for (int64_t k = 0; k < n; k++) c += (m[k] & bits) != 0;
+    for (int64_t k = 0; k < n; k++)
+        c += (m[k] & bits) != 0;
     return c;
 }
 
@@ -28,7 +29,7 @@ int main(void) {
     sp.height = 512;
     sp.nstars = 600;
     sp.cr_rate = 2000; /* ~100 hits on 512² */
-    sp.sky = 3000.0;    /* sky-limited, as the DECam frames (3000-11000 ADU removed) */
+    sp.sky = 3000.0;   /* sky-limited, as the DECam frames (3000-11000 ADU removed) */
     sp.sky_grad = 0.0;
     sp.sky_quad = 0.0;
     sp.fwhm = 4.0;
@@ -58,12 +59,13 @@ int main(void) {
             ncr++;
             ncr_found += (ref[k] & (TIDE_MASK_COSMIC | TIDE_MASK_HOT)) != 0;
         }
-    printf("read-out frame: %lld defect pixels, %lld of %lld CR pixels found\n",
-           (long long)nref, (long long)ncr_found, (long long)ncr);
+    printf("read-out frame: %lld defect pixels, %lld of %lld CR pixels found\n", (long long)nref,
+           (long long)ncr_found, (long long)ncr);
     CHECK(ncr > 200 && ncr_found > 0.8 * ncr);
 
     /* the same pixels with bias and sky removed: same gain and read noise */
-    for (int64_t k = 0; k < n; k++) f.image.pix[k] -= (float)(sp.bias + sp.sky);
+    for (int64_t k = 0; k < n; k++)
+        f.image.pix[k] -= (float)(sp.bias + sp.sky);
     tide_cosmetics_params q = p;
     q.bias = 0.0;
     q.saturation = p.saturation - sp.bias - sp.sky;
@@ -73,8 +75,8 @@ int main(void) {
     int64_t differ = 0, cr_sub = 0;
     for (int64_t k = 0; k < n; k++) {
         differ += (f.image.mask[k] & defects) != (ref[k] & defects);
-        cr_sub += (truth[k] & TIDE_MASK_COSMIC) &&
-                  (f.image.mask[k] & (TIDE_MASK_COSMIC | TIDE_MASK_HOT));
+        cr_sub +=
+            (truth[k] & TIDE_MASK_COSMIC) && (f.image.mask[k] & (TIDE_MASK_COSMIC | TIDE_MASK_HOT));
     }
     printf("sky-subtracted: %lld defect pixels (%lld differ from the read-out frame's), %lld "
            "CR pixels found\n",

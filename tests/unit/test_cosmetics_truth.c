@@ -93,13 +93,13 @@ int main(void) {
     const uint16_t *m = f.image.mask;
     printf("flagged: sat %lld bleed %lld hot %lld cold %lld cosmic %lld (iterations %d: %lld "
            "%lld %lld %lld)\n",
-           (long long)r.n_saturated, (long long)r.n_bleed, (long long)r.n_hot,
-           (long long)r.n_cold, (long long)r.n_cosmic, r.cosmic_iterations,
-           (long long)r.cosmic_per_iter[0], (long long)r.cosmic_per_iter[1],
-           (long long)r.cosmic_per_iter[2], (long long)r.cosmic_per_iter[3]);
+           (long long)r.n_saturated, (long long)r.n_bleed, (long long)r.n_hot, (long long)r.n_cold,
+           (long long)r.n_cosmic, r.cosmic_iterations, (long long)r.cosmic_per_iter[0],
+           (long long)r.cosmic_per_iter[1], (long long)r.cosmic_per_iter[2],
+           (long long)r.cosmic_per_iter[3]);
     printf("bad-column pixels: %lld\n", (long long)r.n_bad);
-    printf("ms: sat %.1f bleed %.1f badcol %.1f hotcold %.1f cosmic %.1f total %.1f\n", r.ms_saturation,
-           r.ms_bleed, r.ms_badcol, r.ms_hotcold, r.ms_cosmic, r.ms_total);
+    printf("ms: sat %.1f bleed %.1f badcol %.1f hotcold %.1f cosmic %.1f total %.1f\n",
+           r.ms_saturation, r.ms_bleed, r.ms_badcol, r.ms_hotcold, r.ms_cosmic, r.ms_total);
 
     /* Truth pixels near saturation are protected on purpose: leave them out. Star pixels
      * next to a defect are legitimately grown into by the detection: leave them out too. */
@@ -204,9 +204,8 @@ int main(void) {
         hot_found += (m[i] & found_bits) != 0;
         hot_bit += (m[i] & TIDE_MASK_HOT) != 0;
     }
-    printf("hot pixels: %lld / %lld found (%.2f%%), %lld with the HOT bit\n",
-           (long long)hot_found, (long long)hot, 100.0 * hot_found / (hot + 1e-9),
-           (long long)hot_bit);
+    printf("hot pixels: %lld / %lld found (%.2f%%), %lld with the HOT bit\n", (long long)hot_found,
+           (long long)hot, 100.0 * hot_found / (hot + 1e-9), (long long)hot_bit);
     CHECK(hot > 150);
     CHECK(hot_found >= 0.95 * hot);
 

@@ -12,7 +12,8 @@ static tide_ctx *cpu_ctx(void) {
     tide_ctx_options o = {0};
     o.backend = TIDE_BACKEND_CPU;
     tide_ctx *ctx = NULL;
-    if (tide_ctx_create(&ctx, &o)) return NULL;
+    if (tide_ctx_create(&ctx, &o))
+        return NULL;
     return ctx;
 }
 
@@ -69,8 +70,9 @@ static void test_grid(tide_ctx *ctx) {
     }
     double rms_c = sqrt(se2 / (2.0 * nbright));
     printf("grid: found %d / %d, rows %lld, XWIN rms (S/N >= 50) %.4f px = %.4f FWHM, "
-           "pull rms %.3f, S/N ratio %.3f\n", found, NX * NY, (long long)t.nrows, rms_c,
-           rms_c / fwhm, sqrt(pull2 / found), snr_ratio / found);
+           "pull rms %.3f, S/N ratio %.3f\n",
+           found, NX * NY, (long long)t.nrows, rms_c, rms_c / fwhm, sqrt(pull2 / found),
+           snr_ratio / found);
     CHECK(found == NX * NY);
     CHECK(t.nrows == NX * NY);
     CHECK(rms_c <= 0.05 * fwhm);
@@ -121,8 +123,8 @@ static void test_noise(tide_ctx *ctx) {
     tide_image_free(NULL, &rms);
 }
 
-/* Two stars 6.5 px apart (FWHM 3; the matched filter separates pairs from ~2 FWHM) are deblended; with deblend_nthresh 0 they are one; with a
- * limit of 1 the parent is kept and flagged. */
+/* Two stars 6.5 px apart (FWHM 3; the matched filter separates pairs from ~2 FWHM) are deblended;
+ * with deblend_nthresh 0 they are one; with a limit of 1 the parent is kept and flagged. */
 static void test_blend(tide_ctx *ctx) {
     tide_image im, rms;
     synth_frame(&im, &rms, 80, 60, 1.0, 7);
@@ -153,7 +155,8 @@ static void test_blend(tide_ctx *ctx) {
     tide_table_init(&t);
     CHECK_OK(tide_detect(ctx, &im, &rms, NULL, &p, &t));
     CHECK(t.nrows == 1);
-    if (t.nrows == 1) CHECK(tide_table_i32(&t, "FLAGS")[0] & TIDE_DETECT_FLAG_DEBLEND_LIMIT);
+    if (t.nrows == 1)
+        CHECK(tide_table_i32(&t, "FLAGS")[0] & TIDE_DETECT_FLAG_DEBLEND_LIMIT);
     tide_table_free(&t);
     tide_image_free(NULL, &im);
     tide_image_free(NULL, &rms);
@@ -208,7 +211,8 @@ static void test_saturated(tide_ctx *ctx) {
     CHECK_OK(tide_detect(ctx, &im, &rms, NULL, NULL, &t));
     int64_t r = synth_nearest(&t, 31.6, 32.2, 1.0);
     CHECK(r >= 0);
-    if (r >= 0) CHECK(tide_table_i32(&t, "FLAGS")[r] & TIDE_DETECT_FLAG_SATURATED);
+    if (r >= 0)
+        CHECK(tide_table_i32(&t, "FLAGS")[r] & TIDE_DETECT_FLAG_SATURATED);
     int64_t nsat_rows = 0;
     for (int64_t i = 0; i < t.nrows; i++)
         nsat_rows += (tide_table_i32(&t, "FLAGS")[i] & TIDE_DETECT_FLAG_SATURATED) != 0;
@@ -232,7 +236,8 @@ static void test_nan_blocks(tide_ctx *ctx) {
     for (int64_t y = 0; y < H; y++)
         for (int64_t x = 0; x < W; x++)
             if ((x / 25 + y / 25) % 3 == 0 && !(x >= 40 && x < 60 && y >= 30 && y < 50) &&
-                !(x >= 140 && x < 160 && y >= 110 && y < 130) && !(x >= 97 && x < 107 && y >= 75 && y < 85)) {
+                !(x >= 140 && x < 160 && y >= 110 && y < 130) &&
+                !(x >= 97 && x < 107 && y >= 75 && y < 85)) {
                 im.pix[y * W + x] = NAN;
                 im.mask[y * W + x] = TIDE_MASK_NODATA;
             }
@@ -244,11 +249,13 @@ static void test_nan_blocks(tide_ctx *ctx) {
     CHECK(synth_nearest(&t, 150.3, 120.2, 1.0) >= 0);
     int64_t bad = 0;
     for (int64_t i = 0; i < W * H; i++)
-        if (im.mask[i] & TIDE_MASK_NODATA) bad += maps.seg[i] >= 0 || !isnan(maps.snr.pix[i]);
+        if (im.mask[i] & TIDE_MASK_NODATA)
+            bad += maps.seg[i] >= 0 || !isnan(maps.snr.pix[i]);
     CHECK(bad == 0);
     printf("nan blocks: %lld rows\n", (long long)t.nrows);
     CHECK(t.nrows <= 5);
-    for (int64_t i = 0; i < t.nrows; i++) CHECK(isfinite(tide_table_f64(&t, "XWIN")[i]));
+    for (int64_t i = 0; i < t.nrows; i++)
+        CHECK(isfinite(tide_table_f64(&t, "XWIN")[i]));
     tide_detect_maps_free(ctx, &maps);
     tide_table_free(&t);
     tide_image_free(NULL, &im);
@@ -277,12 +284,14 @@ static void test_shapes(tide_ctx *ctx) {
         tide_table_init(&t);
         CHECK_OK(tide_detect(ctx, &im, &rms, NULL, NULL, &t));
         int found = 0;
-        for (int k = 0; k < nst; k++) found += synth_nearest(&t, xs[k], ys[k], 1.0) >= 0;
+        for (int k = 0; k < nst; k++)
+            found += synth_nearest(&t, xs[k], ys[k], 1.0) >= 0;
         CHECK(found == nst);
         if (W >= 64) {
             int64_t r = synth_nearest(&t, 0.2, H / 2.0, 1.5);
             CHECK(r >= 0);
-            if (r >= 0) CHECK(tide_table_i32(&t, "FLAGS")[r] & TIDE_DETECT_FLAG_TRUNCATED);
+            if (r >= 0)
+                CHECK(tide_table_i32(&t, "FLAGS")[r] & TIDE_DETECT_FLAG_TRUNCATED);
         }
         printf("%lld x %lld: %d / %d stars, %lld rows\n", (long long)W, (long long)H, found, nst,
                (long long)t.nrows);
@@ -346,7 +355,8 @@ static void test_bad_args(tide_ctx *ctx) {
 int main(void) {
     tide_ctx *ctx = cpu_ctx();
     CHECK(ctx != NULL);
-    if (!ctx) return 1;
+    if (!ctx)
+        return 1;
     test_grid(ctx);
     test_noise(ctx);
     test_blend(ctx);

@@ -24,16 +24,18 @@
 static int32_t ref_lower_bound(const int32_t *pidx, int32_t lo, int32_t hi, int32_t key) {
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (pidx[mid] < key) lo = mid + 1;
-        else hi = mid;
+        if (pidx[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
 
-static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *val,
-                               int64_t width, double thresh, double peak, int nthresh,
-                               double mincont, int64_t minarea, int limit,
-                               unsigned char *scratch, int32_t *local, int32_t *flags) {
+static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *val, int64_t width,
+                               double thresh, double peak, int nthresh, double mincont,
+                               int64_t minarea, int limit, unsigned char *scratch, int32_t *local,
+                               int32_t *flags) {
     const int32_t n = (int32_t)n64;
     const int64_t oc = tide_det_deblend_ocap(n64, minarea, limit);
     double *cflux = (double *)scratch;
@@ -48,7 +50,8 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
     int32_t *olocal = oalive + oc;
     float *cpk = (float *)(olocal + oc);
 
-    for (int32_t i = 0; i < n; i++) local[i] = 0;
+    for (int32_t i = 0; i < n; i++)
+        local[i] = 0;
     if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
         return 1;
 
@@ -58,13 +61,16 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
         int64_t x = p % width;
         int32_t *l = nb + 4 * (int64_t)i;
         l[0] = l[1] = l[2] = l[3] = -1;
-        if (x > 0 && i > 0 && pidx[i - 1] == p - 1) l[0] = i - 1;
+        if (x > 0 && i > 0 && pidx[i - 1] == p - 1)
+            l[0] = i - 1;
         int32_t lo = x > 0 ? p - (int32_t)width - 1 : p - (int32_t)width;
         int32_t hi = x < width - 1 ? p - (int32_t)width + 1 : p - (int32_t)width;
-        if (hi < 0) continue;
+        if (hi < 0)
+            continue;
         int32_t j = ref_lower_bound(pidx, 0, i, lo);
         int k = 1;
-        for (; j < i && pidx[j] <= hi && k < 4; j++) l[k++] = j;
+        for (; j < i && pidx[j] <= hi && k < 4; j++)
+            l[k++] = j;
     }
 
     double total = 0.0;
@@ -89,16 +95,20 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
                 owner[i] = -1;
             }
         }
-        if (nact < 2 * minarea) break;
+        if (nact < 2 * minarea)
+            break;
         for (int32_t i = 0; i < n; i++) {
-            if (uf[i] < 0) continue;
+            if (uf[i] < 0)
+                continue;
             for (int m = 0; m < 4; m++) {
                 int32_t j = nb[4 * (int64_t)i + m];
-                if (j >= 0 && uf[j] >= 0 && owner[j] == owner[i]) tide_det_uf_union(uf, i, j);
+                if (j >= 0 && uf[j] >= 0 && owner[j] == owner[i])
+                    tide_det_uf_union(uf, i, j);
             }
         }
         for (int32_t i = 0; i < n; i++) {
-            if (uf[i] < 0) continue;
+            if (uf[i] < 0)
+                continue;
             int32_t r = tide_det_uf_find(uf, i);
             uf[i] = r;
             if (r == i) {
@@ -108,9 +118,11 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
             }
             cflux[r] += (double)val[i];
             cmap[r]++;
-            if (val[i] > cpk[r]) cpk[r] = val[i];
+            if (val[i] > cpk[r])
+                cpk[r] = val[i];
         }
-        for (int64_t o = 0; o < nobj; o++) onsig[o] = 0;
+        for (int64_t o = 0; o < nobj; o++)
+            onsig[o] = 0;
         for (int32_t i = 0; i < n; i++)
             if (uf[i] == i && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
                                                           minarea, minflux, thresh))
@@ -121,18 +133,21 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
                 newalive += onsig[o] - 1;
                 nsplit++;
             }
-        if (newalive == alive) continue;
+        if (newalive == alive)
+            continue;
         if (newalive > limit || nobj + (newalive - alive) + nsplit > oc) {
             *flags |= TIDE_DETECT_FLAG_DEBLEND_LIMIT;
-            for (int32_t i = 0; i < n; i++) local[i] = 0;
+            for (int32_t i = 0; i < n; i++)
+                local[i] = 0;
             return 1;
         }
         const int64_t nold = nobj;
         for (int32_t i = 0; i < n; i++) {
-            if (uf[i] != i) continue;
+            if (uf[i] != i)
+                continue;
             int32_t o = owner[i];
-            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i],
-                                                             t, minarea, minflux, thresh)) {
+            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
+                                                             minarea, minflux, thresh)) {
                 cmap[i] = (int32_t)nobj;
                 oalive[nobj] = 1;
                 onsig[nobj] = 0;
@@ -142,25 +157,30 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
             }
         }
         for (int64_t o = 0; o < nold; o++)
-            if (oalive[o] && onsig[o] >= 2) oalive[o] = 0;
+            if (oalive[o] && onsig[o] >= 2)
+                oalive[o] = 0;
         for (int32_t i = 0; i < n; i++) {
             int32_t s = seed[i];
             if (s >= 0 && s < nold && onsig[s] >= 2)
                 seed[i] = uf[i] >= 0 ? cmap[uf[i]] : -1;
-            if (uf[i] >= 0 && onsig[owner[i]] >= 2) owner[i] = cmap[uf[i]];
+            if (uf[i] >= 0 && onsig[owner[i]] >= 2)
+                owner[i] = cmap[uf[i]];
         }
         alive = newalive;
     }
-    if (alive <= 1) return 1;
+    if (alive <= 1)
+        return 1;
 
     /* Elliptical Gaussian of every live object from the S/N moments of its seed pixels,
      * about the parent's first pixel (conditioning). */
     const int64_t xr = pidx[0] % width, yr = pidx[0] / width;
     for (int64_t o = 0; o < nobj; o++)
-        for (int m = 0; m < TIDE_DET_OBJ_NMOM; m++) omom[TIDE_DET_OBJ_NMOM * o + m] = 0.0;
+        for (int m = 0; m < TIDE_DET_OBJ_NMOM; m++)
+            omom[TIDE_DET_OBJ_NMOM * o + m] = 0.0;
     for (int32_t i = 0; i < n; i++) {
         int32_t s = seed[i];
-        if (s < 0) continue;
+        if (s < 0)
+            continue;
         double v = (double)val[i];
         double dx = (double)(pidx[i] % width - xr), dy = (double)(pidx[i] / width - yr);
         double *m = omom + TIDE_DET_OBJ_NMOM * (int64_t)s;
@@ -170,10 +190,12 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
         m[3] += v * dx * dx;
         m[4] += v * dy * dy;
         m[5] += v * dx * dy;
-        if (v > m[6]) m[6] = v;
+        if (v > m[6])
+            m[6] = v;
     }
     for (int64_t o = 0; o < nobj; o++) {
-        if (!oalive[o]) continue;
+        if (!oalive[o])
+            continue;
         double *m = omom + TIDE_DET_OBJ_NMOM * o;
         double s = m[0] > 0.0 ? m[0] : 1.0;
         double mx = m[1] / s, my = m[2] / s;
@@ -205,7 +227,8 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
         double best = 0.0;
         int32_t bo = -1;
         for (int64_t o = 0; o < nobj; o++) {
-            if (!oalive[o]) continue;
+            if (!oalive[o])
+                continue;
             const double *m = omom + TIDE_DET_OBJ_NMOM * o;
             double ex = dx - m[0], ey = dy - m[1];
             double sc = m[5] - 0.5 * (m[2] * ex * ex + m[3] * ey * ey + 2.0 * m[4] * ex * ey);
@@ -217,11 +240,13 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
         local[i] = bo;
     }
     /* Number the children by their first pixel. */
-    for (int64_t o = 0; o < nobj; o++) olocal[o] = -1;
+    for (int64_t o = 0; o < nobj; o++)
+        olocal[o] = -1;
     int32_t next = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t o = local[i];
-        if (olocal[o] < 0) olocal[o] = next++;
+        if (olocal[o] < 0)
+            olocal[o] = next++;
         local[i] = olocal[o];
     }
     *flags |= TIDE_DETECT_FLAG_DEBLENDED;
@@ -231,16 +256,20 @@ static int32_t ref_deblend_one(int64_t n64, const int32_t *pidx, const float *va
 /* ---- random parents ------------------------------------------------------------------- */
 
 static uint64_t rs = 12345;
-static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
-static int irand(int n) { return (int)(urand() * n); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rs));
+}
+static int irand(int n) {
+    return (int)(urand() * n);
+}
 
 typedef struct frame {
     int64_t w, h;
-    float *v;      /* w * h S/N */
-    int32_t *lab;  /* w * h component or -1 */
+    float *v;     /* w * h S/N */
+    int32_t *lab; /* w * h component or -1 */
     int64_t ncomp;
-    int64_t *off;  /* ncomp + 1 */
-    int32_t *idx;  /* pixel lists in raster order */
+    int64_t *off; /* ncomp + 1 */
+    int32_t *idx; /* pixel lists in raster order */
     float *val;
     float *peak;
 } frame;
@@ -270,14 +299,16 @@ static void make_frame(frame *f, int64_t w, int64_t h, double thresh) {
             s += pa[k] * exp(-0.5 * (dx * dx + dy * dy) / (ps[k] * ps[k]));
         }
         s += noise * (urand() - 0.5);
-        if (quant > 0.0) s = floor(s / quant) * quant;
+        if (quant > 0.0)
+            s = floor(s / quant) * quant;
         f->v[p] = (float)s;
         f->lab[p] = -1;
     }
     /* components by flood fill, numbered by first pixel; then lists in raster order */
     f->ncomp = 0;
     for (int64_t p = 0; p < N; p++) {
-        if (f->lab[p] >= 0 || !(f->v[p] >= (float)thresh)) continue;
+        if (f->lab[p] >= 0 || !(f->v[p] >= (float)thresh))
+            continue;
         int64_t ns = 0;
         stack[ns++] = (int32_t)p;
         f->lab[p] = (int32_t)f->ncomp;
@@ -286,9 +317,11 @@ static void make_frame(frame *f, int64_t w, int64_t h, double thresh) {
             for (int dy = -1; dy <= 1; dy++)
                 for (int dx = -1; dx <= 1; dx++) {
                     int64_t nx = qx + dx, ny = qy + dy;
-                    if (nx < 0 || ny < 0 || nx >= w || ny >= h) continue;
+                    if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+                        continue;
                     int64_t r = ny * w + nx;
-                    if (f->lab[r] >= 0 || !(f->v[r] >= (float)thresh)) continue;
+                    if (f->lab[r] >= 0 || !(f->v[r] >= (float)thresh))
+                        continue;
                     f->lab[r] = (int32_t)f->ncomp;
                     stack[ns++] = (int32_t)r;
                 }
@@ -298,7 +331,8 @@ static void make_frame(frame *f, int64_t w, int64_t h, double thresh) {
     f->off = calloc((size_t)f->ncomp + 1, sizeof(int64_t));
     f->peak = malloc(sizeof(float) * (size_t)(f->ncomp + 1));
     for (int64_t p = 0; p < N; p++)
-        if (f->lab[p] >= 0) f->off[f->lab[p] + 1]++;
+        if (f->lab[p] >= 0)
+            f->off[f->lab[p] + 1]++;
     for (int64_t c = 0; c < f->ncomp; c++) {
         f->off[c + 1] += f->off[c];
         f->peak[c] = -INFINITY;
@@ -307,13 +341,16 @@ static void make_frame(frame *f, int64_t w, int64_t h, double thresh) {
     f->idx = malloc(sizeof(int32_t) * (size_t)(tot + 1));
     f->val = malloc(sizeof(float) * (size_t)(tot + 1));
     int64_t *cur = malloc(sizeof(int64_t) * (size_t)(f->ncomp + 1));
-    for (int64_t c = 0; c < f->ncomp; c++) cur[c] = f->off[c];
+    for (int64_t c = 0; c < f->ncomp; c++)
+        cur[c] = f->off[c];
     for (int64_t p = 0; p < N; p++) {
         int32_t c = f->lab[p];
-        if (c < 0) continue;
+        if (c < 0)
+            continue;
         f->idx[cur[c]] = (int32_t)p;
         f->val[cur[c]++] = f->v[p];
-        if (f->v[p] > f->peak[c]) f->peak[c] = f->v[p];
+        if (f->v[p] > f->peak[c])
+            f->peak[c] = f->v[p];
     }
     free(cur);
     free(stack);
@@ -348,7 +385,8 @@ static int64_t nsplit_seen, nlimit_seen, nparent_seen;
 static void check_frame(const frame *f, const dparams *d) {
     for (int64_t c = 0; c < f->ncomp; c++) {
         const int64_t n = f->off[c + 1] - f->off[c];
-        if (n < d->minarea) continue; /* the labelling drops them */
+        if (n < d->minarea)
+            continue; /* the labelling drops them */
         const int32_t *idx = f->idx + f->off[c];
         const float *val = f->val + f->off[c];
         const int64_t sb = tide_det_deblend_scratch_bytes(n, d->minarea, d->limit) + 8;
@@ -357,22 +395,24 @@ static void check_frame(const frame *f, const dparams *d) {
         int32_t *l2 = malloc(sizeof(int32_t) * (size_t)n);
         memset(s1, 0xA5, (size_t)sb), memset(s2, 0x5A, (size_t)sb);
         int32_t f1 = 0, f2 = 0;
-        const int32_t n1 = ref_deblend_one(n, idx, val, f->w, d->thresh, (double)f->peak[c],
-                                           d->nthresh, d->mincont, d->minarea, d->limit, s1,
-                                           l1, &f1);
-        const int32_t n2 = tide_det_deblend_one(n, idx, val, f->w, d->thresh,
-                                                (double)f->peak[c], d->nthresh, d->mincont,
-                                                d->minarea, d->limit, s2, l2, &f2);
+        const int32_t n1 =
+            ref_deblend_one(n, idx, val, f->w, d->thresh, (double)f->peak[c], d->nthresh,
+                            d->mincont, d->minarea, d->limit, s1, l1, &f1);
+        const int32_t n2 =
+            tide_det_deblend_one(n, idx, val, f->w, d->thresh, (double)f->peak[c], d->nthresh,
+                                 d->mincont, d->minarea, d->limit, s2, l2, &f2);
         CHECK(n1 == n2);
         CHECK(f1 == f2);
         int same = 1;
-        for (int64_t i = 0; i < n; i++) same &= l1[i] == l2[i];
+        for (int64_t i = 0; i < n; i++)
+            same &= l1[i] == l2[i];
         CHECK(same);
         if (n1 != n2 || f1 != f2 || !same)
-            fprintf(stderr, "  parent of %lld px in %lldx%lld: nchild %d / %d, flags %d / %d "
-                    "(nthresh %d mincont %g minarea %lld limit %d)\n", (long long)n,
-                    (long long)f->w, (long long)f->h, n1, n2, f1, f2, d->nthresh, d->mincont,
-                    (long long)d->minarea, d->limit);
+            fprintf(stderr,
+                    "  parent of %lld px in %lldx%lld: nchild %d / %d, flags %d / %d "
+                    "(nthresh %d mincont %g minarea %lld limit %d)\n",
+                    (long long)n, (long long)f->w, (long long)f->h, n1, n2, f1, f2, d->nthresh,
+                    d->mincont, (long long)d->minarea, d->limit);
         nparent_seen++;
         nsplit_seen += n1 > 1;
         nlimit_seen += (f1 & TIDE_DETECT_FLAG_DEBLEND_LIMIT) != 0;
@@ -384,8 +424,8 @@ static void test_random(void) {
     for (int trial = 0; trial < 3000; trial++) {
         int64_t w, h;
         switch (trial % 6) {
-        case 0: w = 1, h = 1 + irand(60); break;   /* a column */
-        case 1: w = 1 + irand(60), h = 1; break;   /* a row */
+        case 0: w = 1, h = 1 + irand(60); break; /* a column */
+        case 1: w = 1 + irand(60), h = 1; break; /* a row */
         case 2: w = 2 + irand(3), h = 2 + irand(40); break;
         default: w = 3 + irand(48), h = 3 + irand(48); break;
         }
@@ -417,10 +457,12 @@ static void test_plateaus(void) {
         double a = 40.0 * exp(-0.5 * ((x - 4.0) * (x - 4.0) + (y - 3.0) * (y - 3.0)) / 2.0);
         double b = 40.0 * exp(-0.5 * ((x - 16.0) * (x - 16.0) + (y - 3.0) * (y - 3.0)) / 2.0);
         v[p] = (float)(6.0 + (a > b ? a : b));
-        if (x >= 15 && x <= 17 && y >= 2 && y <= 4) v[p] = 46.0f; /* flat top */
+        if (x >= 15 && x <= 17 && y >= 2 && y <= 4)
+            v[p] = 46.0f; /* flat top */
     }
     int32_t idx[21 * 7];
-    for (int64_t p = 0; p < w * h; p++) idx[p] = (int32_t)p;
+    for (int64_t p = 0; p < w * h; p++)
+        idx[p] = (int32_t)p;
     const int64_t n = w * h;
     const int64_t sb = tide_det_deblend_scratch_bytes(n, 3, 1024) + 8;
     unsigned char *s1 = malloc((size_t)sb), *s2 = malloc((size_t)sb);
@@ -434,7 +476,8 @@ static void test_plateaus(void) {
     for (int64_t p = 0; p < n; p++) {
         int64_t x = p % w, y = p / w;
         v[p] = (float)(6.0 + 40.0 * exp(-0.02 * ((x - 10.0) * (x - 10.0) + (y - 3.0) * (y - 3.0))));
-        if (v[p] > 40.0f) v[p] = 40.0f;
+        if (v[p] > 40.0f)
+            v[p] = 40.0f;
     }
     f1 = f2 = 0;
     n1 = ref_deblend_one(n, idx, v, w, 5.0, 40.0, 32, 0.005, 3, 1024, s1, l1, &f1);
@@ -455,7 +498,8 @@ static void test_batch(void) {
         }
         const int64_t nb = f.ncomp, tot = f.off[nb];
         int64_t *area = malloc(sizeof(int64_t) * (size_t)nb);
-        for (int64_t c = 0; c < nb; c++) area[c] = f.off[c + 1] - f.off[c];
+        for (int64_t c = 0; c < nb; c++)
+            area[c] = f.off[c + 1] - f.off[c];
         const size_t ptot = sizeof(int32_t) * (size_t)tot, pnb = sizeof(int32_t) * (size_t)nb;
         int32_t *lref = malloc(ptot), *lb = malloc(ptot);
         int32_t *nref = malloc(pnb), *nbt = malloc(pnb), *fb = malloc(pnb);
@@ -464,8 +508,8 @@ static void test_batch(void) {
             const int64_t sb = tide_det_deblend_scratch_bytes(area[c], 1, 1024) + 8;
             unsigned char *s = malloc((size_t)sb);
             nref[c] = ref_deblend_one(area[c], f.idx + f.off[c], f.val + f.off[c], f.w, 5.0,
-                                      (double)f.peak[c], 32, 0.005, 1, 1024, s,
-                                      lref + f.off[c], &fref[c]);
+                                      (double)f.peak[c], 32, 0.005, 1, 1024, s, lref + f.off[c],
+                                      &fref[c]);
             free(s);
         }
         for (int nt = 1; nt <= 3; nt++) {
@@ -474,7 +518,8 @@ static void test_batch(void) {
             o.threads = nt;
             tide_ctx *ctx = NULL;
             CHECK_OK(tide_ctx_create(&ctx, &o));
-            if (!ctx) break;
+            if (!ctx)
+                break;
             memset(lb, 0x7F, sizeof(int32_t) * (size_t)tot);
             CHECK_OK(tide_det_deblend_host_batch(ctx, nb, area, f.off, f.idx, f.val, f.peak, f.w,
                                                  5.0, 32, 0.005, 1, 1024, lb, nbt, fb));
@@ -487,8 +532,8 @@ static void test_batch(void) {
         free_frame(&f);
     }
     /* no parents: nothing to do */
-    CHECK_OK(tide_det_deblend_host_batch(NULL, 0, NULL, NULL, NULL, NULL, NULL, 1, 5.0, 32,
-                                         0.005, 1, 1024, NULL, NULL, NULL));
+    CHECK_OK(tide_det_deblend_host_batch(NULL, 0, NULL, NULL, NULL, NULL, NULL, 1, 5.0, 32, 0.005,
+                                         1, 1024, NULL, NULL, NULL));
 }
 
 /* The host's share (tide_det_deblend_host_area) against the sort it replaced. */
@@ -522,13 +567,16 @@ static void test_host_area(void) {
         for (int64_t k = 0; k < np; k++) {
             double u = urand();
             area[k] = 1 + (int64_t)(scale * u * u * u);
-            if (urand() < 0.01) area[k] = TIDE_DET_HOST_DEBLEND_AREA - 1 + irand(3);
-            if (urand() < 0.01) area[k] = TIDE_DET_HOST_DEBLEND_ALWAYS - 1 + irand(3);
+            if (urand() < 0.01)
+                area[k] = TIDE_DET_HOST_DEBLEND_AREA - 1 + irand(3);
+            if (urand() < 0.01)
+                area[k] = TIDE_DET_HOST_DEBLEND_ALWAYS - 1 + irand(3);
         }
         const int64_t a = tide_det_deblend_host_area(area, np), r = ref_host_area(area, np);
         CHECK(a == r);
-        if (a != r) fprintf(stderr, "  %lld parents: %lld, sorted %lld\n", (long long)np,
-                            (long long)a, (long long)r);
+        if (a != r)
+            fprintf(stderr, "  %lld parents: %lld, sorted %lld\n", (long long)np, (long long)a,
+                    (long long)r);
         seen_lo += r == TIDE_DET_HOST_DEBLEND_AREA;
         seen_hi += r == TIDE_DET_HOST_DEBLEND_ALWAYS;
         seen_mid += r > TIDE_DET_HOST_DEBLEND_AREA && r < TIDE_DET_HOST_DEBLEND_ALWAYS;

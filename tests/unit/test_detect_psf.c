@@ -15,7 +15,8 @@
 static void gaussian(float *k, double fwhm) {
     double s = fwhm / 2.3548200450309493, sum = 0.0;
     for (int j = 0; j < KS; j++)
-        for (int i = 0; i < KS; i++) sum += exp(-0.5 * ((i - KH) * (i - KH) + (j - KH) * (j - KH)) / (s * s));
+        for (int i = 0; i < KS; i++)
+            sum += exp(-0.5 * ((i - KH) * (i - KH) + (j - KH) * (j - KH)) / (s * s));
     for (int j = 0; j < KS; j++)
         for (int i = 0; i < KS; i++)
             k[j * KS + i] =
@@ -42,7 +43,8 @@ int main(void) {
     for (int k = 0; k < 30; k++)
         synth_star(&im, 5 + 140 * synth_unif(1, (uint64_t)k), 5 + 100 * synth_unif(2, (uint64_t)k),
                    synth_flux_for_snr(20 + 100 * synth_unif(3, (uint64_t)k), 3, 1.5), 3.0);
-    for (int64_t i = 0; i < W * H; i++) rms.pix[i] = (float)(1.5 + 0.3 * (i % W) / (double)W);
+    for (int64_t i = 0; i < W * H; i++)
+        rms.pix[i] = (float)(1.5 + 0.3 * (i % W) / (double)W);
 
     tide_detect_maps ref, m;
     tide_table tref, t;
@@ -72,7 +74,8 @@ int main(void) {
     for (int64_t i = 0; i < W * H; i++) {
         double a = ref.snr.pix[i], b = m.snr.pix[i];
         double e = fabs(a - b) / fmax(1.0, fabs(a));
-        if (e > worst) worst = e;
+        if (e > worst)
+            worst = e;
     }
     printf("split basis: max S/N difference %.3g, rows %lld vs %lld\n", worst,
            (long long)tref.nrows, (long long)t.nrows);
@@ -90,7 +93,8 @@ int main(void) {
     worst = 0.0;
     for (int64_t i = 0; i < W * H; i++) {
         double e = fabs(ref.snr.pix[i] - m.snr.pix[i]) / fmax(1.0, fabs(ref.snr.pix[i]));
-        if (e > worst) worst = e;
+        if (e > worst)
+            worst = e;
     }
     printf("scaled kernel: max S/N difference %.3g\n", worst);
     CHECK(worst < 2e-5);
@@ -102,8 +106,8 @@ int main(void) {
     gaussian(b2, 3.0);
     for (int j = 0; j < KS; j++)
         for (int i = 0; i < KS; i++)
-            b2[KS * KS + j * KS + i] = (float)(0.05 * ((i - KH) * (i - KH) - (j - KH) * (j - KH)) *
-                                               b2[j * KS + i]);
+            b2[KS * KS + j * KS + i] =
+                (float)(0.05 * ((i - KH) * (i - KH) - (j - KH) * (j - KH)) * b2[j * KS + i]);
     double coef2[6] = {1.0, 0.1, 0.0, 0.2, 0.8, -0.6};
     psf.nbasis = 2;
     psf.basis = b2;
@@ -121,11 +125,13 @@ int main(void) {
                     double k = c0 * b2[j * KS + i] + c1 * b2[KS * KS + j * KS + i];
                     E += k * k;
                     int64_t xx = x + i - KH, yy = y + j - KH;
-                    if (xx >= 0 && yy >= 0 && xx < W && yy < H) F += k * im.pix[yy * W + xx];
+                    if (xx >= 0 && yy >= 0 && xx < W && yy < H)
+                        F += k * im.pix[yy * W + xx];
                 }
             double s = F / (rms.pix[y * W + x] * sqrt(E));
             double e = fabs(s - m.snr.pix[y * W + x]) / fmax(1.0, fabs(s));
-            if (e > worst) worst = e;
+            if (e > worst)
+                worst = e;
         }
     printf("varying model vs brute force: max S/N difference %.3g\n", worst);
     CHECK(worst < 2e-4);

@@ -18,21 +18,25 @@
 
 static int read_cat(double *x, double *y, int *flags) {
     FILE *f = fopen(tide_test_data("sep/image.cat"), "r");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     char line[1024];
     int n = 0;
     while (fgets(line, sizeof line, f) && n < MAXOBJ) {
-        if (line[0] == '#') continue;
+        if (line[0] == '#')
+            continue;
         double v[22];
         int k = 0;
         char *s = line, *e;
         while (k < 22) {
             v[k] = strtod(s, &e);
-            if (e == s) break;
+            if (e == s)
+                break;
             s = e;
             k++;
         }
-        if (k < 21) continue;
+        if (k < 21)
+            continue;
         x[n] = v[1] - 1.0; /* FITS 1-based -> 0-based */
         y[n] = v[2] - 1.0;
         flags[n] = (int)v[k - 1];
@@ -67,9 +71,14 @@ static double match(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
             double bd = 1e9, bx = 0, by = 0;
             for (int64_t r = 0; r < t.nrows; r++) {
                 double d = hypot(x[r] - cx[i], y[r] - cy[i]);
-                if (d < bd) { bd = d; bx = x[r]; by = y[r]; }
+                if (d < bd) {
+                    bd = d;
+                    bx = x[r];
+                    by = y[r];
+                }
             }
-            printf("  missed SE (%.2f, %.2f) flags %d: nearest tide (%.2f, %.2f) at %.2f px\n", cx[i], cy[i], cf[i], bx, by, bd);
+            printf("  missed SE (%.2f, %.2f) flags %d: nearest tide (%.2f, %.2f) at %.2f px\n",
+                   cx[i], cy[i], cf[i], bx, by, bd);
         }
         found_all += ok;
         if (cf[i] == 0) {
@@ -79,8 +88,8 @@ static double match(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     }
     double frac = n0 ? (double)found / n0 : 0.0;
     printf("%s: %lld tide sources, SE %d objects (%d with FLAGS=0); FLAGS=0 found within 1 px: "
-           "%d (%.1f%%), all flags: %d; mean |WIN - isophotal centre| %.3f px\n", what,
-           (long long)t.nrows, n, n0, found, 100 * frac, found_all,
+           "%d (%.1f%%), all flags: %d; mean |WIN - isophotal centre| %.3f px\n",
+           what, (long long)t.nrows, n, n0, found, 100 * frac, found_all,
            found_all ? dwin / found_all : 0.0);
     tide_table_free(&t);
     return frac;
@@ -99,10 +108,12 @@ int main(void) {
     CHECK_OK(tide_fits_read_image(ctx, tide_test_data("sep/image.fits"), &im, NULL));
     CHECK_OK(tide_fits_read_image(ctx, tide_test_data("sep/back.fits"), &back, NULL));
     CHECK_OK(tide_fits_read_image(ctx, tide_test_data("sep/rms.fits"), &rms, NULL));
-    if (tide_test_failures) return TIDE_TEST_RESULT();
+    if (tide_test_failures)
+        return TIDE_TEST_RESULT();
     tide_image sub;
     CHECK_OK(tide_image_clone(ctx, &sub, &im, TIDE_HOST));
-    for (int64_t i = 0; i < im.width * im.height; i++) sub.pix[i] = im.pix[i] - back.pix[i];
+    for (int64_t i = 0; i < im.width * im.height; i++)
+        sub.pix[i] = im.pix[i] - back.pix[i];
     CHECK(match(ctx, &sub, &rms, cx, cy, cf, n, 1.0, "SE maps, no deblending") >= 0.95);
     CHECK(match(ctx, &sub, &rms, cx, cy, cf, n, 0.005, "SE maps, deblending") >= 0.95);
 
@@ -110,7 +121,8 @@ int main(void) {
     int st = tide_background_estimate(ctx, &im, NULL, &b2, &r2, NULL);
     CHECK_OK(st);
     if (!st) {
-        for (int64_t i = 0; i < im.width * im.height; i++) sub.pix[i] = im.pix[i] - b2.pix[i];
+        for (int64_t i = 0; i < im.width * im.height; i++)
+            sub.pix[i] = im.pix[i] - b2.pix[i];
         CHECK(match(ctx, &sub, &r2, cx, cy, cf, n, 0.005, "tide background, deblending") >= 0.95);
         tide_image_free(ctx, &b2);
         tide_image_free(ctx, &r2);

@@ -22,8 +22,10 @@ static double now_ms(void) {
 static int subtract(tide_ctx *ctx, tide_image *im, tide_image *rms) {
     tide_image bkg;
     int st = tide_background_estimate(ctx, im, NULL, &bkg, rms, NULL);
-    if (st) return st;
-    for (int64_t i = 0; i < im->width * im->height; i++) im->pix[i] -= bkg.pix[i];
+    if (st)
+        return st;
+    for (int64_t i = 0; i < im->width * im->height; i++)
+        im->pix[i] -= bkg.pix[i];
     tide_image_free(ctx, &bkg);
     return 0;
 }
@@ -39,10 +41,12 @@ static void truth_test(tide_ctx *ctx, int64_t W, int64_t H) {
     sp.seed = 7;
     tide_sim_frame fr;
     CHECK_OK(tide_sim_run(ctx, &sp, &fr, NULL));
-    if (tide_test_failures) return;
+    if (tide_test_failures)
+        return;
     tide_image rms;
     CHECK_OK(subtract(ctx, &fr.image, &rms));
-    if (tide_test_failures) return;
+    if (tide_test_failures)
+        return;
     tide_detect_params p;
     tide_detect_params_default(&p);
     p.fwhm_guess = sp.fwhm;
@@ -64,18 +68,24 @@ static void truth_test(tide_ctx *ctx, int64_t W, int64_t H) {
     double se2 = 0.0, fsum = 0.0;
     for (int64_t i = 0; i < tr->nrows; i++) {
         double x = xt[i] - 1.0, y = yt[i] - 1.0;
-        if (sat[i] || x < 5 || y < 5 || x > W - 6 || y > H - 6) continue;
+        if (sat[i] || x < 5 || y < 5 || x > W - 6 || y > H - 6)
+            continue;
         double alpha = fw[i] / (2.0 * sqrt(pow(2.0, 1.0 / beta) - 1.0));
-        double snr = ft[i] * sqrt((beta - 1) * (beta - 1) / (3.141592653589793 * alpha * alpha * (2 * beta - 1))) /
-                     sigma;
-        if (snr < 10.0) continue;
+        double snr =
+            ft[i] *
+            sqrt((beta - 1) * (beta - 1) / (3.141592653589793 * alpha * alpha * (2 * beta - 1))) /
+            sigma;
+        if (snr < 10.0)
+            continue;
         int crowded = 0; /* a neighbour of >= 10% its flux within 2.5 FWHM, or brighter within 4 */
         for (int64_t j = 0; j < tr->nrows && !crowded; j++) {
-            if (j == i) continue;
+            if (j == i)
+                continue;
             double d = hypot(xt[j] - xt[i], yt[j] - yt[i]);
             crowded = (d < 2.5 * fw[i] && ft[j] > 0.1 * ft[i]) || (d < 4 * fw[i] && ft[j] > ft[i]);
         }
-        if (crowded) continue;
+        if (crowded)
+            continue;
         n10++;
         int64_t best = -1;
         double bd = 1.5 * 1.5;
@@ -86,7 +96,8 @@ static void truth_test(tide_ctx *ctx, int64_t W, int64_t H) {
                 best = r;
             }
         }
-        if (best < 0) continue;
+        if (best < 0)
+            continue;
         f10++;
         if (snr >= 50.0) {
             n50++;
@@ -98,9 +109,9 @@ static void truth_test(tide_ctx *ctx, int64_t W, int64_t H) {
     double crms = n50 ? sqrt(se2 / (2.0 * n50)) : 1e9, fmean = n50 ? fsum / n50 : sp.fwhm;
     printf("sim %lld x %lld: %lld truth rows, %lld detections in %.1f ms (CPU, %d threads); "
            "completeness at S/N >= 10: %lld / %lld = %.2f%%; XWIN rms at S/N >= 50 (%lld stars): "
-           "%.4f px = %.4f FWHM\n", (long long)W, (long long)H, (long long)tr->nrows,
-           (long long)t.nrows, ms, ctx->threads, (long long)f10, (long long)n10, 100 * comp,
-           (long long)n50, crms, crms / fmean);
+           "%.4f px = %.4f FWHM\n",
+           (long long)W, (long long)H, (long long)tr->nrows, (long long)t.nrows, ms, ctx->threads,
+           (long long)f10, (long long)n10, 100 * comp, (long long)n50, crms, crms / fmean);
     CHECK(n10 > 50);
     CHECK(comp >= 0.98);
     CHECK(n50 >= 20);
@@ -122,7 +133,8 @@ static void noise_test(tide_ctx *ctx, int64_t W, int64_t H) {
     sp.seed = 8;
     tide_sim_frame fr;
     CHECK_OK(tide_sim_run(ctx, &sp, &fr, NULL));
-    if (tide_test_failures) return;
+    if (tide_test_failures)
+        return;
     tide_image rms;
     CHECK_OK(subtract(ctx, &fr.image, &rms));
     tide_table t;
@@ -130,8 +142,8 @@ static void noise_test(tide_ctx *ctx, int64_t W, int64_t H) {
     CHECK_OK(tide_detect(ctx, &fr.image, &rms, NULL, NULL, &t));
     double per_mpx = t.nrows / (W * H / 1e6);
     printf("pure noise %lld x %lld (%lld truth rows): %lld detections at 5 sigma = %.2f per "
-           "10^6 px\n", (long long)W, (long long)H, (long long)fr.truth.nrows,
-           (long long)t.nrows, per_mpx);
+           "10^6 px\n",
+           (long long)W, (long long)H, (long long)fr.truth.nrows, (long long)t.nrows, per_mpx);
     CHECK(fr.truth.nrows == 0);
     CHECK(per_mpx <= 1.0);
     tide_table_free(&t);
@@ -144,7 +156,8 @@ int main(void) {
     o.backend = TIDE_BACKEND_CPU;
     tide_ctx *ctx = NULL;
     CHECK_OK(tide_ctx_create(&ctx, &o));
-    if (!ctx) return TIDE_TEST_RESULT();
+    if (!ctx)
+        return TIDE_TEST_RESULT();
     truth_test(ctx, 2048, 2048);
     noise_test(ctx, 2048, 2048);
     tide_ctx_destroy(ctx);

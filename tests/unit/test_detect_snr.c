@@ -15,7 +15,9 @@
 #include "tide_test.h"
 
 static uint64_t rs = 99;
-static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rs));
+}
 
 static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg) {
     tide_det_filter f;
@@ -28,8 +30,8 @@ static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg) {
     f.nodata_bits = TIDE_MASK_NODATA;
     for (int b = 0; b < nb; b++)
         for (int k = 0; k < f.ncoef; k++)
-            f.coef[b * f.ncoef + k] = b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5))
-                                             : 0.2 * (urand() - 0.5);
+            f.coef[b * f.ncoef + k] =
+                b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5)) : 0.2 * (urand() - 0.5);
     /* a Gram matrix of random vectors: symmetric positive definite */
     double vec[6][9];
     for (int b = 0; b < nb; b++)
@@ -66,15 +68,15 @@ static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg) {
             float r[6];
             for (int b = 0; b < nb; b++)
                 r[b] = R[b].pix[y * R[b].stride + x];
-            const float want = tide_det_snr_pixel(&f, x, y, r, sub.pix[y * sub.stride + x],
-                                                  rms.pix[y * rms.stride + x],
-                                                  sub.mask[y * sub.stride + x]);
+            const float want =
+                tide_det_snr_pixel(&f, x, y, r, sub.pix[y * sub.stride + x],
+                                   rms.pix[y * rms.stride + x], sub.mask[y * sub.stride + x]);
             const float got = snr.pix[y * snr.stride + x];
             if (isnan(want) || isnan(got))
                 bad += isnan(want) != isnan(got);
             else
-                bad += !(fabsf(got - want) <= 2.0f * (nextafterf(fabsf(want), INFINITY) -
-                                                      fabsf(want)));
+                bad += !(fabsf(got - want) <=
+                         2.0f * (nextafterf(fabsf(want), INFINITY) - fabsf(want)));
         }
     if (bad)
         fprintf(stderr, "%lld x %lld, %d bases, degree %d: %lld pixels differ\n", (long long)w,

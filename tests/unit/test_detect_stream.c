@@ -2,7 +2,8 @@
  * detect.c matched_filter) against the one-pass form it replaces, on a CPU context: the
  * correlator's forward-once / run-one / run-one-view API must give bitwise
  * tide_correlator_run's outputs, and tide_det_snr_accum + tide_det_snr_finish bitwise
- * tide_det_snr's S/N map (same double sums in the same order). Awkward sizes, NaN / masked / zero-rms pixels, 2..6 bases. */
+ * tide_det_snr's S/N map (same double sums in the same order). Awkward sizes, NaN / masked /
+ * zero-rms pixels, 2..6 bases. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +16,9 @@
 #include "tide_test.h"
 
 static uint64_t rs = 7;
-static double urand(void) { return trng_unit(trng_lcg64(&rs)); }
+static double urand(void) {
+    return trng_unit(trng_lcg64(&rs));
+}
 
 static int rows_equal(const tide_image *a, const tide_image *b) {
     for (int64_t y = 0; y < a->height; y++)
@@ -42,8 +45,8 @@ static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg, int64_t ks
     f.nodata_bits = TIDE_MASK_NODATA;
     for (int b = 0; b < nb; b++)
         for (int k = 0; k < f.ncoef; k++)
-            f.coef[b * f.ncoef + k] = b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5))
-                                             : 0.2 * (urand() - 0.5);
+            f.coef[b * f.ncoef + k] =
+                b == 0 ? (k == 0 ? 1.0 : 0.05 * (urand() - 0.5)) : 0.2 * (urand() - 0.5);
     for (int a = 0; a < nb; a++)
         for (int b = 0; b < nb; b++) {
             double s = 0;
@@ -88,8 +91,8 @@ static void run(tide_ctx *ctx, int64_t w, int64_t h, int nb, int deg, int64_t ks
     }
     CHECK_OK(tide_det_snr_finish_cpu(ctx, &sub, &rms, F, &f, &snr2));
     if (!rows_equal(&snr1, &snr2))
-        fprintf(stderr, "%lld x %lld, %d bases, degree %d: streamed S/N differs\n",
-                (long long)w, (long long)h, nb, deg);
+        fprintf(stderr, "%lld x %lld, %d bases, degree %d: streamed S/N differs\n", (long long)w,
+                (long long)h, nb, deg);
     CHECK(rows_equal(&snr1, &snr2));
     CHECK(tide_correlator_run_one(ctx, c, nb, &Rb) == TIDE_E_INVAL);
     free(F);

@@ -70,8 +70,8 @@ static void run(tide_ctx *ctx) {
     CHECK_OK(tide_detect_with_snr(ctx, &dneg, &drms, NULL, &p, &nsnr, &given));
     CHECK(filtered.nrows >= 3);
     same_tables(&filtered, &given);
-    printf("%s: %lld positive, %lld negative detections\n",
-           loc == TIDE_DEVICE ? "cuda" : "cpu", (long long)pos.nrows, (long long)given.nrows);
+    printf("%s: %lld positive, %lld negative detections\n", loc == TIDE_DEVICE ? "cuda" : "cpu",
+           (long long)pos.nrows, (long long)given.nrows);
 
     /* a map of the wrong size or place is refused */
     tide_image bad = nsnr;

@@ -81,12 +81,12 @@ int main(void) {
         const double fwhm = 1.0 + 12.0 * unif(&seed);
         same(w, h, stride, sig, bad, t % 2, fwhm, 1000 + (uint64_t)t);
     }
-    same(512, 512, 512, 1.0, 0.0, 1, 3.0, 1);     /* 1 exactly-ish: the common case */
-    same(513, 511, 520, 0.1, 0.0, 0, 3.0, 2);     /* clamp at 0.25 */
-    same(300, 300, 300, 20.0, 0.0, 0, 3.0, 3);    /* clamp at 16 */
-    same(30, 30, 30, 1.0, 0.0, 0, 3.0, 4);        /* 36 < 50 boxes: 1 */
-    same(200, 200, 200, 1.0, 0.9, 1, 2.0, 5);     /* most boxes rejected */
-    same(8, 300, 8, 1.0, 0.0, 0, 3.0, 6);         /* narrower than 3 boxes: 1 */
+    same(512, 512, 512, 1.0, 0.0, 1, 3.0, 1);  /* 1 exactly-ish: the common case */
+    same(513, 511, 520, 0.1, 0.0, 0, 3.0, 2);  /* clamp at 0.25 */
+    same(300, 300, 300, 20.0, 0.0, 0, 3.0, 3); /* clamp at 16 */
+    same(30, 30, 30, 1.0, 0.0, 0, 3.0, 4);     /* 36 < 50 boxes: 1 */
+    same(200, 200, 200, 1.0, 0.9, 1, 2.0, 5);  /* most boxes rejected */
+    same(8, 300, 8, 1.0, 0.0, 0, 3.0, 6);      /* narrower than 3 boxes: 1 */
     /* the known values */
     tide_image im;
     make(&im, 30, 30, 30, 1.0, 0.0, 0, 4);

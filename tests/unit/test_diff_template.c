@@ -28,8 +28,7 @@ static void same_results(const tide_diff_result *a, const tide_diff_result *b, c
              a->nfitted == b->nfitted && a->var_scale == b->var_scale;
     for (int k = 0; ok && k < a->cands.ncols; k++) {
         const tide_column *ca = &a->cands.cols[k], *cb = &b->cands.cols[k];
-        const size_t bytes =
-            (size_t)(a->cands.nrows * ca->repeat * tide_col_type_size(ca->type));
+        const size_t bytes = (size_t)(a->cands.nrows * ca->repeat * tide_col_type_size(ca->type));
         ok = !strcmp(ca->name, cb->name) && (!bytes || !memcmp(ca->data, cb->data, bytes));
         if (!ok)
             printf("%s: candidate column %s differs\n", what, ca->name);

@@ -21,7 +21,8 @@ static tide_ctx *cpu_ctx(void) {
     memset(&o, 0, sizeof o);
     o.backend = TIDE_BACKEND_CPU;
     tide_ctx *ctx = NULL;
-    if (tide_ctx_create(&ctx, &o)) return NULL;
+    if (tide_ctx_create(&ctx, &o))
+        return NULL;
     return ctx;
 }
 
@@ -66,7 +67,8 @@ static void test_jacobian(void) {
                 const double fm = dip_model(kind, qm, &sm, psf, 25, x, y, Jm);
                 const double num = (fp - fm) / (2 * h);
                 const double e = fabs(num - J[k]) / (fabs(J[k]) + 1e-3);
-                if (e > maxerr) maxerr = e;
+                if (e > maxerr)
+                    maxerr = e;
             }
         }
         printf("jacobian kind %d: max relative error %.2e\n", kind, maxerr);
@@ -77,7 +79,8 @@ static void test_jacobian(void) {
     dip_shape sh;
     dip_shape_make(q, DIP_K_GPS, &sh);
     for (int y = -20; y <= 20; y++)
-        for (int x = -20; x <= 20; x++) sum += dip_model(DIP_K_GPS, q, &sh, NULL, 0, x, y, J);
+        for (int x = -20; x <= 20; x++)
+            sum += dip_model(DIP_K_GPS, q, &sh, NULL, 0, x, y, J);
     CHECK_CLOSE(sum, 1.0, 1e-9);
 }
 
@@ -134,7 +137,8 @@ static void test_truth(tide_ctx *ctx, int model, int64_t n, uint64_t seed) {
         dsim_stats(pull, n, &med, &rms, &nf);
         dsim_stats(clip, n, &mc, &rc, &nc);
         printf("  %s: median pull %+.4f, pull RMS %.4f (%lld fits), within 5 sigma %.4f "
-               "(%lld)\n", names[k], med, rms, (long long)nf, rc, (long long)nc);
+               "(%lld)\n",
+               names[k], med, rms, (long long)nf, rc, (long long)nc);
         CHECK(fabs(med) < 0.1);
         CHECK(fabs(rms - 1.0) < 0.1);
         CHECK(nc >= nf - n / 1000);
@@ -171,12 +175,14 @@ static void test_dchi2(tide_ctx *ctx, int model) {
         if (tr[s].dipole) {
             ndip++;
             ok_dip += d > 25.0;
-            if (d < mind) mind = d;
+            if (d < mind)
+                mind = d;
         } else {
             nsingle++;
             ps_conv += fit[s].ps_status == TIDE_DIPOLE_CONVERGED;
             ok_single += !(d > 25.0);
-            if (d > maxs) maxs = d;
+            if (d > maxs)
+                maxs = d;
             /* the point-source fit recovers the single source */
             const int ix = model == TIDE_DIPOLE_GAUSS ? 4 : 1;
             if (fit[s].ps_status == TIDE_DIPOLE_CONVERGED)
@@ -216,7 +222,8 @@ static void test_mask_status(tide_ctx *ctx) {
             }
     memcpy(pix2, pix, sizeof(float) * n * NPIX);
     for (int64_t i = 0; i < n * NPIX; i++)
-        if (mask[i]) pix2[i] = (i & 1) ? NAN : -3e7f;
+        if (mask[i])
+            pix2[i] = (i & 1) ? NAN : -3e7f;
     tide_dipole_params p;
     tide_dipole_params_default(&p);
     CHECK_OK(tide_dipole_fit_stamps(ctx, n, SIDE, pix, var, mask, NULL, NULL, &p, f1));
@@ -230,7 +237,8 @@ static void test_mask_status(tide_ctx *ctx) {
         CHECK(f1[s].npix < NPIX - SIDE);
     }
     printf("masked pixels: %lld/%lld fits bitwise identical with other garbage, %lld close to "
-           "truth\n", (long long)same, (long long)n, (long long)close);
+           "truth\n",
+           (long long)same, (long long)n, (long long)close);
     CHECK(same == n);
     CHECK(close >= n - 1);
     /* Without the mask the garbage ruins the fit (the test can fail). */
@@ -240,8 +248,10 @@ static void test_mask_status(tide_ctx *ctx) {
 
     /* Status: all masked -> bad input; empty (zero) stamp -> not converged to a dipole. */
     tide_dipole_params_default(&p);
-    for (int t = 0; t < NPIX; t++) mask[t] = TIDE_MASK_NODATA;
-    for (int t = 0; t < NPIX; t++) pix[NPIX + t] = 0.0f;
+    for (int t = 0; t < NPIX; t++)
+        mask[t] = TIDE_MASK_NODATA;
+    for (int t = 0; t < NPIX; t++)
+        pix[NPIX + t] = 0.0f;
     CHECK_OK(tide_dipole_fit_stamps(ctx, 2, SIDE, pix, var, mask, NULL, NULL, &p, f1));
     CHECK(f1[0].status == TIDE_DIPOLE_BADINPUT);
     CHECK(f1[0].ps_status == TIDE_DIPOLE_BADINPUT);
@@ -266,8 +276,7 @@ static void test_mask_status(tide_ctx *ctx) {
     /* Bad arguments. */
     CHECK(tide_dipole_fit_stamps(ctx, 1, 2, pix, var, NULL, NULL, NULL, &p, f1) == TIDE_E_INVAL);
     p.model = TIDE_DIPOLE_PSF;
-    CHECK(tide_dipole_fit_stamps(ctx, 1, SIDE, pix, var, NULL, NULL, NULL, &p, f1) ==
-          TIDE_E_INVAL);
+    CHECK(tide_dipole_fit_stamps(ctx, 1, SIDE, pix, var, NULL, NULL, NULL, &p, f1) == TIDE_E_INVAL);
     CHECK(tide_dipole_fit_device(ctx, 1, SIDE, pix, var, NULL, NULL, NULL, NULL, f1) ==
           TIDE_E_NODEVICE);
     free(pix);

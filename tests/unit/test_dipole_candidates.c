@@ -21,8 +21,8 @@ typedef struct src {
 } src;
 
 static const src truth[] = {
-    {40.3, 50.7, 600.0, NAN, NAN},   {200.6, 30.2, 400.0, NAN, NAN},
-    {120.1, 220.4, -500.0, NAN, NAN}, {30.8, 180.5, -700.0, NAN, NAN},
+    {40.3, 50.7, 600.0, NAN, NAN},       {200.6, 30.2, 400.0, NAN, NAN},
+    {120.1, 220.4, -500.0, NAN, NAN},    {30.8, 180.5, -700.0, NAN, NAN},
     {100.4, 100.6, 800.0, 104.1, 102.2}, {170.7, 140.3, 600.0, 167.2, 143.9},
     {60.2, 120.9, 900.0, 60.1, 116.4},
 };
@@ -33,10 +33,12 @@ static void make_diff(tide_image *d) {
     synth_frame(d, &rms, W, H, 1.0, 4242);
     tide_image_free(NULL, &rms);
     d->var = malloc(sizeof(float) * W * H);
-    for (int64_t i = 0; i < W * H; i++) d->var[i] = 1.0f;
+    for (int64_t i = 0; i < W * H; i++)
+        d->var[i] = 1.0f;
     for (int k = 0; k < NT; k++) {
         synth_star(d, truth[k].x, truth[k].y, truth[k].flux, FWHM);
-        if (!isnan(truth[k].xn)) synth_star(d, truth[k].xn, truth[k].yn, -truth[k].flux, FWHM);
+        if (!isnan(truth[k].xn))
+            synth_star(d, truth[k].xn, truth[k].yn, -truth[k].flux, FWHM);
     }
     /* a masked artefact: huge values flagged NODATA, and a bad column */
     for (int y = 10; y < 16; y++)
@@ -52,7 +54,8 @@ int main(void) {
     o.backend = TIDE_BACKEND_CPU;
     tide_ctx *ctx = NULL;
     CHECK_OK(tide_ctx_create(&ctx, &o));
-    if (!ctx) return 1;
+    if (!ctx)
+        return 1;
     tide_image d = {0};
     make_diff(&d);
     tide_candidate_params cp;
@@ -69,12 +72,15 @@ int main(void) {
     const double *FL = tide_table_f64(&t, "FLUX");
     const int32_t *K = tide_table_i32(&t, "KIND");
     CHECK(X && Y && XI && S && XP && YP && XN && YN && K && FL);
-    if (!(X && Y && XI && S && XP && YP && XN && YN && K && FL)) return TIDE_TEST_RESULT();
+    if (!(X && Y && XI && S && XP && YP && XN && YN && K && FL))
+        return TIDE_TEST_RESULT();
     for (int64_t i = 0; i < t.nrows; i++) {
         printf("  %lld: kind %2d (%.2f, %.2f) snr %.1f flux %.1f pos (%.2f, %.2f) neg (%.2f, "
-               "%.2f)\n", (long long)i, K[i], X[i], Y[i], S[i], FL[i], XP[i], YP[i], XN[i], YN[i]);
+               "%.2f)\n",
+               (long long)i, K[i], X[i], Y[i], S[i], FL[i], XP[i], YP[i], XN[i], YN[i]);
         CHECK_CLOSE(XI[i], X[i] + 1.0, 0.0);
-        if (i > 0) CHECK(S[i] <= S[i - 1]);
+        if (i > 0)
+            CHECK(S[i] <= S[i - 1]);
     }
     CHECK(t.nrows == NT);
     /* every injected change found once, with the right kind and lobes within 0.3 px */
@@ -84,21 +90,27 @@ int main(void) {
     for (int k = 0; k < NT; k++) {
         const src *s = &truth[k];
         const int kind = !isnan(s->xn) ? TIDE_CAND_DIPOLE
-                                       : s->flux > 0 ? TIDE_CAND_POSITIVE : TIDE_CAND_NEGATIVE;
+                         : s->flux > 0 ? TIDE_CAND_POSITIVE
+                                       : TIDE_CAND_NEGATIVE;
         int hit = 0;
         for (int64_t i = 0; i < t.nrows; i++) {
-            if (K[i] != kind) continue;
+            if (K[i] != kind)
+                continue;
             double ex, ey;
-            if (kind == TIDE_CAND_NEGATIVE) ex = XN[i] - s->x, ey = YN[i] - s->y;
-            else ex = XP[i] - s->x, ey = YP[i] - s->y;
-            if (hypot(ex, ey) > 0.3) continue;
+            if (kind == TIDE_CAND_NEGATIVE)
+                ex = XN[i] - s->x, ey = YN[i] - s->y;
+            else
+                ex = XP[i] - s->x, ey = YP[i] - s->y;
+            if (hypot(ex, ey) > 0.3)
+                continue;
             if (kind == TIDE_CAND_DIPOLE) {
                 CHECK(hypot(XN[i] - s->xn, YN[i] - s->yn) < 0.5);
                 fx0[nd] = X[i];
                 fy0[nd] = Y[i];
                 nd++;
             }
-            if (kind == TIDE_CAND_NEGATIVE) CHECK(FL[i] < 0.0);
+            if (kind == TIDE_CAND_NEGATIVE)
+                CHECK(FL[i] < 0.0);
             hit++;
         }
         CHECK(hit == 1);
@@ -191,13 +203,14 @@ int main(void) {
     const double *PF = tide_table_f64(&t3, "DIP_FLUX");
     int npsf = 0;
     for (int64_t i = 0; K3 && FS3 && PX && PY && NX && NY && PF && i < t3.nrows; i++) {
-        if (K3[i] != TIDE_CAND_DIPOLE) continue;
+        if (K3[i] != TIDE_CAND_DIPOLE)
+            continue;
         for (int k = 0; k < NT; k++) {
             if (isnan(truth[k].xn) || hypot(PX[i] - 1 - truth[k].x, PY[i] - 1 - truth[k].y) > 1)
                 continue;
             npsf++;
-            printf("psf dipole: pos (%.3f, %.3f) neg (%.3f, %.3f) flux %.1f status %d\n",
-                   PX[i] - 1, PY[i] - 1, NX[i] - 1, NY[i] - 1, PF[i], FS3[i]);
+            printf("psf dipole: pos (%.3f, %.3f) neg (%.3f, %.3f) flux %.1f status %d\n", PX[i] - 1,
+                   PY[i] - 1, NX[i] - 1, NY[i] - 1, PF[i], FS3[i]);
             CHECK(FS3[i] == TIDE_DIPOLE_CONVERGED);
             CHECK(hypot(PX[i] - 1 - truth[k].x, PY[i] - 1 - truth[k].y) < 0.1);
             CHECK(hypot(NX[i] - 1 - truth[k].xn, NY[i] - 1 - truth[k].yn) < 0.1);
@@ -212,8 +225,7 @@ int main(void) {
     CHECK_OK(tide_diff_cut_stamps(ctx, &d, 1, &ex, &ey, side, sp, sv, sm, NULL, NULL));
     CHECK(isnan(sp[0]) && sm[0] == TIDE_MASK_NODATA && isnan(sv[0]));
     CHECK(sp[10 * side + 10] == d.pix[250 * W + 2] && sm[10 * side + 10] == 0);
-    CHECK(tide_diff_cut_stamps(ctx, &d, 1, &ex, &ey, 20, sp, sv, sm, NULL, NULL) ==
-          TIDE_E_INVAL);
+    CHECK(tide_diff_cut_stamps(ctx, &d, 1, &ex, &ey, 20, sp, sv, sm, NULL, NULL) == TIDE_E_INVAL);
     /* No variance: an error. */
     float *keep = d.var;
     d.var = NULL;

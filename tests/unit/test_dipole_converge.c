@@ -39,9 +39,8 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 /* Fit n stamps of @p kind; out: fits and truths (caller frees). */
-static void fit_pop(tide_ctx *ctx, int kind, int64_t n, double sep_lo, double sep_hi,
-                    double snr_lo, double snr_hi, tide_dipole_fit **fit, double **q,
-                    double *secs) {
+static void fit_pop(tide_ctx *ctx, int kind, int64_t n, double sep_lo, double sep_hi, double snr_lo,
+                    double snr_hi, tide_dipole_fit **fit, double **q, double *secs) {
     float *pix = malloc(sizeof(float) * n * NPIX), *var = malloc(sizeof(float) * n * NPIX);
     *q = malloc(sizeof(double) * DIP_MAXP * n);
     *fit = malloc(sizeof **fit * n);
@@ -82,10 +81,12 @@ static void test_fit_jacobian(void) {
             dip_fit_shape(up, DIP_K_GDIP, &sp);
             dip_fit_shape(um, DIP_K_GDIP, &sm);
             const double num = (dip_model(DIP_K_GDIP, sp.qp, &sp, NULL, 0, x, y, J) -
-                                dip_model(DIP_K_GDIP, sm.qp, &sm, NULL, 0, x, y, J)) / 2e-6;
+                                dip_model(DIP_K_GDIP, sm.qp, &sm, NULL, 0, x, y, J)) /
+                               2e-6;
             const double an = m != 0.0 ? -S[DIP_NH + k] / m : 0.0;
             const double e = fabs(num - an) / (fabs(num) + 1e-3);
-            if (m != 0.0 && e > maxerr) maxerr = e;
+            if (m != 0.0 && e > maxerr)
+                maxerr = e;
         }
     }
     printf("fit-parameter Jacobian: max relative error %.2e\n", maxerr);
@@ -106,13 +107,15 @@ static void test_population(tide_ctx *ctx) {
         it += f[s].niter;
         double e1 = hypot(f[s].xpos - t[4], f[s].ypos - t[5]);
         double e2 = hypot(f[s].xneg - t[6], f[s].yneg - t[7]);
-        if (!isfinite(e1) || !isfinite(e2)) e1 = e2 = INFINITY;
+        if (!isfinite(e1) || !isfinite(e2))
+            e1 = e2 = INFINITY;
         ea[na++] = e1;
         ea[na++] = e2;
         if (f[s].status == TIDE_DIPOLE_CONVERGED) {
             nconv++;
             itc += f[s].niter;
-            if (f[s].niter > maxc) maxc = f[s].niter;
+            if (f[s].niter > maxc)
+                maxc = f[s].niter;
             ec[nc++] = e1;
             ec[nc++] = e2;
         }
@@ -122,7 +125,8 @@ static void test_population(tide_ctx *ctx) {
     const double rate = (double)nconv / n, med_all = ea[na / 2], med_conv = ec[nc / 2];
     printf("population: %lld well-formed dipoles, status counts:", (long long)n);
     for (int k = 0; k < 8; k++)
-        if (cnt[k]) printf(" %d:%lld", k, (long long)cnt[k]);
+        if (cnt[k])
+            printf(" %d:%lld", k, (long long)cnt[k]);
     printf("\n  FIT_STATUS 0: %.3f%% (main %.3f%%); median lobe error %.4f px over all (main "
            "%.4f), %.4f over the converged\n  iterations: mean %.1f, converged mean %.1f max "
            "%lld of %d; CPU %.0f us a fit (%d thread%s)\n",
@@ -147,9 +151,11 @@ static void test_degenerate(tide_ctx *ctx) {
     int64_t c[8] = {0};
     /* a lone point source: single-signed (or unresolved) */
     fit_pop(ctx, DPOP_SINGLE, n, 1.0, 6.0, 20.0, 1000.0, &f, &q, &secs);
-    for (int64_t s = 0; s < n; s++) c[f[s].status & 7]++;
+    for (int64_t s = 0; s < n; s++)
+        c[f[s].status & 7]++;
     printf("lone point sources: single-signed %lld, unresolved %lld, converged %lld, other %lld "
-           "of %lld\n", (long long)c[TIDE_DIPOLE_SINGLESIGN], (long long)c[TIDE_DIPOLE_UNRESOLVED],
+           "of %lld\n",
+           (long long)c[TIDE_DIPOLE_SINGLESIGN], (long long)c[TIDE_DIPOLE_UNRESOLVED],
            (long long)c[0], (long long)(n - c[5] - c[4] - c[0]), (long long)n);
     /* measured 89% single-signed, 8% still converged with the negative lobe on a noise dip
      * inside the stamp (a lobe-significance test would catch those: not done yet) */
@@ -159,9 +165,11 @@ static void test_degenerate(tide_ctx *ctx) {
     /* pure noise: no signal */
     memset(c, 0, sizeof c);
     fit_pop(ctx, DPOP_NOISE, n, 1.0, 6.0, 20.0, 1000.0, &f, &q, &secs);
-    for (int64_t s = 0; s < n; s++) c[f[s].status & 7]++;
+    for (int64_t s = 0; s < n; s++)
+        c[f[s].status & 7]++;
     printf("pure noise: no signal %lld, single-signed %lld, unresolved %lld, converged %lld of "
-           "%lld\n", (long long)c[TIDE_DIPOLE_NOSIGNAL], (long long)c[TIDE_DIPOLE_SINGLESIGN],
+           "%lld\n",
+           (long long)c[TIDE_DIPOLE_NOSIGNAL], (long long)c[TIDE_DIPOLE_SINGLESIGN],
            (long long)c[TIDE_DIPOLE_UNRESOLVED], (long long)c[0], (long long)n);
     CHECK(c[TIDE_DIPOLE_NOSIGNAL] + c[TIDE_DIPOLE_SINGLESIGN] + c[TIDE_DIPOLE_UNRESOLVED] >=
           n - n / 100);
@@ -173,7 +181,8 @@ static void test_degenerate(tide_ctx *ctx) {
      * printed, not held (a round-versus-elliptical model choice would be needed). */
     memset(c, 0, sizeof c);
     fit_pop(ctx, DPOP_DIPOLE, n, 0.0, 0.002, 1e5, 1e5, &f, &q, &secs);
-    for (int64_t s = 0; s < n; s++) c[f[s].status & 7]++;
+    for (int64_t s = 0; s < n; s++)
+        c[f[s].status & 7]++;
     printf("separation < 0.002 sigma: unresolved %lld, no signal %lld, converged %lld of %lld\n",
            (long long)c[TIDE_DIPOLE_UNRESOLVED], (long long)c[TIDE_DIPOLE_NOSIGNAL],
            (long long)c[0], (long long)n);

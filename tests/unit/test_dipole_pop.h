@@ -13,8 +13,8 @@ enum { DPOP_DIPOLE = 0, DPOP_SINGLE = 1, DPOP_NOISE = 2 };
 /* Stamp s (side²) of kind @p kind: separation in [sep_lo, sep_hi] × sigma (geometric mean),
  * peak S/N of one lobe alone in [snr_lo, snr_hi]; truth q in dip_model's GDIP order. */
 static inline void dpop_stamp(uint64_t seed, int64_t s, int kind, int side, double sep_lo,
-                              double sep_hi, double snr_lo, double snr_hi, float *pix,
-                              float *var, double *q) {
+                              double sep_hi, double snr_lo, double snr_hi, float *pix, float *var,
+                              double *q) {
     uint64_t k = (uint64_t)s * 64;
     const double c = 0.5 * (side - 1), pi = 3.141592653589793;
     const double noise = 0.5 + 1.5 * dsim_unif(seed, k++);
@@ -25,7 +25,8 @@ static inline void dpop_stamp(uint64_t seed, int64_t s, int kind, int side, doub
     const double s1 = 1.2 + 1.8 * dsim_unif(seed, k++);
     const double ratio = dsim_unif(seed, k++) < 0.5 ? 1.0 : 0.6 + 0.4 * dsim_unif(seed, k++);
     const double s2 = s1 * ratio;
-    for (int i = 0; i < DIP_MAXP; i++) q[i] = 0.0;
+    for (int i = 0; i < DIP_MAXP; i++)
+        q[i] = 0.0;
     q[1] = log(s1);
     q[2] = log(s2);
     q[3] = (dsim_unif(seed, k++) - 0.5) * pi;

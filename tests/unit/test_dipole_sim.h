@@ -1,6 +1,6 @@
 /* test_dipole_sim.h — random simulated dipoles and point sources with known truth for the
- * dipole-fit tests: the stamp maker of src/difference/dipole/dipole_sim.h (shared with tide bench --diff)
- * plus the statistics the tests use. */
+ * dipole-fit tests: the stamp maker of src/difference/dipole/dipole_sim.h (shared with tide bench
+ * --diff) plus the statistics the tests use. */
 #ifndef TEST_DIPOLE_SIM_H
 #define TEST_DIPOLE_SIM_H
 #include <math.h>

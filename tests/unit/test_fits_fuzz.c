@@ -14,7 +14,9 @@
 #include "tide_test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) { return trng_splitmix64(&rng_state); }
+static uint64_t next(void) {
+    return trng_splitmix64(&rng_state);
+}
 
 /* A small multi-extension file: empty primary, a float image, an int16 scaled image with
  * BLANK, a RICE-compressed image and a binary table. */

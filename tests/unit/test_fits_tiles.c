@@ -30,7 +30,9 @@
  * codec for an image type (e.g. PLIO_1 of a float image, status 413), which the valid-file
  * sweep below asks for on purpose. That is cfitsio's writer, not what is tested here. */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:imcomp_compress_tile\n"; }
+const char *__lsan_default_suppressions(void) {
+    return "leak:imcomp_compress_tile\n";
+}
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd(void) { /* splitmix64 */
@@ -47,11 +49,11 @@ static uint64_t rnd(void) { /* splitmix64 */
 static int64_t signal(int kind, int64_t i, int bytepix) {
     int64_t range = bytepix == 1 ? 256 : bytepix == 2 ? 65536 : (int64_t)1 << 32;
     switch (kind) {
-    case 0: return (int64_t)(rnd() % (uint64_t)range);                      /* white */
+    case 0: return (int64_t)(rnd() % (uint64_t)range);                     /* white */
     case 1: return 1000 + (int64_t)(rnd() % 7);                            /* small noise */
     case 2: return (i / 50) % 2 ? 77 : (int64_t)(rnd() % 5);               /* runs */
     case 3: return (i % 13 == 0) ? (int64_t)(rnd() % (uint64_t)range) : i; /* jumps */
-    default: return (int64_t)(rnd() % 300) * (i % 3);                     /* mixed */
+    default: return (int64_t)(rnd() % 300) * (i % 3);                      /* mixed */
     }
 }
 
@@ -83,8 +85,8 @@ static void rice_roundtrip(int bytepix, int blocksize, int npix, int kind) {
         size_t used = 0;
         int st = tide_rice_decode_used(c, (size_t)n, bytepix, blocksize, npix, out, &used);
         if (st)
-            fprintf(stderr, "bytepix %d block %d npix %d kind %d: %s\n", bytepix, blocksize,
-                    npix, kind, tide_error_detail());
+            fprintf(stderr, "bytepix %d block %d npix %d kind %d: %s\n", bytepix, blocksize, npix,
+                    kind, tide_error_detail());
         CHECK(st == 0);
         CHECK(used == (size_t)n);
         CHECK(!memcmp(out, ref, (size_t)npix * (size_t)bytepix));
@@ -151,7 +153,7 @@ static void test_rice_corrupt(void) {
             s16[i] = (short)src[i];
             s8[i] = (signed char)src[i];
         }
-        int n = bp == 1 ? fits_rcomp_byte(s8, NPIX, c, sizeof c, 32)
+        int n = bp == 1   ? fits_rcomp_byte(s8, NPIX, c, sizeof c, 32)
                 : bp == 2 ? fits_rcomp_short(s16, NPIX, c, sizeof c, 32)
                           : fits_rcomp(src, NPIX, c, sizeof c, 32);
         CHECK(n > 0);
@@ -223,8 +225,8 @@ static char dir[64];
 
 /* Write a ZBITPIX @p bitpix image of nx x ny pixels compressed with @p codec in tiles of
  * tx x ty; 0 when cfitsio wrote it, else its status (a combination it refuses). */
-static int make_image(const char *path, int codec, int bitpix, long nx, long ny, long tx,
-                      long ty, int smooth_tile) {
+static int make_image(const char *path, int codec, int bitpix, long nx, long ny, long tx, long ty,
+                      int smooth_tile) {
     fitsfile *f = NULL;
     int st = 0;
     unlink(path);
@@ -246,17 +248,27 @@ static int make_image(const char *path, int codec, int bitpix, long nx, long ny,
         v[i] = base;
     }
     /* In the image's own type: cfitsio compresses from that (it refuses conversions). */
-    int type = bitpix == 8 ? TBYTE : bitpix == 16 ? TSHORT : bitpix == 32 ? TINT
-               : bitpix == 64 ? TLONGLONG : bitpix == -32 ? TFLOAT : TDOUBLE;
+    int type = bitpix == 8     ? TBYTE
+               : bitpix == 16  ? TSHORT
+               : bitpix == 32  ? TINT
+               : bitpix == 64  ? TLONGLONG
+               : bitpix == -32 ? TFLOAT
+                               : TDOUBLE;
     size_t es = bitpix == 8 ? 1 : bitpix == 16 ? 2 : bitpix == 32 || bitpix == -32 ? 4 : 8;
     unsigned char *buf = malloc(es * (size_t)(nx * ny));
     for (long i = 0; i < nx * ny; i++) {
-        if (type == TBYTE) buf[i] = (unsigned char)v[i];
-        else if (type == TSHORT) ((short *)buf)[i] = (short)v[i];
-        else if (type == TINT) ((int *)buf)[i] = (int)v[i];
-        else if (type == TLONGLONG) ((long long *)buf)[i] = (long long)v[i];
-        else if (type == TFLOAT) ((float *)buf)[i] = (float)v[i];
-        else ((double *)buf)[i] = v[i];
+        if (type == TBYTE)
+            buf[i] = (unsigned char)v[i];
+        else if (type == TSHORT)
+            ((short *)buf)[i] = (short)v[i];
+        else if (type == TINT)
+            ((int *)buf)[i] = (int)v[i];
+        else if (type == TLONGLONG)
+            ((long long *)buf)[i] = (long long)v[i];
+        else if (type == TFLOAT)
+            ((float *)buf)[i] = (float)v[i];
+        else
+            ((double *)buf)[i] = v[i];
     }
     fits_write_img(f, type, 1, nx * ny, buf, &st);
     free(buf);
@@ -428,15 +440,15 @@ static void get_desc(const char *path, int64_t row, uint32_t *nelem, uint32_t *o
 }
 
 /* Expect @p st to be TIDE_E_FORMAT with a detail naming the file and containing @p what. */
-#define EXPECT_FORMAT(st, path, what)                                                        \
-    do {                                                                                     \
-        int st_ = (st);                                                                      \
-        const char *d_ = tide_error_detail();                                                \
-        if (st_ != TIDE_E_FORMAT || !strstr(d_, path) || !strstr(d_, what)) {               \
-            fprintf(stderr, "%s:%d: expected a format error with '%s', got %d: %s\n",       \
-                    __FILE__, __LINE__, what, st_, d_);                                      \
-            tide_test_failures++;                                                            \
-        }                                                                                    \
+#define EXPECT_FORMAT(st, path, what)                                                              \
+    do {                                                                                           \
+        int st_ = (st);                                                                            \
+        const char *d_ = tide_error_detail();                                                      \
+        if (st_ != TIDE_E_FORMAT || !strstr(d_, path) || !strstr(d_, what)) {                      \
+            fprintf(stderr, "%s:%d: expected a format error with '%s', got %d: %s\n", __FILE__,    \
+                    __LINE__, what, st_, d_);                                                      \
+            tide_test_failures++;                                                                  \
+        }                                                                                          \
     } while (0)
 
 static void test_valid_files(void) {
@@ -462,8 +474,8 @@ static void test_valid_files(void) {
                 written++;
                 int st = check_file(path);
                 if (st)
-                    fprintf(stderr, "%s ZBITPIX %d tiles %ldx%ld: %s\n", names[c], bitpix[b],
-                            tx, ty, tide_error_detail());
+                    fprintf(stderr, "%s ZBITPIX %d tiles %ldx%ld: %s\n", names[c], bitpix[b], tx,
+                            ty, tide_error_detail());
                 CHECK(st == 0);
                 /* and cfitsio reads it back */
                 fitsfile *f = NULL;
@@ -701,8 +713,8 @@ static void test_patched_files(void) {
         int fd = open(path, O_RDONLY);
         char first[1024] = "";
         for (int threads = 1; threads <= 8; threads++) {
-            int st = tide_fits_check_tiles_threads(fd, path, 1, &a.h, a.data_start, a.size,
-                                                   threads);
+            int st =
+                tide_fits_check_tiles_threads(fd, path, 1, &a.h, a.data_start, a.size, threads);
             CHECK(st == TIDE_E_FORMAT);
             CHECK(strstr(tide_error_detail(), "tile 8: RICE stream") != NULL);
             if (threads == 1)
@@ -722,22 +734,22 @@ static void test_patched_files(void) {
 static void test_hcompress(void) {
     char path[128];
     snprintf(path, sizeof path, "%s/hc.fits", dir);
-    const long shapes[][4] = {{37, 23, 37, 23}, {64, 48, 16, 16}, {100, 50, 50, 10},
-                              {33, 17, 33, 17}, {90, 45, 32, 16}};
+    const long shapes[][4] = {
+        {37, 23, 37, 23}, {64, 48, 16, 16}, {100, 50, 50, 10}, {33, 17, 33, 17}, {90, 45, 32, 16}};
     const int bitpix[] = {16, 32, -32};
     for (int s = 0; s < 5; s++)
         for (int b = 0; b < 3; b++) {
             const long *sh = shapes[s];
             int cst = make_image(path, HCOMPRESS_1, bitpix[b], sh[0], sh[1], sh[2], sh[3], 0);
             if (cst) {
-                printf("cfitsio does not write HCOMPRESS_1 %ldx%ld in %ldx%ld tiles (%d)\n",
-                       sh[0], sh[1], sh[2], sh[3], cst);
+                printf("cfitsio does not write HCOMPRESS_1 %ldx%ld in %ldx%ld tiles (%d)\n", sh[0],
+                       sh[1], sh[2], sh[3], cst);
                 continue;
             }
             int st = check_file(path);
             if (st)
-                fprintf(stderr, "HCOMPRESS %ldx%ld/%ldx%ld ZBITPIX %d: %s\n", sh[0], sh[1],
-                        sh[2], sh[3], bitpix[b], tide_error_detail());
+                fprintf(stderr, "HCOMPRESS %ldx%ld/%ldx%ld ZBITPIX %d: %s\n", sh[0], sh[1], sh[2],
+                        sh[3], bitpix[b], tide_error_detail());
             CHECK(st == 0);
             uint32_t nelem, off;
             uint8_t d[8];

@@ -140,7 +140,7 @@ static void test_sweep(void) {
     snprintf(old1, sizeof old1, ".c.fits.tmp-%ld-5f3a", dead);
     snprintf(old2, sizeof old2, "c.csv.tmp-%ld", dead);
     snprintf(old3, sizeof old3, ".c.fits.tide-partial.tmp-%ld-1", dead);
-    snprintf(keep1, sizeof keep1, "notes.tmp-%ld", dead);       /* not a tide output name */
+    snprintf(keep1, sizeof keep1, "notes.tmp-%ld", dead);           /* not a tide output name */
     snprintf(keep2, sizeof keep2, "c.csv.tmp-%ld", (long)getpid()); /* alive */
     put(in_dir(d, old1), "1");
     put(in_dir(d, old2), "2");

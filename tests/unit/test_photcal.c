@@ -16,7 +16,9 @@
 
 /* splitmix64 → uniform (0, 1) and Gaussian (Box–Muller) */
 static uint64_t rng_state = 12345;
-static double unif(void) { return trng_open(trng_splitmix64(&rng_state)); }
+static double unif(void) {
+    return trng_open(trng_splitmix64(&rng_state));
+}
 static double gauss(void) {
     return sqrt(-2.0 * log(unif())) * cos(6.283185307179586 * unif());
 }

@@ -20,8 +20,12 @@
 static const double SKYVAR = 100.0, PI = 3.141592653589793;
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
-static double grand(void) { return sqrt(-2.0 * log(urand())) * cos(2 * PI * urand()); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng));
+}
+static double grand(void) {
+    return sqrt(-2.0 * log(urand())) * cos(2 * PI * urand());
+}
 
 static double sigma_at(double x, double y) {
     const double u = (2 * x - (W - 1)) / (W - 1), v = (2 * y - (W - 1)) / (W - 1);
@@ -37,7 +41,8 @@ static double gpix(int64_t i, double c, double s) {
  * over 4 × 4 sub-pixel positions. */
 static double true_corr(tide_ctx *ctx, double s, double r, double r_ref) {
     tide_image st;
-    if (tide_image_alloc(ctx, &st, 64, 64, TIDE_HOST, 0)) return NAN;
+    if (tide_image_alloc(ctx, &st, 64, 64, TIDE_HOST, 0))
+        return NAN;
     double acc = 0.0;
     for (int q = 0; q < 16; q++) {
         const double cx = 32.0 + (q % 4) * 0.25 - 0.375, cy = 32.0 + (q / 4) * 0.25 - 0.375;
@@ -78,7 +83,8 @@ int main(void) {
         const int64_t i0 = (int64_t)x[i] - 15, j0 = (int64_t)y[i] - 15;
         for (int v = 0; v < 31; v++)
             for (int u = 0; u < 31; u++)
-                model[(j0 + v) * W + i0 + u] += F[i] * gpix(i0 + u, x[i], s) * gpix(j0 + v, y[i], s);
+                model[(j0 + v) * W + i0 + u] +=
+                    F[i] * gpix(i0 + u, x[i], s) * gpix(j0 + v, y[i], s);
     }
     for (int64_t k = 0; k < (int64_t)W * W; k++) {
         im.pix[k] = (float)(model[k] + sqrt(SKYVAR + model[k]) * grand());
@@ -104,8 +110,11 @@ int main(void) {
             double c, ce;
             CHECK_OK(tide_apcorr_eval(&m, r, pos[a][0], pos[a][1], &c, &ce));
             const double g = true_corr(ctx, sigma_at(pos[a][0], pos[a][1]), r, m.r_ref);
-            if (fabs(c - g) > worst) worst = fabs(c - g);
-            if (r == 2.0) printf("  C(2 px) at (%g, %g): model %.4f ± %.4f, truth %.4f\n", pos[a][0], pos[a][1], c, ce, g);
+            if (fabs(c - g) > worst)
+                worst = fabs(c - g);
+            if (r == 2.0)
+                printf("  C(2 px) at (%g, %g): model %.4f ± %.4f, truth %.4f\n", pos[a][0],
+                       pos[a][1], c, ce, g);
         }
     printf("max |C - truth| over centre/corners, r = 2..8: %.4f\n", worst);
     CHECK(worst < 0.008); /* a degree-2 field: corners are extrapolated */
@@ -125,7 +134,8 @@ int main(void) {
     double pull2 = 0;
     int nb = 0;
     for (int i = 0; i < NS; i++) {
-        if (snr[i] < 50) continue;
+        if (snr[i] < 50)
+            continue;
         rel[nb] = (fo[i] - F[i]) / F[i];
         pull2 += (fo[i] - F[i]) * (fo[i] - F[i]) / (fe[i] * fe[i]);
         nb++;
@@ -137,7 +147,8 @@ int main(void) {
     CHECK(fabs(sqrt(pull2 / nb) - 1.0) < 0.1);
     /* all S/N: pulls still calibrated */
     pull2 = 0;
-    for (int i = 0; i < NS; i++) pull2 += (fo[i] - F[i]) * (fo[i] - F[i]) / (fe[i] * fe[i]);
+    for (int i = 0; i < NS; i++)
+        pull2 += (fo[i] - F[i]) * (fo[i] - F[i]) / (fe[i] * fe[i]);
     printf("FLUX_OPT all S/N: pull RMS %.3f\n", sqrt(pull2 / NS));
     CHECK(fabs(sqrt(pull2 / NS) - 1.0) < 0.1);
     /* the host evaluation agrees with the kernels */
@@ -145,7 +156,8 @@ int main(void) {
         double c, ce, f1, e1;
         int32_t f1l;
         CHECK_OK(tide_apcorr_eval(&m, ro[7], x[7], y[7], &c, &ce));
-        CHECK_OK(tide_aperture_photometry_r(ctx, &im, &var, 1, &x[7], &y[7], &ro[7], &ap, &f1, &e1, &f1l));
+        CHECK_OK(tide_aperture_photometry_r(ctx, &im, &var, 1, &x[7], &y[7], &ro[7], &ap, &f1, &e1,
+                                            &f1l));
         CHECK_CLOSE(fo[7], f1 / c, 1e-9 * fabs(fo[7]));
         CHECK_CLOSE(ro[7], tide_apcorr_radius(&m, snr[7]), 1e-12);
     }

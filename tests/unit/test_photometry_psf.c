@@ -17,7 +17,9 @@
 static const double SIG = 1.3, SKYVAR = 100.0;
 
 static uint64_t rng = 88172645463325252ULL;
-static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng));
+}
 static double grand(void) {
     return sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand());
 }
@@ -32,9 +34,11 @@ static void stamp_at(double x, double y, float *st) {
     const int64_t i0 = (int64_t)floor(x + 0.5) - SIDE / 2, j0 = (int64_t)floor(y + 0.5) - SIDE / 2;
     double sum = 0.0;
     for (int v = 0; v < SIDE; v++)
-        for (int u = 0; u < SIDE; u++) sum += gpix(i0 + u, x) * gpix(j0 + v, y);
+        for (int u = 0; u < SIDE; u++)
+            sum += gpix(i0 + u, x) * gpix(j0 + v, y);
     for (int v = 0; v < SIDE; v++)
-        for (int u = 0; u < SIDE; u++) st[v * SIDE + u] = (float)(gpix(i0 + u, x) * gpix(j0 + v, y) / sum);
+        for (int u = 0; u < SIDE; u++)
+            st[v * SIDE + u] = (float)(gpix(i0 + u, x) * gpix(j0 + v, y) / sum);
 }
 
 static int cmpd(const void *a, const void *b) {
@@ -92,10 +96,12 @@ int main(void) {
     CHECK_OK(tide_psf_photometry_stamps(ctx, &im, &var, NS, x, y, SIDE, stamps, &p, f, e, c2, fl));
     judge("PSF fit", f, e, F, 0.005);
     double c2m = 0;
-    for (int i = 0; i < NS; i++) c2m += c2[i] / NS;
+    for (int i = 0; i < NS; i++)
+        c2m += c2[i] / NS;
     printf("mean reduced chi2 %.3f\n", c2m);
     CHECK(c2m > 0.9 && c2m < 1.1);
-    for (int i = 0; i < NS; i++) CHECK(fl[i] == 0);
+    for (int i = 0; i < NS; i++)
+        CHECK(fl[i] == 0);
     /* a constant background fitted too */
     p.fit_background = 1;
     CHECK_OK(tide_psf_photometry_stamps(ctx, &im, &var, NS, x, y, SIDE, stamps, &p, f, e, c2, fl));
@@ -107,7 +113,8 @@ int main(void) {
     CHECK_OK(tide_psf_photometry_stamps(ctx, &im, &var, NS, x, y, SIDE, stamps, &p, f, e, c2, fl));
     {
         double pull2 = 0;
-        for (int i = 0; i < NS; i++) pull2 += ((f[i] - F[i]) / e[i]) * ((f[i] - F[i]) / e[i]);
+        for (int i = 0; i < NS; i++)
+            pull2 += ((f[i] - F[i]) / e[i]) * ((f[i] - F[i]) / e[i]);
         printf("sky-only weights: pull RMS %.3f (expected > 1.1)\n", sqrt(pull2 / NS));
         CHECK(sqrt(pull2 / NS) > 1.1);
     }
@@ -122,7 +129,8 @@ int main(void) {
         stamp_at(3.2, 200.0, st2 + SIDE * SIDE);
         double f2[2], e2[2];
         int32_t fl2[2];
-        CHECK_OK(tide_psf_photometry_stamps(ctx, &im, &var, 2, xe, ye, SIDE, st2, &p, f2, e2, NULL, fl2));
+        CHECK_OK(tide_psf_photometry_stamps(ctx, &im, &var, 2, xe, ye, SIDE, st2, &p, f2, e2, NULL,
+                                            fl2));
         CHECK(fl2[0] & TIDE_PHOT_MASKED);
         CHECK(fl2[1] & TIDE_PHOT_TRUNCATED);
         CHECK(fabs(f2[0] - F[0]) < 5 * e2[0]);
@@ -144,9 +152,11 @@ int main(void) {
         m.coef[0] = 1.0;
         double sum = 0;
         for (int v = 0; v < 25; v++)
-            for (int u = 0; u < 25; u++) sum += gpix(u, 12.0) * gpix(v, 12.0);
+            for (int u = 0; u < 25; u++)
+                sum += gpix(u, 12.0) * gpix(v, 12.0);
         for (int v = 0; v < 25; v++)
-            for (int u = 0; u < 25; u++) m.basis[v * 25 + u] = (float)(gpix(u, 12.0) * gpix(v, 12.0) / sum);
+            for (int u = 0; u < 25; u++)
+                m.basis[v * 25 + u] = (float)(gpix(u, 12.0) * gpix(v, 12.0) / sum);
         m.fwhm = 2.3548 * SIG;
         int32_t fl3[NS];
         tide_psffit_params_default(&p);
@@ -154,7 +164,8 @@ int main(void) {
         int st = tide_psf_photometry_ex(ctx, &im, &var, &m, NS, x, y, &p, f, e, c2, fl3);
         CHECK_OK(st);
         /* Lanczos-3 shifting of a FWHM = 3 px PSF is not exact: 1 % bias allowed here */
-        if (!st) judge("PSF fit via tide_psf_model", f, e, F, 0.01);
+        if (!st)
+            judge("PSF fit via tide_psf_model", f, e, F, 0.01);
         double g1, g2, h1, h2;
         CHECK_OK(tide_psf_photometry(ctx, &im, &var, &m, 1, x, y, &g1, &g2, NULL));
         CHECK_OK(tide_psf_photometry_ex(ctx, &im, &var, &m, 1, x, y, NULL, &h1, &h2, NULL, NULL));

@@ -31,8 +31,8 @@ static int read_png(const char *path, int *w, int *h, unsigned char **px) {
     png_read_info(p, info);
     *w = (int)png_get_image_width(p, info);
     *h = (int)png_get_image_height(p, info);
-    const int ok = png_get_color_type(p, info) == PNG_COLOR_TYPE_GRAY &&
-                   png_get_bit_depth(p, info) == 8;
+    const int ok =
+        png_get_color_type(p, info) == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(p, info) == 8;
     if (px) {
         *px = malloc((size_t)*w * (size_t)*h);
         for (int y = 0; y < *h; y++)
@@ -65,10 +65,10 @@ int main(void) {
     CHECK(read_png(path, &w, &h, &px) == 0);
     CHECK(w == 3 * W && h == 3 * H);
     if (px && w == 3 * W && h == 3 * H) {
-        CHECK(px[(size_t)(h - 1) * w] == 0);         /* NaN at FITS (1,1), bottom-left */
-        CHECK(px[(size_t)w - 1] == 255);             /* the largest value: top-right */
+        CHECK(px[(size_t)(h - 1) * w] == 0); /* NaN at FITS (1,1), bottom-left */
+        CHECK(px[(size_t)w - 1] == 255);     /* the largest value: top-right */
         CHECK(px[(size_t)(h - 1) * w + 3] < px[(size_t)(h - 1) * w + 60]); /* grows with x */
-        CHECK(px[(size_t)(h - 4) * w + 3] < px[3]);  /* and with y (upwards) */
+        CHECK(px[(size_t)(h - 4) * w + 3] < px[3]); /* and with y (upwards) */
     }
     free(px);
 

@@ -61,8 +61,8 @@ static void pipelines(tide_ctx *ctx, const tide_image *im, const tide_header *h)
     CHECK_OK(tide_diffp_prepare_input(ctx, &in, 3.0, &bkg, &cos, &f));
     printf("reduce: sky %.6f rms %.6f, %lld cosmic; diff: sky %.6f rms %.6f, %lld cosmic "
            "(gain %g, saturation %g)\n",
-           res.bkg.global_back, res.bkg.global_rms, (long long)res.cos.n_cosmic, f.sky,
-           f.sky_rms, (long long)f.ncosmic, f.gain, f.saturate);
+           res.bkg.global_back, res.bkg.global_rms, (long long)res.cos.n_cosmic, f.sky, f.sky_rms,
+           (long long)f.ncosmic, f.gain, f.saturate);
     CHECK(res.bkg.global_back == f.sky);
     CHECK(res.bkg.global_rms == f.sky_rms);
     CHECK(res.cos.n_cosmic == f.ncosmic);
@@ -74,15 +74,21 @@ static void pipelines(tide_ctx *ctx, const tide_image *im, const tide_header *h)
     dc.gain = f.gain;
     dc.rdnoise = 5.0;
     dc.saturation = f.saturate;
-    const tide_prep_params dp = {.name = "frame", .cos = &dc, .cos_guard = 1, .bkg = &bkg,
-                                 .variance = 1, .gain = f.gain, .saturate = f.saturate};
+    const tide_prep_params dp = {.name = "frame",
+                                 .cos = &dc,
+                                 .cos_guard = 1,
+                                 .bkg = &bkg,
+                                 .variance = 1,
+                                 .gain = f.gain,
+                                 .saturate = f.saturate};
     tide_prepared d;
     CHECK_OK(tide_prep_frame(ctx, im, &dp, &d));
     const size_t nb = sizeof(float) * (size_t)(im->width * im->height);
     CHECK(res.back_map.width == d.bkg.width && res.back_map.stride == d.bkg.stride);
     CHECK(same_bytes(res.back_map.pix, d.bkg.pix, nb));
     CHECK(same_bytes(res.rms_map.pix, d.rms.pix, nb));
-    CHECK(same_bytes(f.work.mask, d.work.mask, sizeof(uint16_t) * (size_t)(im->width * im->height)));
+    CHECK(
+        same_bytes(f.work.mask, d.work.mask, sizeof(uint16_t) * (size_t)(im->width * im->height)));
     tide_prep_frame_free(ctx, &d);
     tide_diffp_frame_free(ctx, &f);
     tide_pipeline_result_free(&res);
@@ -101,8 +107,13 @@ static void pipelines(tide_ctx *ctx, const tide_image *im, const tide_header *h)
         c0.gain = g;
         c0.rdnoise = 5.0;
         c0.saturation = 9000.0;
-        const tide_prep_params p0 = {.name = "nogain", .cos = &c0, .cos_guard = 1, .bkg = &bkg,
-                                     .variance = 1, .gain = 0, .saturate = 9000.0};
+        const tide_prep_params p0 = {.name = "nogain",
+                                     .cos = &c0,
+                                     .cos_guard = 1,
+                                     .bkg = &bkg,
+                                     .variance = 1,
+                                     .gain = 0,
+                                     .saturate = 9000.0};
         CHECK_OK(tide_prep_frame(ctx, im, &p0, &d));
         const int same = same_bytes(f.work.mask, d.work.mask,
                                     sizeof(uint16_t) * (size_t)(im->width * im->height));
@@ -126,10 +137,17 @@ static void modes(tide_ctx *ctx, const tide_image *im) {
     tide_bkg_params_default(&bkg);
     tide_cosmetics_params cos;
     tide_cosmetics_params_default(&cos);
-    const tide_prep_params rp = {.name = "r", .cos = &cos, .bkg = &bkg,
+    const tide_prep_params rp = {.name = "r",
+                                 .cos = &cos,
+                                 .bkg = &bkg,
                                  .timers = {"t.upload", "t.cosmetics", "t.background"}};
-    const tide_prep_params dp = {.name = "d", .cos = &cos, .cos_guard = 1, .bkg = &bkg,
-                                 .variance = 1, .gain = 1.0, .saturate = NAN};
+    const tide_prep_params dp = {.name = "d",
+                                 .cos = &cos,
+                                 .cos_guard = 1,
+                                 .bkg = &bkg,
+                                 .variance = 1,
+                                 .gain = 1.0,
+                                 .saturate = NAN};
     tide_prepared r, d;
     CHECK_OK(tide_prep_frame(ctx, im, &rp, &r));
     CHECK_OK(tide_prep_frame(ctx, im, &dp, &d));

@@ -29,8 +29,8 @@ static double gauss(uint64_t seed, uint64_t i) {
 
 /* A simulated frame with a flat sky, background-subtracted, its sky-noise map and the
  * perturbed truth candidates. */
-static void make_frame(tide_ctx *ctx, frame *fr, int64_t w, int64_t h, int64_t nstars,
-                       int noise, uint64_t seed) {
+static void make_frame(tide_ctx *ctx, frame *fr, int64_t w, int64_t h, int64_t nstars, int noise,
+                       uint64_t seed) {
     memset(fr, 0, sizeof *fr);
     tide_sim_params p;
     tide_sim_params_default(&p);
@@ -91,14 +91,16 @@ static void star_residuals(const tide_psf_model *m, const frame *fr, double *med
     const double sig = fr->rms.pix[0];
     for (int s = 0; s < m->nstars; s++) {
         CHECK_OK(tide_psf_eval_pixel(m, m->star_x[s], m->star_y[s], st));
-        const int64_t cx = (int64_t)floor(m->star_x[s] + 0.5), cy = (int64_t)floor(m->star_y[s] + 0.5);
+        const int64_t cx = (int64_t)floor(m->star_x[s] + 0.5),
+                      cy = (int64_t)floor(m->star_y[s] + 0.5);
         double smd = 0.0, smm = 0.0, pk = 0.0;
         for (int j = 0; j < side; j++)
             for (int i = 0; i < side; i++) {
                 const double d = fr->sub.pix[(cy - h + j) * fr->sub.stride + cx - h + i];
                 smd += st[j * side + i] * d;
                 smm += (double)st[j * side + i] * st[j * side + i];
-                if (st[j * side + i] > pk) pk = st[j * side + i];
+                if (st[j * side + i] > pk)
+                    pk = st[j * side + i];
             }
         const double F = smd / smm;
         double q = 0.0, c2 = 0.0;
@@ -170,7 +172,8 @@ static void test_truth(int noise) {
     star_residuals(&m, &fr, &rel, &chi2);
     printf("  star residuals: median RMS/peak %.5f, median chi2/dof %.3f\n", rel, chi2);
     CHECK(rel < (noise ? 0.04 : 0.005));
-    if (noise) CHECK(chi2 < 1.3);
+    if (noise)
+        CHECK(chi2 < 1.3);
 
     /* eval: sum 1, symmetric peak at the centre pixel, clamping outside the frame */
     const int npix = m.stamp * m.stamp;
@@ -180,7 +183,8 @@ static void test_truth(int noise) {
     int imax = 0;
     for (int k = 0; k < npix; k++) {
         s += a[k];
-        if (a[k] > a[imax]) imax = k;
+        if (a[k] > a[imax])
+            imax = k;
     }
     CHECK_CLOSE(s, 1.0, 1e-5);
     CHECK(imax == npix / 2);
@@ -196,7 +200,8 @@ static void test_truth(int noise) {
         double nrm = 0.0;
         for (int k = 0; k < npix; k++) {
             nrm += (double)E[k] * E[k];
-            if (fabsf(E[k]) > fabsf(E[ib])) ib = k;
+            if (fabsf(E[k]) > fabsf(E[ib]))
+                ib = k;
         }
         CHECK(E[ib] > 0.0f);
         CHECK_CLOSE(nrm, 1.0, 1e-5);
@@ -249,13 +254,16 @@ static void test_fallback(void) {
         for (int64_t i = 0; i < fr.n; i++) {
             const int s_i = sat[i], ty = type[i];
             int used = 0;
-            for (int j = 0; j < k; j++) used |= x3[j] == fr.x[i];
+            for (int j = 0; j < k; j++)
+                used |= x3[j] == fr.x[i];
             if (s_i || ty != 0 || used || fr.x[i] < 60 || fr.x[i] > 450 || fr.y[i] < 60 ||
                 fr.y[i] > 450 || fr.flux[i] > 2e5)
                 continue;
-            if (best < 0 || fr.flux[i] > fr.flux[best]) best = (int)i;
+            if (best < 0 || fr.flux[i] > fr.flux[best])
+                best = (int)i;
         }
-        if (best < 0) break;
+        if (best < 0)
+            break;
         x3[k] = fr.x[best];
         y3[k] = fr.y[best];
         f3[k] = fr.flux[best];
@@ -278,7 +286,8 @@ static void test_fallback(void) {
     float *st = malloc(sizeof(float) * (size_t)npix);
     CHECK_OK(tide_psf_eval(&m, 10.0, 10.0, st));
     double s = 0.0;
-    for (int i = 0; i < npix; i++) s += st[i];
+    for (int i = 0; i < npix; i++)
+        s += st[i];
     CHECK_CLOSE(s, 1.0, 1e-5);
     free(st);
     tide_header hd;

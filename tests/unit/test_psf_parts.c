@@ -17,18 +17,23 @@
 #define M_PI 3.14159265358979323846
 
 static uint64_t rng_state = 12345;
-static double urand(void) { return trng_unit(trng_xorshift64s(&rng_state)); }
+static double urand(void) {
+    return trng_unit(trng_xorshift64s(&rng_state));
+}
 
 /* Cyclic Jacobi eigenvalues of a symmetric matrix (reference; slow, exact enough). */
 static void jacobi_evals(int n, double *a, double *ev) {
     for (int sweep = 0; sweep < 100; sweep++) {
         double off = 0.0;
         for (int p = 0; p < n; p++)
-            for (int q = p + 1; q < n; q++) off += a[p * n + q] * a[p * n + q];
-        if (off < 1e-30) break;
+            for (int q = p + 1; q < n; q++)
+                off += a[p * n + q] * a[p * n + q];
+        if (off < 1e-30)
+            break;
         for (int p = 0; p < n; p++)
             for (int q = p + 1; q < n; q++) {
-                if (fabs(a[p * n + q]) < 1e-300) continue;
+                if (fabs(a[p * n + q]) < 1e-300)
+                    continue;
                 const double th = 0.5 * (a[q * n + q] - a[p * n + p]) / a[p * n + q];
                 const double t = (th >= 0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
                 const double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
@@ -44,7 +49,8 @@ static void jacobi_evals(int n, double *a, double *ev) {
                 }
             }
     }
-    for (int i = 0; i < n; i++) ev[i] = a[i * n + i];
+    for (int i = 0; i < n; i++)
+        ev[i] = a[i * n + i];
     for (int i = 1; i < n; i++) /* descending */
         for (int j = i; j > 0 && ev[j - 1] < ev[j]; j--) {
             double t = ev[j];
@@ -64,11 +70,13 @@ static void test_eigen(void) {
          * eigenvalues, like the stars' */
         const int dim = 30;
         double *x = malloc(sizeof(double) * n * dim);
-        for (int i = 0; i < n * dim; i++) x[i] = urand() - 0.5;
+        for (int i = 0; i < n * dim; i++)
+            x[i] = urand() - 0.5;
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 double s = 0;
-                for (int k = 0; k < dim; k++) s += x[i * dim + k] * x[j * dim + k];
+                for (int k = 0; k < dim; k++)
+                    s += x[i * dim + k] * x[j * dim + k];
                 g[i * n + j] = s;
             }
         memcpy(a, g, sizeof(double) * n * n);
@@ -76,19 +84,23 @@ static void test_eigen(void) {
         CHECK_OK(psf_eigen_sym(n, a, ev, v));
         jacobi_evals(n, b, er);
         double scale = fabs(er[0]) + 1e-300;
-        for (int i = 0; i < n; i++) CHECK_CLOSE(ev[i] / scale, er[i] / scale, 1e-11);
-        for (int i = 1; i < n; i++) CHECK(ev[i] <= ev[i - 1]);
+        for (int i = 0; i < n; i++)
+            CHECK_CLOSE(ev[i] / scale, er[i] / scale, 1e-11);
+        for (int i = 1; i < n; i++)
+            CHECK(ev[i] <= ev[i - 1]);
         /* G v_i = lambda_i v_i, orthonormal */
         double worst = 0.0, orth = 0.0;
         for (int i = 0; i < n; i++) {
             for (int r = 0; r < n; r++) {
                 double s = 0;
-                for (int c = 0; c < n; c++) s += g[r * n + c] * v[c * n + i];
+                for (int c = 0; c < n; c++)
+                    s += g[r * n + c] * v[c * n + i];
                 worst = fmax(worst, fabs(s - ev[i] * v[r * n + i]) / scale);
             }
             for (int j = 0; j <= i; j++) {
                 double s = 0;
-                for (int r = 0; r < n; r++) s += v[r * n + i] * v[r * n + j];
+                for (int r = 0; r < n; r++)
+                    s += v[r * n + i] * v[r * n + j];
                 orth = fmax(orth, fabs(s - (i == j)));
             }
         }
@@ -105,17 +117,20 @@ static void test_pca_top(void) {
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int n = cases[c][0], p = cases[c][1], k = 5;
         double *D = malloc(sizeof(double) * n * p), *C = malloc(sizeof(double) * p * p * 2);
-        double *V = C + p * p, *ev = malloc(sizeof(double) * p), *tv = malloc(sizeof(double) * k * p * 2);
+        double *V = C + p * p, *ev = malloc(sizeof(double) * p),
+               *tv = malloc(sizeof(double) * k * p * 2);
         double tev[5], tev2[5];
         /* a few strong components plus noise, like stamp deviations */
         for (int i = 0; i < n; i++)
             for (int j = 0; j < p; j++)
-                D[i * p + j] = 3.0 * sin(0.1 * j) * (urand() - 0.5) + 2.0 * cos(0.37 * j) * (urand() - 0.5) +
+                D[i * p + j] = 3.0 * sin(0.1 * j) * (urand() - 0.5) +
+                               2.0 * cos(0.37 * j) * (urand() - 0.5) +
                                1.0 * sin(0.05 * j * j) * (urand() - 0.5) + 0.05 * (urand() - 0.5);
         for (int a = 0; a < p; a++)
             for (int b = 0; b < p; b++) {
                 double s2 = 0;
-                for (int i = 0; i < n; i++) s2 += D[i * p + a] * D[i * p + b];
+                for (int i = 0; i < n; i++)
+                    s2 += D[i * p + a] * D[i * p + b];
                 C[a * p + b] = s2;
             }
         CHECK_OK(psf_eigen_sym(p, C, ev, V));
@@ -129,7 +144,8 @@ static void test_pca_top(void) {
              * Krylov space's accuracy */
             CHECK_CLOSE(tev[q] / ev[0], ev[q] / ev[0], q < 3 ? 1e-10 : 1e-6);
             double d = 0;
-            for (int j = 0; j < p; j++) d += tv[q * p + j] * V[j * p + q];
+            for (int j = 0; j < p; j++)
+                d += tv[q * p + j] * V[j * p + q];
             CHECK_CLOSE(fabs(d), 1.0, q < 3 ? 1e-8 : 1e-3); /* same direction up to sign */
         }
         free(D), free(C), free(ev), free(tv);
@@ -143,17 +159,20 @@ static void test_pca_top(void) {
         double *tv = malloc(sizeof(double) * k * p * 2), tev[5], tev2[5];
         for (int i = 0; i < n; i++) {
             double g[6]; /* the star's coefficients of the six components */
-            for (int c = 0; c < 6; c++) g[c] = urand() - 0.5;
+            for (int c = 0; c < 6; c++)
+                g[c] = urand() - 0.5;
             for (int j = 0; j < p; j++) {
                 double d = 0.01 * (urand() - 0.5);
-                for (int c = 0; c < 6; c++) d += (6.0 - c) * sin(0.07 * (c + 1) * j + c) * g[c];
+                for (int c = 0; c < 6; c++)
+                    d += (6.0 - c) * sin(0.07 * (c + 1) * j + c) * g[c];
                 D[i * p + j] = d;
             }
         }
         for (int a = 0; a < p; a++)
             for (int b = 0; b < p; b++) {
                 double s2 = 0;
-                for (int i = 0; i < n; i++) s2 += D[i * p + a] * D[i * p + b];
+                for (int i = 0; i < n; i++)
+                    s2 += D[i * p + a] * D[i * p + b];
                 C[a * p + b] = s2;
             }
         CHECK_OK(psf_eigen_sym(p, C, ev, V));
@@ -164,7 +183,8 @@ static void test_pca_top(void) {
         for (int q = 0; q < k; q++) {
             CHECK_CLOSE(tev[q] / ev[0], ev[q] / ev[0], 1e-12);
             double d = 0;
-            for (int j = 0; j < p; j++) d += tv[q * p + j] * V[j * p + q];
+            for (int j = 0; j < p; j++)
+                d += tv[q * p + j] * V[j * p + q];
             CHECK_CLOSE(fabs(d), 1.0, 1e-10);
         }
         free(D), free(C), free(ev), free(tv);
@@ -173,9 +193,11 @@ static void test_pca_top(void) {
 
 static void test_cholesky(void) {
     double a[9] = {4, 2, 0.4, 2, 5, 1, 0.4, 1, 3}, x[3] = {1, -2, 0.5}, b[3];
-    for (int i = 0; i < 3; i++) b[i] = a[i * 3] * x[0] + a[i * 3 + 1] * x[1] + a[i * 3 + 2] * x[2];
+    for (int i = 0; i < 3; i++)
+        b[i] = a[i * 3] * x[0] + a[i * 3 + 1] * x[1] + a[i * 3 + 2] * x[2];
     CHECK_OK(psf_cholesky_solve(3, a, b));
-    for (int i = 0; i < 3; i++) CHECK_CLOSE(b[i], x[i], 1e-12);
+    for (int i = 0; i < 3; i++)
+        CHECK_CLOSE(b[i], x[i], 1e-12);
     double s[4] = {1, 2, 2, 1}, r[2] = {1, 1};
     CHECK(psf_cholesky_solve(2, s, r) == -1); /* indefinite */
 }
@@ -195,13 +217,15 @@ static void render_moffat(float *st, int side, double x0, double y0, double fwhm
             double acc = 0;
             for (int q = 0; q < ns; q++)
                 for (int p = 0; p < ns; p++) {
-                    const double dx = i - 0.5 + (p + 0.5) / ns - x0, dy = j - 0.5 + (q + 0.5) / ns - y0;
+                    const double dx = i - 0.5 + (p + 0.5) / ns - x0,
+                                 dy = j - 0.5 + (q + 0.5) / ns - y0;
                     acc += pow(1 + cxx * dx * dx + 2 * cxy * dx * dy + cyy * dy * dy, -beta);
                 }
             st[j * side + i] = (float)(acc / (ns * ns));
             tot += acc / (ns * ns);
         }
-    for (int k = 0; k < side * side; k++) st[k] = (float)(st[k] * flux / tot);
+    for (int k = 0; k < side * side; k++)
+        st[k] = (float)(st[k] * flux / tot);
 }
 
 static void test_moffat(void) {
@@ -209,9 +233,11 @@ static void test_moffat(void) {
     float st[25 * 25];
     struct {
         double fwhm, beta, e, th;
-    } cases[] = {{3.0, 3.0, 0.05, 30}, {2.2, 2.5, 0.0, 0}, {5.0, 4.5, 0.2, -60}, {3.5, 2.0, 0.1, 89}};
+    } cases[] = {
+        {3.0, 3.0, 0.05, 30}, {2.2, 2.5, 0.0, 0}, {5.0, 4.5, 0.2, -60}, {3.5, 2.0, 0.1, 89}};
     for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        render_moffat(st, side, 12.3, 11.8, cases[k].fwhm, cases[k].beta, cases[k].e, cases[k].th, 1.0);
+        render_moffat(st, side, 12.3, 11.8, cases[k].fwhm, cases[k].beta, cases[k].e, cases[k].th,
+                      1.0);
         psf_moffat f;
         CHECK_OK(psf_moffat_fit(st, side, 3.0, 0.0, NULL, 1, &f));
         CHECK(f.ok);
@@ -259,17 +285,21 @@ static void test_lanczos_terms(void) {
     psf_lanczos_weights(0.0, w);
     CHECK_CLOSE(w[2], 1.0, 1e-15);
     for (int k = 0; k < 6; k++)
-        if (k != 2) CHECK_CLOSE(w[k], 0.0, 1e-15);
+        if (k != 2)
+            CHECK_CLOSE(w[k], 0.0, 1e-15);
     psf_lanczos_weights(0.5, w); /* symmetric about the half point */
-    for (int k = 0; k < 3; k++) CHECK_CLOSE(w[k], w[5 - k], 1e-15);
+    for (int k = 0; k < 3; k++)
+        CHECK_CLOSE(w[k], w[5 - k], 1e-15);
     double s = 0;
     psf_lanczos_weights(0.37, w);
-    for (int k = 0; k < 6; k++) s += w[k];
+    for (int k = 0; k < 6; k++)
+        s += w[k];
     CHECK_CLOSE(s, 1.0, 1e-14);
     double t[15];
     CHECK(tide_psf_terms(2, 0.5, -2.0, t) == 6);
     const double want[6] = {1, 0.5, -2, 0.25, -1, 4};
-    for (int k = 0; k < 6; k++) CHECK_CLOSE(t[k], want[k], 1e-15);
+    for (int k = 0; k < 6; k++)
+        CHECK_CLOSE(t[k], want[k], 1e-15);
     CHECK(tide_psf_terms(4, 0.3, 0.7, t) == 15);
     CHECK_CLOSE(t[14], pow(0.7, 4), 1e-15);
     CHECK_CLOSE(t[12], 0.3 * 0.3 * 0.7 * 0.7, 1e-15); /* u^2 v^2: degree 4, j = 2 */
@@ -288,7 +318,8 @@ static void test_kernels_cpu(void) {
     tide_image im, rms;
     CHECK_OK(tide_image_alloc(ctx, &im, W, H, TIDE_HOST, TIDE_IMAGE_MASK));
     CHECK_OK(tide_image_alloc(ctx, &rms, W, H, TIDE_HOST, 0));
-    for (int64_t k = 0; k < W * H; k++) rms.pix[k] = 2.0f;
+    for (int64_t k = 0; k < W * H; k++)
+        rms.pix[k] = 2.0f;
     const int side = 19, big = 41, h = side / 2;
     const double sx[4] = {40.37, 100.81, 150.5, 5.0}, sy[4] = {50.62, 70.13, 100.5, 5.0};
     float *st = malloc(sizeof(float) * big * big);
@@ -296,7 +327,8 @@ static void test_kernels_cpu(void) {
         const int ox = (int)floor(sx[s]) - big / 2, oy = (int)floor(sy[s]) - big / 2;
         render_moffat(st, big, sx[s] - ox, sy[s] - oy, 3.2, 3.0, 0.08, 20, 5e4);
         for (int j = 0; j < big; j++)
-            for (int i = 0; i < big; i++) im.pix[(oy + j) * W + ox + i] += st[j * big + i];
+            for (int i = 0; i < big; i++)
+                im.pix[(oy + j) * W + ox + i] += st[j * big + i];
     }
     im.mask[100 * W + 153] = TIDE_MASK_COSMIC; /* in star 2's stamp */
     psf_plan pl;
@@ -339,11 +371,13 @@ static void test_kernels_cpu(void) {
     kp.saturation = 0.0;
     /* recentred stamps vs the centred analytic profile */
     double xc[2] = {sx[0], sx[1]}, yc[2] = {sy[0], sy[1]}, sums[2];
-    float *stamps = malloc(sizeof(float) * side * side * 2), *ref = malloc(sizeof(float) * side * side);
+    float *stamps = malloc(sizeof(float) * side * side * 2),
+          *ref = malloc(sizeof(float) * side * side);
     CHECK_OK(psf_extract_cpu(ctx, &im, &kp, 2, xc, yc, stamps, sums));
     render_moffat(ref, side, h, h, 3.2, 3.0, 0.08, 20, 1.0);
     double rs = 0;
-    for (int k = 0; k < side * side; k++) rs += ref[k];
+    for (int k = 0; k < side * side; k++)
+        rs += ref[k];
     for (int s = 0; s < 2; s++) {
         double worst = 0, pk = 0, tot = 0;
         for (int k = 0; k < side * side; k++) {
@@ -366,13 +400,15 @@ static void test_stack(void) {
     const int npix = 4, m = 7;
     float st[7 * 4];
     for (int i = 0; i < m; i++)
-        for (int p = 0; p < npix; p++) st[i * npix + p] = (float)(1.0 + 0.01 * ((i * 3 + p) % 5));
+        for (int p = 0; p < npix; p++)
+            st[i * npix + p] = (float)(1.0 + 0.01 * ((i * 3 + p) % 5));
     st[3 * npix + 1] = 50.0f; /* an outlier in one stamp */
     int which[7] = {0, 1, 2, 3, 4, 5, 6};
     float out[4];
     CHECK_OK(psf_stack_clip(st, npix, which, m, 3.0, 10, 2, out));
     double s = 0;
-    for (int p = 0; p < npix; p++) s += out[p];
+    for (int p = 0; p < npix; p++)
+        s += out[p];
     CHECK_CLOSE(s, 1.0, 1e-6);
     CHECK(out[1] < 0.3); /* the 50 was clipped: all pixels ~1 → each ~0.25 */
     CHECK_CLOSE(out[1], 0.25, 0.01);

@@ -13,7 +13,9 @@
 #include "tide_test.h"
 
 static uint64_t rng_state = 777;
-static double urand(void) { return trng_unit(trng_xorshift64s(&rng_state)); }
+static double urand(void) {
+    return trng_unit(trng_xorshift64s(&rng_state));
+}
 
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -33,7 +35,8 @@ static void check_all_k(const double *v, int n) {
         CHECK(memcmp(&got, &sorted[k], sizeof got) == 0);
         CHECK(memcmp(&a[k], &sorted[k], sizeof got) == 0);
         int below = 1;
-        for (int i = 0; i < k; i++) below &= a[i] <= a[k];
+        for (int i = 0; i < k; i++)
+            below &= a[i] <= a[k];
         CHECK(below);
         memcpy(b, a, sizeof(double) * (size_t)n); /* still the same multiset */
         qsort(b, (size_t)n, sizeof(double), cmp_double);
@@ -49,14 +52,14 @@ static void test_shapes(void) {
         for (int shape = 0; shape < 8; shape++) {
             for (int i = 0; i < n; i++) {
                 switch (shape) {
-                case 0: v[i] = urand() - 0.5; break;                    /* continuous */
-                case 1: v[i] = (double)(int)(urand() * 4.0); break;     /* many ties */
-                case 2: v[i] = i; break;                                /* sorted */
-                case 3: v[i] = n - i; break;                            /* reversed */
-                case 4: v[i] = 0.125; break;                            /* constant */
-                case 5: v[i] = i % 2 ? 1.0 : -1.0; break;               /* two values */
+                case 0: v[i] = urand() - 0.5; break;                      /* continuous */
+                case 1: v[i] = (double)(int)(urand() * 4.0); break;       /* many ties */
+                case 2: v[i] = i; break;                                  /* sorted */
+                case 3: v[i] = n - i; break;                              /* reversed */
+                case 4: v[i] = 0.125; break;                              /* constant */
+                case 5: v[i] = i % 2 ? 1.0 : -1.0; break;                 /* two values */
                 case 6: v[i] = i == n / 3 ? 1e30 : 1e-3 * urand(); break; /* an outlier */
-                default: v[i] = i < n / 2 ? 0.0 : urand(); break;       /* half zeros */
+                default: v[i] = i < n / 2 ? 0.0 : urand(); break;         /* half zeros */
                 }
             }
             check_all_k(v, n);
@@ -70,8 +73,10 @@ static void test_constant_is_linear(void) {
     const int n = 100000;
     double *a = malloc(sizeof(double) * (size_t)n);
     CHECK(a != NULL);
-    if (!a) return;
-    for (int i = 0; i < n; i++) a[i] = 3.0;
+    if (!a)
+        return;
+    for (int i = 0; i < n; i++)
+        a[i] = 3.0;
     const double t0 = tide_now();
     const double got = psf_select_kth(a, n, n / 2);
     const double dt = tide_now() - t0;

@@ -18,7 +18,9 @@
 #define SIDE 17
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void) { return trng_open(trng_xorshift64(&rng)); }
+static double urand(void) {
+    return trng_open(trng_xorshift64(&rng));
+}
 
 /* a 3-basis model: a Gaussian, and two anti-symmetric perturbations */
 static void make_model(tide_psf_model *m) {
@@ -37,10 +39,11 @@ static void make_model(tide_psf_model *m) {
             const double dx = i - h, dy = j - h, r2 = dx * dx + dy * dy;
             m->basis[j * SIDE + i] = (float)exp(-r2 / (2 * 1.4 * 1.4));
             m->basis[SIDE * SIDE + j * SIDE + i] = (float)(dx * exp(-r2 / 8.0) * 0.05);
-            m->basis[2 * SIDE * SIDE + j * SIDE + i] = (float)((dx * dx - dy * dy) * exp(-r2 / 6.0) * 0.02);
+            m->basis[2 * SIDE * SIDE + j * SIDE + i] =
+                (float)((dx * dx - dy * dy) * exp(-r2 / 6.0) * 0.02);
         }
-    const double c[18] = {1, 0.02, -0.01, 0.005, 0.003, -0.004, 0.1, 0.3, -0.2, 0.05, 0.0, 0.1,
-                          -0.05, 0.1, 0.25, 0.0, -0.1, 0.07};
+    const double c[18] = {1,    0.02, -0.01, 0.005, 0.003, -0.004, 0.1, 0.3,  -0.2,
+                          0.05, 0.0,  0.1,   -0.05, 0.1,   0.25,   0.0, -0.1, 0.07};
     memcpy(m->coef, c, sizeof c);
 }
 
@@ -67,9 +70,11 @@ int main(void) {
         im.var[k] = (float)(16.0 + 4.0 * urand());
     }
     for (int i = 0; i < N; i += 3) { /* a third of them are stars */
-        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
+        if (!isfinite(x[i]) || !isfinite(y[i]))
+            continue;
         CHECK_OK(tide_psf_eval_pixel(&m, x[i], y[i], st));
-        const int64_t i0 = (int64_t)floor(x[i] + 0.5) - SIDE / 2, j0 = (int64_t)floor(y[i] + 0.5) - SIDE / 2;
+        const int64_t i0 = (int64_t)floor(x[i] + 0.5) - SIDE / 2,
+                      j0 = (int64_t)floor(y[i] + 0.5) - SIDE / 2;
         const double F = 200.0 + 5000.0 * urand();
         for (int v = 0; v < SIDE; v++)
             for (int u = 0; u < SIDE; u++)
@@ -77,7 +82,8 @@ int main(void) {
                     im.pix[(j0 + v) * W + i0 + u] += (float)(F * st[v * SIDE + u]);
     }
     for (int j = 90; j < 96; j++)
-        for (int i = 140; i < 150; i++) im.mask[j * W + i] = TIDE_MASK_COSMIC;
+        for (int i = 140; i < 150; i++)
+            im.mask[j * W + i] = TIDE_MASK_COSMIC;
     im.pix[50 * W + 60] = NAN;
     /* the stamps the old path built on the host */
     float *stamps = calloc((size_t)N * SIDE * SIDE, sizeof(float));
@@ -92,20 +98,21 @@ int main(void) {
         p.gain = cfg & 1 ? 1.5 : 0.0;
         p.fit_background = cfg >= 2;
         p.fit_radius = cfg == 3 ? 5.5 : 0.0;
-        CHECK_OK(tide_psf_photometry_stamps(ctx, &im, NULL, N, x, y, SIDE, stamps, &p, fa, ea, ca, la));
+        CHECK_OK(
+            tide_psf_photometry_stamps(ctx, &im, NULL, N, x, y, SIDE, stamps, &p, fa, ea, ca, la));
         CHECK_OK(tide_psf_photometry_ex(ctx, &im, NULL, &m, N, x, y, &p, fb, eb, cb, lb));
         int bad = 0, nfail = 0;
         for (int i = 0; i < N; i++) {
-            const int same = (memcmp(&fa[i], &fb[i], sizeof(double)) == 0 ||
-                              (isnan(fa[i]) && isnan(fb[i]))) &&
-                             (memcmp(&ea[i], &eb[i], sizeof(double)) == 0 ||
-                              (isnan(ea[i]) && isnan(eb[i]))) &&
-                             (memcmp(&ca[i], &cb[i], sizeof(double)) == 0 ||
-                              (isnan(ca[i]) && isnan(cb[i]))) &&
-                             la[i] == lb[i];
+            const int same =
+                (memcmp(&fa[i], &fb[i], sizeof(double)) == 0 || (isnan(fa[i]) && isnan(fb[i]))) &&
+                (memcmp(&ea[i], &eb[i], sizeof(double)) == 0 || (isnan(ea[i]) && isnan(eb[i]))) &&
+                (memcmp(&ca[i], &cb[i], sizeof(double)) == 0 || (isnan(ca[i]) && isnan(cb[i]))) &&
+                la[i] == lb[i];
             if (!same && bad++ < 5)
-                fprintf(stderr, "cfg %d source %d: stamps %.17g %.17g %.17g %d, model %.17g %.17g %.17g %d\n",
-                        cfg, i, fa[i], ea[i], ca[i], la[i], fb[i], eb[i], cb[i], lb[i]);
+                fprintf(
+                    stderr,
+                    "cfg %d source %d: stamps %.17g %.17g %.17g %d, model %.17g %.17g %.17g %d\n",
+                    cfg, i, fa[i], ea[i], ca[i], la[i], fb[i], eb[i], cb[i], lb[i]);
             nfail += (lb[i] & TIDE_PHOT_FIT_FAILED) != 0;
         }
         printf("config %d: %d of %d differ, %d fits failed\n", cfg, bad, N, nfail);
@@ -117,7 +124,8 @@ int main(void) {
         tide_psf_model bad = m;
         bad.ncoef = 5;
         double f, e;
-        CHECK(tide_psf_photometry_ex(ctx, &im, NULL, &bad, 1, x, y, NULL, &f, &e, NULL, NULL) == TIDE_E_INVAL);
+        CHECK(tide_psf_photometry_ex(ctx, &im, NULL, &bad, 1, x, y, NULL, &f, &e, NULL, NULL) ==
+              TIDE_E_INVAL);
     }
     free(st);
     free(stamps);

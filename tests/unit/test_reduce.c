@@ -28,9 +28,9 @@ static void check_one(tide_ctx *c1, tide_ctx *c2, const tide_image *im, uint16_t
             fprintf(stderr,
                     "%s %lldx%lld bits %x: n %lld/%lld sum %.17g/%.17g mean %.17g/%.17g "
                     "std %.17g/%.17g min %g/%g max %g/%g\n",
-                    what, (long long)im->width, (long long)im->height, bits,
-                    (long long)a.n_valid, (long long)n, a.sum, r.sum, a.mean, r.mean, a.std,
-                    r.std, a.min, r.min, a.max, r.max);
+                    what, (long long)im->width, (long long)im->height, bits, (long long)a.n_valid,
+                    (long long)n, a.sum, r.sum, a.mean, r.mean, a.std, r.std, a.min, r.min, a.max,
+                    r.max);
             tide_test_failures++;
         }
     }
@@ -62,7 +62,7 @@ int main(void) {
     tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 0), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 1);
     if (!c1 || !c2)
         return 1;
-    const int64_t sizes[][2] = {{1, 1}, {97, 89}, {4097, 3}, {3, 4097}, {1, 4096},
+    const int64_t sizes[][2] = {{1, 1},    {97, 89}, {4097, 3},    {3, 4097},   {1, 4096},
                                 {4096, 1}, {63, 65}, {1021, 1019}, {2048, 2049}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         run_size(c1, c2, sizes[i][0], sizes[i][1], 42 + i);
@@ -104,8 +104,9 @@ int main(void) {
         CHECK(s.n_valid == 3 && s.n_total == 5);
         CHECK(s.sum == 2.0 && s.min == -3.0 && s.max == 4.0);
         CHECK_CLOSE(s.mean, 2.0 / 3.0, 1e-15);
-        CHECK_CLOSE(s.std, sqrt((pow(1 - 2.0 / 3, 2) + pow(-3 - 2.0 / 3, 2) +
-                                 pow(4 - 2.0 / 3, 2)) / 3.0), 1e-15);
+        CHECK_CLOSE(s.std,
+                    sqrt((pow(1 - 2.0 / 3, 2) + pow(-3 - 2.0 / 3, 2) + pow(4 - 2.0 / 3, 2)) / 3.0),
+                    1e-15);
         CHECK_OK(tide_reduce_stats(c1, &im, TIDE_MASK_NODATA, &s));
         CHECK(s.n_valid == 4 && s.max == 100.0);
         /* All invalid: TIDE_E_EMPTY, NaN values, counts kept. */

@@ -10,8 +10,12 @@
 #include "common/test_rng.h"
 #include "tide/tide.h"
 
-static inline uint64_t ref_rng_next(uint64_t *s) { return trng_splitmix64(s); }
-static inline double ref_uniform(uint64_t *s) { return (double)(ref_rng_next(s) >> 11) * 0x1.0p-53; }
+static inline uint64_t ref_rng_next(uint64_t *s) {
+    return trng_splitmix64(s);
+}
+static inline double ref_uniform(uint64_t *s) {
+    return (double)(ref_rng_next(s) >> 11) * 0x1.0p-53;
+}
 static inline double ref_gauss(uint64_t *s) { /* Box-Muller */
     double u = ref_uniform(s), v = ref_uniform(s);
     if (u < 1e-300)
@@ -21,7 +25,8 @@ static inline double ref_gauss(uint64_t *s) { /* Box-Muller */
 
 /* A sky-like image: offset + Gaussian noise, a few bright outliers, NaN and Inf at the rate
  * @p bad, mask bits (NODATA, SATURATED, COSMIC) at the rate @p masked when a mask exists. */
-static inline void ref_fill(tide_image *im, uint64_t seed, double offset, double bad, double masked) {
+static inline void ref_fill(tide_image *im, uint64_t seed, double offset, double bad,
+                            double masked) {
     uint64_t s = seed;
     for (int64_t y = 0; y < im->height; y++)
         for (int64_t x = 0; x < im->width; x++) {
@@ -41,9 +46,10 @@ static inline void ref_fill(tide_image *im, uint64_t seed, double offset, double
             im->pix[o] = f;
             if (im->mask) {
                 const double m = ref_uniform(&s);
-                im->mask[o] = m < masked / 3 ? TIDE_MASK_NODATA
+                im->mask[o] = m < masked / 3       ? TIDE_MASK_NODATA
                               : m < 2 * masked / 3 ? TIDE_MASK_SATURATED
-                              : m < masked ? TIDE_MASK_COSMIC : 0;
+                              : m < masked         ? TIDE_MASK_COSMIC
+                                                   : 0;
             }
         }
 }
@@ -110,7 +116,7 @@ static inline double ref_median_sorted(const double *v, int64_t n) {
 /* astropy sigma_clipped_stats(v, sigma, maxiters), cenfunc median, stdfunc std, on doubles.
  * @p v is scratch (reordered). Returns kept count; mean/median/std through pointers. */
 static inline int64_t ref_sigclip(double *v, int64_t n, double sigma, int maxiters, double *mean,
-                           double *median, double *std, int *iters) {
+                                  double *median, double *std, int *iters) {
     int it = 0;
     qsort(v, (size_t)n, sizeof *v, ref_cmp); /* filtering below keeps it sorted */
     for (;;) {

@@ -15,7 +15,9 @@
 
 #define D2R (3.14159265358979323846 / 180.0)
 
-static double urand(uint64_t *s) { return trng_unit(trng_lcg64(s)); }
+static double urand(uint64_t *s) {
+    return trng_unit(trng_lcg64(s));
+}
 
 static double grand(uint64_t *s) {
     double u1 = urand(s), u2 = urand(s);

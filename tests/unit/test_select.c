@@ -4,8 +4,8 @@
 #include "tide_test.h"
 #include "unit/test_reduce_ref.h"
 
-static const double QS[] = {0.0, 0.1, 1.0, 2.5, 10.0, 25.0, 33.3, 50.0, 66.7, 75.0, 90.0,
-                            97.5, 99.0, 99.9, 100.0};
+static const double QS[] = {0.0,  0.1,  1.0,  2.5,  10.0, 25.0, 33.3, 50.0,
+                            66.7, 75.0, 90.0, 97.5, 99.0, 99.9, 100.0};
 #define NQ ((int)(sizeof QS / sizeof QS[0]))
 
 static void check_image(tide_ctx *c, const tide_image *im, uint16_t bits, const char *what) {
@@ -22,16 +22,16 @@ static void check_image(tide_ctx *c, const tide_image *im, uint16_t bits, const 
     CHECK_OK(tide_reduce_median(c, im, bits, &med));
     /* Order statistics are exact, and the interpolation is the same formula: equality. */
     if (med != ref_median_sorted(v, n)) {
-        fprintf(stderr, "%s %lldx%lld: median %.17g, want %.17g\n", what,
-                (long long)im->width, (long long)im->height, med, ref_median_sorted(v, n));
+        fprintf(stderr, "%s %lldx%lld: median %.17g, want %.17g\n", what, (long long)im->width,
+                (long long)im->height, med, ref_median_sorted(v, n));
         tide_test_failures++;
     }
     CHECK_OK(tide_reduce_percentiles(c, im, bits, QS, NQ, pct));
     for (int i = 0; i < NQ; i++) {
         const double want = ref_percentile_sorted(v, n, QS[i]);
         if (pct[i] != want) {
-            fprintf(stderr, "%s %lldx%lld: p%g = %.17g, want %.17g\n", what,
-                    (long long)im->width, (long long)im->height, QS[i], pct[i], want);
+            fprintf(stderr, "%s %lldx%lld: p%g = %.17g, want %.17g\n", what, (long long)im->width,
+                    (long long)im->height, QS[i], pct[i], want);
             tide_test_failures++;
         }
     }
@@ -52,9 +52,8 @@ static void check_image(tide_ctx *c, const tide_image *im, uint16_t bits, const 
             fprintf(stderr,
                     "%s %lldx%lld sigma %g: kept %lld/%lld it %d/%d mean %.17g/%.17g "
                     "median %.17g/%.17g std %.17g/%.17g\n",
-                    what, (long long)im->width, (long long)im->height, sig[k],
-                    (long long)r.n_kept, (long long)rn, r.iterations, rit, r.mean, rmean,
-                    r.median, rmed, r.std, rstd);
+                    what, (long long)im->width, (long long)im->height, sig[k], (long long)r.n_kept,
+                    (long long)rn, r.iterations, rit, r.mean, rmean, r.median, rmed, r.std, rstd);
             tide_test_failures++;
         }
         free(w);
@@ -71,8 +70,8 @@ int main(void) {
     if (!c)
         return 1;
 
-    const int64_t sizes[][2] = {{1, 1}, {2, 1}, {97, 89}, {4097, 3}, {3, 4097}, {64, 64},
-                                {509, 503}};
+    const int64_t sizes[][2] = {{1, 1},    {2, 1},   {97, 89},  {4097, 3},
+                                {3, 4097}, {64, 64}, {509, 503}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         tide_image im;
         CHECK_OK(tide_image_alloc(c, &im, sizes[i][0], sizes[i][1], TIDE_HOST, TIDE_IMAGE_MASK));

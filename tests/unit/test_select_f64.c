@@ -10,7 +10,9 @@
 #include "tide_test.h"
 
 static uint64_t rng = 88172645463325252ull;
-static double urand(void) { return trng_unit(trng_xorshift64(&rng)); }
+static double urand(void) {
+    return trng_unit(trng_xorshift64(&rng));
+}
 
 static double gauss(void) {
     const double u = urand() + 1e-300, v = urand();
@@ -56,12 +58,12 @@ int main(void) {
                 double *v = malloc(sizeof(double) * (size_t)n);
                 for (int64_t i = 0; i < n; i++) {
                     switch (shape) {
-                    case 0: v[i] = gauss(); break;                            /* smooth */
+                    case 0: v[i] = gauss(); break;                                 /* smooth */
                     case 1: v[i] = urand() < 0.1 ? 1e6 * urand() : gauss(); break; /* outliers */
-                    case 2: v[i] = floor(5.0 * urand()); break;               /* heavy ties */
-                    case 3: v[i] = (double)i; break;                          /* sorted */
-                    case 4: v[i] = (double)(n - i); break;                    /* reversed */
-                    default: v[i] = 2.5; break;                               /* constant */
+                    case 2: v[i] = floor(5.0 * urand()); break;                    /* heavy ties */
+                    case 3: v[i] = (double)i; break;                               /* sorted */
+                    case 4: v[i] = (double)(n - i); break;                         /* reversed */
+                    default: v[i] = 2.5; break;                                    /* constant */
                     }
                 }
                 const double want = median_sorted(v, n);
@@ -72,8 +74,8 @@ int main(void) {
                 CHECK(serial == want);
                 CHECK(par == want);
                 if (par != want)
-                    fprintf(stderr, "n %lld shape %d threads %d: %.17g vs %.17g\n",
-                            (long long)n, shape, threads, par, want);
+                    fprintf(stderr, "n %lld shape %d threads %d: %.17g vs %.17g\n", (long long)n,
+                            shape, threads, par, want);
                 free(cp);
                 free(v);
             }

@@ -178,7 +178,8 @@ static void test_wcs(void) {
         CHECK_OK(tide_wcs_pix2sky(w, n, x0, y0, ra, de));
         double amax = 0;
         for (int64_t i = 0; i < n; i++)
-            amax = fmax(amax, hypot((ra[i] - RA[i]) * cos(DE[i] * 3.14159265358979 / 180), de[i] - DE[i]));
+            amax = fmax(
+                amax, hypot((ra[i] - RA[i]) * cos(DE[i] * 3.14159265358979 / 180), de[i] - DE[i]));
         printf("wcs: wcslib vs truth max %.3g arcsec\n", amax * 3600);
         CHECK(amax * 3600 < 1e-4);
         tide_wcs_free(w);
@@ -313,7 +314,8 @@ static void test_epoch2_and_refcat(void) {
     const int64_t *id1 = tide_table_i64(&f1.truth, "ID"), *id2 = tide_table_i64(&f2.truth, "ID");
     const double *ra1 = tide_table_f64(&f1.truth, "RA"), *ra2 = tide_table_f64(&f2.truth, "RA");
     const double *m1 = tide_table_f64(&f1.truth, "MAG"), *m2 = tide_table_f64(&f2.truth, "MAG");
-    const double *x2 = tide_table_f64(&f2.truth, "X_TRUE"), *y2 = tide_table_f64(&f2.truth, "Y_TRUE");
+    const double *x2 = tide_table_f64(&f2.truth, "X_TRUE"),
+                 *y2 = tide_table_f64(&f2.truth, "Y_TRUE");
     const double *de2 = tide_table_f64(&f2.truth, "DEC");
     int ntr1 = 0, ntr2 = 0, nmov = 0, nvar = 0, same = 0;
     for (int64_t i = 0; i < f1.truth.nrows; i++)

@@ -152,8 +152,8 @@ int main(void) {
         tide_solve_info in;
         CHECK_OK(tide_solve(s, x, y, f, n, &p0, &w, &in));
         double e = w ? max_err(w, sky, sp.width, sp.height) : INFINITY;
-        printf("sim hinted, no tweak: %.1f ms, %d matches, max error %.2f arcsec\n",
-               in.ms_hinted, in.nmatch, e);
+        printf("sim hinted, no tweak: %.1f ms, %d matches, max error %.2f arcsec\n", in.ms_hinted,
+               in.nmatch, e);
         CHECK(in.solved && !in.blind);
         CHECK(e < 10.0);
         CHECK_CLOSE(in.rotation_deg, sp.rotation, 0.2);

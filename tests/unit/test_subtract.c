@@ -86,8 +86,9 @@ static void walkthrough(tide_ctx *ctx) {
         tide_subtract_result r;
         CHECK_OK(tide_subtract(ctx, &sci, &tmpl, fs, ft, &p, &r));
         printf("spatial %d: kernel sum %.5f chi2/px %.3f nfit %lld stamps %d/%d cond %.3g "
-               "reg %d\n", sd, r.kernel_sum, r.chi2 / (double)r.nfit, (long long)r.nfit,
-               r.nstamps, r.nstamps_total, r.cond, r.regularised);
+               "reg %d\n",
+               sd, r.kernel_sum, r.chi2 / (double)r.nfit, (long long)r.nfit, r.nstamps,
+               r.nstamps_total, r.cond, r.regularised);
         CHECK(r.convolved == TIDE_SUB_CONVOLVE_TEMPLATE);
         CHECK_CLOSE(r.kernel_sum, 1.0, 0.01);
         CHECK(r.chi2 / (double)r.nfit < 1.5);
@@ -132,8 +133,8 @@ static void flux_ratio(tide_ctx *ctx) {
     double fs = 2.3548 * sqrt(SIG_T * SIG_T + SIG_X * SIG_X), ft = 2.3548 * SIG_T;
     tide_subtract_result r;
     CHECK_OK(tide_subtract(ctx, &sci, &tmpl, fs, ft, NULL, &r));
-    printf("ratio 1.25: kernel sum %.5f, stamps %d/%d, chi2/px %.3f\n", r.kernel_sum,
-           r.nstamps, r.nstamps_total, r.chi2 / (double)r.nfit);
+    printf("ratio 1.25: kernel sum %.5f, stamps %d/%d, chi2/px %.3f\n", r.kernel_sum, r.nstamps,
+           r.nstamps_total, r.chi2 / (double)r.nfit);
     CHECK_CLOSE(r.kernel_sum, 1.25, 0.0125);
     check_static(&r, "ratio");
     tide_subtract_result_free(ctx, &r);
@@ -181,7 +182,8 @@ static void varying(tide_ctx *ctx) {
         CHECK_OK(tide_subtract(ctx, &sci, &tmpl, 2.3548 * 0.5 * (s0 + s1), 3.0, &p, &r));
         rms[i] = star_rms(&r, st, N);
         printf("varying PSF, spatial degree %d: normalised star residual rms %.3f, kernel sum "
-               "%.5f, %d stamps\n", p.spatial_degree, rms[i], r.kernel_sum, r.nstamps);
+               "%.5f, %d stamps\n",
+               p.spatial_degree, rms[i], r.kernel_sum, r.nstamps);
         CHECK_CLOSE(r.kernel_sum, 1.0, 0.01);
         tide_subtract_result_free(ctx, &r);
     }
@@ -254,8 +256,8 @@ static void decorrelation(tide_ctx *ctx) {
     CHECK_OK(tide_subtract(ctx, &sci, &tmpl, fs, ft, &p, &r1));
     double n0, n1;
     double c0 = lag1(&r0.diff, &n0), c1 = lag1(&r1.diff, &n1);
-    printf("decorrelation: lag-1 correlation %.3f -> %.3f, normalised std %.3f -> %.3f\n", c0,
-           c1, n0, n1);
+    printf("decorrelation: lag-1 correlation %.3f -> %.3f, normalised std %.3f -> %.3f\n", c0, c1,
+           n0, n1);
     CHECK(c1 < 0.5 * c0);
     CHECK(fabs(c1) < 0.05);
     CHECK_CLOSE(n0, 1.0, 0.08);
@@ -306,8 +308,8 @@ static void fft_basis(tide_ctx *ctx) {
         d = fmax(d, fabs(a.diff.pix[i] - b.diff.pix[i]));
         scale = fmax(scale, fabs(sci.pix[i]));
     }
-    printf("direct vs FFT basis: max |d diff| %.3g (scale %.3g), kernel sums %.7f %.7f\n", d,
-           scale, a.kernel_sum, b.kernel_sum);
+    printf("direct vs FFT basis: max |d diff| %.3g (scale %.3g), kernel sums %.7f %.7f\n", d, scale,
+           a.kernel_sum, b.kernel_sum);
     CHECK(d <= 1e-5 * scale);
     CHECK_CLOSE(a.kernel_sum, b.kernel_sum, 1e-5);
     CHECK(a.nstamps == b.nstamps);
@@ -355,12 +357,13 @@ static void given_sky(tide_ctx *ctx) {
         CHECK(p.tmpl_var > 0);
         p.tmpl_sky_known = 1;
         CHECK_OK(tide_subtract(ctx, sci, tmpl, fs, ft, &p, &r1));
-        CHECK(r0.convolved == r1.convolved && r0.convolved == (k ? TIDE_SUB_CONVOLVE_SCIENCE
-                                                                  : TIDE_SUB_CONVOLVE_TEMPLATE));
+        CHECK(r0.convolved == r1.convolved &&
+              r0.convolved == (k ? TIDE_SUB_CONVOLVE_SCIENCE : TIDE_SUB_CONVOLVE_TEMPLATE));
         CHECK(r0.kernel_sum == r1.kernel_sum && r0.chi2 == r1.chi2);
         CHECK(r0.decor_sigma_ref == r1.decor_sigma_ref);
         CHECK(r0.decor_sigma_target == r1.decor_sigma_target);
-        CHECK(memcmp(r0.diff.pix, r1.diff.pix, sizeof(float) * (size_t)(r0.diff.stride * r0.diff.height)) == 0);
+        CHECK(memcmp(r0.diff.pix, r1.diff.pix,
+                     sizeof(float) * (size_t)(r0.diff.stride * r0.diff.height)) == 0);
         tide_subtract_result_free(ctx, &r0);
         tide_subtract_result_free(ctx, &r1);
         p.tmpl_var = 0.0;

@@ -17,7 +17,9 @@
 #include "tide_test.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) { return trng_unit(trng_xorshift64s(&rng)); }
+static double urand(void) {
+    return trng_unit(trng_xorshift64s(&rng));
+}
 
 /* the documented layout: a_0 (column 0, monomial 1), a_bp (column b, monomial p), then the
  * background (ones column nb, monomial k) */
@@ -96,12 +98,20 @@ static void check_assemble(tide_ctx *ctx, int nb, int sdeg, int bgdeg, int ns) {
             }
         }
         printf("assemble nb %d, spatial %d, bg %d, %d stamps, flux last %d: n %d, |dA| %.3g "
-               "(of %.3g), |drhs| %.3g (of %.3g)\n", nb, sdeg, bgdeg, ns, flux_last, n, da,
-               amax, dr, rmax);
+               "(of %.3g), |drhs| %.3g (of %.3g)\n",
+               nb, sdeg, bgdeg, ns, flux_last, n, da, amax, dr, rmax);
         CHECK(da <= 1e-13 * amax);
         CHECK(dr <= 1e-13 * rmax);
     }
-    free(D); free(Wt); free(Q); free(centre); free(keep); free(A); free(rhs); free(B); free(rb);
+    free(D);
+    free(Wt);
+    free(Q);
+    free(centre);
+    free(keep);
+    free(A);
+    free(rhs);
+    free(B);
+    free(rb);
 }
 
 /* An SPD system with a spread of scales: the solution against the residual, and the leading
@@ -131,8 +141,8 @@ static void check_solve(int n) {
         for (int i = 0; i < n; i++) {
             I[(size_t)i * n + i] = 1.0;
             for (int j = 0; j < n; j++)
-                S[(size_t)i * n + j] = A[(size_t)i * n + j] /
-                                       sqrt(A[(size_t)i * n + i] * A[(size_t)j * n + j]);
+                S[(size_t)i * n + j] =
+                    A[(size_t)i * n + j] / sqrt(A[(size_t)i * n + i] * A[(size_t)j * n + j]);
         }
         double sn = 0.0, in = 0.0;
         for (int j = 0; j < n; j++) {
@@ -193,7 +203,8 @@ static void check_solve(int n) {
         xm = fmax(xm, fabs(y[i]));
     }
     printf("solve n %d: cond %.3g, scaled residual %.3g (rhs %.3g); leading block |dx| %.3g "
-           "of %.3g\n", n, f.cond, res, bn, dx, xm);
+           "of %.3g\n",
+           n, f.cond, res, bn, dx, xm);
     CHECK(res <= 1e-9 * bn);
     CHECK(dx <= 1e-9 * xm);
     tide_sub_chol_free(&f);
@@ -210,7 +221,12 @@ static void check_solve(int n) {
         finite &= isfinite(x[i]);
     CHECK(finite);
     tide_sub_chol_free(&f);
-    free(M); free(A); free(b); free(x); free(y); free(S);
+    free(M);
+    free(A);
+    free(b);
+    free(x);
+    free(y);
+    free(S);
 }
 
 /* Q[var][ones] (subtract.c's pixel count) against counting W > 0, weights 1/v of random v
@@ -240,7 +256,9 @@ static void check_count(tide_ctx *ctx) {
         CHECK(llround(c) == cnt[s]);
         CHECK(fabs(c - (double)cnt[s]) < 0.01);
     }
-    free(D); free(Wt); free(Q);
+    free(D);
+    free(Wt);
+    free(Q);
 }
 
 int main(void) {

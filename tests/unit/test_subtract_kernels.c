@@ -62,10 +62,12 @@ static void check_corr(tide_ctx *ctx, int hs, int kh, int nb) {
                 }
         }
     }
-    printf("basis stamps, stamp %d px, kernel %d px, %d kernels: %lld pixels differ\n", sw, kw,
-           nb, (long long)diff);
+    printf("basis stamps, stamp %d px, kernel %d px, %d kernels: %lld pixels differ\n", sw, kw, nb,
+           (long long)diff);
     CHECK(diff == 0);
-    free(k); free(D); free(patch);
+    free(k);
+    free(D);
+    free(patch);
     tide_image_free(ctx, &ref);
 }
 
@@ -91,14 +93,14 @@ static void check_normal(tide_ctx *ctx, int nc, int64_t npx, int ns) {
             int nt = npx - i0 < TILE ? (int)(npx - i0) : TILE;
             for (int c = 0; c <= nc; c++)
                 for (int i = 0; i < TILE; i++)
-                    tile[c * LD + i] = i >= nt ? 0.0f
+                    tile[c * LD + i] = i >= nt  ? 0.0f
                                        : c < nc ? D[((size_t)s * nc + c) * npx + i0 + i]
                                                 : W[s * npx + i0 + i];
             for (int p = 0; p < npairs; p++) {
                 int a, b;
                 tide_sub_pair(p, nc, &a, &b);
-                acc[p] = tide_sub_normal_tile(acc[p], tile + nc * LD, tile + a * LD,
-                                              tile + b * LD, nt);
+                acc[p] =
+                    tide_sub_normal_tile(acc[p], tile + nc * LD, tile + a * LD, tile + b * LD, nt);
             }
         }
         for (int p = 0; p < npairs; p++) {
@@ -112,7 +114,11 @@ static void check_normal(tide_ctx *ctx, int nc, int64_t npx, int ns) {
     printf("normal matrices, %d columns, %lld px, %d stamps: %lld entries differ\n", nc,
            (long long)npx, ns, (long long)diff);
     CHECK(diff == 0);
-    free(D); free(W); free(Q); free(tile); free(acc);
+    free(D);
+    free(W);
+    free(Q);
+    free(tile);
+    free(acc);
 }
 
 static void check_pairs(int nc) {
@@ -137,11 +143,11 @@ int main(void) {
     memset(&o, 0, sizeof o);
     o.backend = TIDE_BACKEND_CPU;
     CHECK_OK(tide_ctx_create(&ctx, &o));
-    check_corr(ctx, 15, 10, 9);  /* 31 px: last group has 3 lanes past the stamp */
-    check_corr(ctx, 3, 3, 5);    /* 7 px */
-    check_corr(ctx, 7, 5, 4);    /* 15 px */
-    check_corr(ctx, 10, 4, 3);   /* 21 px */
-    check_corr(ctx, 8, 2, 3);    /* 17 px, a kernel narrower than a group */
+    check_corr(ctx, 15, 10, 9); /* 31 px: last group has 3 lanes past the stamp */
+    check_corr(ctx, 3, 3, 5);   /* 7 px */
+    check_corr(ctx, 7, 5, 4);   /* 15 px */
+    check_corr(ctx, 10, 4, 3);  /* 21 px */
+    check_corr(ctx, 8, 2, 3);   /* 17 px, a kernel narrower than a group */
     check_normal(ctx, 52, 961, 4);
     check_normal(ctx, 7, 49, 3);
     check_normal(ctx, 12, 32, 2);

@@ -20,8 +20,8 @@ static void add_var(tide_image *im, const tide_sim_params *p) {
     double sat = p->bias + p->fullwell / p->gain;
     for (int64_t i = 0; i < n; i++) {
         double e = im->pix[i] - p->bias;
-        im->var[i] = (float)((e > 0 ? e : 0) / p->gain + (p->rdnoise / p->gain) *
-                             (p->rdnoise / p->gain));
+        im->var[i] =
+            (float)((e > 0 ? e : 0) / p->gain + (p->rdnoise / p->gain) * (p->rdnoise / p->gain));
         if (im->pix[i] >= sat * 0.98)
             im->mask[i] |= TIDE_MASK_SATURATED;
     }
@@ -98,15 +98,16 @@ int main(void) {
     for (int sd = 0; sd <= 2; sd += 2) {
         sp.spatial_degree = sd;
         tide_subtract_result r;
-        CHECK_OK(tide_subtract(ctx, &e2.image, &e1.image, p.fwhm * p.e2_fwhm_scale, p.fwhm, &sp,
-                               &r));
+        CHECK_OK(
+            tide_subtract(ctx, &e2.image, &e1.image, p.fwhm * p.e2_fwhm_scale, p.fwhm, &sp, &r));
         if (!r.diff.pix)
             break;
         int m;
         double rms = residual_rms(&r, &e1.truth, &m);
         printf("sim pair %dx%d, spatial degree %d: kernel sum %.4f (transparency %.2f), "
                "%d/%d stamps, chi2/px %.3f, cond %.3g; normalised residual rms %.3f over %d "
-               "stars\n", N, N, sd, r.kernel_sum, p.e2_transparency, r.nstamps, r.nstamps_total,
+               "stars\n",
+               N, N, sd, r.kernel_sum, p.e2_transparency, r.nstamps, r.nstamps_total,
                r.chi2 / (double)r.nfit, r.cond, rms, m);
         CHECK(r.convolved == TIDE_SUB_CONVOLVE_TEMPLATE);
         CHECK(m >= 50);

@@ -15,11 +15,13 @@ static int read_header(const char *path, tide_header *h) {
     int st = 0, nkeys = 0;
     char *cards = NULL;
     tide_header_init(h);
-    if (fits_open_file(&f, path, READONLY, &st)) return -1;
+    if (fits_open_file(&f, path, READONLY, &st))
+        return -1;
     fits_hdr2str(f, 0, NULL, 0, &cards, &nkeys, &st);
     int st2 = 0;
     fits_close_file(f, &st2);
-    if (st) return -1;
+    if (st)
+        return -1;
     int rc = tide_header_parse(h, cards, nkeys);
     fits_free_memory(cards, &st2);
     return rc;
@@ -41,8 +43,10 @@ static tide_wcs *load(const char *rel) {
 
 static double dlon(double a, double b) {
     double d = fmod(a - b, 360.0);
-    if (d > 180) d -= 360;
-    if (d < -180) d += 360;
+    if (d > 180)
+        d -= 360;
+    if (d < -180)
+        d += 360;
     return d;
 }
 
@@ -63,7 +67,8 @@ static int grid(int64_t w, int64_t h, int n, double *x, double *y) {
 static void test_file(const char *rel, int64_t width, int64_t height, int expect_sip,
                       int expect_tpv) {
     tide_wcs *w = load(rel);
-    if (!w) return;
+    if (!w)
+        return;
     enum { N = 21 };
     double x[N * N], y[N * N], ra[N * N], de[N * N], x2[N * N], y2[N * N];
     int n = grid(width, height, N, x, y);
@@ -72,11 +77,13 @@ static void test_file(const char *rel, int64_t width, int64_t height, int expect
     int valid = 0;
     double worst = 0;
     for (int i = 0; i < n; i++) {
-        if (isnan(ra[i])) continue;
+        if (isnan(ra[i]))
+            continue;
         valid++;
         CHECK(ra[i] >= 0 && ra[i] < 360 && de[i] >= -90 && de[i] <= 90);
         double e = fmax(fabs(x2[i] - x[i]), fabs(y2[i] - y[i]));
-        if (e > worst) worst = e;
+        if (e > worst)
+            worst = e;
     }
     printf("%-22s %3d/%d valid, round trip worst %.2e px\n", rel, valid, n, worst);
     CHECK(valid >= n * 3 / 4);
@@ -98,8 +105,10 @@ static void test_file(const char *rel, int64_t width, int64_t height, int expect
         CHECK_OK(tide_wcs_pix2sky(w2, n, x, y, ra2, de2));
         double e = 0;
         for (int i = 0; i < n; i++) {
-            if (isnan(ra[i]) != isnan(ra2[i])) e = INFINITY;
-            if (isnan(ra[i])) continue;
+            if (isnan(ra[i]) != isnan(ra2[i]))
+                e = INFINITY;
+            if (isnan(ra[i]))
+                continue;
             e = fmax(e, fmax(fabs(dlon(ra2[i], ra[i])), fabs(de2[i] - de[i])));
         }
         printf("%-22s header round trip worst %.2e deg\n", rel, e);
@@ -117,7 +126,8 @@ static void test_file(const char *rel, int64_t width, int64_t height, int expect
     CHECK_OK(tide_wcs_to_header(w, &h2));
     CHECK(h2.ncards == h.ncards);
     if (h2.ncards == h.ncards)
-        for (int i = 0; i < h.ncards; i++) CHECK(!strcmp(h.cards[i], h2.cards[i]));
+        for (int i = 0; i < h.ncards; i++)
+            CHECK(!strcmp(h.cards[i], h2.cards[i]));
     tide_header_free(&h2);
     tide_header_free(&h);
     tide_wcs_free(w);
@@ -125,7 +135,8 @@ static void test_file(const char *rel, int64_t width, int64_t height, int expect
 
 static void test_sip_summary(void) {
     tide_wcs *w = load("wcs/sipsample.fits");
-    if (!w) return;
+    if (!w)
+        return;
     tide_wcs_summary s;
     CHECK_OK(tide_wcs_summarize(w, 256, 256, &s));
     printf("sipsample: centre %.6f %.6f scale %.5f\"/px rot %.4f fov %.4f x %.4f %s %g\n",
@@ -146,7 +157,8 @@ static void test_sip_summary(void) {
     tide_wcs_free(w);
 
     w = load("wcs/tpv.fits");
-    if (!w) return;
+    if (!w)
+        return;
     CHECK_OK(tide_wcs_summarize(w, 512, 512, &s));
     printf("tpv: centre %.6f %.6f scale %.5f\"/px rot %.4f %s\n", s.ra_center, s.dec_center,
            s.scale_arcsec, s.rotation_deg, s.radesys);
@@ -171,8 +183,8 @@ static void test_strip(void) {
     tide_wcs_strip_header(&h);
     printf("strip: %d cards -> %d\n", before, h.ncards);
     CHECK(h.ncards < before);
-    const char *gone[] = {"CTYPE1", "CRPIX2", "CRVAL1", "CD1_1", "A_ORDER", "A_0_2", "B_2_0",
-                          "AP_ORDER", "RADESYS"};
+    const char *gone[] = {"CTYPE1", "CRPIX2", "CRVAL1",   "CD1_1",  "A_ORDER",
+                          "A_0_2",  "B_2_0",  "AP_ORDER", "RADESYS"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         CHECK(tide_header_find(&h, gone[i]) < 0);
     CHECK(tide_header_find(&h, "RA") >= 0 && tide_header_find(&h, "CTYPE1A") >= 0);
@@ -394,7 +406,8 @@ static void *worker(void *arg) {
 
 static void test_threads(void) {
     tide_wcs *w = load("wcs/sipsample.fits");
-    if (!w) return;
+    if (!w)
+        return;
     static double x[TN], y[TN], ra[TN], de[TN];
     for (int i = 0; i < TN; i++) {
         x[i] = (i * 37) % 256 + 0.25;
@@ -427,12 +440,13 @@ static void test_threads(void) {
     }
     CHECK_OK(tide_wcs_pix2sky(w, BIG, bx, by, br, bd));
     for (int i0 = 0; i0 < BIG; i0 += 1000)
-        CHECK_OK(tide_wcs_pix2sky(w, BIG - i0 < 1000 ? BIG - i0 : 1000, bx + i0, by + i0,
-                                  sr + i0, sd + i0));
+        CHECK_OK(tide_wcs_pix2sky(w, BIG - i0 < 1000 ? BIG - i0 : 1000, bx + i0, by + i0, sr + i0,
+                                  sd + i0));
     CHECK(!memcmp(br, sr, sizeof(double) * BIG) && !memcmp(bd, sd, sizeof(double) * BIG));
     CHECK_OK(tide_wcs_sky2pix(w, BIG, br, bd, sr, sd));
     double e = 0;
-    for (int i = 0; i < BIG; i++) e = fmax(e, fmax(fabs(sr[i] - bx[i]), fabs(sd[i] - by[i])));
+    for (int i = 0; i < BIG; i++)
+        e = fmax(e, fmax(fabs(sr[i] - bx[i]), fabs(sd[i] - by[i])));
     CHECK(e < 1e-6);
     free(bx);
     tide_wcs_free(w);

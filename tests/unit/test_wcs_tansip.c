@@ -14,11 +14,13 @@ static int read_header(const char *path, tide_header *h) {
     int st = 0, nkeys = 0;
     char *cards = NULL;
     tide_header_init(h);
-    if (fits_open_file(&f, path, READONLY, &st)) return -1;
+    if (fits_open_file(&f, path, READONLY, &st))
+        return -1;
     fits_hdr2str(f, 0, NULL, 0, &cards, &nkeys, &st);
     int st2 = 0;
     fits_close_file(f, &st2);
-    if (st) return -1;
+    if (st)
+        return -1;
     int rc = tide_header_parse(h, cards, nkeys);
     fits_free_memory(cards, &st2);
     return rc;
@@ -26,8 +28,10 @@ static int read_header(const char *path, tide_header *h) {
 
 static double dlon(double a, double b) {
     double d = fmod(a - b, 360.0);
-    if (d > 180) d -= 360;
-    if (d < -180) d += 360;
+    if (d > 180)
+        d -= 360;
+    if (d < -180)
+        d += 360;
     return d;
 }
 
@@ -60,10 +64,12 @@ static void compare(tide_ctx *ctx, const tide_wcs *w, const char *what, int64_t 
                            fabs(de[i] - dew[i])));
         ep = fmax(ep, fmax(fabs(xt[i] - xw[i]), fabs(yt[i] - yw[i])));
         er = fmax(er, fmax(fabs(xt[i] - x[i]), fabs(yt[i] - y[i])));
-        if (isnan(ra[i]) || isnan(xt[i]) || !(ra[i] >= 0 && ra[i] < 360)) es = INFINITY;
+        if (isnan(ra[i]) || isnan(xt[i]) || !(ra[i] >= 0 && ra[i] < 360))
+            es = INFINITY;
     }
     printf("%-28s n=%-7lld pix2sky vs wcslib %.2e deg, sky2pix vs wcslib %.2e px, "
-           "round trip %.2e px\n", what, (long long)n, es, ep, er);
+           "round trip %.2e px\n",
+           what, (long long)n, es, ep, er);
     CHECK(es <= 1e-9);
     CHECK(ep <= 1e-7);
     CHECK(er <= 1e-8);
@@ -83,7 +89,7 @@ static tide_wcs *from_file(const char *rel) {
 }
 
 static tide_wcs *make_tan(double ra0, double dec0, double lonpole, int sip_order, int inverse,
-                     int low_terms) {
+                          int low_terms) {
     tide_header h;
     tide_header_init(&h);
     const char *sfx = sip_order ? "-SIP" : "";
@@ -100,14 +106,16 @@ static tide_wcs *make_tan(double ra0, double dec0, double lonpole, int sip_order
     tide_header_set_dbl(&h, "CD1_2", 2.7e-4 * sin(0.3), NULL);
     tide_header_set_dbl(&h, "CD2_1", 2.7e-4 * sin(0.3), NULL);
     tide_header_set_dbl(&h, "CD2_2", 2.7e-4 * cos(0.3), NULL);
-    if (lonpole != 180) tide_header_set_dbl(&h, "LONPOLE", lonpole, NULL);
+    if (lonpole != 180)
+        tide_header_set_dbl(&h, "LONPOLE", lonpole, NULL);
     if (sip_order) {
         unsigned long long seed = 99;
         tide_header_set_int(&h, "A_ORDER", sip_order, NULL);
         tide_header_set_int(&h, "B_ORDER", sip_order, NULL);
         for (int p = 0; p <= sip_order; p++)
             for (int q = 0; p + q <= sip_order; q++) {
-                if (p + q < 2 && !low_terms) continue;
+                if (p + q < 2 && !low_terms)
+                    continue;
                 /* a few pixels of distortion at 1000 px from CRPIX */
                 double scale = 3.0 / pow(1000.0, p + q);
                 char k[32];
@@ -125,10 +133,12 @@ static tide_wcs *make_tan(double ra0, double dec0, double lonpole, int sip_order
                 double v;
                 snprintf(k, sizeof k, "A_%s", keys[i]);
                 snprintf(kp, sizeof kp, "AP_%s", keys[i]);
-                if (!tide_header_get_dbl(&h, k, &v)) tide_header_set_dbl(&h, kp, -v, NULL);
+                if (!tide_header_get_dbl(&h, k, &v))
+                    tide_header_set_dbl(&h, kp, -v, NULL);
                 snprintf(k, sizeof k, "B_%s", keys[i]);
                 snprintf(kp, sizeof kp, "BP_%s", keys[i]);
-                if (!tide_header_get_dbl(&h, k, &v)) tide_header_set_dbl(&h, kp, -v, NULL);
+                if (!tide_header_get_dbl(&h, k, &v))
+                    tide_header_set_dbl(&h, kp, -v, NULL);
             }
         }
     }
@@ -143,13 +153,14 @@ int main(void) {
     tide_ctx_options opt = {0};
     opt.backend = TIDE_BACKEND_CPU;
     CHECK_OK(tide_ctx_create(&ctx, &opt));
-    if (!ctx) return TIDE_TEST_RESULT();
+    if (!ctx)
+        return TIDE_TEST_RESULT();
 
     tide_wcs *w = from_file("wcs/sipsample.fits");
     if (w) {
         const int64_t sizes[] = {0, 1, 7, 4099, 65537};
-        for (int i = 0; i < 5; i++) compare(ctx, w, "sipsample", sizes[i], -0.5, 255.5, -0.5,
-                                            255.5);
+        for (int i = 0; i < 5; i++)
+            compare(ctx, w, "sipsample", sizes[i], -0.5, 255.5, -0.5, 255.5);
         tide_wcs_tansip t;
         CHECK_OK(tide_wcs_tansip_from_wcs(w, &t));
         CHECK(t.order[0] == 3 && t.order[1] == 3 && t.order[2] == 3 && t.order[3] == 3);
@@ -213,8 +224,8 @@ int main(void) {
             }
             e = fmax(e, fmax(fabs(dlon(ra2[i], ra[i])), fabs(de2[i] - de[i])));
         }
-        printf("folded SIP 9: %d of %d unconverged (NaN); converged map back to %.2e deg\n",
-               nan, NW, e);
+        printf("folded SIP 9: %d of %d unconverged (NaN); converged map back to %.2e deg\n", nan,
+               NW, e);
         CHECK(e <= 1e-9);
         CHECK(nan < NW);
         tide_wcs_free(w);
@@ -224,7 +235,8 @@ int main(void) {
     const char *refused[] = {"wcs/1904-66_ZEA.fits", "wcs/tpv.fits"};
     for (int i = 0; i < 2; i++) {
         w = from_file(refused[i]);
-        if (!w) continue;
+        if (!w)
+            continue;
         tide_wcs_tansip t;
         int st = tide_wcs_tansip_from_wcs(w, &t);
         printf("%s: %s: %s\n", refused[i], tide_strerror(st), tide_error_detail());

@@ -11,7 +11,9 @@
 
 enum { W = 2048, H = 2048 };
 
-static double urand(uint64_t *s) { return trng_unit(trng_lcg64(s)); }
+static double urand(uint64_t *s) {
+    return trng_unit(trng_lcg64(s));
+}
 
 static double grand(uint64_t *s) {
     double u1 = urand(s), u2 = urand(s);

@@ -59,17 +59,33 @@ typedef struct bc_opts {
 } bc_opts;
 
 /* The parts of one run, in milliseconds. */
-enum { P_READ, P_REDUCE, P_REFCAT, P_SOLVE, P_REFINE, P_MATCH, P_PHOTCAL, P_CALIB, P_CHECKSUM,
-       P_STORE, P_WRITE, P_OUTPUTS, P_TOTAL, P_COUNT };
+enum {
+    P_READ,
+    P_REDUCE,
+    P_REFCAT,
+    P_SOLVE,
+    P_REFINE,
+    P_MATCH,
+    P_PHOTCAL,
+    P_CALIB,
+    P_CHECKSUM,
+    P_STORE,
+    P_WRITE,
+    P_OUTPUTS,
+    P_TOTAL,
+    P_COUNT
+};
 /* The checksum runs on its own thread from the start; its row is the wait after calibrate.
  * The store insert and the catalog write run at the same time; "outputs" is both. */
 static const char *const part_names[P_COUNT] = {
-    "read FITS", "reduce", "reference stars", "plate solve", "SIP refine", "crossmatch",
-    "zero point", "calibrate (all)", "checksum wait", "store insert", "write catalog",
-    "outputs (both)", "total"};
+    "read FITS",     "reduce",       "reference stars", "plate solve",
+    "SIP refine",    "crossmatch",   "zero point",      "calibrate (all)",
+    "checksum wait", "store insert", "write catalog",   "outputs (both)",
+    "total"};
 static const char *const part_keys[P_COUNT] = {
-    "read_fits", "reduce", "refcat", "solve", "refine", "crossmatch", "zeropoint",
-    "calibrate", "checksum_wait", "store_insert", "write_catalog", "outputs", "total"};
+    "read_fits",     "reduce",    "refcat",    "solve",         "refine",
+    "crossmatch",    "zeropoint", "calibrate", "checksum_wait", "store_insert",
+    "write_catalog", "outputs",   "total"};
 
 typedef struct bc_result {
     int64_t w, h, nstars, nsources, nref;
@@ -105,8 +121,8 @@ static int prepare(tide_ctx *ctx, const bc_opts *o, int64_t w, int64_t h, const 
     if (!st)
         st = tide_catalog_write_fits(path, &ref, NULL);
     /* Index files for this field's scale, from the reference catalog. */
-    const double fov_arcmin = fmin((double)w, (double)h) * 206.265 * sp.pixsize_um / sp.focal_mm
-                              / 60.0;
+    const double fov_arcmin =
+        fmin((double)w, (double)h) * 206.265 * sp.pixsize_um / sp.focal_mm / 60.0;
     tide_index_build_params ip;
     tide_index_build_params_init(&ip);
     ip.fov_arcmin = fov_arcmin;
@@ -239,14 +255,16 @@ static void print_text(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) 
     for (int i = 0; i < n; i++) {
         const bc_result *x = &r[i];
         const int big = x->w * x->h >= 100000000;
-        fprintf(f, "\n%lldx%lld, %lld stars: %lld sources, %lld reference stars, astrometry %s%s, "
-                   "RMS %.3f px, ZP %.4f (index build %.0f ms, untimed)\n",
+        fprintf(f,
+                "\n%lldx%lld, %lld stars: %lld sources, %lld reference stars, astrometry %s%s, "
+                "RMS %.3f px, ZP %.4f (index build %.0f ms, untimed)\n",
                 (long long)x->w, (long long)x->h, (long long)x->nstars, (long long)x->nsources,
                 (long long)x->nref, x->astrstat, x->solved_hinted ? " (hinted solve)" : "",
                 x->rms_px, x->zp, x->index_ms);
         if (x->solved_hinted)
-            fprintf(f, "  solve: %s, %d matches, log-odds %.0f, %lld sources given, %d attempt(s); "
-                       "refine: %lld stars\n",
+            fprintf(f,
+                    "  solve: %s, %d matches, log-odds %.0f, %lld sources given, %d attempt(s); "
+                    "refine: %lld stars\n",
                     x->solve.index_name, x->solve.nmatch, x->solve.logodds,
                     (long long)x->solve.nused, x->solve.attempts, (long long)x->fit_stars);
         for (int p = 0; p < P_COUNT; p++)
@@ -264,8 +282,9 @@ static void print_json(FILE *f, const tide_ctx *ctx, const bc_result *r, int n) 
     fprintf(f, ",\n  \"backend\": \"%s\",\n  \"runs\": [", tide_backend_name(ctx->backend));
     for (int i = 0; i < n; i++) {
         const bc_result *x = &r[i];
-        fprintf(f, "%s\n    {\"width\": %lld, \"height\": %lld, \"stars\": %lld, \"sources\": %lld, "
-                   "\"reference_stars\": %lld, \"astrometry\": \"%s\", \"hinted_solve\": %s",
+        fprintf(f,
+                "%s\n    {\"width\": %lld, \"height\": %lld, \"stars\": %lld, \"sources\": %lld, "
+                "\"reference_stars\": %lld, \"astrometry\": \"%s\", \"hinted_solve\": %s",
                 i ? "," : "", (long long)x->w, (long long)x->h, (long long)x->nstars,
                 (long long)x->nsources, (long long)x->nref, x->astrstat,
                 x->solved_hinted ? "true" : "false");

@@ -8,10 +8,10 @@
  *      context computes: device-resident on CUDA), in one call as the pipeline makes it and
  *      with the plan reused;
  *   c. the subtraction of the pipeline's inputs, constant and spatial degree 2 kernels;
- *   d. batched dipole fits of simulated 21×21 stamps (difference/dipole/dipole_sim.h), device-resident.
- * Each figure stands beside its target, a floor where one means something (bytes moved over
- * the copy bandwidth measured in the same run; the FFTs of the subtraction's convolution) and
- * the published anchors. Printing is in bench_diff_out.c. */
+ *   d. batched dipole fits of simulated 21×21 stamps (difference/dipole/dipole_sim.h),
+ * device-resident. Each figure stands beside its target, a floor where one means something (bytes
+ * moved over the copy bandwidth measured in the same run; the FFTs of the subtraction's
+ * convolution) and the published anchors. Printing is in bench_diff_out.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +53,7 @@ static const char *help =
 
 /* ---- timing helpers --------------------------------------------------------------------- */
 
-int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg,
-                        double *ms) {
+int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg, double *ms) {
     return tide_bench_time(ctx, o->repeats, o->warmup, "bench.diff", fn, arg, ms);
 }
 
@@ -108,13 +107,13 @@ static int make_pair(tide_ctx *ctx, const bd_opts *o, bd_pair *pr, bd_result *r)
     sp.height = o->h;
     const double area = (double)o->w * (double)o->h;
     sp.nstars = (int64_t)fmax(200.0, 2000.0 * area / (2048.0 * 2048.0));
-    sp.e2_ntransient = o->transients >= 0 ? o->transients
-                                          : (int64_t)fmax(10.0, 1500.0 * area / (4096.0 * 4096.0));
+    sp.e2_ntransient =
+        o->transients >= 0 ? o->transients : (int64_t)fmax(10.0, 1500.0 * area / (4096.0 * 4096.0));
     sp.e2_nvariable = sp.e2_ntransient / 4;
     /* Transients sit on randomly picked galaxies: three galaxies per transient keep most of
      * them on galaxies of their own (separate candidates). */
-    sp.ngalaxies = (int64_t)fmax(fmax(20.0, 100.0 * area / (2048.0 * 2048.0)),
-                                 3.0 * (double)sp.e2_ntransient);
+    sp.ngalaxies =
+        (int64_t)fmax(fmax(20.0, 100.0 * area / (2048.0 * 2048.0)), 3.0 * (double)sp.e2_ntransient);
     r->nstars = sp.nstars;
     r->ntransient = sp.e2_ntransient;
     r->nvariable = sp.e2_nvariable;
@@ -142,8 +141,7 @@ static int make_pair(tide_ctx *ctx, const bd_opts *o, bd_pair *pr, bd_result *r)
 
 /* One tide diff: read both frames (from disk, or the simulated frames as they are), run,
  * write. Parts in ms[0..2] (read, run, write); the result's counts into r. */
-static int diff_once(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_result *r,
-                     double *ms) {
+static int diff_once(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, bd_result *r, double *ms) {
     tide_image si = {0}, ti = {0};
     tide_header sh, th;
     tide_header_init(&sh);
@@ -309,7 +307,6 @@ static int do_subtract(tide_ctx *ctx, void *p) {
     return st;
 }
 
-
 static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, double bpms,
                        bd_result *r) {
     /* The pipeline's own inputs: both frames prepared (cosmetics, background, variance,
@@ -319,8 +316,8 @@ static int bench_parts(tide_ctx *ctx, const bd_opts *o, const bd_pair *pr, doubl
     tide_diffp_frame sci, tmpl;
     memset(&sci, 0, sizeof sci);
     memset(&tmpl, 0, sizeof tmpl);
-    int st = tide_diffp_prepare_frame(ctx, &pr->sci.image, &pr->sci.header, NULL, "science", 0,
-                                      NAN, 0, dp.fwhm_guess, &dp.bkg, &dp.cos, NULL, &sci);
+    int st = tide_diffp_prepare_frame(ctx, &pr->sci.image, &pr->sci.header, NULL, "science", 0, NAN,
+                                      0, dp.fwhm_guess, &dp.bkg, &dp.cos, NULL, &sci);
     if (!st)
         st = tide_diffp_prepare_frame(ctx, &pr->tmpl.image, &pr->tmpl.header, NULL, "template", 0,
                                       NAN, 0, dp.fwhm_guess, &dp.bkg, &dp.cos, NULL, &tmpl);
@@ -408,8 +405,7 @@ int tide_bench_diff(int argc, char **argv) {
     const char *workdir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const int cm =
-            tide_bench_common_arg(cmd, "--diff", help, &c, argc, argv, &i, &o.json_path);
+        const int cm = tide_bench_common_arg(cmd, "--diff", help, &c, argc, argv, &i, &o.json_path);
         if (cm != TIDE_BENCH_ARG_OWN) {
             if (cm == TIDE_BENCH_ARG_TAKEN)
                 continue;

@@ -8,7 +8,6 @@
 /** Copy bandwidth of the context's memory (device on CUDA, host on the CPU) in bytes per
  *  millisecond, bytes read plus bytes written, over a @p bytes buffer: the median of
  *  @p repeats copies after @p warmup (cmd_bench.c, the figure `tide bench` reports). */
-int tide_bench_copy_bandwidth(tide_ctx *ctx, int repeats, int warmup, size_t bytes,
-                              double *bpms);
+int tide_bench_copy_bandwidth(tide_ctx *ctx, int repeats, int warmup, size_t bytes, double *bpms);
 
 #endif

@@ -1,6 +1,6 @@
 /* bench_diff_dipole.c — part d of `tide bench --diff` (bench_diff.c): batched dipole and
- * point-source fits of 10^5 simulated 21x21 stamps (difference/dipole/dipole_sim.h), device-resident on
- * CUDA, stamps per second. */
+ * point-source fits of 10^5 simulated 21x21 stamps (difference/dipole/dipole_sim.h),
+ * device-resident on CUDA, stamps per second. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +19,8 @@ typedef struct dip_arg {
 static int do_dipole(tide_ctx *ctx, void *p) {
     dip_arg *a = p;
     if (a->device)
-        return tide_dipole_fit_device(ctx, a->n, a->side, a->pix, a->var, NULL, NULL, NULL,
-                                      &a->p, a->out);
+        return tide_dipole_fit_device(ctx, a->n, a->side, a->pix, a->var, NULL, NULL, NULL, &a->p,
+                                      a->out);
     return tide_dipole_fit_stamps(ctx, a->n, a->side, a->pix, a->var, NULL, NULL, NULL, &a->p,
                                   a->out);
 }

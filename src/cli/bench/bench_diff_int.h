@@ -17,7 +17,7 @@ typedef struct bd_opts {
     int repeats, warmup;
     int64_t transients; /* < 0: scaled with the area */
     int64_t stamps;
-    int disk;           /* 1: FITS read + write around each run */
+    int disk; /* 1: FITS read + write around each run */
     char workdir[1024];
     const char *json_path;
     int json_stdout;
@@ -70,8 +70,7 @@ void tide_bd_print_text(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd
 void tide_bd_print_json(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd_result *r);
 
 /** tide_bench_time (bench_util.h) with the options' repeats and warm-up. */
-int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg,
-                        double *ms);
+int tide_bd_time_median(tide_ctx *ctx, const bd_opts *o, tide_bench_fn fn, void *arg, double *ms);
 /** Part d: dipole fit throughput (bench_diff_dipole.c), into r->dip. */
 int tide_bd_dipoles(tide_ctx *ctx, const bd_opts *o, bd_result *r);
 

@@ -52,7 +52,6 @@ void tide_br_targets(const tide_br_run *r, double *e2e_ms, double *peak_gib) {
 
 /* ---- the matched filter's FFT floor ----------------------------------------------------- */
 
-
 /* Wall time of making (and releasing) a correlator of f's shape with f->nk flat kernels. */
 static int corr_setup(tide_ctx *ctx, int64_t w, int64_t h, tide_br_fft *f) {
     const int64_t kk = f->ksize * f->ksize;
@@ -90,8 +89,8 @@ static int fft_floor(tide_ctx *ctx, const tide_br_opts *o, int64_t w, int64_t h,
         f->r2c_ms = same->r2c_ms;
         f->c2r_ms = same->c2r_ms;
     } else {
-        const int st = tide_bench_fft_pair(ctx, f->px, f->py, o->repeats, o->warmup,
-                                           &f->r2c_ms, &f->c2r_ms);
+        const int st =
+            tide_bench_fft_pair(ctx, f->px, f->py, o->repeats, o->warmup, &f->r2c_ms, &f->c2r_ms);
         if (st)
             return st;
     }
@@ -155,10 +154,9 @@ static double stage_bytes(const char *name, const tide_pipeline_result *res,
     if (!strcmp(name, "reduce.catalog"))
         return 2.0 * table_bytes(t);
     if (!strcmp(name, "reduce.apcorr"))
-        return res->has_apcorr
-                   ? res->apcorr.nstars_corr * M_PI * res->apcorr.r_ref * res->apcorr.r_ref *
-                         SRC_PIX_BYTES
-                   : 0.0;
+        return res->has_apcorr ? res->apcorr.nstars_corr * M_PI * res->apcorr.r_ref *
+                                     res->apcorr.r_ref * SRC_PIX_BYTES
+                               : 0.0;
     if (!strcmp(name, "reduce.aperture")) {
         double rmax = 0.0;
         for (int k = 0; k < p->naper; k++)
@@ -330,8 +328,8 @@ static int run_one(tide_ctx *ctx, const tide_br_opts *o, double bpms, tide_br_ru
         /* Upload once; the host copy is not needed any more. */
         st = tide_image_clone(ctx, &dev, &fr.image, TIDE_DEVICE);
         if (!st) {
-            r->input_bytes = (size_t)(dev.stride * dev.height) * (sizeof(float) +
-                                                                   (dev.mask ? 2 : 0));
+            r->input_bytes =
+                (size_t)(dev.stride * dev.height) * (sizeof(float) + (dev.mask ? 2 : 0));
             tide_image_free(ctx, &fr.image);
             in = &dev;
         }
@@ -397,8 +395,8 @@ int tide_bench_reduce(tide_ctx *ctx, const tide_br_opts *o, double bpms) {
                      (long long)r->nstars);
             st = run_one(ctx, o, bpms, r);
             if (st)
-                tide_error_prefix(st, "reduce %lld x %lld %s: ", (long long)r->w,
-                                  (long long)r->h, dense ? "dense" : "sparse");
+                tide_error_prefix(st, "reduce %lld x %lld %s: ", (long long)r->w, (long long)r->h,
+                                  dense ? "dense" : "sparse");
             else
                 n++;
         }

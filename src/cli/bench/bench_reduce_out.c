@@ -46,9 +46,9 @@ static void print_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const
     fprintf(f,
             "\n%lldx%lld %s: %lld stars simulated (seed %llu, %lld galaxies, %.0f ms), %lld "
             "sources (first pass %lld), FWHM %.3f px%s\n",
-            (long long)r->w, (long long)r->h, r->dense ? "dense" : "sparse",
-            (long long)r->nstars, (unsigned long long)o->seed, (long long)r->ngalaxies,
-            r->sim_ms, (long long)r->n_sources, (long long)r->n_first, r->fwhm,
+            (long long)r->w, (long long)r->h, r->dense ? "dense" : "sparse", (long long)r->nstars,
+            (unsigned long long)o->seed, (long long)r->ngalaxies, r->sim_ms,
+            (long long)r->n_sources, (long long)r->n_first, r->fwhm,
             r->psf_fallback ? " (Gaussian PSF fallback)" : "");
     fprintf(f, "  %-24s %10s %5s %10s %10s %10s %8s\n", "stage", "ms", "calls", "floor ms",
             "bytes fl.", "FFT fl.", "x floor");
@@ -56,8 +56,7 @@ static void print_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const
         const tide_br_stage *s = &r->stages[k];
         const int top = !strncmp(s->name, "reduce.", 7);
         const double fl = stage_floor(s);
-        fprintf(f, "  %s%-*s %10.3f %5d", top ? "" : "  ", top ? 24 : 22, s->name, s->ms,
-                s->calls);
+        fprintf(f, "  %s%-*s %10.3f %5d", top ? "" : "  ", top ? 24 : 22, s->name, s->ms, s->calls);
         fnum(f, 10, fl, 3);
         fnum(f, 10, s->bytes_floor_ms, 3);
         fnum(f, 10, s->fft_floor_ms, 3);
@@ -98,10 +97,10 @@ static void print_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const
 void tide_br_print_text(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, double bpms,
                         const tide_br_run *r, int n) {
     const int cuda = ctx->backend == TIDE_BACKEND_CUDA;
-    fprintf(f, "tide bench --reduce: %s on %s; median of %d after %d warm-up; copy bandwidth "
-               "%.1f GB/s (read + write)\n",
-            tide_backend_name(ctx->backend), ctx->device_name, o->repeats, o->warmup,
-            bpms * 1e-6);
+    fprintf(f,
+            "tide bench --reduce: %s on %s; median of %d after %d warm-up; copy bandwidth "
+            "%.1f GB/s (read + write)\n",
+            tide_backend_name(ctx->backend), ctx->device_name, o->repeats, o->warmup, bpms * 1e-6);
     fprintf(f, "targets (issue 3, one H200): 14200x10650 dense <= 300 ms end to end, 2048x2048 "
                "<= 15 ms, peak device memory of the 151 MP frame <= 6 GiB\n");
     fprintf(f, "floors: bytes each stage must move over the copy bandwidth, plus the matched "
@@ -149,18 +148,21 @@ static void json_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const 
     const int cuda = ctx->backend == TIDE_BACKEND_CUDA;
     double t_ms, t_gib;
     tide_br_targets(r, &t_ms, &t_gib);
-    fprintf(f, "    {\"width\": %lld, \"height\": %lld, \"megapixels\": %.4g, \"density\": \"%s\",\n",
+    fprintf(f,
+            "    {\"width\": %lld, \"height\": %lld, \"megapixels\": %.4g, \"density\": \"%s\",\n",
             (long long)r->w, (long long)r->h, (double)(r->w * r->h) * 1e-6,
             r->dense ? "dense" : "sparse");
-    fprintf(f, "     \"sim\": {\"seed\": %llu, \"width\": %lld, \"height\": %lld, \"nstars\": %lld, "
-               "\"ngalaxies\": %lld, \"ms\": %.6g},\n",
+    fprintf(f,
+            "     \"sim\": {\"seed\": %llu, \"width\": %lld, \"height\": %lld, \"nstars\": %lld, "
+            "\"ngalaxies\": %lld, \"ms\": %.6g},\n",
             (unsigned long long)o->seed, (long long)r->w, (long long)r->h, (long long)r->nstars,
             (long long)r->ngalaxies, r->sim_ms);
     fprintf(f, "     \"n_sources\": %lld, \"n_first\": %lld, \"psf_fallback\": %s, \"fwhm\": ",
             (long long)r->n_sources, (long long)r->n_first, r->psf_fallback ? "true" : "false");
     jnum(f, r->fwhm, 0);
-    fprintf(f, ",\n     \"e2e_ms\": %.6g, \"e2e_min_ms\": %.6g, \"e2e_max_ms\": %.6g, "
-               "\"stage_sum_ms\": %.6g, \"e2e_floor_ms\": %.6g, \"ratio_to_floor\": ",
+    fprintf(f,
+            ",\n     \"e2e_ms\": %.6g, \"e2e_min_ms\": %.6g, \"e2e_max_ms\": %.6g, "
+            "\"stage_sum_ms\": %.6g, \"e2e_floor_ms\": %.6g, \"ratio_to_floor\": ",
             r->e2e_ms, r->e2e_min_ms, r->e2e_max_ms, r->stage_sum_ms, r->e2e_floor_ms);
     jnum(f, r->e2e_floor_ms > 0 ? r->e2e_ms / r->e2e_floor_ms : NAN, 0);
     fputs(",\n     \"peak_device_bytes\": ", f);
@@ -180,12 +182,12 @@ static void json_run(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, const 
     fputs("},\n     \"matched_filter_fft\": [", f);
     for (int p = 0; p < 2; p++) {
         const tide_br_fft *x = &r->fft[p];
-        fprintf(f, "%s{\"pass\": %d, \"kernel\": %lld, \"kernels\": %d, \"padded\": [%lld, %lld], "
-                   "\"r2c_ms\": %.6g, \"c2r_ms\": %.6g, \"floor_ms\": %.6g, "
-                   "\"correlator_setup_ms\": %.6g}",
+        fprintf(f,
+                "%s{\"pass\": %d, \"kernel\": %lld, \"kernels\": %d, \"padded\": [%lld, %lld], "
+                "\"r2c_ms\": %.6g, \"c2r_ms\": %.6g, \"floor_ms\": %.6g, "
+                "\"correlator_setup_ms\": %.6g}",
                 p ? ",\n                            " : "", p + 1, (long long)x->ksize, x->nk,
-                (long long)x->px, (long long)x->py, x->r2c_ms, x->c2r_ms, x->floor_ms,
-                x->setup_ms);
+                (long long)x->px, (long long)x->py, x->r2c_ms, x->c2r_ms, x->floor_ms, x->setup_ms);
     }
     fputs("],\n     \"stages\": [", f);
     for (int k = 0; k < r->nstages; k++) {
@@ -213,13 +215,15 @@ void tide_br_print_json(FILE *f, const tide_ctx *ctx, const tide_br_opts *o, dou
                         const tide_br_run *r, int n) {
     char date[32];
     tide_bench_utc_now(date);
-    fprintf(f, "{\n  \"bench\": \"reduce\",\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n"
-               "  \"backend\": \"%s\",\n  \"device\": ",
+    fprintf(f,
+            "{\n  \"bench\": \"reduce\",\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n"
+            "  \"backend\": \"%s\",\n  \"device\": ",
             TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));
     tide_cli_json_string(f, ctx->device_name);
-    fprintf(f, ",\n  \"threads\": %d,\n  \"repeats\": %d,\n  \"warmup\": %d,\n  \"seed\": %llu,\n"
-               "  \"stars_sparse\": %lld,\n  \"stars_dense_151mp\": %lld,\n"
-               "  \"copy_bandwidth_GBps\": %.6g,\n",
+    fprintf(f,
+            ",\n  \"threads\": %d,\n  \"repeats\": %d,\n  \"warmup\": %d,\n  \"seed\": %llu,\n"
+            "  \"stars_sparse\": %lld,\n  \"stars_dense_151mp\": %lld,\n"
+            "  \"copy_bandwidth_GBps\": %.6g,\n",
             ctx->threads, o->repeats, o->warmup, (unsigned long long)o->seed,
             (long long)o->stars_sparse, (long long)o->stars_dense, bpms * 1e-6);
     fputs("  \"targets\": {\"e2e_ms_14200x10650_dense\": 300, \"e2e_ms_2048x2048\": 15, "

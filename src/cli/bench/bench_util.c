@@ -82,8 +82,8 @@ int tide_bench_parse_sizes(const char *s, int64_t (*sizes)[2], int max, int64_t 
     return *n ? 0 : -1;
 }
 
-int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
-                          tide_cli_common *c, int argc, char **argv, int *i, const char **json) {
+int tide_bench_common_arg(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
+                          int argc, char **argv, int *i, const char **json) {
     const char *a = argv[*i];
     if (!strcmp(a, mode))
         return TIDE_BENCH_ARG_TAKEN;
@@ -98,8 +98,7 @@ int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
         return TIDE_BENCH_ARG_TAKEN;
     }
     const int cm = tide_cli_common_option(c, cmd, argc, argv, i);
-    return cm < 0 ? TIDE_BENCH_ARG_EXIT_USAGE : cm > 0 ? TIDE_BENCH_ARG_TAKEN
-                                                        : TIDE_BENCH_ARG_OWN;
+    return cm < 0 ? TIDE_BENCH_ARG_EXIT_USAGE : cm > 0 ? TIDE_BENCH_ARG_TAKEN : TIDE_BENCH_ARG_OWN;
 }
 
 void tide_bench_collect_stages(const tide_ctx *ctx, tide_bench_stage *st, int *n, int max,

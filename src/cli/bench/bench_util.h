@@ -30,14 +30,13 @@ int tide_bench_time(tide_ctx *ctx, int repeats, int warmup, const char *stage, t
 /** One context timer over a benchmark's repeats. */
 typedef struct tide_bench_stage {
     char name[48];
-    int calls;                                /**< per run (the last repeat's count) */
-    double samples[TIDE_BENCH_MAX_REPEATS];   /**< milliseconds per repeat */
+    int calls;                              /**< per run (the last repeat's count) */
+    double samples[TIDE_BENCH_MAX_REPEATS]; /**< milliseconds per repeat */
 } tide_bench_stage;
 
 /** Add the context's stage timers of repeat @p rep (all but the benchmark's own "bench."
  *  stages) to @p st, *n of at most @p max stages, names in first-seen order. */
-void tide_bench_collect_stages(const tide_ctx *ctx, tide_bench_stage *st, int *n, int max,
-                               int rep);
+void tide_bench_collect_stages(const tide_ctx *ctx, tide_bench_stage *st, int *n, int max, int rep);
 
 /** Median milliseconds of an R2C and of a C2R FFT of a @p px × @p py frame (the planned
  *  transforms of tide_fft, in place on a zeroed buffer), each @p repeats times after
@@ -46,16 +45,20 @@ int tide_bench_fft_pair(tide_ctx *ctx, int64_t px, int64_t py, int repeats, int 
                         double *r2c_ms, double *c2r_ms);
 
 /** What argv[*i] was to tide_bench_common_arg. */
-enum { TIDE_BENCH_ARG_OWN = 0, TIDE_BENCH_ARG_TAKEN = 1, TIDE_BENCH_ARG_EXIT_OK = 2,
-       TIDE_BENCH_ARG_EXIT_USAGE = 3 };
+enum {
+    TIDE_BENCH_ARG_OWN = 0,
+    TIDE_BENCH_ARG_TAKEN = 1,
+    TIDE_BENCH_ARG_EXIT_OK = 2,
+    TIDE_BENCH_ARG_EXIT_USAGE = 3
+};
 
 /** The options every `tide bench` family reads alike, at argv[*i]: its own mode flag
  *  (@p mode, e.g. "--calib": skipped), --help / -h (prints @p help and the common options'
  *  help: EXIT_OK), --json FILE (FILE, or "-" for standard output, into *json; a bare --json
  *  is the common flag) and the common options (cli.h; a bad one: EXIT_USAGE, reported).
  *  TAKEN when consumed (*i may have advanced), OWN when the family must read it. */
-int tide_bench_common_arg(const char *cmd, const char *mode, const char *help,
-                          tide_cli_common *c, int argc, char **argv, int *i, const char **json);
+int tide_bench_common_arg(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
+                          int argc, char **argv, int *i, const char **json);
 
 /** The current UTC time as ISO 8601, "2026-11-30T01:02:03Z", for the benches' JSON. */
 void tide_bench_utc_now(char out[32]);

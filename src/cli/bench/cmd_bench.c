@@ -100,7 +100,6 @@ static int do_copy(tide_ctx *ctx, void *p) {
     return TIDE_OK;
 }
 
-
 typedef struct corr_arg {
     tide_correlator *c;
     const tide_image *in;
@@ -163,8 +162,7 @@ static int measure_bandwidth(tide_ctx *ctx, const bench_opts *o, size_t bytes, d
     return st;
 }
 
-int tide_bench_copy_bandwidth(tide_ctx *ctx, int repeats, int warmup, size_t bytes,
-                              double *bpms) {
+int tide_bench_copy_bandwidth(tide_ctx *ctx, int repeats, int warmup, size_t bytes, double *bpms) {
     bench_opts o;
     memset(&o, 0, sizeof o);
     o.repeats = repeats;
@@ -185,9 +183,8 @@ static void make_kernels(float *k, int n, int ksz) {
     }
 }
 
-
-static int bench_corr(tide_ctx *ctx, const bench_opts *o, const tide_image *in, int nk,
-                      double bpms, size_res *r, corr_res *cr) {
+static int bench_corr(tide_ctx *ctx, const bench_opts *o, const tide_image *in, int nk, double bpms,
+                      size_res *r, corr_res *cr) {
     float *kbuf = malloc(sizeof(float) * (size_t)(NK_MAX * o->kernel * o->kernel));
     if (!kbuf)
         return tide_error(TIDE_E_NOMEM, "bench kernels");
@@ -202,8 +199,8 @@ static int bench_corr(tide_ctx *ctx, const bench_opts *o, const tide_image *in, 
     cr->nk = nk;
     int st = tide_timer_start(ctx, &tm, "bench.corr_setup");
     if (!st)
-        st = tide_correlator_create(ctx, in->width, in->height, nk, ks, o->kernel, o->kernel,
-                                    NULL, &a.c);
+        st = tide_correlator_create(ctx, in->width, in->height, nk, ks, o->kernel, o->kernel, NULL,
+                                    &a.c);
     if (!st)
         st = tide_sync(ctx);
     if (!st)
@@ -267,8 +264,7 @@ static int bench_size(tide_ctx *ctx, const bench_opts *o, double bpms, size_res 
     if (!st)
         st = bench_corr(ctx, o, in, NK_MAX, bpms, r, &r->corr[1]);
     if (!st)
-        st = tide_bench_fft_pair(ctx, r->px, r->py, o->repeats, o->warmup, &r->r2c_ms,
-                                 &r->c2r_ms);
+        st = tide_bench_fft_pair(ctx, r->px, r->py, o->repeats, o->warmup, &r->r2c_ms, &r->c2r_ms);
     for (int i = 0; i < 2; i++)
         r->corr[i].fft_floor_ms = r->r2c_ms + r->corr[i].nk * r->c2r_ms;
     r->read_floor_ms = (double)(r->w * r->h) * sizeof(float) / (bpms / 2.0);
@@ -315,15 +311,16 @@ static void print_text(FILE *f, const tide_ctx *ctx, const bench_opts *o, double
         if (ctx->backend == TIDE_BACKEND_CUDA)
             fprintf(f, " | %7.3f %7.3f", r[i].h2d_ms, r[i].d2h_ms);
         if (o->reduce)
-            fprintf(f, " | %8.3f %8.3f %8.3f %8.3f", r[i].stats_ms, r[i].median_ms,
-                    r[i].sigclip_ms, r[i].read_floor_ms);
+            fprintf(f, " | %8.3f %8.3f %8.3f %8.3f", r[i].stats_ms, r[i].median_ms, r[i].sigclip_ms,
+                    r[i].read_floor_ms);
         fputc('\n', f);
     }
 }
 
 static void json_corr(FILE *f, const corr_res *c) {
-    fprintf(f, "{\"kernels\": %d, \"ms\": %.6g, \"setup_ms\": %.6g, \"fft_floor_ms\": %.6g, "
-               "\"bytes_floor_ms\": %.6g, \"ratio_to_fft_floor\": %.4g}",
+    fprintf(f,
+            "{\"kernels\": %d, \"ms\": %.6g, \"setup_ms\": %.6g, \"fft_floor_ms\": %.6g, "
+            "\"bytes_floor_ms\": %.6g, \"ratio_to_fft_floor\": %.4g}",
             c->nk, c->ms, c->setup_ms, c->fft_floor_ms, c->bytes_floor_ms,
             c->fft_floor_ms > 0 ? c->ms / c->fft_floor_ms : 0.0);
 }
@@ -332,19 +329,23 @@ static void print_json(FILE *f, const tide_ctx *ctx, const bench_opts *o, double
                        const size_res *r, int n) {
     char date[32];
     tide_bench_utc_now(date);
-    fprintf(f, "{\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n  \"backend\": \"%s\",\n"
-               "  \"device\": ", TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));
+    fprintf(f,
+            "{\n  \"tide_version\": \"%s\",\n  \"date\": \"%s\",\n  \"backend\": \"%s\",\n"
+            "  \"device\": ",
+            TIDE_VERSION_STRING, date, tide_backend_name(ctx->backend));
     tide_cli_json_string(f, ctx->device_name);
-    fprintf(f, ",\n  \"threads\": %d,\n  \"repeats\": %d,\n  \"warmup\": %d,\n"
-               "  \"kernel_size\": %d,\n  \"fft_effort\": \"%s\",\n"
-               "  \"copy_bandwidth_GBps\": %.6g,\n  \"sizes\": [",
+    fprintf(f,
+            ",\n  \"threads\": %d,\n  \"repeats\": %d,\n  \"warmup\": %d,\n"
+            "  \"kernel_size\": %d,\n  \"fft_effort\": \"%s\",\n"
+            "  \"copy_bandwidth_GBps\": %.6g,\n  \"sizes\": [",
             ctx->threads, o->repeats, o->warmup, o->kernel, o->measure ? "measure" : "estimate",
             bpms * 1e-6);
     for (int i = 0; i < n; i++) {
         const size_res *s = &r[i];
-        fprintf(f, "%s\n    {\"width\": %lld, \"height\": %lld, \"megapixels\": %.4g, "
-                   "\"padded\": [%lld, %lld],\n     \"fft_r2c_ms\": %.6g, \"fft_c2r_ms\": %.6g, "
-                   "\"fft_pair_ms\": %.6g,\n     \"correlate\": [",
+        fprintf(f,
+                "%s\n    {\"width\": %lld, \"height\": %lld, \"megapixels\": %.4g, "
+                "\"padded\": [%lld, %lld],\n     \"fft_r2c_ms\": %.6g, \"fft_c2r_ms\": %.6g, "
+                "\"fft_pair_ms\": %.6g,\n     \"correlate\": [",
                 i ? "," : "", (long long)s->w, (long long)s->h, (double)(s->w * s->h) * 1e-6,
                 (long long)s->px, (long long)s->py, s->r2c_ms, s->c2r_ms, s->r2c_ms + s->c2r_ms);
         json_corr(f, &s->corr[0]);
@@ -353,16 +354,18 @@ static void print_json(FILE *f, const tide_ctx *ctx, const bench_opts *o, double
         fputs("],\n     \"transfer\": ", f);
         if (ctx->backend == TIDE_BACKEND_CUDA) {
             double mb = (double)(s->w * s->h) * sizeof(float);
-            fprintf(f, "{\"bytes\": %.0f, \"h2d_ms\": %.6g, \"d2h_ms\": %.6g, "
-                       "\"h2d_GBps\": %.6g, \"d2h_GBps\": %.6g, \"pinned\": true}",
+            fprintf(f,
+                    "{\"bytes\": %.0f, \"h2d_ms\": %.6g, \"d2h_ms\": %.6g, "
+                    "\"h2d_GBps\": %.6g, \"d2h_GBps\": %.6g, \"pinned\": true}",
                     mb, s->h2d_ms, s->d2h_ms, mb / s->h2d_ms * 1e-6, mb / s->d2h_ms * 1e-6);
         } else {
             fputs("null", f);
         }
         fputs(",\n     \"reduce\": ", f);
         if (o->reduce)
-            fprintf(f, "{\"stats_ms\": %.6g, \"median_ms\": %.6g, \"sigma_clip_ms\": %.6g, "
-                       "\"read_floor_ms\": %.6g}",
+            fprintf(f,
+                    "{\"stats_ms\": %.6g, \"median_ms\": %.6g, \"sigma_clip_ms\": %.6g, "
+                    "\"read_floor_ms\": %.6g}",
                     s->stats_ms, s->median_ms, s->sigclip_ms, s->read_floor_ms);
         else
             fputs("null", f);
@@ -426,9 +429,9 @@ int tide_cmd_bench(int argc, char **argv) {
             return 2;
         if (r > 0)
             continue;
-        int takes = !strcmp(a, "--sizes") || !strcmp(a, "--repeats") ||
-                    !strcmp(a, "--warmup") || !strcmp(a, "--kernel") ||
-                    !strcmp(a, "--stars-sparse") || !strcmp(a, "--stars-dense");
+        int takes = !strcmp(a, "--sizes") || !strcmp(a, "--repeats") || !strcmp(a, "--warmup") ||
+                    !strcmp(a, "--kernel") || !strcmp(a, "--stars-sparse") ||
+                    !strcmp(a, "--stars-dense");
         if (takes && i + 1 >= argc)
             return tide_cli_usage_error(cmd, "option %s needs a value", a);
         if (!strcmp(a, "--sizes")) {
@@ -482,8 +485,15 @@ int tide_cmd_bench(int argc, char **argv) {
         st = measure_bandwidth(ctx, &o, bw_bytes, &bpms);
     if (o.pipeline) {
         int js = c.json || (o.json_path && !strcmp(o.json_path, "-"));
-        tide_br_opts ro = {(const int64_t(*)[2])o.sizes, o.nsizes, o.repeats, o.warmup,
-                           o.stars_sparse, o.stars_dense, 1, o.json_path, js};
+        tide_br_opts ro = {(const int64_t(*)[2])o.sizes,
+                           o.nsizes,
+                           o.repeats,
+                           o.warmup,
+                           o.stars_sparse,
+                           o.stars_dense,
+                           1,
+                           o.json_path,
+                           js};
         if (!st)
             st = tide_bench_reduce(ctx, &ro, bpms);
         tide_ctx_destroy(ctx);
@@ -499,8 +509,7 @@ int tide_cmd_bench(int argc, char **argv) {
                  (long long)res[i].h);
         st = bench_size(ctx, &o, bpms, &res[i]);
         if (st)
-            tide_error_prefix(st, "frame %lld x %lld: ", (long long)res[i].w,
-                              (long long)res[i].h);
+            tide_error_prefix(st, "frame %lld x %lld: ", (long long)res[i].w, (long long)res[i].h);
     }
     if (st) {
         tide_ctx_destroy(ctx);

@@ -101,7 +101,8 @@ static const tide_config_key schema[] = {
     {"astrometry", "index_dir", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
      "astrometry.net index files (unset: $TIDE_INDEX_DIR, else /usr/share/astrometry)"},
     {"astrometry", "timeout_s", TIDE_CFG_NUMBER, "10.0", 0.0, 86400.0, 1, "s",
-     "wall-clock bound of the whole solve of a frame, all attempts ($TIDE_SOLVE_TIMEOUT overrides)"},
+     "wall-clock bound of the whole solve of a frame, all attempts ($TIDE_SOLVE_TIMEOUT "
+     "overrides)"},
     {"astrometry", "nbright", TIDE_CFG_INTEGER, "500", 10.0, 100000.0, 0, "",
      "brightest detections given to the solver"},
     {"astrometry", "scale_tolerance", TIDE_CFG_NUMBER, "0.1", 0.0, 0.9, 1, "",
@@ -121,8 +122,10 @@ static const tide_config_key schema[] = {
      "table name when the reference catalog is in PostgreSQL"},
     {"refcat", "command", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
      "command writing a CSV/FITS reference catalog for {ra} {dec} {radius} (degrees)"},
-    {"refcat", "ra_column", TIDE_CFG_STRING, "RA", NONE_LO, NONE_HI, 0, "", "right ascension column (deg)"},
-    {"refcat", "dec_column", TIDE_CFG_STRING, "DEC", NONE_LO, NONE_HI, 0, "", "declination column (deg)"},
+    {"refcat", "ra_column", TIDE_CFG_STRING, "RA", NONE_LO, NONE_HI, 0, "",
+     "right ascension column (deg)"},
+    {"refcat", "dec_column", TIDE_CFG_STRING, "DEC", NONE_LO, NONE_HI, 0, "",
+     "declination column (deg)"},
     {"refcat", "mag_column", TIDE_CFG_STRING, "MAG", NONE_LO, NONE_HI, 0, "",
      "magnitude column in the calibration band"},
     {"refcat", "magerr_column", TIDE_CFG_STRING, "MAGERR", NONE_LO, NONE_HI, 0, "",
@@ -157,9 +160,8 @@ static const tide_config_key schema[] = {
      "catalog store: sqlite:PATH or PATH.db, postgresql://... or pg:CONNINFO (unset: $TIDE_STORE)"},
 };
 
-static const char *const sections[] = {"instrument", "keywords", "camera",     "processing",
-                                       "site",       "astrometry", "refcat", "photcal",
-                                       "store"};
+static const char *const sections[] = {"instrument", "keywords", "camera",  "processing", "site",
+                                       "astrometry", "refcat",   "photcal", "store"};
 
 const tide_config_key *tide_config_schema(int *n) {
     if (n)

@@ -5,14 +5,13 @@
 #include <cuda_runtime.h>
 #include "tide/status.h"
 
-#define TIDE_CUDA_TRY(call)                                                                   \
-    do {                                                                                      \
-        cudaError_t tide_ce_ = (call);                                                        \
-        if (tide_ce_ != cudaSuccess)                                                          \
-            return tide_error(tide_ce_ == cudaErrorMemoryAllocation ? TIDE_E_NOMEM            \
-                                                                    : TIDE_E_CUDA,            \
-                              "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,            \
-                              cudaGetErrorString(tide_ce_));                                  \
+#define TIDE_CUDA_TRY(call)                                                                        \
+    do {                                                                                           \
+        cudaError_t tide_ce_ = (call);                                                             \
+        if (tide_ce_ != cudaSuccess)                                                               \
+            return tide_error(tide_ce_ == cudaErrorMemoryAllocation ? TIDE_E_NOMEM : TIDE_E_CUDA,  \
+                              "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,                 \
+                              cudaGetErrorString(tide_ce_));                                       \
     } while (0)
 
 /** Check the last kernel launch. */

@@ -106,8 +106,8 @@ int tide_device_alloc(tide_ctx *ctx, size_t bytes, void **ptr) {
     }
     void *p = NULL;
     size_t ask = bytes ? bytes : 1;
-    cudaError_t e = cudaMallocFromPoolAsync(&p, ask, (cudaMemPool_t)ctx->mempool,
-                                            (cudaStream_t)ctx->stream);
+    cudaError_t e =
+        cudaMallocFromPoolAsync(&p, ask, (cudaMemPool_t)ctx->mempool, (cudaStream_t)ctx->stream);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return tide_error(TIDE_E_NOMEM, "device allocation of %zu bytes failed: %s", bytes,
@@ -164,7 +164,9 @@ void tide_device_usage(const tide_ctx *ctx, size_t *current, size_t *peak) {
         *peak = ctx->device_bytes_peak;
 }
 
-void tide_device_reset_peak(tide_ctx *ctx) { ctx->device_bytes_peak = ctx->device_bytes; }
+void tide_device_reset_peak(tide_ctx *ctx) {
+    ctx->device_bytes_peak = ctx->device_bytes;
+}
 
 int tide_memcpy(tide_ctx *ctx, void *dst, int dst_on_device, const void *src, int src_on_device,
                 size_t bytes) {
@@ -182,9 +184,9 @@ int tide_memcpy(tide_ctx *ctx, void *dst, int dst_on_device, const void *src, in
             return dst_on_device ? tide_staged_upload(ctx, dst, src, bytes)
                                  : tide_staged_download(ctx, dst, src, bytes);
     }
-    enum cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
-                                                              : cudaMemcpyHostToDevice)
-                                             : cudaMemcpyDeviceToHost;
+    enum cudaMemcpyKind kind =
+        dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                      : cudaMemcpyDeviceToHost;
     TIDE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)ctx->stream));
     /* Device to device stays stream-ordered: only the host needs to wait, and it reads
      * device memory only through a copy, which waits. (A wait costs ~50 us on the GPU

@@ -27,9 +27,9 @@
 typedef struct staging {
     unsigned char *buf[STAGE_NBUF];
     cudaEvent_t done[STAGE_NBUF];
-    cudaStream_t side;    /* downloads that overlap the context's later work */
-    cudaEvent_t queued;   /* the context's stream up to a side download's start */
-    int side_busy;        /* a side download was queued and not waited for */
+    cudaStream_t side;  /* downloads that overlap the context's later work */
+    cudaEvent_t queued; /* the context's stream up to a side download's start */
+    int side_busy;      /* a side download was queued and not waited for */
 } staging;
 
 static void staging_destroy(tide_ctx *ctx, void *data) {

@@ -24,13 +24,23 @@
  * intrinsic rn on the device, the operator on the host); TIDE_UNFUSED_SQRT(name, T, host, rn):
  * T name(T a), the correctly rounded square root on both sides. One line per operation. */
 #ifdef __CUDA_ARCH__
-#define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
-    TIDE_HD static inline T name(T a, T b) { return rn(a, b); }
-#define TIDE_UNFUSED_SQRT(name, T, host, rn) TIDE_HD static inline T name(T a) { return rn(a); }
+#define TIDE_UNFUSED_OP(name, T, op, rn)                                                           \
+    TIDE_HD static inline T name(T a, T b) {                                                       \
+        return rn(a, b);                                                                           \
+    }
+#define TIDE_UNFUSED_SQRT(name, T, host, rn)                                                       \
+    TIDE_HD static inline T name(T a) {                                                            \
+        return rn(a);                                                                              \
+    }
 #else
-#define TIDE_UNFUSED_OP(name, T, op, rn)                                                      \
-    TIDE_HD static inline T name(T a, T b) { return a op b; }
-#define TIDE_UNFUSED_SQRT(name, T, host, rn) TIDE_HD static inline T name(T a) { return host(a); }
+#define TIDE_UNFUSED_OP(name, T, op, rn)                                                           \
+    TIDE_HD static inline T name(T a, T b) {                                                       \
+        return a op b;                                                                             \
+    }
+#define TIDE_UNFUSED_SQRT(name, T, host, rn)                                                       \
+    TIDE_HD static inline T name(T a) {                                                            \
+        return host(a);                                                                            \
+    }
 #endif
 
 TIDE_UNFUSED_OP(tide_fadd, float, +, __fadd_rn)

@@ -18,7 +18,8 @@
 /* The warp's sum of v by the shuffle tree; the total is in lane 0 (the other lanes hold
  * partial sums). Every lane of the warp must call it. */
 __device__ static inline double tide_warp_sum(double v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
     return v;
 }
 
@@ -35,12 +36,14 @@ __device__ static void tide_block_sums_by_warp(double *v, int k, double (*red)[N
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int q = 0; q < k; q++) {
         const double x = tide_warp_sum(v[q]);
-        if (lane == 0) red[q][warp] = x;
+        if (lane == 0)
+            red[q][warp] = x;
     }
     __syncthreads();
     for (int q = 0; q < k; q++) {
         double x = 0.0;
-        for (int w = 0; w < NW; w++) x += red[q][w];
+        for (int w = 0; w < NW; w++)
+            x += red[q][w];
         v[q] = x;
     }
     __syncthreads();
@@ -53,7 +56,8 @@ template <int NT> __device__ static double tide_block_tree_sum(double v, double 
     sh[t] = v;
     __syncthreads();
     for (int s = NT / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] = __dadd_rn(sh[t], sh[t + s]);
+        if (t < s)
+            sh[t] = __dadd_rn(sh[t], sh[t + s]);
         __syncthreads();
     }
     const double r = sh[0];

@@ -74,28 +74,33 @@ typedef struct cxi {
 
 static int cmp_xi(const void *a, const void *b) {
     const cxi *p = a, *q = b;
-    if (p->x != q->x) return p->x < q->x ? -1 : 1;
+    if (p->x != q->x)
+        return p->x < q->x ? -1 : 1;
     return p->j < q->j ? -1 : p->j > q->j;
 }
 
 static int cmp_pair(const void *a, const void *b) {
     const cpair *p = a, *q = b;
-    if (p->d2 != q->d2) return p->d2 < q->d2 ? -1 : 1;
-    if (p->i != q->i) return p->i < q->i ? -1 : 1;
+    if (p->d2 != q->d2)
+        return p->d2 < q->d2 ? -1 : 1;
+    if (p->i != q->i)
+        return p->i < q->i ? -1 : 1;
     return p->j < q->j ? -1 : p->j > q->j;
 }
 
 static int cmp_cand(const void *a, const void *b) {
     const cand *p = a, *q = b;
-    if (p->snr != q->snr) return p->snr > q->snr ? -1 : 1;
-    if (p->y != q->y) return p->y < q->y ? -1 : 1;
+    if (p->snr != q->snr)
+        return p->snr > q->snr ? -1 : 1;
+    if (p->y != q->y)
+        return p->y < q->y ? -1 : 1;
     return p->x < q->x ? -1 : p->x > q->x;
 }
 
 /* Pair positive and negative detections closer than R: all pairs within R (sweep over the
  * negatives sorted by x), closest first, each detection in at most one pair. */
-static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, double R,
-                 cand **out, int64_t *nout) {
+static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, double R, cand **out,
+                 int64_t *nout) {
     int st = 0;
     cxi *xs = malloc(sizeof *xs * (size_t)(nn > 0 ? nn : 1));
     int64_t *pm = malloc(sizeof *pm * (size_t)(np > 0 ? np : 1));
@@ -103,26 +108,32 @@ static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, doubl
     cand *c = malloc(sizeof *c * (size_t)(np + nn > 0 ? np + nn : 1));
     cpair *pr = NULL;
     int64_t npair = 0, cap = 0;
-    if (!xs || !pm || !nm || !c) st = TIDE_E_NOMEM;
+    if (!xs || !pm || !nm || !c)
+        st = TIDE_E_NOMEM;
     for (int64_t j = 0; !st && j < nn; j++) {
         xs[j].x = neg[j].x;
         xs[j].j = j;
         nm[j] = -1;
     }
-    for (int64_t i = 0; !st && i < np; i++) pm[i] = -1;
-    if (!st) qsort(xs, (size_t)nn, sizeof *xs, cmp_xi);
+    for (int64_t i = 0; !st && i < np; i++)
+        pm[i] = -1;
+    if (!st)
+        qsort(xs, (size_t)nn, sizeof *xs, cmp_xi);
     for (int64_t i = 0; !st && i < np; i++) {
         /* first negative with x >= pos.x - R */
         int64_t lo = 0, hi = nn;
         while (lo < hi) {
             const int64_t mid = lo + (hi - lo) / 2;
-            if (xs[mid].x < pos[i].x - R) lo = mid + 1;
-            else hi = mid;
+            if (xs[mid].x < pos[i].x - R)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         for (int64_t k = lo; k < nn && xs[k].x <= pos[i].x + R; k++) {
             const cdet *d = &neg[xs[k].j];
             const double dx = d->x - pos[i].x, dy = d->y - pos[i].y, d2 = dx * dx + dy * dy;
-            if (!(d2 <= R * R)) continue;
+            if (!(d2 <= R * R))
+                continue;
             if (npair == cap) {
                 cap = cap ? 2 * cap : 64;
                 cpair *g = realloc(pr, sizeof *pr * (size_t)cap);
@@ -138,11 +149,13 @@ static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, doubl
             npair++;
         }
     }
-    if (!st && npair) qsort(pr, (size_t)npair, sizeof *pr, cmp_pair);
+    if (!st && npair)
+        qsort(pr, (size_t)npair, sizeof *pr, cmp_pair);
     int64_t n = 0;
     for (int64_t k = 0; !st && k < npair; k++) {
         const int64_t i = pr[k].i, j = pr[k].j;
-        if (pm[i] >= 0 || nm[j] >= 0) continue;
+        if (pm[i] >= 0 || nm[j] >= 0)
+            continue;
         pm[i] = j;
         nm[j] = i;
         cand *o = &c[n++];
@@ -160,7 +173,8 @@ static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, doubl
         o->flags = pos[i].flags | neg[j].flags;
     }
     for (int64_t i = 0; !st && i < np; i++) {
-        if (pm[i] >= 0) continue;
+        if (pm[i] >= 0)
+            continue;
         cand *o = &c[n++];
         o->kind = TIDE_CAND_POSITIVE;
         o->x = o->xpos = pos[i].x;
@@ -171,7 +185,8 @@ static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, doubl
         o->flags = pos[i].flags;
     }
     for (int64_t j = 0; !st && j < nn; j++) {
-        if (nm[j] >= 0) continue;
+        if (nm[j] >= 0)
+            continue;
         cand *o = &c[n++];
         o->kind = TIDE_CAND_NEGATIVE;
         o->x = o->xneg = neg[j].x;
@@ -181,7 +196,8 @@ static int merge(const cdet *pos, int64_t np, const cdet *neg, int64_t nn, doubl
         o->flux = -neg[j].flux;
         o->flags = neg[j].flags;
     }
-    if (!st) qsort(c, (size_t)n, sizeof *c, cmp_cand);
+    if (!st)
+        qsort(c, (size_t)n, sizeof *c, cmp_cand);
     free(xs);
     free(pm);
     free(nm);
@@ -221,8 +237,10 @@ static int write_table(const cand *c, int64_t n, tide_table *t) {
         if (!tide_table_column(t, cols[k].name))
             st = tide_table_add_column(t, cols[k].name, cols[k].type, 1, cols[k].unit,
                                        cols[k].comment, NULL);
-    if (!st) st = tide_table_resize(t, n);
-    if (st) return st;
+    if (!st)
+        st = tide_table_resize(t, n);
+    if (st)
+        return st;
     double *X = tide_table_f64(t, "X"), *Y = tide_table_f64(t, "Y");
     double *XI = tide_table_f64(t, "X_IMAGE"), *YI = tide_table_f64(t, "Y_IMAGE");
     int32_t *K = tide_table_i32(t, "KIND"), *F = tide_table_i32(t, "FLAGS");
@@ -255,14 +273,17 @@ static int write_table(const cand *c, int64_t n, tide_table *t) {
 int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candidate_params *pin,
                          tide_table *cands) {
     const char *who = "tide_diff_candidates";
-    if (!ctx || !diff || !cands) return tide_error(TIDE_E_INVAL, "%s: NULL argument", who);
+    if (!ctx || !diff || !cands)
+        return tide_error(TIDE_E_INVAL, "%s: NULL argument", who);
     if (!diff->pix || !diff->var)
         return tide_error(TIDE_E_INVAL, "%s: the difference needs pixels and a variance", who);
     if (diff->width < 1 || diff->height < 1 || diff->stride < diff->width)
         return tide_error(TIDE_E_INVAL, "%s: bad image size", who);
     tide_candidate_params p;
-    if (pin) p = *pin;
-    else tide_candidate_params_default(&p);
+    if (pin)
+        p = *pin;
+    else
+        tide_candidate_params_default(&p);
     const double R = p.merge_radius > 0.0 ? p.merge_radius : 2.0 * p.det.fwhm_guess;
     if (!(R > 0.0) || !isfinite(R))
         return tide_error(TIDE_E_INVAL, "%s: merge radius %g is not positive", who, R);
@@ -274,10 +295,11 @@ int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candi
     tide_image rms = {0}, neg = {0};
     const tide_location loc = dev ? TIDE_DEVICE : TIDE_HOST;
     int st = tide_image_alloc(ctx, &rms, diff->stride, diff->height, loc, 0);
-    if (!st) st = tide_image_alloc(ctx, &neg, diff->stride, diff->height, loc, 0);
+    if (!st)
+        st = tide_image_alloc(ctx, &neg, diff->stride, diff->height, loc, 0);
     if (!st) {
-        tide_cand_prep_job jb = {diff->pix, diff->var, diff->width, diff->height, diff->stride,
-                                 rms.pix, neg.pix};
+        tide_cand_prep_job jb = {diff->pix,    diff->var, diff->width, diff->height,
+                                 diff->stride, rms.pix,   neg.pix};
         if (dev) {
 #ifdef TIDE_HAVE_CUDA
             st = tide_cand_prep_cuda(ctx, &jb);
@@ -312,15 +334,18 @@ int tide_diff_candidates(tide_ctx *ctx, const tide_image *diff, const tide_candi
                 st = tide_cand_negate_cpu(ctx, maps.snr.pix, n);
             }
         }
-        if (!st) st = detect_list(ctx, &nv, &rv, &p, &maps.snr, NULL, &ng, &nn);
+        if (!st)
+            st = detect_list(ctx, &nv, &rv, &p, &maps.snr, NULL, &ng, &nn);
         tide_detect_maps_free(ctx, &maps);
     }
     tide_image_free(ctx, &neg);
     tide_image_free(ctx, &rms);
     cand *c = NULL;
     int64_t nc = 0;
-    if (!st) st = merge(pos, np, ng, nn, R, &c, &nc);
-    if (!st) st = write_table(c, nc, cands);
+    if (!st)
+        st = merge(pos, np, ng, nn, R, &c, &nc);
+    if (!st)
+        st = write_table(c, nc, cands);
     free(c);
     free(pos);
     free(ng);

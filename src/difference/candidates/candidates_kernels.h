@@ -14,7 +14,7 @@ extern "C" {
 typedef struct tide_cand_prep_job {
     const float *pix, *var; /* input, row stride `stride` */
     int64_t width, height, stride;
-    float *rms, *neg;       /* output, same stride */
+    float *rms, *neg; /* output, same stride */
 } tide_cand_prep_job;
 
 /* One pixel: the noise map and the negated difference (NaN where the variance is unusable). */

@@ -22,8 +22,10 @@ void tide_dipole_params_default(tide_dipole_params *p) {
 
 static int check_args(const char *who, tide_ctx *ctx, int64_t n, int stamp, const float *pix,
                       const float *var, const tide_dipole_params *p, const tide_dipole_fit *out) {
-    if (!ctx) return tide_error(TIDE_E_INVAL, "%s: NULL context", who);
-    if (n < 0) return tide_error(TIDE_E_INVAL, "%s: negative stamp count", who);
+    if (!ctx)
+        return tide_error(TIDE_E_INVAL, "%s: NULL context", who);
+    if (n < 0)
+        return tide_error(TIDE_E_INVAL, "%s: negative stamp count", who);
     if (stamp < 3 || stamp > 4096)
         return tide_error(TIDE_E_INVAL, "%s: stamp side %d outside [3, 4096]", who, stamp);
     if (n > 0 && (!pix || !var || !out))
@@ -52,19 +54,22 @@ static void fill_job(tide_dipole_job *jb, int64_t n, int stamp, const tide_dipol
     }
 }
 
-int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
-                           const float *var, const uint16_t *mask, const double *x0,
-                           const double *y0, const tide_dipole_params *pin,
-                           tide_dipole_fit *out) {
+int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix, const float *var,
+                           const uint16_t *mask, const double *x0, const double *y0,
+                           const tide_dipole_params *pin, tide_dipole_fit *out) {
     const char *who = "tide_dipole_fit_device";
     tide_dipole_params p;
-    if (pin) p = *pin;
-    else tide_dipole_params_default(&p);
+    if (pin)
+        p = *pin;
+    else
+        tide_dipole_params_default(&p);
     int st = check_args(who, ctx, n, stamp, pix, var, &p, out);
-    if (st) return st;
+    if (st)
+        return st;
     if (ctx->backend != TIDE_BACKEND_CUDA)
         return tide_error(TIDE_E_NODEVICE, "%s: needs a CUDA context", who);
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
 #ifdef TIDE_HAVE_CUDA
     tide_dipole_job jb;
     fill_job(&jb, n, stamp, &p);
@@ -84,16 +89,18 @@ int tide_dipole_fit_device(tide_ctx *ctx, int64_t n, int stamp, const float *pix
 /* Stamps per device batch: bounds device memory to ~1.2 GB for 21² stamps. */
 #define DIP_CHUNK (1 << 18)
 
-int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix,
-                           const float *var, const uint16_t *mask, const double *x0,
-                           const double *y0, const tide_dipole_params *pin,
-                           tide_dipole_fit *out) {
+int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix, const float *var,
+                           const uint16_t *mask, const double *x0, const double *y0,
+                           const tide_dipole_params *pin, tide_dipole_fit *out) {
     const char *who = "tide_dipole_fit_stamps";
     tide_dipole_params p;
-    if (pin) p = *pin;
-    else tide_dipole_params_default(&p);
+    if (pin)
+        p = *pin;
+    else
+        tide_dipole_params_default(&p);
     int st = check_args(who, ctx, n, stamp, pix, var, &p, out);
-    if (st || n == 0) return st;
+    if (st || n == 0)
+        return st;
     tide_dipole_job jb;
     fill_job(&jb, n, stamp, &p);
     if (ctx->backend != TIDE_BACKEND_CUDA) {
@@ -113,25 +120,35 @@ int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix
     void *dpix = NULL, *dvar = NULL, *dmask = NULL, *dx = NULL, *dy = NULL, *dout = NULL,
          *dpsf = NULL;
     st = tide_device_alloc(ctx, sizeof(float) * chunk * np, &dpix);
-    if (!st) st = tide_device_alloc(ctx, sizeof(float) * chunk * np, &dvar);
-    if (!st && mask) st = tide_device_alloc(ctx, sizeof(uint16_t) * chunk * np, &dmask);
-    if (!st && x0) st = tide_device_alloc(ctx, sizeof(double) * chunk, &dx);
-    if (!st && y0) st = tide_device_alloc(ctx, sizeof(double) * chunk, &dy);
-    if (!st) st = tide_device_alloc(ctx, sizeof(tide_dipole_fit) * chunk, &dout);
-    if (!st && psf_np) st = tide_device_alloc(ctx, sizeof(float) * psf_n * psf_np, &dpsf);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(float) * chunk * np, &dvar);
+    if (!st && mask)
+        st = tide_device_alloc(ctx, sizeof(uint16_t) * chunk * np, &dmask);
+    if (!st && x0)
+        st = tide_device_alloc(ctx, sizeof(double) * chunk, &dx);
+    if (!st && y0)
+        st = tide_device_alloc(ctx, sizeof(double) * chunk, &dy);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(tide_dipole_fit) * chunk, &dout);
+    if (!st && psf_np)
+        st = tide_device_alloc(ctx, sizeof(float) * psf_n * psf_np, &dpsf);
     if (!st && psf_np && !p.psf_per_stamp)
         st = tide_memcpy(ctx, dpsf, 1, p.psf, 0, sizeof(float) * psf_np);
     for (int64_t s0 = 0; !st && s0 < n; s0 += chunk) {
         const int64_t m = n - s0 < chunk ? n - s0 : chunk;
         st = tide_memcpy(ctx, dpix, 1, pix + s0 * np, 0, sizeof(float) * m * np);
-        if (!st) st = tide_memcpy(ctx, dvar, 1, var + s0 * np, 0, sizeof(float) * m * np);
+        if (!st)
+            st = tide_memcpy(ctx, dvar, 1, var + s0 * np, 0, sizeof(float) * m * np);
         if (!st && mask)
             st = tide_memcpy(ctx, dmask, 1, mask + s0 * np, 0, sizeof(uint16_t) * m * np);
-        if (!st && x0) st = tide_memcpy(ctx, dx, 1, x0 + s0, 0, sizeof(double) * m);
-        if (!st && y0) st = tide_memcpy(ctx, dy, 1, y0 + s0, 0, sizeof(double) * m);
+        if (!st && x0)
+            st = tide_memcpy(ctx, dx, 1, x0 + s0, 0, sizeof(double) * m);
+        if (!st && y0)
+            st = tide_memcpy(ctx, dy, 1, y0 + s0, 0, sizeof(double) * m);
         if (!st && psf_np && p.psf_per_stamp)
             st = tide_memcpy(ctx, dpsf, 1, p.psf + s0 * psf_np, 0, sizeof(float) * m * psf_np);
-        if (st) break;
+        if (st)
+            break;
         jb.n = m;
         jb.pix = dpix;
         jb.var = dvar;
@@ -145,7 +162,8 @@ int tide_dipole_fit_stamps(tide_ctx *ctx, int64_t n, int stamp, const float *pix
 #else
         st = tide_error(TIDE_E_NODEVICE, "%s: built without CUDA", who);
 #endif
-        if (!st) st = tide_memcpy(ctx, out + s0, 0, dout, 1, sizeof(tide_dipole_fit) * m);
+        if (!st)
+            st = tide_memcpy(ctx, out + s0, 0, dout, 1, sizeof(tide_dipole_fit) * m);
     }
     tide_device_free(ctx, dpsf);
     tide_device_free(ctx, dout);
@@ -161,16 +179,17 @@ int tide_diff_cut_stamps(tide_ctx *ctx, const tide_image *im, int64_t n, const d
                          const double *y, int stamp, float *pix, float *var, uint16_t *mask,
                          double *cx, double *cy) {
     const char *who = "tide_diff_cut_stamps";
-    if (!ctx || !im || n < 0) return tide_error(TIDE_E_INVAL, "%s: bad arguments", who);
+    if (!ctx || !im || n < 0)
+        return tide_error(TIDE_E_INVAL, "%s: bad arguments", who);
     if (stamp < 1 || !(stamp & 1) || stamp > 4095)
         return tide_error(TIDE_E_INVAL, "%s: stamp side %d is not odd in [1, 4095]", who, stamp);
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     if (!x || !y || !pix || !var || !im->pix)
         return tide_error(TIDE_E_INVAL, "%s: NULL positions, image or outputs", who);
     const tide_location want = ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST;
     if (im->location != want)
-        return tide_error(TIDE_E_INVAL, "%s: the image must live where the context computes",
-                          who);
+        return tide_error(TIDE_E_INVAL, "%s: the image must live where the context computes", who);
     tide_stamp_job jb;
     memset(&jb, 0, sizeof jb);
     jb.pix = im->pix;

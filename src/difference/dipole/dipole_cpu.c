@@ -12,7 +12,8 @@
 static void lanes_merge(double (*S)[DIP_NSUM]) {
     for (int off = DIP_LANES / 2; off > 0; off >>= 1)
         for (int l = 0; l < off; l++)
-            for (int k = 0; k < DIP_NSUM; k++) S[l][k] = S[l][k] + S[l + off][k];
+            for (int k = 0; k < DIP_NSUM; k++)
+                S[l][k] = S[l][k] + S[l + off][k];
 }
 
 static void run_fit(dip_lm *st, int side, const float *P, const float *V, const uint16_t *M,
@@ -26,8 +27,8 @@ static void run_fit(dip_lm *st, int side, const float *P, const float *V, const 
         for (int t = 0; t < npix; t++) {
             const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
             if (w > 0.0)
-                dip_accum(st->kind, &sh, psf, psf_side, (double)(t % side),
-                          (double)(t / side), (double)P[t], w, S[t % DIP_LANES]);
+                dip_accum(st->kind, &sh, psf, psf_side, (double)(t % side), (double)(t / side),
+                          (double)P[t], w, S[t % DIP_LANES]);
         }
         lanes_merge(S);
         dip_lm_step(st, S[0]);
@@ -39,15 +40,18 @@ static void fit_one(const tide_dipole_job *jb, int64_t s) {
     const tide_dipole_params *p = &jb->p;
     const float *P = jb->pix + s * npix, *V = jb->var + s * npix;
     const uint16_t *M = jb->mask ? jb->mask + s * npix : NULL;
-    const float *psf = p->psf ? p->psf + (p->psf_per_stamp ? s * p->psf_side * p->psf_side : 0)
-                              : NULL;
+    const float *psf =
+        p->psf ? p->psf + (p->psf_per_stamp ? s * p->psf_side * p->psf_side : 0) : NULL;
     int tp = -1, tn = -1, ta = -1;
     double sp = NAN, sn = NAN, sa = NAN;
     for (int t = 0; t < npix; t++) {
         const double sc = dip_score(P, V, M, p->mask_bits, side, t);
-        if (dip_better(sc, t, sp, tp)) sp = sc, tp = t;
-        if (dip_better(-sc, t, sn, tn)) sn = -sc, tn = t;
-        if (dip_better(fabs(sc), t, sa, ta)) sa = fabs(sc), ta = t;
+        if (dip_better(sc, t, sp, tp))
+            sp = sc, tp = t;
+        if (dip_better(-sc, t, sn, tn))
+            sn = -sc, tn = t;
+        if (dip_better(fabs(sc), t, sa, ta))
+            sa = fabs(sc), ta = t;
     }
     const int kd = p->model == TIDE_DIPOLE_PSF ? DIP_K_PDIP : DIP_K_GDIP;
     double q[DIP_MAXP];
@@ -75,7 +79,8 @@ static void fit_one(const tide_dipole_job *jb, int64_t s) {
 int tide_dipole_batch_cpu(tide_ctx *ctx, const tide_dipole_job *job) {
     (void)ctx;
 #pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t s = 0; s < job->n; s++) fit_one(job, s);
+    for (int64_t s = 0; s < job->n; s++)
+        fit_one(job, s);
     return 0;
 }
 
@@ -84,10 +89,13 @@ int tide_stamp_cut_cpu(tide_ctx *ctx, const tide_stamp_job *job) {
     const int64_t np = (int64_t)job->side * job->side;
 #pragma omp parallel for schedule(static)
     for (int64_t s = 0; s < job->n; s++) {
-        for (int64_t t = 0; t < np; t++) stamp_cut_pixel(job, s, t);
+        for (int64_t t = 0; t < np; t++)
+            stamp_cut_pixel(job, s, t);
         const int ok = stamp_ok(job->x[s], job->y[s]);
-        if (job->cx) job->cx[s] = ok ? (double)stamp_centre(job->x[s]) : NAN;
-        if (job->cy) job->cy[s] = ok ? (double)stamp_centre(job->y[s]) : NAN;
+        if (job->cx)
+            job->cx[s] = ok ? (double)stamp_centre(job->x[s]) : NAN;
+        if (job->cy)
+            job->cy[s] = ok ? (double)stamp_centre(job->y[s]) : NAN;
     }
     return 0;
 }

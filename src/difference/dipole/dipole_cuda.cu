@@ -40,27 +40,28 @@ __device__ static inline void dip_allbest(double *s, int *t) {
  * has 5, a PSF point source 3, of DIP_MAXP = 8) and the sums stay in registers. */
 template <int KIND>
 __device__ static void dip_run_k(dip_lm *st, int lane, int side, const float *P, const float *V,
-                                 const uint16_t *M, uint16_t bits, const float *psf,
-                                 int psf_side) {
+                                 const uint16_t *M, uint16_t bits, const float *psf, int psf_side) {
     const int npix = side * side, np = dip_nparam(KIND);
     while (!st->done) {
         double S[DIP_NSUM];
 #pragma unroll
-        for (int k = 0; k < DIP_NSUM; k++) S[k] = 0.0;
+        for (int k = 0; k < DIP_NSUM; k++)
+            S[k] = 0.0;
         dip_shape sh;
         dip_fit_shape(st->ptry, KIND, &sh);
         for (int t = lane; t < npix; t += DIP_LANES) {
             const double w = dip_weight(P[t], V[t], M ? M[t] : 0, bits);
             if (w > 0.0)
-                dip_accum(KIND, &sh, psf, psf_side, (double)(t % side),
-                          (double)(t / side), (double)P[t], w, S);
+                dip_accum(KIND, &sh, psf, psf_side, (double)(t % side), (double)(t / side),
+                          (double)P[t], w, S);
         }
 #pragma unroll
         for (int a = 0; a < DIP_MAXP; a++) {
             if (a < np) {
 #pragma unroll
                 for (int b = a; b < DIP_MAXP; b++)
-                    if (b < np) S[dip_hidx(a, b)] = tide_warp_allsum(S[dip_hidx(a, b)]);
+                    if (b < np)
+                        S[dip_hidx(a, b)] = tide_warp_allsum(S[dip_hidx(a, b)]);
                 S[DIP_NH + a] = tide_warp_allsum(S[DIP_NH + a]);
             }
         }
@@ -71,8 +72,7 @@ __device__ static void dip_run_k(dip_lm *st, int lane, int side, const float *P,
 }
 
 __device__ static void dip_run(dip_lm *st, int lane, int side, const float *P, const float *V,
-                               const uint16_t *M, uint16_t bits, const float *psf,
-                               int psf_side) {
+                               const uint16_t *M, uint16_t bits, const float *psf, int psf_side) {
     switch (st->kind) {
     case DIP_K_GDIP: dip_run_k<DIP_K_GDIP>(st, lane, side, P, V, M, bits, psf, psf_side); break;
     case DIP_K_GPS: dip_run_k<DIP_K_GPS>(st, lane, side, P, V, M, bits, psf, psf_side); break;
@@ -92,7 +92,8 @@ __global__ void __launch_bounds__(32 * DIP_WARPS, DIP_MIN_BLOCKS)
     const int64_t w = (int64_t)blockIdx.x * DIP_WARPS + (threadIdx.x >> 5);
     const int is_ps = w >= jb.n;
     const int64_t s = is_ps ? w - jb.n : w;
-    if (s >= jb.n) return;
+    if (s >= jb.n)
+        return;
     const tide_dipole_params &p = jb.p;
     const int side = jb.side, npix = side * side;
     const float *P = jb.pix + s * npix, *V = jb.var + s * npix;
@@ -105,14 +106,18 @@ __global__ void __launch_bounds__(32 * DIP_WARPS, DIP_MIN_BLOCKS)
     for (int t = lane; t < npix; t += DIP_LANES) {
         const double sc = dip_score(P, V, M, p.mask_bits, side, t);
         if (is_ps) {
-            if (dip_better(fabs(sc), t, sp, tp)) sp = fabs(sc), tp = t;
+            if (dip_better(fabs(sc), t, sp, tp))
+                sp = fabs(sc), tp = t;
         } else {
-            if (dip_better(sc, t, sp, tp)) sp = sc, tp = t;
-            if (dip_better(-sc, t, sn, tn)) sn = -sc, tn = t;
+            if (dip_better(sc, t, sp, tp))
+                sp = sc, tp = t;
+            if (dip_better(-sc, t, sn, tn))
+                sn = -sc, tn = t;
         }
     }
     dip_allbest(&sp, &tp);
-    if (!is_ps) dip_allbest(&sn, &tn);
+    if (!is_ps)
+        dip_allbest(&sn, &tn);
     const int kind = (p.model == TIDE_DIPOLE_PSF ? DIP_K_PDIP : DIP_K_GDIP) + is_ps;
     double q[DIP_MAXP];
     dip_lm st;
@@ -134,9 +139,11 @@ __global__ void __launch_bounds__(32 * DIP_WARPS, DIP_MIN_BLOCKS)
 }
 
 extern "C" int tide_dipole_batch_cuda(tide_ctx *ctx, const tide_dipole_job *job) {
-    if (job->n <= 0) return 0;
+    if (job->n <= 0)
+        return 0;
     const int64_t blocks = (2 * job->n + DIP_WARPS - 1) / DIP_WARPS; /* two warps a stamp */
-    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "dipole fits: too many stamps");
+    if (blocks > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "dipole fits: too many stamps");
     dipole_kernel<<<(unsigned)blocks, 32 * DIP_WARPS, 0, (cudaStream_t)ctx->stream>>>(*job);
     TIDE_CUDA_LAUNCHED();
     return 0;
@@ -144,22 +151,27 @@ extern "C" int tide_dipole_batch_cuda(tide_ctx *ctx, const tide_dipole_job *job)
 
 __global__ void stamp_cut_kernel(const tide_stamp_job jb, int64_t total) {
     const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= total) return;
+    if (g >= total)
+        return;
     const int64_t np = (int64_t)jb.side * jb.side;
     const int64_t s = g / np, t = g % np;
     stamp_cut_pixel(&jb, s, t);
     if (t == 0) {
         const int ok = stamp_ok(jb.x[s], jb.y[s]);
-        if (jb.cx) jb.cx[s] = ok ? (double)stamp_centre(jb.x[s]) : NAN;
-        if (jb.cy) jb.cy[s] = ok ? (double)stamp_centre(jb.y[s]) : NAN;
+        if (jb.cx)
+            jb.cx[s] = ok ? (double)stamp_centre(jb.x[s]) : NAN;
+        if (jb.cy)
+            jb.cy[s] = ok ? (double)stamp_centre(jb.y[s]) : NAN;
     }
 }
 
 extern "C" int tide_stamp_cut_cuda(tide_ctx *ctx, const tide_stamp_job *job) {
     const int64_t total = job->n * (int64_t)job->side * job->side;
-    if (total <= 0) return 0;
+    if (total <= 0)
+        return 0;
     const int64_t blocks = (total + 255) / 256;
-    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "stamp cut: too many pixels");
+    if (blocks > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "stamp cut: too many pixels");
     stamp_cut_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)ctx->stream>>>(*job, total);
     TIDE_CUDA_LAUNCHED();
     return 0;

@@ -14,7 +14,7 @@ typedef struct tide_dipole_job {
     int64_t n;
     int side;
     const float *pix, *var;
-    const uint16_t *mask; /* may be NULL */
+    const uint16_t *mask;  /* may be NULL */
     const double *x0, *y0; /* may be NULL */
     tide_dipole_params p;  /* p.psf in the backend's memory */
     tide_dipole_fit *out;

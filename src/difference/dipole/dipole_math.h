@@ -23,7 +23,7 @@
 
 #define DIP_MAXP 8
 #define DIP_NH (DIP_MAXP * (DIP_MAXP + 1) / 2) /* packed upper triangle of J^T W J */
-#define DIP_NSUM (DIP_NH + DIP_MAXP + 2)         /* + J^T W r, chi2, npix */
+#define DIP_NSUM (DIP_NH + DIP_MAXP + 2)       /* + J^T W r, chi2, npix */
 #define DIP_LANES 32
 
 /* The four fitted functions. */
@@ -34,11 +34,14 @@ TIDE_HD static inline int dip_nparam(int kind) {
 }
 
 /* Index in the parameter vector of the x of the (first) lobe. */
-TIDE_HD static inline int dip_ix(int kind) { return kind <= DIP_K_GPS ? 4 : 1; }
+TIDE_HD static inline int dip_ix(int kind) {
+    return kind <= DIP_K_GPS ? 4 : 1;
+}
 
 /* Weight of one pixel: 1/var, or 0 when it must be ignored. */
 TIDE_HD static inline double dip_weight(float d, float v, uint16_t m, uint16_t bits) {
-    if ((m & bits) || !isfinite(d) || !isfinite(v) || !(v > 0.0f)) return 0.0;
+    if ((m & bits) || !isfinite(d) || !isfinite(v) || !(v > 0.0f))
+        return 0.0;
     return 1.0 / (double)v;
 }
 
@@ -95,8 +98,7 @@ TIDE_HD static inline double dip_keys(double t, double *dk) {
 
 /* The PSF stamp shifted to (xc, yc) by cubic convolution, at offset (dx, dy) = (x - xc,
  * y - yc): P = sum_ij psf[j][i] k(dx - (i - h)) k(dy - (j - h)); d[0], d[1] = dP/dxc, dP/dyc. */
-TIDE_HD static inline double dip_psf(const float *psf, int side, double dx, double dy,
-                                     double *d) {
+TIDE_HD static inline double dip_psf(const float *psf, int side, double dx, double dy, double *d) {
     const int h = (side - 1) / 2;
     const double fx = floor(dx), fy = floor(dy);
     if (!(fabs(fx) < 1e6 && fabs(fy) < 1e6)) {
@@ -105,17 +107,20 @@ TIDE_HD static inline double dip_psf(const float *psf, int side, double dx, doub
     }
     const int i0 = (int)fx + h - 1, j0 = (int)fy + h - 1;
     double kx[4], dkx[4];
-    for (int a = 0; a < 4; a++) kx[a] = dip_keys(dx - (double)(i0 + a - h), &dkx[a]);
+    for (int a = 0; a < 4; a++)
+        kx[a] = dip_keys(dx - (double)(i0 + a - h), &dkx[a]);
     double p = 0.0, px = 0.0, py = 0.0;
     for (int b = 0; b < 4; b++) {
         const int j = j0 + b;
-        if (j < 0 || j >= side) continue;
+        if (j < 0 || j >= side)
+            continue;
         double dky;
         const double ky = dip_keys(dy - (double)(j - h), &dky);
         double rv = 0.0, rd = 0.0;
         for (int a = 0; a < 4; a++) {
             const int i = i0 + a;
-            if (i < 0 || i >= side) continue;
+            if (i < 0 || i >= side)
+                continue;
             const double f = (double)psf[(int64_t)j * side + i];
             rv += f * kx[a];
             rd += f * dkx[a];
@@ -135,7 +140,8 @@ TIDE_HD static inline double dip_psf(const float *psf, int side, double dx, doub
 TIDE_HD static inline double dip_model(int kind, const double *q, const dip_shape *sh,
                                        const float *psf, int psf_side, double x, double y,
                                        double *J) {
-    for (int k = 0; k < DIP_MAXP; k++) J[k] = 0.0;
+    for (int k = 0; k < DIP_MAXP; k++)
+        J[k] = 0.0;
     double dp[5], dn[5];
     if (kind == DIP_K_GDIP) {
         const double gp = dip_gauss(sh, x - q[4], y - q[5], dp);
@@ -183,7 +189,8 @@ TIDE_HD static inline double dip_model(int kind, const double *q, const dip_shap
 /* Shape and model parameters of a fit's trial u (for GDIP the fit's u, see the top of this
  * file; for the others u is dip_model's own vector). Once per pass over the pixels. */
 TIDE_HD static inline void dip_fit_shape(const double *u, int kind, dip_shape *sh) {
-    for (int k = 0; k < DIP_MAXP; k++) sh->qp[k] = u[k];
+    for (int k = 0; k < DIP_MAXP; k++)
+        sh->qp[k] = u[k];
     sh->rc = sh->rs = 0.0;
     if (kind == DIP_K_GDIP) {
         const double r = exp(u[6]);
@@ -206,9 +213,8 @@ TIDE_HD static inline int dip_hidx(int a, int b) {
 /* Add one pixel (value d, weight w > 0) to a lane's sums at the trial of dip_fit_shape. For
  * GDIP the Jacobian is carried to u by the chain rule: d/d ln A = A d/dA (= m), d/dxc = d/dxp +
  * d/dxn, d/d ln r = rc (d/dxp - d/dxn) + rs (d/dyp - d/dyn), d/dphi = -rs (...) + rc (...). */
-TIDE_HD static inline void dip_accum(int kind, const dip_shape *sh, const float *psf,
-                                     int psf_side, double x, double y, double d, double w,
-                                     double *S) {
+TIDE_HD static inline void dip_accum(int kind, const dip_shape *sh, const float *psf, int psf_side,
+                                     double x, double y, double d, double w, double *S) {
     double J[DIP_MAXP];
     const double m = dip_model(kind, sh->qp, sh, psf, psf_side, x, y, J);
     if (kind == DIP_K_GDIP) {
@@ -224,7 +230,8 @@ TIDE_HD static inline void dip_accum(int kind, const dip_shape *sh, const float 
     const int np = dip_nparam(kind);
     for (int a = 0; a < np; a++) {
         const double wa = w * J[a];
-        for (int b = a; b < np; b++) S[dip_hidx(a, b)] += wa * J[b];
+        for (int b = a; b < np; b++)
+            S[dip_hidx(a, b)] += wa * J[b];
         S[DIP_NH + a] += wa * r;
     }
     S[DIP_NH + DIP_MAXP] += w * r * r;
@@ -235,27 +242,32 @@ TIDE_HD static inline void dip_accum(int kind, const dip_shape *sh, const float 
  * fixed (fix[k] = 1, row and column of L zero) every parameter whose pivot is below
  * 1e-10 of its diagonal: the factor of the submatrix of the others. */
 TIDE_HD static inline void dip_chol(int np, const double *M, double *L, int *fix) {
-    for (int i = 0; i < DIP_MAXP * DIP_MAXP; i++) L[i] = 0.0;
-    for (int k = 0; k < DIP_MAXP; k++) fix[k] = 1;
+    for (int i = 0; i < DIP_MAXP * DIP_MAXP; i++)
+        L[i] = 0.0;
+    for (int k = 0; k < DIP_MAXP; k++)
+        fix[k] = 1;
     for (int k = 0; k < np; k++) {
         double piv = M[k * DIP_MAXP + k];
-        for (int j = 0; j < k; j++) piv -= L[k * DIP_MAXP + j] * L[k * DIP_MAXP + j];
+        for (int j = 0; j < k; j++)
+            piv -= L[k * DIP_MAXP + j] * L[k * DIP_MAXP + j];
         const double diag = M[k * DIP_MAXP + k];
         fix[k] = !(diag > 0.0) || !(piv > 1e-10 * diag) || !isfinite(piv);
-        if (fix[k]) continue;
+        if (fix[k])
+            continue;
         const double lkk = sqrt(piv);
         L[k * DIP_MAXP + k] = lkk;
         for (int i = k + 1; i < np; i++) {
             double v = M[i * DIP_MAXP + k];
-            for (int j = 0; j < k; j++) v -= L[i * DIP_MAXP + j] * L[k * DIP_MAXP + j];
+            for (int j = 0; j < k; j++)
+                v -= L[i * DIP_MAXP + j] * L[k * DIP_MAXP + j];
             L[i * DIP_MAXP + k] = v / lkk;
         }
     }
 }
 
 /* Solve L L^T x = b for the parameters not fixed (x = 0 for fixed ones). */
-TIDE_HD static inline void dip_cholsolve(int np, const double *L, const int *fix,
-                                         const double *b, double *x) {
+TIDE_HD static inline void dip_cholsolve(int np, const double *L, const int *fix, const double *b,
+                                         double *x) {
     double y[DIP_MAXP];
     for (int i = 0; i < np; i++) {
         if (fix[i]) {
@@ -263,7 +275,8 @@ TIDE_HD static inline void dip_cholsolve(int np, const double *L, const int *fix
             continue;
         }
         double v = b[i];
-        for (int j = 0; j < i; j++) v -= L[i * DIP_MAXP + j] * y[j];
+        for (int j = 0; j < i; j++)
+            v -= L[i * DIP_MAXP + j] * y[j];
         y[i] = v / L[i * DIP_MAXP + i];
     }
     for (int i = np - 1; i >= 0; i--) {
@@ -272,7 +285,8 @@ TIDE_HD static inline void dip_cholsolve(int np, const double *L, const int *fix
             continue;
         }
         double v = y[i];
-        for (int j = i + 1; j < np; j++) v -= L[j * DIP_MAXP + i] * x[j];
+        for (int j = i + 1; j < np; j++)
+            v -= L[j * DIP_MAXP + i] * x[j];
         x[i] = v / L[i * DIP_MAXP + i];
     }
 }
@@ -301,7 +315,8 @@ TIDE_HD static inline void dip_lm_init(dip_lm *st, int kind, const double *q0, i
     st->npix = 0.0;
     st->pred = 0.0;
     st->hi = (double)(side - 1);
-    for (int k = 0; k < DIP_MAXP; k++) st->p[k] = st->ptry[k] = k < st->np ? q0[k] : 0.0;
+    for (int k = 0; k < DIP_MAXP; k++)
+        st->p[k] = st->ptry[k] = k < st->np ? q0[k] : 0.0;
     st->ptry[0] = kind == DIP_K_GDIP ? 0.0 : 1.0; /* amplitude 1 (GDIP fits ln A) */
 }
 
@@ -331,10 +346,12 @@ TIDE_HD static inline void dip_clamp(dip_lm *st, double *q) {
     const int ix = dip_ix(st->kind);
     if (st->kind == DIP_K_GDIP) {
         /* midpoint within a pixel of the stamp, half-separation in [0.01, side] */
-        for (int k = 4; k < 6; k++) q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
+        for (int k = 4; k < 6; k++)
+            q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
         q[6] = fmin(fmax(q[6], DIP_LN_RMIN), log(st->hi + 1.0));
     } else {
-        for (int k = ix; k < st->np; k++) q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
+        for (int k = ix; k < st->np; k++)
+            q[k] = fmin(fmax(q[k], -1.0), st->hi + 1.0);
     }
     if (st->kind <= DIP_K_GPS) {
         const double lo = -1.2039728043259361, hi = log(st->hi + 1.0);
@@ -353,16 +370,19 @@ TIDE_HD static inline int dip_lm_propose(dip_lm *st) {
             const double h = st->H[dip_hidx(a, b)];
             M[a * DIP_MAXP + b] = M[b * DIP_MAXP + a] = h;
         }
-    for (int a = 0; a < np; a++) M[a * DIP_MAXP + a] *= 1.0 + st->lambda;
+    for (int a = 0; a < np; a++)
+        M[a * DIP_MAXP + a] *= 1.0 + st->lambda;
     dip_chol(np, M, L, fix);
-    if (fix[0]) return TIDE_DIPOLE_SINGULAR;
+    if (fix[0])
+        return TIDE_DIPOLE_SINGULAR;
     dip_cholsolve(np, L, fix, st->g, dq);
     /* Decrease of chi2 the linear model predicts: 2 dq.g - dq.H.dq = dq.g + lambda dq.D.dq. */
     double pred = 0.0;
     for (int k = 0; k < np; k++)
         pred += dq[k] * (st->g[k] + st->lambda * st->H[dip_hidx(k, k)] * dq[k]);
     st->pred = pred;
-    for (int k = 0; k < np; k++) st->ptry[k] = st->p[k] + dq[k];
+    for (int k = 0; k < np; k++)
+        st->ptry[k] = st->p[k] + dq[k];
     dip_clamp(st, st->ptry);
     return 0;
 }
@@ -388,7 +408,8 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
                 return;
             }
             st->ptry[0] = log(fabs(a));
-            if (a < 0.0) st->ptry[7] += 3.141592653589793;
+            if (a < 0.0)
+                st->ptry[7] += 3.141592653589793;
         } else {
             st->ptry[0] = a;
         }
@@ -414,8 +435,10 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
             const double dchi = st->chi2 - chi2;
             const double rho = st->pred > 0.0 ? dchi / st->pred : 0.0;
             take = 1;
-            if (rho > 0.75) st->lambda = fmax(st->lambda / 3.0, 1e-15);
-            else if (rho < 0.25) st->lambda = fmax(st->lambda * 4.0, 1e-3);
+            if (rho > 0.75)
+                st->lambda = fmax(st->lambda / 3.0, 1e-15);
+            else if (rho < 0.25)
+                st->lambda = fmax(st->lambda * 4.0, 1e-3);
             if (dchi < st->tol * fmax(chi2, 1.0)) {
                 st->status = TIDE_DIPOLE_CONVERGED;
                 st->done = 1;
@@ -430,12 +453,16 @@ TIDE_HD static inline void dip_lm_step(dip_lm *st, const double *S) {
         }
     }
     if (take) {
-        for (int k = 0; k < DIP_MAXP; k++) st->p[k] = st->ptry[k];
-        for (int k = 0; k < DIP_NH; k++) st->H[k] = S[k];
-        for (int k = 0; k < DIP_MAXP; k++) st->g[k] = S[DIP_NH + k];
+        for (int k = 0; k < DIP_MAXP; k++)
+            st->p[k] = st->ptry[k];
+        for (int k = 0; k < DIP_NH; k++)
+            st->H[k] = S[k];
+        for (int k = 0; k < DIP_MAXP; k++)
+            st->g[k] = S[DIP_NH + k];
         st->chi2 = chi2;
     }
-    if (st->done) return;
+    if (st->done)
+        return;
     if (st->niter >= st->max_iter) {
         st->status = TIDE_DIPOLE_MAXITER;
         st->done = 1;
@@ -469,15 +496,20 @@ TIDE_HD static inline int dip_lm_errors(const dip_lm *st, double *qp, double *er
     int bad = 0;
     for (int k = 0; k < np; k++) {
         double e[DIP_MAXP], x[DIP_MAXP];
-        for (int j = 0; j < np; j++) e[j] = j == k ? 1.0 : 0.0;
+        for (int j = 0; j < np; j++)
+            e[j] = j == k ? 1.0 : 0.0;
         dip_cholsolve(np, L, fix, e, x);
-        for (int j = 0; j < np; j++) C[j * DIP_MAXP + k] = fix[k] || fix[j] ? NAN : x[j];
-        if (fix[k] && (k == 0 || k >= ix)) bad = 1;
+        for (int j = 0; j < np; j++)
+            C[j * DIP_MAXP + k] = fix[k] || fix[j] ? NAN : x[j];
+        if (fix[k] && (k == 0 || k >= ix))
+            bad = 1;
     }
     dip_shape sh;
     dip_fit_shape(st->p, st->kind, &sh);
-    for (int k = 0; k < DIP_MAXP; k++) qp[k] = sh.qp[k];
-    for (int k = 0; k < np; k++) err[k] = C[k * DIP_MAXP + k] > 0.0 ? sqrt(C[k * DIP_MAXP + k]) : NAN;
+    for (int k = 0; k < DIP_MAXP; k++)
+        qp[k] = sh.qp[k];
+    for (int k = 0; k < np; k++)
+        err[k] = C[k * DIP_MAXP + k] > 0.0 ? sqrt(C[k * DIP_MAXP + k]) : NAN;
     *sep_err = NAN;
     if (st->kind == DIP_K_GDIP) {
         /* d(xp, yp, xn, yn)/d(xc, yc, ln r, phi) */
@@ -488,7 +520,8 @@ TIDE_HD static inline int dip_lm_errors(const dip_lm *st, double *qp, double *er
         for (int i = 0; i < 4; i++) {
             double v = 0.0;
             for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++) v += T[i][a] * C[(4 + a) * DIP_MAXP + 4 + b] * T[i][b];
+                for (int b = 0; b < 4; b++)
+                    v += T[i][a] * C[(4 + a) * DIP_MAXP + 4 + b] * T[i][b];
             err[4 + i] = v > 0.0 ? sqrt(v) : NAN;
         }
         err[0] *= sh.qp[0];
@@ -504,9 +537,11 @@ TIDE_HD static inline double dip_score(const float *pix, const float *var, const
     const int u = t % side, v = t / side;
     double swd = 0.0, sw = 0.0;
     for (int j = v - 1; j <= v + 1; j++) {
-        if (j < 0 || j >= side) continue;
+        if (j < 0 || j >= side)
+            continue;
         for (int i = u - 1; i <= u + 1; i++) {
-            if (i < 0 || i >= side) continue;
+            if (i < 0 || i >= side)
+                continue;
             const int k = j * side + i;
             const double w = dip_weight(pix[k], var[k], mask ? mask[k] : 0, bits);
             if (w > 0.0) {
@@ -520,16 +555,18 @@ TIDE_HD static inline double dip_score(const float *pix, const float *var, const
 
 /* Order for the start pixels: larger score first, lower index on ties (order-independent). */
 TIDE_HD static inline int dip_better(double s, int t, double s2, int t2) {
-    if (t2 < 0 || isnan(s2)) return t >= 0 && !isnan(s);
-    if (t < 0 || isnan(s)) return 0;
+    if (t2 < 0 || isnan(s2))
+        return t >= 0 && !isnan(s);
+    if (t < 0 || isnan(s))
+        return 0;
     return s > s2 || (s == s2 && t < t2);
 }
 
 /* Starting parameters of @p kind from the start pixels (stamp indices) tp (positive or
  * brightest |S/N|) and tn (negative). */
-TIDE_HD static inline void dip_start(int kind, int side, int tp, int tn, double sigma,
-                                     double *q) {
-    for (int k = 0; k < DIP_MAXP; k++) q[k] = 0.0;
+TIDE_HD static inline void dip_start(int kind, int side, int tp, int tn, double sigma, double *q) {
+    for (int k = 0; k < DIP_MAXP; k++)
+        q[k] = 0.0;
     q[0] = 1.0;
     const int ix = dip_ix(kind);
     q[ix] = (double)(tp % side);
@@ -563,10 +600,12 @@ TIDE_HD static inline void dip_start(int kind, int side, int tp, int tn, double 
 TIDE_HD static inline int dip_reason(const dip_lm *dp, const double *qp, double sep_err) {
     const double snr = dp->kind == DIP_K_GDIP ? sqrt(fmax(dp->H[0], 0.0))
                                               : fabs(qp[0]) * sqrt(fmax(dp->H[0], 0.0));
-    if (!(snr >= DIP_MIN_SNR)) return TIDE_DIPOLE_NOSIGNAL;
+    if (!(snr >= DIP_MIN_SNR))
+        return TIDE_DIPOLE_NOSIGNAL;
     const int ix = dip_ix(dp->kind);
     for (int k = ix; k < ix + 4; k++)
-        if (!(qp[k] >= -0.5 && qp[k] <= dp->hi + 0.5)) return TIDE_DIPOLE_SINGLESIGN;
+        if (!(qp[k] >= -0.5 && qp[k] <= dp->hi + 0.5))
+            return TIDE_DIPOLE_SINGLESIGN;
     if (dp->kind == DIP_K_GDIP) {
         const double sep = 2.0 * exp(dp->p[6]), sig = exp(0.5 * (qp[1] + qp[2]));
         if (dp->p[6] <= DIP_LN_RMIN + 1e-9 || (sep < DIP_UNRESOLVED * sig && !(sep >= sep_err)))
@@ -593,7 +632,8 @@ TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double
         if (dip_lm_errors(dp, qp, e, &se) && dp->status == TIDE_DIPOLE_CONVERGED)
             o->status = TIDE_DIPOLE_SINGULAR;
         const int why = dip_reason(dp, qp, se);
-        if (why) o->status = why;
+        if (why)
+            o->status = why;
         const int sw = qp[0] < 0.0; /* a negative amplitude: swap the lobes */
         const int a = sw ? ix + 2 : ix, b = sw ? ix : ix + 2;
         o->flux = fabs(qp[0]);
@@ -613,8 +653,10 @@ TIDE_HD static inline void dip_finish_dipole(const dip_lm *dp, double ox, double
             o->sigma1_err = o->sigma1 * e[1];
             o->sigma2_err = o->sigma2 * e[2];
             double th = fmod(qp[3], 3.141592653589793);
-            if (th <= -1.5707963267948966) th += 3.141592653589793;
-            if (th > 1.5707963267948966) th -= 3.141592653589793;
+            if (th <= -1.5707963267948966)
+                th += 3.141592653589793;
+            if (th > 1.5707963267948966)
+                th -= 3.141592653589793;
             o->theta = th;
             o->theta_err = e[3];
         }

@@ -26,9 +26,9 @@ static inline double dsim_gauss(uint64_t seed, uint64_t i) {
 
 /* Truth of one stamp (stamp coordinates). */
 typedef struct dsim_truth {
-    int dipole;               /* 1 dipole, 0 single point source */
-    double q[DIP_MAXP];       /* model parameters in the fit's order */
-    double noise;             /* sigma of the white noise */
+    int dipole;         /* 1 dipole, 0 single point source */
+    double q[DIP_MAXP]; /* model parameters in the fit's order */
+    double noise;       /* sigma of the white noise */
 } dsim_truth;
 
 /* A unit-sum Gaussian PSF stamp of width sigma, side psf_side, sampled at pixel centres. */
@@ -36,9 +36,9 @@ static inline void dsim_psf(float *psf, int psf_side, double sigma) {
     const int h = (psf_side - 1) / 2;
     for (int j = 0; j < psf_side; j++)
         for (int i = 0; i < psf_side; i++)
-            psf[j * psf_side + i] = (float)(exp(-0.5 * ((i - h) * (i - h) + (j - h) * (j - h)) /
-                                                (sigma * sigma)) /
-                                            (6.283185307179586 * sigma * sigma));
+            psf[j * psf_side + i] =
+                (float)(exp(-0.5 * ((i - h) * (i - h) + (j - h) * (j - h)) / (sigma * sigma)) /
+                        (6.283185307179586 * sigma * sigma));
 }
 
 /* Draw stamp s: a dipole (or a point source when !dipole) of the model family, lobe S/N
@@ -47,8 +47,8 @@ static inline void dsim_psf(float *psf, int psf_side, double sigma) {
  * side² pixels and variances. */
 static inline void dsim_stamp(uint64_t seed, int64_t s, int model, int dipole, int side,
                               double snr_lo, double snr_hi, double sep_lo, double sep_hi,
-                              const float *psf, int psf_side, double sigma_psf, float *pix, float *var,
-                              dsim_truth *tr) {
+                              const float *psf, int psf_side, double sigma_psf, float *pix,
+                              float *var, dsim_truth *tr) {
     uint64_t k = (uint64_t)s * 64;
     const double c = 0.5 * (side - 1);
     const double noise = 0.5 + 1.5 * dsim_unif(seed, k++);
@@ -80,7 +80,8 @@ static inline void dsim_stamp(uint64_t seed, int64_t s, int model, int dipole, i
         kind = model == TIDE_DIPOLE_GAUSS ? DIP_K_GPS : DIP_K_PPS;
         q[ix] = cx;
         q[ix + 1] = cy;
-        if (dsim_unif(seed, k++) < 0.5) q[0] = -q[0]; /* negative single sources too */
+        if (dsim_unif(seed, k++) < 0.5)
+            q[0] = -q[0]; /* negative single sources too */
     }
     dip_shape sh;
     dip_shape_make(q, kind, &sh);

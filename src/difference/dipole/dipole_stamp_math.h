@@ -7,7 +7,9 @@
 #include "tide/image.h"
 
 /* Central pixel of a stamp at (x, y): the nearest pixel (halves round up). */
-TIDE_HD static inline int64_t stamp_centre(double x) { return (int64_t)floor(x + 0.5); }
+TIDE_HD static inline int64_t stamp_centre(double x) {
+    return (int64_t)floor(x + 0.5);
+}
 
 /* A stamp centre that maps to a pixel index. */
 TIDE_HD static inline int stamp_ok(double x, double y) {
@@ -25,13 +27,15 @@ TIDE_HD static inline void stamp_cut_pixel(const tide_stamp_job *jb, int64_t s, 
     if (i < 0 || j < 0 || i >= jb->width || j >= jb->height) {
         jb->opix[o] = NAN;
         jb->ovar[o] = NAN;
-        if (jb->omask) jb->omask[o] = TIDE_MASK_NODATA;
+        if (jb->omask)
+            jb->omask[o] = TIDE_MASK_NODATA;
         return;
     }
     const int64_t k = j * jb->stride + i;
     jb->opix[o] = jb->pix[k];
     jb->ovar[o] = jb->var ? jb->var[k] : 1.0f;
-    if (jb->omask) jb->omask[o] = jb->mask ? jb->mask[k] : 0;
+    if (jb->omask)
+        jb->omask[o] = jb->mask ? jb->mask[k] : 0;
 }
 
 #endif

@@ -30,8 +30,7 @@ int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, co
  *  valid. */
 int tide_diffp_median_mad_cuda(tide_ctx *ctx, const double *z, int64_t n, int64_t *nvalid,
                                double *med, double *mad);
-int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a,
-                          float f);
+int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a, float f);
 int tide_diffp_prepare_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *pix,
                             uint16_t *mask, float *var, const float *bkg, const float *rms,
                             float gain, float saturate);

@@ -9,8 +9,8 @@ int tide_diffp_prepare_cpu(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, 
     for (int64_t y = 0; y < h; y++)
         for (int64_t x = 0; x < w; x++) {
             const int64_t i = y * stride + x;
-            tide_diffp_prepare_one(pix + i, bkg[y * w + x], rms[y * w + x], mask + i, var + i,
-                                   gain, saturate);
+            tide_diffp_prepare_one(pix + i, bkg[y * w + x], rms[y * w + x], mask + i, var + i, gain,
+                                   saturate);
         }
     return 0;
 }

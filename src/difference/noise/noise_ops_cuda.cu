@@ -11,8 +11,8 @@
 #include "tide/status.h"
 
 __global__ void diffp_prepare_kernel(int64_t w, int64_t h, int64_t stride, float *pix,
-                                     uint16_t *mask, float *var, const float *bkg,
-                                     const float *rms, float gain, float saturate) {
+                                     uint16_t *mask, float *var, const float *bkg, const float *rms,
+                                     float gain, float saturate) {
     const int64_t n = w * h;
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
          k += (int64_t)gridDim.x * blockDim.x) {
@@ -45,8 +45,8 @@ __global__ void diffp_scale_kernel(int64_t w, int64_t h, int64_t stride, float *
     }
 }
 
-extern "C" int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride,
-                                     float *a, float f) {
+extern "C" int tide_diffp_scale_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride, float *a,
+                                     float f) {
     if (w <= 0 || h <= 0)
         return 0;
     const int block = 256;
@@ -69,8 +69,8 @@ __global__ void diffp_boxz_kernel(int64_t nx, int64_t ny, int64_t stride, const 
 }
 
 extern "C" int tide_diffp_boxz_cuda(tide_ctx *ctx, int64_t w, int64_t h, int64_t stride,
-                                    const float *pix, const uint16_t *mask, const float *var,
-                                    int b, double *z) {
+                                    const float *pix, const uint16_t *mask, const float *var, int b,
+                                    double *z) {
     const int64_t n = (w / b) * (h / b);
     if (n <= 0)
         return 0;
@@ -104,17 +104,16 @@ __device__ static double diffp_sorted_median(const double *v, int64_t m) {
 }
 
 /* out[0] = median of the valid values (n minus the NaN), out[2] = their count. */
-__global__ void diffp_median_kernel(int64_t n, const double *sorted,
-                                    const unsigned long long *nnan, double *out, int slot) {
+__global__ void diffp_median_kernel(int64_t n, const double *sorted, const unsigned long long *nnan,
+                                    double *out, int slot) {
     const int64_t m = n - (int64_t)*nnan;
     out[slot] = m > 0 ? diffp_sorted_median(sorted, m) : NAN;
     out[2] = (double)m;
 }
 
 /* keys[i] = |sorted[i] - median| over the valid values, +Inf after them. */
-__global__ void diffp_absdev_kernel(int64_t n, const double *sorted,
-                                    const unsigned long long *nnan, const double *med,
-                                    double *keys) {
+__global__ void diffp_absdev_kernel(int64_t n, const double *sorted, const unsigned long long *nnan,
+                                    const double *med, double *keys) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
@@ -128,8 +127,7 @@ extern "C" int tide_diffp_median_mad_cuda(tide_ctx *ctx, const double *z, int64_
     if (n <= 0)
         return 0;
     if (n > 0x7fffffff)
-        return tide_error(TIDE_E_RANGE, "diff: %lld box values are too many to sort",
-                          (long long)n);
+        return tide_error(TIDE_E_RANGE, "diff: %lld box values are too many to sort", (long long)n);
     cudaStream_t s = (cudaStream_t)ctx->stream;
     size_t tmp = 0;
     TIDE_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, tmp, (const double *)nullptr,
@@ -160,8 +158,7 @@ extern "C" int tide_diffp_median_mad_cuda(tide_ctx *ctx, const double *z, int64_
         ce = cudaGetLastError();
     }
     if (ce != cudaSuccess)
-        st = tide_error(TIDE_E_CUDA, "diff: median of the box values: %s",
-                        cudaGetErrorString(ce));
+        st = tide_error(TIDE_E_CUDA, "diff: median of the box values: %s", cudaGetErrorString(ce));
     double h[3] = {NAN, NAN, 0.0};
     if (!st)
         st = tide_memcpy(ctx, h, 0, res, 1, sizeof h);

@@ -13,9 +13,8 @@
  *  the sky term rms² plus the source's Poisson term max(pix − bkg, 0) / gain (gain <= 0: sky
  *  only), the CCD noise model Source Extractor and HOTPANTS use. Non-finite pixels keep NaN
  *  (their NODATA bit was set by the reader) and get NaN variance. */
-TIDE_HD static inline void tide_diffp_prepare_one(float *pix, float bkg, float rms,
-                                                  uint16_t *mask, float *var, float gain,
-                                                  float saturate) {
+TIDE_HD static inline void tide_diffp_prepare_one(float *pix, float bkg, float rms, uint16_t *mask,
+                                                  float *var, float gain, float saturate) {
     const float raw = *pix;
     if (!(raw == raw) || raw > 3.0e38f || raw < -3.0e38f) {
         *pix = NAN;
@@ -37,8 +36,8 @@ TIDE_HD static inline void tide_diffp_prepare_one(float *pix, float bkg, float r
  *  square root of its summed variance, both summed in double row by row; NaN when any pixel
  *  is masked, non-finite or has no positive variance. */
 TIDE_HD static inline double tide_diffp_box_z(const float *pix, const uint16_t *mask,
-                                              const float *var, int64_t stride, int b,
-                                              int64_t bx, int64_t by) {
+                                              const float *var, int64_t stride, int b, int64_t bx,
+                                              int64_t by) {
     double s = 0, v = 0;
     for (int64_t y = by * b; y < (by + 1) * b; y++)
         for (int64_t x = bx * b; x < (bx + 1) * b; x++) {

@@ -5,8 +5,8 @@
  * (directly, or by a batched FFT correlation of the frame and a gather) -> per-stamp normal
  * matrices (backend, double) -> global normal equations with the spatial polynomials at the
  * stamp centres (host, Alard 2000) -> Cholesky with a condition check -> stamp clipping and
- * refit (a constant-kernel screen first) -> the per-term kernels K_p and sum_p P_p (R * K_p) + B -> difference, variance, mask ->
- * optional decorrelation (subtract_decorr.c). */
+ * refit (a constant-kernel screen first) -> the per-term kernels K_p and sum_p P_p (R * K_p) + B ->
+ * difference, variance, mask -> optional decorrelation (subtract_decorr.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,6 @@
 #include "tide/subtract.h"
 #include "tide/timer.h"
 #include "core/ctx_internal.h"
-
 
 void tide_subtract_params_default(tide_subtract_params *p) {
     memset(p, 0, sizeof *p);
@@ -67,8 +66,7 @@ static int to_host(tide_ctx *ctx, void *dst, const void *src, size_t bytes) {
 
 /* Basis sigmas: HOTPANTS README advice, s_m = sqrt(s_target^2 - s_ref^2) and 0.5, 1, 2 x s_m,
  * kept >= 0.5 px and 1.6x apart so the Gaussians stay distinguishable on the pixel grid. */
-static void choose_sigmas(const tide_subtract_params *p, double f_ref, double f_tgt,
-                          double *s) {
+static void choose_sigmas(const tide_subtract_params *p, double f_ref, double f_tgt, double *s) {
     int ng = p->ngauss;
     if (p->sigmas[0] > 0.0) {
         for (int g = 0; g < ng; g++)
@@ -159,31 +157,36 @@ static void free_images(tide_ctx *ctx, tide_image *im, int n) {
 static int check_inputs(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
                         const tide_subtract_params *p) {
     if (p->tmpl_sky_known && !(isfinite(p->tmpl_sky) && p->tmpl_var > 0.0))
-        return tide_error(TIDE_E_INVAL, "subtract: the given template sky %g and variance %g "
-                          "are not a finite level and a positive variance", p->tmpl_sky,
-                          p->tmpl_var);
+        return tide_error(TIDE_E_INVAL,
+                          "subtract: the given template sky %g and variance %g "
+                          "are not a finite level and a positive variance",
+                          p->tmpl_sky, p->tmpl_var);
     if (!sci || !tmpl || !sci->pix || !tmpl->pix)
         return tide_error(TIDE_E_INVAL, "subtract: NULL science or template image");
     if (sci->width != tmpl->width || sci->height != tmpl->height)
-        return tide_error(TIDE_E_INVAL, "subtract: science is %lld x %lld, template %lld x "
-                          "%lld; reproject them onto one grid first", (long long)sci->width,
-                          (long long)sci->height, (long long)tmpl->width,
+        return tide_error(TIDE_E_INVAL,
+                          "subtract: science is %lld x %lld, template %lld x "
+                          "%lld; reproject them onto one grid first",
+                          (long long)sci->width, (long long)sci->height, (long long)tmpl->width,
                           (long long)tmpl->height);
     if (sci->location != tmpl->location)
         return tide_error(TIDE_E_INVAL, "subtract: science and template live on different "
-                          "sides (host / device)");
+                                        "sides (host / device)");
     if (sci->location == TIDE_DEVICE && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_error(TIDE_E_INVAL, "subtract: device images on a CPU context");
     if (p->ngauss < 1 || p->ngauss > 4)
         return tide_error(TIDE_E_INVAL, "subtract: ngauss %d (1..4)", p->ngauss);
-    if (p->spatial_degree < 0 || p->spatial_degree > 4 || p->bg_degree < 0 ||
-        p->bg_degree > 4)
-        return tide_error(TIDE_E_INVAL, "subtract: spatial degree %d / background degree %d "
-                          "(0..4)", p->spatial_degree, p->bg_degree);
+    if (p->spatial_degree < 0 || p->spatial_degree > 4 || p->bg_degree < 0 || p->bg_degree > 4)
+        return tide_error(TIDE_E_INVAL,
+                          "subtract: spatial degree %d / background degree %d "
+                          "(0..4)",
+                          p->spatial_degree, p->bg_degree);
     if (p->nstamps_x < 0 || p->nstamps_x > 200 || p->nstamps_y < 0 || p->nstamps_y > 200 ||
         p->stamp_half < 0 || p->stamp_half > 200)
-        return tide_error(TIDE_E_INVAL, "subtract: stamp grid %d x %d (0..200), stamp half-width "
-                          "%d (0..200)", p->nstamps_x, p->nstamps_y, p->stamp_half);
+        return tide_error(TIDE_E_INVAL,
+                          "subtract: stamp grid %d x %d (0..200), stamp half-width "
+                          "%d (0..200)",
+                          p->nstamps_x, p->nstamps_y, p->stamp_half);
     if (p->kernel_half < 0 || p->kernel_half > 64 || p->clip_iter < 0)
         return tide_error(TIDE_E_INVAL, "subtract: kernel half-width %d (0..64), clip_iter %d",
                           p->kernel_half, p->clip_iter);
@@ -218,9 +221,8 @@ static void work_free(tide_ctx *ctx, sub_work *w) {
 int tide_subtract_convolved(const tide_subtract_params *p, double fwhm_sci, double fwhm_tmpl) {
     if (p && p->convolve != TIDE_SUB_AUTO)
         return p->convolve;
-    return fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl
-               ? TIDE_SUB_CONVOLVE_SCIENCE
-               : TIDE_SUB_CONVOLVE_TEMPLATE;
+    return fwhm_sci > 0.0 && fwhm_tmpl > 0.0 && fwhm_sci < fwhm_tmpl ? TIDE_SUB_CONVOLVE_SCIENCE
+                                                                     : TIDE_SUB_CONVOLVE_TEMPLATE;
 }
 
 static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
@@ -244,9 +246,10 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     int hs = p->stamp_half > 0 ? p->stamp_half : kh + (fmax > 0.0 ? (int)ceil(fmax) : 3);
     int64_t W = sci->width, H = sci->height;
     if (W < 2 * (hs + kh) + 1 || H < 2 * (hs + kh) + 1)
-        return tide_error(TIDE_E_RANGE, "subtract: frame %lld x %lld is smaller than one stamp "
-                          "with its kernel (%d px)", (long long)W, (long long)H,
-                          2 * (hs + kh) + 1);
+        return tide_error(TIDE_E_RANGE,
+                          "subtract: frame %lld x %lld is smaller than one stamp "
+                          "with its kernel (%d px)",
+                          (long long)W, (long long)H, 2 * (hs + kh) + 1);
     tide_sub_basis B;
     if ((st = tide_sub_basis_make(kh, p->ngauss, sig, p->degrees, &B)))
         return st;
@@ -293,8 +296,8 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
         goto done;
     if ((st = TIDE_DISPATCH(ctx, tide_sub_select, ref, tgt, &g, ncx, ncy, hs + kh, vmin,
                             w->centre)) ||
-        (st = TIDE_DISPATCH(ctx, tide_sub_weights, ref, tgt, &g, var_ref, var_tgt, w->centre,
-                            w->W, w->D)))
+        (st = TIDE_DISPATCH(ctx, tide_sub_weights, ref, tgt, &g, var_ref, var_tgt, w->centre, w->W,
+                            w->D)))
         goto done;
     /* The basis-convolved reference at the stamps: by default directly at the stamp pixels
      * (about nstamps * stamp^2 * kernel^2 * nb operations, a few % of the frame's worth of
@@ -394,14 +397,18 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
                 L.n = 1 + (L.nb - 1) * L.npk + L.nbg;
                 tide_log(&ctx->log, TIDE_LOG_INFO, "subtract",
                          "%d usable stamps: kernel spatial degree %d -> %d, background "
-                         "degree %d -> %d", nclean, d0, L.sdeg, b0, L.bgdeg);
+                         "degree %d -> %d",
+                         nclean, d0, L.sdeg, b0, L.bgdeg);
             }
             if (!st)
                 st = tide_sub_fit_clip(ctx, &L, &g, centre, Qh, w->Q, npix, p, keep, a, r);
         }
         if (!st)
             st = tide_sub_kernel_terms(&L, &B, a, r);
-        free(centre); free(npix); free(keep); free(a);
+        free(centre);
+        free(npix);
+        free(keep);
+        free(a);
         if (dev)
             tide_host_free(Qh);
         if (st)
@@ -468,8 +475,8 @@ static int subtract_run(tide_ctx *ctx, const tide_image *sci, const tide_image *
     tide_log(&ctx->log, TIDE_LOG_INFO, "subtract",
              "%s convolved, kernel %dx%d, %d basis x %d terms + %d bg, %d/%d stamps, "
              "%lld px, chi2/px %.3f, kernel sum %.5f, cond %.3g%s",
-             conv == TIDE_SUB_CONVOLVE_TEMPLATE ? "template" : "science", B.kw, B.kw, L.nb,
-             L.npk, L.nbg, r->nstamps, r->nstamps_total, (long long)r->nfit,
+             conv == TIDE_SUB_CONVOLVE_TEMPLATE ? "template" : "science", B.kw, B.kw, L.nb, L.npk,
+             L.nbg, r->nstamps, r->nstamps_total, (long long)r->nfit,
              r->nfit ? r->chi2 / (double)r->nfit : 0.0, r->kernel_sum, r->cond,
              r->regularised ? " (regularised)" : "");
 done:
@@ -479,9 +486,8 @@ done:
     return st;
 }
 
-int tide_subtract(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl,
-                  double fwhm_sci, double fwhm_tmpl, const tide_subtract_params *pin,
-                  tide_subtract_result *r) {
+int tide_subtract(tide_ctx *ctx, const tide_image *sci, const tide_image *tmpl, double fwhm_sci,
+                  double fwhm_tmpl, const tide_subtract_params *pin, tide_subtract_result *r) {
     if (!ctx || !r)
         return tide_error(TIDE_E_INVAL, "subtract: NULL context or result");
     memset(r, 0, sizeof *r);

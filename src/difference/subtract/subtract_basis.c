@@ -11,13 +11,17 @@ int tide_sub_basis_make(int kh, int ngauss, const double *sigmas, const int *deg
                         tide_sub_basis *b) {
     memset(b, 0, sizeof *b);
     if (kh < 1 || ngauss < 1 || ngauss > 4)
-        return tide_error(TIDE_E_INVAL, "subtract: kernel half-width %d / %d Gaussians "
-                          "(need >= 1 and 1..4)", kh, ngauss);
+        return tide_error(TIDE_E_INVAL,
+                          "subtract: kernel half-width %d / %d Gaussians "
+                          "(need >= 1 and 1..4)",
+                          kh, ngauss);
     int nb = 0;
     for (int g = 0; g < ngauss; g++) {
         if (!(sigmas[g] > 0.0) || degrees[g] < 0 || degrees[g] > 10)
-            return tide_error(TIDE_E_INVAL, "subtract: Gaussian %d has sigma %g, degree %d "
-                              "(need sigma > 0, degree 0..10)", g, sigmas[g], degrees[g]);
+            return tide_error(TIDE_E_INVAL,
+                              "subtract: Gaussian %d has sigma %g, degree %d "
+                              "(need sigma > 0, degree 0..10)",
+                              g, sigmas[g], degrees[g]);
         nb += (degrees[g] + 1) * (degrees[g] + 2) / 2;
     }
     int kw = 2 * kh + 1;

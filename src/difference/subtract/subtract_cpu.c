@@ -21,16 +21,21 @@ int tide_sub_select_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *
         int cx = cell % ncx, cy = cell / ncx;
         int64_t x0 = w * cx / ncx, x1 = w * (cx + 1) / ncx;
         int64_t y0 = h * cy / ncy, y1 = h * (cy + 1) / ncy;
-        if (x0 < margin) x0 = margin;
-        if (y0 < margin) y0 = margin;
-        if (x1 > w - margin) x1 = w - margin;
-        if (y1 > h - margin) y1 = h - margin;
+        if (x0 < margin)
+            x0 = margin;
+        if (y0 < margin)
+            y0 = margin;
+        if (x1 > w - margin)
+            x1 = w - margin;
+        if (y1 > h - margin)
+            y1 = h - margin;
         int64_t best = -1;
         float bv = 0.0f;
         for (int64_t y = y0; y < y1; y++)
             for (int64_t x = x0; x < x1; x++) {
                 float v = ref->pix[y * ref->stride + x];
-                if (!(v >= vmin) || !tide_sub_usable(v, mask_of(ref, y * ref->stride + x), g->bits) ||
+                if (!(v >= vmin) ||
+                    !tide_sub_usable(v, mask_of(ref, y * ref->stride + x), g->bits) ||
                     !tide_sub_peak(ref->pix, ref->stride, x, y) ||
                     !tide_sub_usable(tgt->pix[y * tgt->stride + x],
                                      mask_of(tgt, y * tgt->stride + x), g->bits))
@@ -206,8 +211,8 @@ int tide_sub_combine_cpu(tide_ctx *ctx, const tide_sub_model *m, const tide_imag
             diff->pix[y * diff->stride + x] = (float)(m->sign * ((double)t - mod));
             if (diff->var) {
                 float vt = tgt->var ? tgt->var[y * tgt->stride + x] : m->var_tgt_const;
-                float vc = m->k2 * (m->var_ref ? m->var_ref[y * m->var_ref_stride + x]
-                                               : m->var_ref_const);
+                float vc =
+                    m->k2 * (m->var_ref ? m->var_ref[y * m->var_ref_stride + x] : m->var_ref_const);
                 diff->var[y * diff->stride + x] = (vt + vc) * m->var_scale;
             }
         }
@@ -223,7 +228,7 @@ int tide_sub_mask_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tg
     if (!tmp)
         return tide_error(TIDE_E_NOMEM, "subtract: mask scratch %lld x %lld", (long long)w,
                           (long long)h);
-    /* Separable box OR: rows, then columns (the OR of a box is the OR of its column ORs). */
+        /* Separable box OR: rows, then columns (the OR of a box is the OR of its column ORs). */
 #pragma omp parallel for schedule(static)
     for (int64_t y = 0; y < h; y++)
         for (int64_t x = 0; x < w; x++) {
@@ -256,20 +261,19 @@ int tide_sub_mask_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tg
  * or 24: the monomial products of spatial degree <= 1 fit one block of 8, those of degree 2
  * one of 24; more registers spill). Each output is one chain over j, so the order is fixed. */
 #define PAIR_ROWS 32 /* column pairs per task */
-#define PAIR_ROW_FN(B)                                                                    \
-    static void pair_row_##B(const double *qr, const double *PP, int m, int nppad,         \
-                             double *g) {                                                 \
-        for (int kb = 0; kb < nppad; kb += B) {                                           \
-            double acc[B] = {0};                                                          \
-            const double *pp = PP + kb;                                                   \
-            for (int j = 0; j < m; j++, pp += nppad) {                                    \
-                double q = qr[j];                                                         \
-                for (int k = 0; k < B; k++)                                               \
-                    acc[k] = tide_dadd(acc[k], tide_dmul(q, pp[k]));                        \
-            }                                                                             \
-            for (int k = 0; k < B; k++)                                                   \
-                g[kb + k] = acc[k];                                                       \
-        }                                                                                 \
+#define PAIR_ROW_FN(B)                                                                             \
+    static void pair_row_##B(const double *qr, const double *PP, int m, int nppad, double *g) {    \
+        for (int kb = 0; kb < nppad; kb += B) {                                                    \
+            double acc[B] = {0};                                                                   \
+            const double *pp = PP + kb;                                                            \
+            for (int j = 0; j < m; j++, pp += nppad) {                                             \
+                double q = qr[j];                                                                  \
+                for (int k = 0; k < B; k++)                                                        \
+                    acc[k] = tide_dadd(acc[k], tide_dmul(q, pp[k]));                               \
+            }                                                                                      \
+            for (int k = 0; k < B; k++)                                                            \
+                g[kb + k] = acc[k];                                                                \
+        }                                                                                          \
     }
 PAIR_ROW_FN(8)
 PAIR_ROW_FN(24)

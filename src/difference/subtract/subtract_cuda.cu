@@ -15,9 +15,13 @@
 
 #define SUB_THREADS 256
 
-static inline cudaStream_t stream_of(tide_ctx *ctx) { return (cudaStream_t)ctx->stream; }
+static inline cudaStream_t stream_of(tide_ctx *ctx) {
+    return (cudaStream_t)ctx->stream;
+}
 
-__device__ static inline uint16_t dmask(const uint16_t *m, int64_t i) { return m ? m[i] : 0; }
+__device__ static inline uint16_t dmask(const uint16_t *m, int64_t i) {
+    return m ? m[i] : 0;
+}
 
 /* One block per cell: the brightest usable pixel, ties to the smallest index (a total order,
  * so the result does not depend on how pixels are spread over threads). SEL_THREADS threads
@@ -33,10 +37,14 @@ __global__ void __launch_bounds__(SEL_THREADS)
     int cell = blockIdx.x, cx = cell % ncx, cy = cell / ncx;
     int64_t x0 = w * cx / ncx, x1 = w * (cx + 1) / ncx;
     int64_t y0 = h * cy / ncy, y1 = h * (cy + 1) / ncy;
-    if (x0 < margin) x0 = margin;
-    if (y0 < margin) y0 = margin;
-    if (x1 > w - margin) x1 = w - margin;
-    if (y1 > h - margin) y1 = h - margin;
+    if (x0 < margin)
+        x0 = margin;
+    if (y0 < margin)
+        y0 = margin;
+    if (x1 > w - margin)
+        x1 = w - margin;
+    if (y1 > h - margin)
+        y1 = h - margin;
     int64_t cw = x1 - x0, n = cw > 0 && y1 > y0 ? cw * (y1 - y0) : 0;
     float bv = 0.0f;
     int64_t best = -1;
@@ -73,20 +81,20 @@ __global__ void __launch_bounds__(SEL_THREADS)
         centre[cell] = si[0];
 }
 
-extern "C" int tide_sub_select_cuda(tide_ctx *ctx, const tide_image *ref,
-                                    const tide_image *tgt, const tide_sub_geom *g, int ncx,
-                                    int ncy, int margin, float vmin, int64_t *centre) {
+extern "C" int tide_sub_select_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                                    const tide_sub_geom *g, int ncx, int ncy, int margin,
+                                    float vmin, int64_t *centre) {
     sub_select_kernel<<<ncx * ncy, SEL_THREADS, 0, stream_of(ctx)>>>(
-        ref->pix, ref->mask, ref->stride, tgt->pix, tgt->mask, tgt->stride, g->width,
-        g->height, ncx, ncy, margin, vmin, g->bits, centre);
+        ref->pix, ref->mask, ref->stride, tgt->pix, tgt->mask, tgt->stride, g->width, g->height,
+        ncx, ncy, margin, vmin, g->bits, centre);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
 
-__global__ void sub_weights_kernel(const float *rp, const uint16_t *rm, const float *rv,
-                                   int64_t rs, const float *tp, const uint16_t *tm,
-                                   const float *tv, int64_t ts, tide_sub_geom g, float vrc,
-                                   float vtc, const int64_t *centre, float *W, float *D) {
+__global__ void sub_weights_kernel(const float *rp, const uint16_t *rm, const float *rv, int64_t rs,
+                                   const float *tp, const uint16_t *tm, const float *tv, int64_t ts,
+                                   tide_sub_geom g, float vrc, float vtc, const int64_t *centre,
+                                   float *W, float *D) {
     int s = blockIdx.y;
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= g.npx)
@@ -125,14 +133,14 @@ __global__ void sub_weights_kernel(const float *rp, const uint16_t *rm, const fl
     rvar[i] = v;
 }
 
-extern "C" int tide_sub_weights_cuda(tide_ctx *ctx, const tide_image *ref,
-                                     const tide_image *tgt, const tide_sub_geom *g,
-                                     float var_ref_const, float var_tgt_const,
-                                     const int64_t *centre, float *W, float *D) {
+extern "C" int tide_sub_weights_cuda(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
+                                     const tide_sub_geom *g, float var_ref_const,
+                                     float var_tgt_const, const int64_t *centre, float *W,
+                                     float *D) {
     dim3 grid((unsigned)((g->npx + SUB_THREADS - 1) / SUB_THREADS), (unsigned)g->ns);
     sub_weights_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
-        ref->pix, ref->mask, ref->var, ref->stride, tgt->pix, tgt->mask, tgt->var,
-        tgt->stride, *g, var_ref_const, var_tgt_const, centre, W, D);
+        ref->pix, ref->mask, ref->var, ref->stride, tgt->pix, tgt->mask, tgt->var, tgt->stride, *g,
+        var_ref_const, var_tgt_const, centre, W, D);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
@@ -154,9 +162,8 @@ __global__ void sub_gather_kernel(const float *pix, int64_t stride, tide_sub_geo
     d[i] = isfinite(v) ? v : 0.0f;
 }
 
-extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im,
-                                    const tide_sub_geom *g, int col, const int64_t *centre,
-                                    float *D) {
+extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im, const tide_sub_geom *g,
+                                    int col, const int64_t *centre, float *D) {
     dim3 grid((unsigned)((g->npx + SUB_THREADS - 1) / SUB_THREADS), (unsigned)g->ns);
     sub_gather_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(im->pix, im->stride, *g, col,
                                                                 centre, D);
@@ -176,8 +183,8 @@ extern "C" int tide_sub_gather_cuda(tide_ctx *ctx, const tide_image *im,
 #define STP_R TIDE_SUB_CORR_R
 
 __global__ void sub_basis_stamps_kernel(const float *rp, const uint16_t *rm, int64_t rs,
-                                        tide_sub_geom g, const float *kernels, int nb,
-                                        int nbk, const int64_t *centre, float *D) {
+                                        tide_sub_geom g, const float *kernels, int nb, int nbk,
+                                        const int64_t *centre, float *D) {
     extern __shared__ float sh[];
     int s = blockIdx.x, b0 = blockIdx.y * nbk, kh = g.kh, kw = 2 * kh + 1;
     int b1 = b0 + nbk < nb ? b0 + nbk : nb;
@@ -222,7 +229,8 @@ extern "C" int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref,
     const size_t limit = 200 * 1024 / sizeof(float);
     size_t need = (size_t)pw * pw + (size_t)kw * kw; /* the patch and one kernel */
     if (need > limit)
-        return tide_error(TIDE_E_RANGE, "subtract: stamp of %d px with a %d px kernel needs %zu "
+        return tide_error(TIDE_E_RANGE,
+                          "subtract: stamp of %d px with a %d px kernel needs %zu "
                           "bytes of shared memory; use a smaller stamp_half or fft_basis",
                           2 * g->hs + 1, kw, need * sizeof(float));
     /* as many kernels per block as fit beside the patch, at most STP_NB */
@@ -230,9 +238,8 @@ extern "C" int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref,
     int nbk = fit < STP_NB ? (int)fit : STP_NB;
     size_t shmem = ((size_t)pw * pw + (size_t)nbk * kw * kw) * sizeof(float);
     if (shmem > 48 * 1024) {
-        TIDE_CUDA_TRY(cudaFuncSetAttribute(sub_basis_stamps_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)shmem));
+        TIDE_CUDA_TRY(cudaFuncSetAttribute(
+            sub_basis_stamps_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shmem));
     }
     dim3 grid((unsigned)g->ns, (unsigned)((nb + nbk - 1) / nbk));
     sub_basis_stamps_kernel<<<grid, SUB_THREADS, shmem, stream_of(ctx)>>>(
@@ -252,8 +259,7 @@ extern "C" int tide_sub_basis_stamps_cuda(tide_ctx *ctx, const tide_image *ref,
 #define NRM_PPT 8
 #define NRM_PAIRS (NRM_PPT * SUB_THREADS)
 
-__global__ void sub_normal_kernel(tide_sub_geom g, const float *D, const float *W,
-                                  double *Q) {
+__global__ void sub_normal_kernel(tide_sub_geom g, const float *D, const float *W, double *Q) {
     extern __shared__ float tile[]; /* (nc + 1) rows of NRM_TILE + 1: columns, then W */
     int s = blockIdx.x, nc = g.nc, ld = NRM_TILE + 1;
     const float *ds = D + (size_t)s * nc * g.npx;
@@ -308,8 +314,7 @@ extern "C" int tide_sub_normal_cuda(tide_ctx *ctx, const tide_sub_geom *g, const
  * CPU twin's chain (pair_row_B, which runs B such chains side by side) to the bit. Threads of
  * one r read the same Q entry (k fastest). */
 __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, int m,
-                                 const int *off, int R, const double *PP, int nppad,
-                                 double *G) {
+                                 const int *off, int R, const double *PP, int nppad, double *G) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)R * nppad)
         return;
@@ -321,9 +326,8 @@ __global__ void sub_pairs_kernel(const double *Q, int64_t nn, const int *kept, i
     G[i] = acc;
 }
 
-extern "C" int tide_sub_pairs_cuda(tide_ctx *ctx, const double *Q, int nc, const int *kept,
-                                   int m, const int *off, int R, const double *PP, int nppad,
-                                   double *G) {
+extern "C" int tide_sub_pairs_cuda(tide_ctx *ctx, const double *Q, int nc, const int *kept, int m,
+                                   const int *off, int R, const double *PP, int nppad, double *G) {
     /* one upload of PP, kept and off (packed), the product, one download of G */
     const size_t npp = (size_t)m * (size_t)nppad, ng = (size_t)R * (size_t)nppad;
     const size_t in_bytes = npp * sizeof(double) + ((size_t)m + (size_t)R) * sizeof(int);
@@ -343,13 +347,13 @@ extern "C" int tide_sub_pairs_cuda(tide_ctx *ctx, const double *Q, int nc, const
         const double *dPP = dG + ng;
         const int *dkept = (const int *)(dPP + npp), *doff = dkept + m;
         const int64_t nthreads = (int64_t)ng;
-        sub_pairs_kernel<<<(unsigned)((nthreads + SUB_THREADS - 1) / SUB_THREADS), SUB_THREADS,
-                           0, stream_of(ctx)>>>(Q, (int64_t)nc * nc, dkept, m, doff, R, dPP,
-                                                nppad, dG);
+        sub_pairs_kernel<<<(unsigned)((nthreads + SUB_THREADS - 1) / SUB_THREADS), SUB_THREADS, 0,
+                           stream_of(ctx)>>>(Q, (int64_t)nc * nc, dkept, m, doff, R, dPP, nppad,
+                                             dG);
         const cudaError_t e = cudaGetLastError();
-        st = e == cudaSuccess ? tide_memcpy(ctx, G, 0, dG, 1, ng * sizeof(double))
-                              : tide_error(TIDE_E_CUDA, "subtract: normal equations: %s",
-                                           cudaGetErrorString(e));
+        st = e == cudaSuccess
+                 ? tide_memcpy(ctx, G, 0, dG, 1, ng * sizeof(double))
+                 : tide_error(TIDE_E_CUDA, "subtract: normal equations: %s", cudaGetErrorString(e));
     }
     tide_device_free(ctx, d);
     return st;
@@ -362,9 +366,9 @@ static inline dim3 row_grid(int64_t w, int64_t h) {
     return dim3((unsigned)((w + SUB_THREADS - 1) / SUB_THREADS), (unsigned)(gy > 0 ? gy : 1));
 }
 
-__global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const float *tv,
-                                   int64_t ts, int64_t w, int64_t h, float *dp, float *dv,
-                                   int64_t ds, float *mp, int64_t ms) {
+__global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const float *tv, int64_t ts,
+                                   int64_t w, int64_t h, float *dp, float *dv, int64_t ds,
+                                   float *mp, int64_t ms) {
     int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= w)
         return;
@@ -375,16 +379,14 @@ __global__ void sub_combine_kernel(tide_sub_model m, const float *tp, const floa
         dp[y * ds + x] = (float)(m.sign * ((double)t - mod));
         if (dv) {
             float vt = tv ? tv[y * ts + x] : m.var_tgt_const;
-            float vc = m.k2 * (m.var_ref ? m.var_ref[y * m.var_ref_stride + x]
-                                         : m.var_ref_const);
+            float vc = m.k2 * (m.var_ref ? m.var_ref[y * m.var_ref_stride + x] : m.var_ref_const);
             dv[y * ds + x] = (vt + vc) * m.var_scale;
         }
     }
 }
 
-extern "C" int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m,
-                                     const tide_image *tgt, tide_image *diff,
-                                     tide_image *matched) {
+extern "C" int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
+                                     tide_image *diff, tide_image *matched) {
     sub_combine_kernel<<<row_grid(tgt->width, tgt->height), SUB_THREADS, 0, stream_of(ctx)>>>(
         *m, tgt->pix, tgt->var, tgt->stride, tgt->width, tgt->height, diff->pix, diff->var,
         diff->stride, matched->pix, matched->stride);
@@ -392,8 +394,8 @@ extern "C" int tide_sub_combine_cuda(tide_ctx *ctx, const tide_sub_model *m,
     return TIDE_OK;
 }
 
-__global__ void sub_mask_rows_kernel(const uint16_t *rm, int64_t rs, int64_t w, int64_t h,
-                                     int kh, uint16_t bits, uint16_t *tmp) {
+__global__ void sub_mask_rows_kernel(const uint16_t *rm, int64_t rs, int64_t w, int64_t h, int kh,
+                                     uint16_t bits, uint16_t *tmp) {
     int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= w)
         return;
@@ -408,9 +410,8 @@ __global__ void sub_mask_rows_kernel(const uint16_t *rm, int64_t rs, int64_t w, 
     }
 }
 
-__global__ void sub_mask_cols_kernel(const uint16_t *tmp, const uint16_t *tm, int64_t ts,
-                                     int64_t w, int64_t h, int kh, uint16_t *out,
-                                     int64_t os) {
+__global__ void sub_mask_cols_kernel(const uint16_t *tmp, const uint16_t *tm, int64_t ts, int64_t w,
+                                     int64_t h, int kh, uint16_t *out, int64_t os) {
     int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= w)
         return;
@@ -437,9 +438,9 @@ extern "C" int tide_sub_mask_cuda(tide_ctx *ctx, const tide_image *ref, const ti
     dim3 grid = row_grid(g->width, g->height);
     sub_mask_rows_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
         ref->mask, ref->stride, g->width, g->height, g->kh, g->bits, (uint16_t *)tmp);
-    sub_mask_cols_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>(
-        (const uint16_t *)tmp, tgt->mask, tgt->stride, g->width, g->height, g->kh, diff->mask,
-        diff->stride);
+    sub_mask_cols_kernel<<<grid, SUB_THREADS, 0, stream_of(ctx)>>>((const uint16_t *)tmp, tgt->mask,
+                                                                   tgt->stride, g->width, g->height,
+                                                                   g->kh, diff->mask, diff->stride);
     cudaError_t ce = cudaGetLastError();
     tide_device_free(ctx, tmp);
     if (ce != cudaSuccess)

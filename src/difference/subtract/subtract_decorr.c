@@ -73,8 +73,7 @@ int tide_sub_decorrelate(tide_ctx *ctx, tide_subtract_result *r, float vr, float
             double a = 0.0;
             for (int v = 0; v < N; v++)
                 for (int u = 0; u < N; u++)
-                    a += ph[(size_t)v * N + u] *
-                         cos(2.0 * M_PI * (double)(u * x + v * y) / N);
+                    a += ph[(size_t)v * N + u] * cos(2.0 * M_PI * (double)(u * x + v * y) / N);
             a /= (double)NN;
             phi[(y + dh) * dw + (x + dh)] = (float)a;
             sum += a;

@@ -49,15 +49,16 @@ static void local_coef(const fit_layout *L, const double *a, const double *m, do
 }
 
 /* The monomials of degree max(sdeg, bgdeg) at a stamp centre c. */
-static void stamp_monomials(const fit_layout *L, const tide_sub_geom *g, int64_t c,
-                            double *m) {
+static void stamp_monomials(const fit_layout *L, const tide_sub_geom *g, int64_t c, double *m) {
     double u = tide_sub_norm((double)(c % g->width), g->width);
     double v = tide_sub_norm((double)(c / g->width), g->height);
     tide_sub_monomials(u, v, L->sdeg > L->bgdeg ? L->sdeg : L->bgdeg, m);
 }
 
 /* index of the product m_i m_j (i <= j) among the nm (nm + 1) / 2 products */
-static inline int pair_index(int i, int j, int nm) { return i * nm - i * (i - 1) / 2 + j - i; }
+static inline int pair_index(int i, int j, int nm) {
+    return i * nm - i * (i - 1) / 2 + j - i;
+}
 
 int tide_sub_assemble(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g,
                       const int64_t *centre, const double *Q, const int *keep, int flux_last,
@@ -66,7 +67,7 @@ int tide_sub_assemble(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
     int deg = L->sdeg > L->bgdeg ? L->sdeg : L->bgdeg;
     int nm = tide_sub_npoly(deg), npp = nm * (nm + 1) / 2;
     int blk = npp <= 8 ? 8 : 24, nppad = (npp + blk - 1) / blk * blk; /* tide_sub_pairs' */
-    int ncol = nb + 1;                         /* basis columns and the ones column */
+    int ncol = nb + 1;                             /* basis columns and the ones column */
     int r0 = ncol * (ncol + 1) / 2, R = r0 + ncol; /* column pairs, then (c, target) */
     int m = 0;
     for (int s = 0; s < g->ns; s++)
@@ -99,7 +100,7 @@ int tide_sub_assemble(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
                  : TIDE_DISPATCH(ctx, tide_sub_pairs, Q, nc, kept, m, off, R, PP, nppad, G);
     if (!st) {
         /* scatter: A[u][v] = G[pair(c_u, c_v)][pair(i_u, i_v)], rhs[u] = G[(c_u, t)][i_u] */
-#define POS(u) (flux_last ? ((u) == 0 ? n - 1 : (u) - 1) : (u))
+#define POS(u) (flux_last ? ((u) == 0 ? n - 1 : (u)-1) : (u))
         for (int u = 0; u < n; u++) {
             int cu, iu;
             unknown_col(L, u, &cu, &iu);
@@ -144,9 +145,8 @@ static int cmp_double(const void *a, const void *b) {
  * (p: the pixel fit's, @p a): one unknown, the sky-subtracted flux of the target over that
  * of the reference, least squares over the stamps. Returns 0 with *k, or -1 without a
  * usable stamp. Q's column nb + 1 holds 1/w, so Q[nb+1][c] is the unweighted sum of c. */
-static int stamp_flux_ratio(const fit_layout *L, const tide_sub_geom *g,
-                            const int64_t *centre, const double *Q, const int *keep,
-                            const double *a, double *k) {
+static int stamp_flux_ratio(const fit_layout *L, const tide_sub_geom *g, const int64_t *centre,
+                            const double *Q, const int *keep, const double *a, double *k) {
     int nc = L->nc, t = nc - 1, vc = L->nb + 1, ones = L->nb;
     const double *bg = a + 1 + (L->nb - 1) * L->npk; /* the background coefficients */
     double sxy = 0.0, sxx = 0.0;
@@ -207,16 +207,19 @@ static void stamp_chi2(const fit_layout *L, const tide_sub_geom *g, const int64_
  * the flux term last (tide_sub_assemble), so the refit with the flux term fixed from the
  * stamp sums reuses the factor: its system is the leading (n-1) block. */
 int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g,
-                    const int64_t *centre, const double *Q, const double *Qb, const int64_t *npix,
-                    const tide_subtract_params *p, int *keep, double *a,
-                    tide_subtract_result *r) {
+                      const int64_t *centre, const double *Q, const double *Qb, const int64_t *npix,
+                      const tide_subtract_params *p, int *keep, double *a,
+                      tide_subtract_result *r) {
     int n = L->n;
     double *A = malloc((size_t)n * (size_t)n * sizeof *A);
     double *rhs = malloc((size_t)n * 2 * sizeof *rhs);
     unsigned char *ridge_on = malloc((size_t)n);
     double *chi = malloc((size_t)g->ns * 2 * sizeof *chi);
     if (!A || !rhs || !chi || !ridge_on) {
-        free(A); free(rhs); free(chi); free(ridge_on);
+        free(A);
+        free(rhs);
+        free(chi);
+        free(ridge_on);
         return tide_error(TIDE_E_NOMEM, "subtract: normal equations (%d unknowns)", n);
     }
     double *x = rhs + n;
@@ -230,7 +233,7 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
             nkeep += keep[s] != 0;
         if (nkeep == 0) {
             st = tide_error(TIDE_E_EMPTY, "subtract: no usable stamp (all masked, at the edges "
-                            "or clipped)");
+                                          "or clipped)");
             break;
         }
         double t0 = tide_now();
@@ -256,8 +259,8 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
         r->flux_from_stamps = 0;
         int kst = stamp_flux_ratio(L, g, centre, Q, keep, a, &k0);
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "subtract",
-                 "fit %d: kernel sum %.5f from the pixels, %.5f from the stamp sums", iter,
-                 a[0], kst ? NAN : k0);
+                 "fit %d: kernel sum %.5f from the pixels, %.5f from the stamp sums", iter, a[0],
+                 kst ? NAN : k0);
         if (kst == 0 && fabs(k0 / a[0] - 1.0) < 0.03) {
             for (int u = 0; u < n - 1; u++)
                 rhs[u] -= A[(size_t)u * n + n - 1] * k0;
@@ -304,12 +307,15 @@ int tide_sub_fit_clip(tide_ctx *ctx, const fit_layout *L, const tide_sub_geom *g
                 dropped++;
             }
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "subtract",
-                 "fit %d: %d stamps, chi2/px median %.3g, %d clipped above %.3g", iter, nkeep,
-                 med, dropped, thr);
+                 "fit %d: %d stamps, chi2/px median %.3g, %d clipped above %.3g", iter, nkeep, med,
+                 dropped, thr);
         if (!dropped)
             break;
     }
-    free(A); free(rhs); free(chi); free(ridge_on);
+    free(A);
+    free(rhs);
+    free(chi);
+    free(ridge_on);
     return st;
 }
 
@@ -318,8 +324,8 @@ int tide_subtract_kernel_at(const tide_subtract_result *r, double x, double y, f
     if (!r || !r->kernel_terms || !k)
         return tide_error(TIDE_E_INVAL, "subtract: kernel_at on an empty result");
     double t[TIDE_SUB_MAXPOLY];
-    tide_sub_monomials(tide_sub_norm(x, r->width), tide_sub_norm(y, r->height),
-                       r->spatial_degree, t);
+    tide_sub_monomials(tide_sub_norm(x, r->width), tide_sub_norm(y, r->height), r->spatial_degree,
+                       t);
     size_t kn = (size_t)r->kernel_w * (size_t)r->kernel_w;
     for (size_t i = 0; i < kn; i++) {
         double s = 0.0;
@@ -332,7 +338,7 @@ int tide_subtract_kernel_at(const tide_subtract_result *r, double x, double y, f
 
 /* K_p = sum_b c_bp K_b (K_0 enters the constant term only). */
 int tide_sub_kernel_terms(const fit_layout *L, const tide_sub_basis *B, const double *a,
-                        tide_subtract_result *r) {
+                          tide_subtract_result *r) {
     size_t kn = (size_t)B->kw * (size_t)B->kw;
     double *acc = calloc((size_t)L->npk * kn, sizeof *acc);
     r->kernel_terms = malloc((size_t)L->npk * kn * sizeof *r->kernel_terms);
@@ -358,4 +364,3 @@ int tide_sub_kernel_terms(const fit_layout *L, const tide_sub_basis *B, const do
     free(acc);
     return TIDE_OK;
 }
-

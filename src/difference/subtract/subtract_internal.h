@@ -42,8 +42,7 @@ typedef struct tide_sub_chol {
 } tide_sub_chol;
 
 /** The factorisation half of tide_sub_solve (same scaling, condition check and ridge). */
-int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on,
-                         tide_sub_chol *f);
+int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on, tide_sub_chol *f);
 /** Solve the system of the leading m x m block of the factorised matrix (m <= f->n; m = n is
  *  the whole system): the leading block of a Cholesky factor is the factor of the leading
  *  block, so fixing the last unknowns needs no new factorisation. */
@@ -82,8 +81,7 @@ int tide_sub_assemble(struct tide_ctx *ctx, const fit_layout *L, const struct ti
  *  per-stamp normal matrices on the host; @p Qb: the same where the context computes (the
  *  assembly's, tide_sub_assemble; Q itself on a CPU context). */
 int tide_sub_fit_clip(struct tide_ctx *ctx, const fit_layout *L, const struct tide_sub_geom *g,
-                      const int64_t *centre, const double *Q, const double *Qb,
-                      const int64_t *npix,
+                      const int64_t *centre, const double *Q, const double *Qb, const int64_t *npix,
                       const struct tide_subtract_params *p, int *keep, double *a,
                       struct tide_subtract_result *r);
 /** r->kernel_terms (npk kernels K_p = sum_b a_bp K_b) and r->bg_coef from the solution. */
@@ -92,6 +90,6 @@ int tide_sub_kernel_terms(const fit_layout *L, const tide_sub_basis *B, const do
 /** The decorrelation afterburner (subtract_decorr.c): convolve r->diff.pix in place with the
  *  kernel whose spectrum is sqrt((vt + k0^2 vr) / (vt + |K(k)|^2 vr)), K = r->kernel_center,
  *  k0 its sum (Reiss & Lupton 2016, eq. 1). Pixels with @p bits or EDGE count as 0. */
-int tide_sub_decorrelate(struct tide_ctx *ctx, struct tide_subtract_result *r, float vr,
-                         float vt, uint16_t bits);
+int tide_sub_decorrelate(struct tide_ctx *ctx, struct tide_subtract_result *r, float vr, float vt,
+                         uint16_t bits);
 #endif

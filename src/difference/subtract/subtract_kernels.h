@@ -4,8 +4,8 @@
  *
  * Design matrix layout: D[s][c][i], stamp s, column c (nb basis images, then a column of ones
  * for the background, the pixel's total variance 1/W (so that Q[var][c] = sum over the stamp's
- * weighted pixels of column c, unweighted), then the target), pixel i of the (2hs+1)^2 stamp, row-major in the
- * stamp; W[s][i] the pixel's weight (1 / variance, 0 when excluded). */
+ * weighted pixels of column c, unweighted), then the target), pixel i of the (2hs+1)^2 stamp,
+ * row-major in the stamp; W[s][i] the pixel's weight (1 / variance, 0 when excluded). */
 #ifndef TIDE_SUBTRACT_KERNELS_H
 #define TIDE_SUBTRACT_KERNELS_H
 #include <stdint.h>
@@ -35,22 +35,23 @@ typedef struct tide_sub_model {
     int npoly, sdeg;
     double bg[TIDE_SUB_MAXPOLY];
     int bgdeg;
-    const float *var_ref;  /**< the reference's variance plane (stride var_ref_stride), or NULL:
-                                use var_ref_const */
+    const float *var_ref; /**< the reference's variance plane (stride var_ref_stride), or NULL:
+                               use var_ref_const */
     int64_t var_ref_stride;
     float var_ref_const;
-    float k2;              /**< sum of the squared kernel at the centre: the convolved
-                                reference's variance is var_R(x) k2 (exact where var_R is flat
-                                over the kernel, a slight overestimate next to star cores,
-                                and one full-frame correlation cheaper than var_R * K^2) */
-    float var_tgt_const;   /**< used when the target has no variance plane */
-    float sign;            /**< +1: diff = target - model; -1: diff = model - target */
-    float var_scale;       /**< factor on the difference variance (decorrelation) [1] */
+    float k2;            /**< sum of the squared kernel at the centre: the convolved
+                              reference's variance is var_R(x) k2 (exact where var_R is flat
+                              over the kernel, a slight overestimate next to star cores,
+                              and one full-frame correlation cheaper than var_R * K^2) */
+    float var_tgt_const; /**< used when the target has no variance plane */
+    float sign;          /**< +1: diff = target - model; -1: diff = model - target */
+    float var_scale;     /**< factor on the difference variance (decorrelation) [1] */
 } tide_sub_model;
 
 /** Per cell of an ncx x ncy grid: the index y*W+x of the brightest pixel of @p ref that is a
- *  local peak (tide_sub_peak) with no @p g->bits in either mask, finite in both, at least @p margin from every edge; -1 when
- *  none; a pixel must also be >= @p vmin. Ties go to the smallest index. @p centre: backend memory, ncx*ncy. */
+ *  local peak (tide_sub_peak) with no @p g->bits in either mask, finite in both, at least @p margin
+ * from every edge; -1 when none; a pixel must also be >= @p vmin. Ties go to the smallest index. @p
+ * centre: backend memory, ncx*ncy. */
 int tide_sub_select_cpu(tide_ctx *ctx, const tide_image *ref, const tide_image *tgt,
                         const tide_sub_geom *g, int ncx, int ncy, int margin, float vmin,
                         int64_t *centre);
@@ -83,7 +84,8 @@ int tide_sub_normal_cpu(tide_ctx *ctx, const tide_sub_geom *g, const float *D, c
 int tide_sub_pairs_cpu(tide_ctx *ctx, const double *Q, int nc, const int *kept, int m,
                        const int *off, int R, const double *PP, int nppad, double *G);
 /** matched = sum_p P_p(x,y) conv_p + bg(x,y); diff = sign (target - matched) (pix and var;
- *  the mask is tide_sub_mask's). diff.var = (var_t + k2 var_r) var_scale. Images of the frame's size. */
+ *  the mask is tide_sub_mask's). diff.var = (var_t + k2 var_r) var_scale. Images of the frame's
+ * size. */
 int tide_sub_combine_cpu(tide_ctx *ctx, const tide_sub_model *m, const tide_image *tgt,
                          tide_image *diff, tide_image *matched);
 /** out = (tgt.mask) | (ref.mask & bits grown by a (2kh+1)^2 box) | EDGE within kh of the

@@ -8,7 +8,9 @@
 #include "subtract_kernels.h"
 
 /** Number of monomials of total degree <= d in two variables: (d+1)(d+2)/2. */
-TIDE_HD static inline int tide_sub_npoly(int d) { return (d + 1) * (d + 2) / 2; }
+TIDE_HD static inline int tide_sub_npoly(int d) {
+    return (d + 1) * (d + 2) / 2;
+}
 
 /** Normalised coordinate of pixel x on an axis of n pixels: -1 at the first centre, +1 at
  *  the last (so polynomial coefficients are O(1) whatever the frame size). */
@@ -31,8 +33,7 @@ TIDE_HD static inline void tide_sub_monomials(double u, double v, int deg, doubl
 }
 
 /** Evaluate sum_p coef[p] * monomial_p(u, v) for degree deg. */
-TIDE_HD static inline double tide_sub_poly_eval(const double *coef, double u, double v,
-                                                int deg) {
+TIDE_HD static inline double tide_sub_poly_eval(const double *coef, double u, double v, int deg) {
     double t[45];
     tide_sub_monomials(u, v, deg, t);
     double s = 0.0;
@@ -85,8 +86,7 @@ TIDE_HD static inline double tide_sub_model_at(const tide_sub_model *m, int64_t 
  *  a cell next to a star's cell does not take a stamp on that star's wing (the brightest
  *  pixel of such a cell is on its border), which would leave a cell with two stars only
  *  one stamp and a fit on few stars no stamp to spare. */
-TIDE_HD static inline int tide_sub_peak(const float *pix, int64_t stride, int64_t x,
-                                        int64_t y) {
+TIDE_HD static inline int tide_sub_peak(const float *pix, int64_t stride, int64_t x, int64_t y) {
     const float v = pix[y * stride + x];
     for (int dy = -1; dy <= 1; dy++)
         for (int dx = -1; dx <= 1; dx++)

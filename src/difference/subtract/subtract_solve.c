@@ -131,8 +131,7 @@ static double condition(int n, const double *s, const double *l, double *v, doub
     return est > 0.0 && isfinite(est) ? snorm * est : INFINITY;
 }
 
-int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on,
-                         tide_sub_chol *f) {
+int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on, tide_sub_chol *f) {
     memset(f, 0, sizeof *f);
     size_t nn = (size_t)n * (size_t)n;
     double *s = malloc(nn * sizeof *s), *l = malloc(nn * sizeof *l);
@@ -179,8 +178,10 @@ int tide_sub_chol_factor(int n, const double *A, const unsigned char *ridge_on,
     if (st != TIDE_OK) {
         free(l);
         free(d);
-        return tide_error(TIDE_E_RANGE, "subtract: normal equations of %d unknowns could not "
-                          "be solved even with a ridge of %g", n, ridge);
+        return tide_error(TIDE_E_RANGE,
+                          "subtract: normal equations of %d unknowns could not "
+                          "be solved even with a ridge of %g",
+                          n, ridge);
     }
     f->n = n;
     f->l = l;

@@ -84,8 +84,8 @@ static int grow(tide_key_set *s) {
     return 0;
 }
 
-int tide_key_set_put(tide_key_set *s, const char *key, const char *value, size_t len,
-                     int64_t card, int64_t *first_card) {
+int tide_key_set_put(tide_key_set *s, const char *key, const char *value, size_t len, int64_t card,
+                     int64_t *first_card) {
     if (len >= CARD)
         len = CARD - 1;
     if (2 * (s->n + 1) > s->cap && grow(s))

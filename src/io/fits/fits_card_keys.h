@@ -32,8 +32,8 @@ typedef struct tide_key_set {
  * card after "= " up to its comment, blanks trimmed by the caller). Returns 0 when new or the
  * same as before, 1 when the keyword was already given another value (*first_card then holds
  * that card's 0-based index), -1 when out of memory. */
-int tide_key_set_put(tide_key_set *s, const char *key, const char *value, size_t len,
-                     int64_t card, int64_t *first_card);
+int tide_key_set_put(tide_key_set *s, const char *key, const char *value, size_t len, int64_t card,
+                     int64_t *first_card);
 
 /** Release the set's memory; it may be used again, empty. */
 void tide_key_set_free(tide_key_set *s);

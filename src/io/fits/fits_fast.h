@@ -1,7 +1,8 @@
 /* fits_fast.h — direct (cfitsio-bypassing) data transfer for the common plain cases: reading an
  * uncompressed image's data unit with parallel pread(2), writing a binary table's data unit
- * in one call and an image's data unit converted by several threads. Each reproduces, bit for bit, what the cfitsio path it replaces produces, and
- * declines (returns 1) for anything else so the caller takes that path. Not public. */
+ * in one call and an image's data unit converted by several threads. Each reproduces, bit for bit,
+ * what the cfitsio path it replaces produces, and declines (returns 1) for anything else so the
+ * caller takes that path. Not public. */
 #ifndef TIDE_FITS_FAST_H
 #define TIDE_FITS_FAST_H
 #include <string.h>
@@ -78,7 +79,6 @@ static inline void tide_fits_put_be2(unsigned char *restrict dst, const unsigned
 /** Write @p n contiguous values (float32, or uint16 when @p u16, stored with BZERO 32768) as
  *  the current image HDU's whole data unit, converted by several threads (fits_fast_planes.c);
  *  the same bytes as fits_write_pixll. 0 or a tide status naming @p path. */
-int tide_fits_fast_write_plane(fitsfile *f, const char *path, const void *data, int64_t n,
-                               int u16);
+int tide_fits_fast_write_plane(fitsfile *f, const char *path, const void *data, int64_t n, int u16);
 
 #endif

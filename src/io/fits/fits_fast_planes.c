@@ -19,8 +19,7 @@
 
 enum { BLOCK_VALUES = 1 << 21 }; /* values converted per pass: 8 MiB of float32 */
 
-static void to_be16_bzero(unsigned char *restrict dst, const uint16_t *restrict src,
-                          int64_t n) {
+static void to_be16_bzero(unsigned char *restrict dst, const uint16_t *restrict src, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         const uint16_t v = __builtin_bswap16((uint16_t)(src[i] ^ 0x8000u));
         memcpy(dst + 2 * i, &v, 2);

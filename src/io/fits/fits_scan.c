@@ -152,16 +152,16 @@ static int indexed(const char *key, const char *stem) {
 /* The type the standard gives a keyword that cfitsio reads while opening an HDU or decoding
  * its data (K_OTHER: none that matters here). */
 static ktype key_type(const char *k) {
-    static const char *ints[] = {"BITPIX", "NAXIS",  "PCOUNT",  "GCOUNT",  "TFIELDS", "THEAP",
-                                 "EXTVER", "EXTLEVEL", "BLANK", "ZBITPIX", "ZNAXIS",  "ZPCOUNT",
+    static const char *ints[] = {"BITPIX", "NAXIS", "PCOUNT", "GCOUNT", "TFIELDS", "THEAP",
+                                 "EXTVER", "EXTLEVEL", "BLANK", "ZBITPIX", "ZNAXIS", "ZPCOUNT",
                                  "ZGCOUNT", "ZBLANK", "ZDITHER0", "ZTHEAP",
                                  /* tide's own: the HDUs of its MASK and VAR planes */
                                  "TIDEMASK", "TIDEVAR"};
-    static const char *strs[] = {"XTENSION", "EXTNAME", "ZCMPTYPE", "ZQUANTIZ", "ZTENSION",
-                                 "ZMASKCMP"};
+    static const char *strs[] = {"XTENSION", "EXTNAME",  "ZCMPTYPE",
+                                 "ZQUANTIZ", "ZTENSION", "ZMASKCMP"};
     static const char *reals[] = {"BSCALE", "BZERO", "ZSCALE", "ZZERO"};
-    static const char *logs[] = {"SIMPLE", "EXTEND", "GROUPS", "ZIMAGE", "ZSIMPLE", "ZEXTEND",
-                                 "INHERIT"};
+    static const char *logs[] = {"SIMPLE",  "EXTEND",  "GROUPS", "ZIMAGE",
+                                 "ZSIMPLE", "ZEXTEND", "INHERIT"};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (!strcmp(k, ints[i]))
             return K_INT;
@@ -174,12 +174,10 @@ static ktype key_type(const char *k) {
     for (size_t i = 0; i < sizeof logs / sizeof *logs; i++)
         if (!strcmp(k, logs[i]))
             return K_LOG;
-    if (indexed(k, "NAXIS") || indexed(k, "ZNAXIS") || indexed(k, "ZTILE") ||
-        indexed(k, "TBCOL"))
+    if (indexed(k, "NAXIS") || indexed(k, "ZNAXIS") || indexed(k, "ZTILE") || indexed(k, "TBCOL"))
         return K_INT;
-    if (indexed(k, "TTYPE") || indexed(k, "TFORM") || indexed(k, "TUNIT") ||
-        indexed(k, "TDISP") || indexed(k, "TDIM") || indexed(k, "ZNAME") ||
-        indexed(k, "ZFORM") || indexed(k, "ZCTYP"))
+    if (indexed(k, "TTYPE") || indexed(k, "TFORM") || indexed(k, "TUNIT") || indexed(k, "TDISP") ||
+        indexed(k, "TDIM") || indexed(k, "ZNAME") || indexed(k, "ZFORM") || indexed(k, "ZCTYP"))
         return K_STR;
     /* ZVALn: cfitsio reads every tile-compression parameter (BLOCKSIZE, BYTEPIX, SCALE,
      * SMOOTH, NOISEBIT) as a number */
@@ -368,9 +366,9 @@ static int data_bytes(const scan_file *sf, int hdu, const hdu_keys *hk, int64_t 
     for (int i = 0; i < 6; i++)
         ok |= hk->have_bitpix && hk->bitpix == valid[i];
     if (!ok)
-        return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: BITPIX %s%lld is not 8, 16, 32, 64, -32 or -64",
-                          sf->path, hdu, hk->have_bitpix ? "= " : "missing", 
-                          hk->have_bitpix ? (long long)hk->bitpix : 0LL);
+        return tide_error(
+            TIDE_E_FORMAT, "%s[HDU %d]: BITPIX %s%lld is not 8, 16, 32, 64, -32 or -64", sf->path,
+            hdu, hk->have_bitpix ? "= " : "missing", hk->have_bitpix ? (long long)hk->bitpix : 0LL);
     if (!hk->have_naxis || hk->naxis < 0 || hk->naxis > 999)
         return tide_error(TIDE_E_FORMAT, "%s[HDU %d]: NAXIS %s (it must be 0 to 999)", sf->path,
                           hdu, hk->have_naxis ? "out of range" : "missing");
@@ -430,9 +428,9 @@ static int scan_hdu(const scan_file *sf, int hdu, int64_t off, int64_t *next) {
             if (cardno == 0) {
                 const char *want = hdu == 0 ? "SIMPLE  = " : "XTENSION= ";
                 if (memcmp(card, want, 10)) {
-                    st = tide_error(TIDE_E_FORMAT,
-                                    "%s[HDU %d]: the header does not start with %.8s", sf->path,
-                                    hdu, want);
+                    st =
+                        tide_error(TIDE_E_FORMAT, "%s[HDU %d]: the header does not start with %.8s",
+                                   sf->path, hdu, want);
                     break;
                 }
             }

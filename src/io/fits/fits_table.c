@@ -144,8 +144,8 @@ int tide_fits_write_table_by(const char *path, const tide_table *t, const tide_h
     return tide_fits_out_commit(&o);
 }
 
-int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
-                             const tide_header *hdr, const char *extname) {
+int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t, const tide_header *hdr,
+                             const char *extname) {
     if (!t)
         return tide_error(TIDE_E_INVAL, "%s: no table to write", of->path);
     tide_fits_out o;

@@ -27,11 +27,11 @@ enum { CODEC_RICE, CODEC_GZIP1, CODEC_GZIP2, CODEC_HCOMP, CODEC_PLIO };
 
 /* A stream column: where its descriptor lies in a row and what its elements are. */
 typedef struct {
-    int col;         /* 1-based column number, 0 when the table has none */
-    int64_t off;     /* byte offset of the descriptor in a row */
-    int q;           /* 1: Q descriptor (two int64), 0: P (two int32) */
-    char type;       /* element type letter */
-    int elem;        /* bytes per element */
+    int col;     /* 1-based column number, 0 when the table has none */
+    int64_t off; /* byte offset of the descriptor in a row */
+    int q;       /* 1: Q descriptor (two int64), 0: P (two int32) */
+    char type;   /* element type letter */
+    int elem;    /* bytes per element */
 } tile_col;
 
 typedef struct {
@@ -46,7 +46,7 @@ typedef struct {
     int64_t naxis1, naxis2, pcount, theap, table_bytes, data_end; /* data_end: from data start */
     int64_t data_start;
     tile_col cmp, gz, unc;
-    int64_t row_lo; /* offset in a row of the first byte held of each row */
+    int64_t row_lo;       /* offset in a row of the first byte held of each row */
     size_t scratch_bytes; /* one decoded RICE tile */
 } tile_check;
 
@@ -118,10 +118,15 @@ static int64_t tform_width(const char *tf, char *type, int64_t *repeat, char *et
     *etype = 0;
     int64_t w;
     switch (c) {
-    case 'L': case 'B': case 'A': w = 1; break;
+    case 'L':
+    case 'B':
+    case 'A': w = 1; break;
     case 'I': w = 2; break;
-    case 'J': case 'E': w = 4; break;
-    case 'K': case 'D': case 'C': w = 8; break;
+    case 'J':
+    case 'E': w = 4; break;
+    case 'K':
+    case 'D':
+    case 'C': w = 8; break;
     case 'M': w = 16; break;
     case 'X': return (r + 7) / 8;
     case 'P': w = 8; break;
@@ -141,10 +146,16 @@ static int64_t tform_width(const char *tf, char *type, int64_t *repeat, char *et
 
 static int elem_size(char t) {
     switch (t) {
-    case 'L': case 'B': case 'A': case 'X': return 1;
+    case 'L':
+    case 'B':
+    case 'A':
+    case 'X': return 1;
     case 'I': return 2;
-    case 'J': case 'E': return 4;
-    case 'K': case 'D': case 'C': return 8;
+    case 'J':
+    case 'E': return 4;
+    case 'K':
+    case 'D':
+    case 'C': return 8;
     case 'M': return 16;
     default: return 0;
     }
@@ -154,8 +165,7 @@ static int elem_size(char t) {
 static int read_image_keys(tile_check *t, const tide_header *h) {
     char s[80];
     int zimage = 0;
-    if (tide_header_find(h, "ZIMAGE") < 0 || tide_header_get_bool(h, "ZIMAGE", &zimage) ||
-        !zimage)
+    if (tide_header_find(h, "ZIMAGE") < 0 || tide_header_get_bool(h, "ZIMAGE", &zimage) || !zimage)
         return FAIL(t, "not a tile-compressed image (ZIMAGE is not T)");
     if (key_str(h, "ZCMPTYPE", s, sizeof s) != 0)
         return FAIL(t, "the compressed image lacks ZCMPTYPE (or it is not a string)");
@@ -218,8 +228,8 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
     }
     int64_t pixbytes = t->zbitpix < 0 ? -t->zbitpix / 8 : t->zbitpix / 8, bytes, tbytes;
     if (tide_mul_i64(pix, pixbytes, &bytes) || (uint64_t)bytes > SIZE_MAX)
-        return FAIL(t, "the image's %lld pixels of %lld bytes overflow 64 bits",
-                    (long long)pix, (long long)pixbytes);
+        return FAIL(t, "the image's %lld pixels of %lld bytes overflow 64 bits", (long long)pix,
+                    (long long)pixbytes);
     /* cfitsio sizes its tile buffers from the unclamped product (maxtilelen), up to 8 bytes a
      * pixel (HCOMPRESS of 32-bit data, doubles): bound that. */
     if (tide_mul_i64(nominal, pixbytes, &tbytes) || tbytes > TIDE_FITS_TILE_MAX_BYTES)
@@ -297,11 +307,11 @@ static int read_table(tile_check *t, const tide_header *h, int64_t file_size) {
         return st;
     if (v != 2)
         return FAIL(t, "the table's NAXIS is %lld, not 2", (long long)v);
-    if ((st = key_int(t, h, "NAXIS1", 1, &t->naxis1)) || (st = key_int(t, h, "NAXIS2", 1, &t->naxis2)))
+    if ((st = key_int(t, h, "NAXIS1", 1, &t->naxis1)) ||
+        (st = key_int(t, h, "NAXIS2", 1, &t->naxis2)))
         return st;
     if (t->naxis1 < 0 || t->naxis2 < 0)
-        return FAIL(t, "NAXIS1 = %lld, NAXIS2 = %lld", (long long)t->naxis1,
-                    (long long)t->naxis2);
+        return FAIL(t, "NAXIS1 = %lld, NAXIS2 = %lld", (long long)t->naxis1, (long long)t->naxis2);
     if (t->naxis2 != t->ntiles)
         return FAIL(t, "the table has %lld rows (NAXIS2) but the image %lld tiles",
                     (long long)t->naxis2, (long long)t->ntiles);
@@ -321,8 +331,9 @@ static int read_table(tile_check *t, const tide_header *h, int64_t file_size) {
         return FAIL(t, "NAXIS1 x NAXIS2 + PCOUNT overflows 64 bits");
     int64_t end;
     if (t->data_start < 0 || tide_add_i64(t->data_start, t->data_end, &end) || end > file_size)
-        return FAIL(t, "truncated: the table and heap need %lld bytes from byte %lld but the "
-                       "file ends at byte %lld",
+        return FAIL(t,
+                    "truncated: the table and heap need %lld bytes from byte %lld but the "
+                    "file ends at byte %lld",
                     (long long)t->data_end, (long long)t->data_start, (long long)file_size);
     t->theap = t->table_bytes;
     if ((st = key_int(t, h, "THEAP", 0, &t->theap)) < 0)
@@ -394,8 +405,8 @@ static int read_at(const tile_check *t, void *buf, size_t n, int64_t off) {
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return tide_error(TIDE_E_IO, "%s[HDU %d]: read error at byte %lld: %s", t->path,
-                              t->hdu, (long long)(off + (int64_t)got), strerror(errno));
+            return tide_error(TIDE_E_IO, "%s[HDU %d]: read error at byte %lld: %s", t->path, t->hdu,
+                              (long long)(off + (int64_t)got), strerror(errno));
         if (r == 0)
             return FAIL(t, "truncated: the file ends at byte %lld",
                         (long long)(off + (int64_t)got));
@@ -421,10 +432,10 @@ static int descriptor(const tile_check *t, const tile_col *c, const uint8_t *row
     *off = get_be(d + w, w);
     int64_t bytes, end;
     if (*nelem < 0 || *off < 0 || tide_mul_i64(*nelem, c->elem, &bytes) ||
-        tide_add_i64(t->theap, *off, &end) || tide_add_i64(end, bytes, &end) ||
-        end > t->data_end)
-        return FAIL(t, "tile %lld: column %d's descriptor (%lld elements at heap byte %lld) "
-                       "points outside the heap of %lld bytes",
+        tide_add_i64(t->theap, *off, &end) || tide_add_i64(end, bytes, &end) || end > t->data_end)
+        return FAIL(t,
+                    "tile %lld: column %d's descriptor (%lld elements at heap byte %lld) "
+                    "points outside the heap of %lld bytes",
                     (long long)tile + 1, c->col, (long long)*nelem, (long long)*off,
                     (long long)(t->data_end - t->theap));
     return 0;
@@ -440,8 +451,8 @@ static int load_stream(const tile_check *t, tile_worker *w, const tile_col *c, i
     if (n > w->stream_cap) {
         void *p = realloc(w->stream, n);
         if (!p)
-            return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte stream",
-                              t->path, t->hdu, n);
+            return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte stream", t->path,
+                              t->hdu, n);
         w->stream = p;
         w->stream_cap = n;
     }
@@ -453,7 +464,10 @@ static int load_stream(const tile_check *t, tile_worker *w, const tile_col *c, i
  * quantized to int32, or the values themselves). */
 static int gzip_sizes(const tile_check *t, int sizes[2]) {
     switch (t->zbitpix) {
-    case -64: sizes[0] = 4; sizes[1] = 8; return 2;
+    case -64:
+        sizes[0] = 4;
+        sizes[1] = 8;
+        return 2;
     case -32: sizes[0] = 4; return 1;
     case 8:
     case 16: /* cfitsio before 3.0 gzipped 8- and 16-bit tiles as 4-byte integers, and still
@@ -504,15 +518,17 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
             if ((st = descriptor(t, &t->gz, row, k, &nelem, &off)))
                 return st;
             if (nelem == 0)
-                return FAIL(t, "tile %lld has no data (empty COMPRESSED_DATA and "
-                               "GZIP_COMPRESSED_DATA)",
+                return FAIL(t,
+                            "tile %lld has no data (empty COMPRESSED_DATA and "
+                            "GZIP_COMPRESSED_DATA)",
                             (long long)k + 1);
             if ((st = load_stream(t, w, &t->gz, k, nelem, off, &nb)))
                 return st;
             int size = -t->zbitpix / 8;
             st = tide_tile_check_gzip(w->stream, nb, npix, &size, 1);
-            return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: GZIP_COMPRESSED_DATA: ",
-                                          t->path, t->hdu, (long long)k + 1)
+            return st ? tide_error_prefix(st,
+                                          "%s[HDU %d]: tile %lld: GZIP_COMPRESSED_DATA: ", t->path,
+                                          t->hdu, (long long)k + 1)
                       : 0;
         }
         return FAIL(t, "tile %lld has no data (empty COMPRESSED_DATA, no uncompressed column)",
@@ -535,8 +551,7 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
         break;
     default: st = tide_tile_check_plio(w->stream, (size_t)nelem); break;
     }
-    return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: ", t->path, t->hdu,
-                                  (long long)k + 1)
+    return st ? tide_error_prefix(st, "%s[HDU %d]: tile %lld: ", t->path, t->hdu, (long long)k + 1)
               : 0;
 }
 
@@ -584,8 +599,7 @@ static int check_rows(tile_check *t, tile_worker *w, int nw) {
                 me->st = s;
                 snprintf(me->msg, sizeof me->msg, "%s", tide_error_detail());
                 int64_t cur = __atomic_load_n(&bad, __ATOMIC_RELAXED);
-                while (k < cur && !__atomic_compare_exchange_n(&bad, &cur, k, 0,
-                                                               __ATOMIC_RELAXED,
+                while (k < cur && !__atomic_compare_exchange_n(&bad, &cur, k, 0, __ATOMIC_RELAXED,
                                                                __ATOMIC_RELAXED))
                     ;
             }
@@ -635,8 +649,8 @@ int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_
     for (int i = 0; !st && i < nw; i++) {
         w[i].bad = INT64_MAX;
         if (t->scratch_bytes && !(w[i].scratch = malloc(t->scratch_bytes)))
-            st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte tile", t->path,
-                            hdu, t->scratch_bytes);
+            st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte tile", t->path, hdu,
+                            t->scratch_bytes);
     }
     if (!st)
         st = check_rows(t, w, nw);

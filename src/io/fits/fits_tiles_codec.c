@@ -79,7 +79,9 @@ int tide_tile_check_gzip(const uint8_t *in, size_t nin, int64_t npix, const int 
                       (unsigned long long)total, (long long)npix, sizes[nsizes - 1]);
 }
 
-static int be16(const uint8_t *b) { return (int16_t)(((unsigned)b[0] << 8) | b[1]); }
+static int be16(const uint8_t *b) {
+    return (int16_t)(((unsigned)b[0] << 8) | b[1]);
+}
 
 int tide_tile_check_plio(const uint8_t *in, size_t nshort) {
     if (nshort < 3)

@@ -63,7 +63,9 @@ int tide_fits_status(int cfst, const char *path, int hdu, const char *what) {
  * named in the input name. A service that takes names from other people must not. */
 static atomic_int extended_names;
 
-void tide_fits_set_extended_names(int allow) { atomic_store(&extended_names, allow ? 1 : 0); }
+void tide_fits_set_extended_names(int allow) {
+    atomic_store(&extended_names, allow ? 1 : 0);
+}
 
 /* Does @p s hold only the characters of an image section ([1:512,*,-*,1:100:2])? */
 static int section_text(const char *s, size_t n) {
@@ -91,8 +93,8 @@ static int check_name(const char *spec, const char *urltype, const char *infile,
     if (!strncmp(p, "file://", 7))
         p += 7;
     size_t len = strlen(infile);
-    int ok = !strcmp(urltype, "file://") && !outfile[0] && !binspec[0] && !colspec[0] &&
-             len > 0 && !strncmp(p, infile, len);
+    int ok = !strcmp(urltype, "file://") && !outfile[0] && !binspec[0] && !colspec[0] && len > 0 &&
+             !strncmp(p, infile, len);
     const char *t = p + len;
     if (ok && *t == '+') { /* FILE+N */
         t++;
@@ -210,8 +212,8 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
             return tide_error(TIDE_E_IO, "%s: is a directory, not a FITS file", root);
         if (size == 0)
             return tide_error(TIDE_E_FORMAT, "%s: empty file (0 bytes), not a FITS file", root);
-        return tide_error(TIDE_E_FORMAT,
-                          "%s: not a FITS file (it does not start with SIMPLE  =)", root);
+        return tide_error(TIDE_E_FORMAT, "%s: not a FITS file (it does not start with SIMPLE  =)",
+                          root);
     }
     if (kind == 1 && size < 2880 && !atomic_load(&extended_names))
         return tide_error(TIDE_E_FORMAT,

@@ -172,8 +172,8 @@ static int hc_quadrant(hc_bits *r, size_t nin, unsigned char *nz, int64_t n, int
             }
         } else if (b != 0xf) {
             return tide_error(TIDE_E_FORMAT,
-                              "HCOMPRESS bit plane %d has format code %u (0 or 15 expected)",
-                              bit, b);
+                              "HCOMPRESS bit plane %d has format code %u (0 or 15 expected)", bit,
+                              b);
         } else { /* quadtree coded: log2n expansions from one code */
             unsigned v;
             if (hc_huffman(r, &v))
@@ -211,16 +211,15 @@ static int64_t be32s(const uint8_t *b) {
                      (uint32_t)b[3]);
 }
 
-int tide_tile_check_hcompress(const uint8_t *in, size_t nin, int64_t n1, int64_t n2,
-                              int wide) {
+int tide_tile_check_hcompress(const uint8_t *in, size_t nin, int64_t n1, int64_t n2, int wide) {
     /* magic (2), nx, ny, scale (4 each), the sum of all pixels (8), bit planes (3) */
     if (nin < 25)
-        return tide_error(TIDE_E_FORMAT,
-                          "HCOMPRESS stream of %zu bytes is shorter than its header", nin);
+        return tide_error(TIDE_E_FORMAT, "HCOMPRESS stream of %zu bytes is shorter than its header",
+                          nin);
     if (in[0] != 0xDD || in[1] != 0x99)
         return tide_error(TIDE_E_FORMAT,
-                          "HCOMPRESS stream does not start with 0xDD 0x99 (0x%02X 0x%02X)",
-                          in[0], in[1]);
+                          "HCOMPRESS stream does not start with 0xDD 0x99 (0x%02X 0x%02X)", in[0],
+                          in[1]);
     int64_t nx = be32s(in + 2), ny = be32s(in + 6);
     if (nx != n2 || ny != n1)
         return tide_error(TIDE_E_FORMAT,

@@ -77,29 +77,29 @@ static inline int rb_unary(rice_bits *r, uint64_t *zeros) {
 }
 
 static int rice_end(size_t nin, int64_t pix, int64_t npix) {
-    return tide_error(TIDE_E_FORMAT, "RICE stream of %zu bytes ends before pixel %lld of %lld",
-                      nin, (long long)pix + 1, (long long)npix);
+    return tide_error(TIDE_E_FORMAT, "RICE stream of %zu bytes ends before pixel %lld of %lld", nin,
+                      (long long)pix + 1, (long long)npix);
 }
 
 /* The decoder for one pixel size; always inlined so that each size gets its own loop with
  * the store and the bit widths as constants. */
-static inline __attribute__((always_inline)) int
-rice_run(const uint8_t *in, size_t nin, const int bytepix, int blocksize, int64_t npix,
-         void *out, size_t *used) {
+static inline __attribute__((always_inline)) int rice_run(const uint8_t *in, size_t nin,
+                                                          const int bytepix, int blocksize,
+                                                          int64_t npix, void *out, size_t *used) {
     const int fsbits = bytepix == 1 ? 3 : bytepix == 2 ? 4 : 5;
     const int fsmax = bytepix == 1 ? 6 : bytepix == 2 ? 14 : 25;
     const int bbits = 8 * bytepix;
     uint8_t *o8 = out;
     uint16_t *o16 = out;
     uint32_t *o32 = out;
-#define RICE_STORE(idx, v)                                                                    \
-    do {                                                                                      \
-        if (bytepix == 1)                                                                     \
-            o8[idx] = (uint8_t)(v);                                                           \
-        else if (bytepix == 2)                                                                \
-            o16[idx] = (uint16_t)(v);                                                         \
-        else                                                                                  \
-            o32[idx] = (uint32_t)(v);                                                         \
+#define RICE_STORE(idx, v)                                                                         \
+    do {                                                                                           \
+        if (bytepix == 1)                                                                          \
+            o8[idx] = (uint8_t)(v);                                                                \
+        else if (bytepix == 2)                                                                     \
+            o16[idx] = (uint16_t)(v);                                                              \
+        else                                                                                       \
+            o32[idx] = (uint32_t)(v);                                                              \
     } while (0)
 
     if (nin < (size_t)bytepix)
@@ -165,8 +165,8 @@ rice_run(const uint8_t *in, size_t nin, const int bytepix, int blocksize, int64_
     return TIDE_OK;
 }
 
-int tide_rice_decode_used(const uint8_t *in, size_t nin, int bytepix, int blocksize,
-                          int64_t npix, void *out, size_t *used) {
+int tide_rice_decode_used(const uint8_t *in, size_t nin, int bytepix, int blocksize, int64_t npix,
+                          void *out, size_t *used) {
     size_t u = 0;
     if (!used)
         used = &u;

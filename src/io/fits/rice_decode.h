@@ -30,7 +30,7 @@ int tide_rice_decode(const uint8_t *in, size_t nin, int bytepix, int blocksize, 
                      void *out);
 
 /** The same, also giving the number of input bytes the decode consumed (<= nin). */
-int tide_rice_decode_used(const uint8_t *in, size_t nin, int bytepix, int blocksize,
-                          int64_t npix, void *out, size_t *used);
+int tide_rice_decode_used(const uint8_t *in, size_t nin, int bytepix, int blocksize, int64_t npix,
+                          void *out, size_t *used);
 
 #endif

@@ -40,8 +40,7 @@ static int same(const struct stat *a, const struct stat *b) {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-int tide_outputs_check(const char *const *inputs, int nin, const char *const *outputs,
-                       int nout) {
+int tide_outputs_check(const char *const *inputs, int nin, const char *const *outputs, int nout) {
     for (int j = 0; j < nout; j++) {
         const char *o = outputs[j];
         if (!o || !*o || !strcmp(o, "-"))

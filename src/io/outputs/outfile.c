@@ -66,8 +66,7 @@ static int make_private(const char *path, const char *dir, char *priv, size_t n)
         if (e == ENOENT || e == ENOTDIR)
             return tide_error(TIDE_E_IO, "%s: cannot write: directory %s does not exist", path,
                               dir);
-        return tide_error(TIDE_E_IO, "%s: cannot create a file in %s: %s", path, dir,
-                          strerror(e));
+        return tide_error(TIDE_E_IO, "%s: cannot create a file in %s: %s", path, dir, strerror(e));
     }
     return 0;
 }
@@ -156,8 +155,8 @@ void tide_outfile_abort(tide_outfile *o) {
 int tide_outfile_commit(tide_outfile *o) {
     int st = tide_outfile_sync(o);
     if (!st && rename(o->tmp, o->path) != 0)
-        st = tide_error(TIDE_E_IO, "%s: cannot rename the finished file into place: %s",
-                        o->path, strerror(errno));
+        st = tide_error(TIDE_E_IO, "%s: cannot rename the finished file into place: %s", o->path,
+                        strerror(errno));
     tide_outfile_abort(o); /* the private directory (empty after the rename) goes */
     if (!st)
         tide_outfile_sync_dir(o->dir);

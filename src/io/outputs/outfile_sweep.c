@@ -47,7 +47,9 @@ static void remove_at(int parent, const char *name, int depth) {
     unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-void tide_outfile_remove_tree(const char *dir) { remove_at(AT_FDCWD, dir, 0); }
+void tide_outfile_remove_tree(const char *dir) {
+    remove_at(AT_FDCWD, dir, 0);
+}
 
 /* 1 when no process @p pid exists (ESRCH); a live one, or one we may not signal, is alive. */
 static int pid_dead(long pid) {
@@ -71,8 +73,7 @@ static long digits(const char *s, char end, const char **after) {
 /* PID of a private directory of this host: .tide-HOST-PID-XXXXXX..., or -1. */
 static long private_pid(const char *name, const char *tag) {
     const size_t np = strlen(TIDE_OUTFILE_PREFIX);
-    if (strncmp(name, TIDE_OUTFILE_PREFIX, np) || strncmp(name + np, tag, 8) ||
-        name[np + 8] != '-')
+    if (strncmp(name, TIDE_OUTFILE_PREFIX, np) || strncmp(name + np, tag, 8) || name[np + 8] != '-')
         return -1;
     const char *after;
     return digits(name + np + 9, '-', &after);

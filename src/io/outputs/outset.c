@@ -11,15 +11,16 @@
 #include "tide/outfile.h"
 #include "tide/status.h"
 
-void tide_outset_init(tide_outset *s) { memset(s, 0, sizeof *s); }
+void tide_outset_init(tide_outset *s) {
+    memset(s, 0, sizeof *s);
+}
 
 int tide_outset_add(tide_outset *s, const char *path, tide_outfile **out) {
     *out = NULL;
     if (!path || !*path)
         return 0;
     if (s->n >= TIDE_OUTSET_MAX)
-        return tide_error(TIDE_E_INVAL, "%s: more than %d outputs at once", path,
-                          TIDE_OUTSET_MAX);
+        return tide_error(TIDE_E_INVAL, "%s: more than %d outputs at once", path, TIDE_OUTSET_MAX);
     tide_outfile *o = calloc(1, sizeof *o);
     if (!o)
         return tide_error(TIDE_E_NOMEM, "%s: no memory", path);

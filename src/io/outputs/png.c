@@ -123,10 +123,9 @@ void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
     *lo = 0;
     *hi = 1;
     const int64_t maxn =
-        (s->limits == TIDE_LIMITS_MINMAX || s->limits == TIDE_LIMITS_SYMMETRIC_PCT) ? w * h
-                                                                                   : 1000;
-    float *buf = (w > 0 && h > 0) ? malloc((size_t)(maxn < w * h ? maxn : w * h) * sizeof *buf)
-                                  : NULL;
+        (s->limits == TIDE_LIMITS_MINMAX || s->limits == TIDE_LIMITS_SYMMETRIC_PCT) ? w * h : 1000;
+    float *buf =
+        (w > 0 && h > 0) ? malloc((size_t)(maxn < w * h ? maxn : w * h) * sizeof *buf) : NULL;
     if (!buf)
         return;
     const int64_t n = sample(pix, w, h, stride, maxn < w * h ? maxn : w * h, buf);
@@ -218,8 +217,8 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
     return st;
 }
 
-int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h,
-                         int64_t stride, const tide_png_stretch *s) {
+int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h, int64_t stride,
+                         const tide_png_stretch *s) {
     tide_png_stretch d;
     if (!s) {
         tide_png_stretch_default(&d);
@@ -236,8 +235,8 @@ int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t 
     if (!rows)
         return tide_error(TIDE_E_NOMEM, "%s: out of memory for a %lldx%lld picture", path,
                           (long long)W, (long long)H);
-    /* the stretch (an asinh per pixel) is most of the work on a large frame: rows in
-     * parallel */
+        /* the stretch (an asinh per pixel) is most of the work on a large frame: rows in
+         * parallel */
 #pragma omp parallel for schedule(static) if (H >= 256)
     for (int64_t Y = 0; Y < H; Y++) {
         const float *src = pix + (h - 1 - Y / sc) * stride; /* FITS row 1 at the bottom */
@@ -282,8 +281,7 @@ int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
             for (int Y = 0; Y < side; Y++)
                 for (int X = 0; X < side; X++)
                     rows[(y0 + Y) * W + x0 + X] =
-                        t ? grey(t[(int64_t)(stamp - 1 - Y / sc) * stamp + X / sc], s, lo, hi)
-                          : 0;
+                        t ? grey(t[(int64_t)(stamp - 1 - Y / sc) * stamp + X / sc], s, lo, hi) : 0;
         }
     }
     const int st = write_rows(path, rows, W, H);

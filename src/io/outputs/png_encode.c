@@ -70,16 +70,16 @@ static int deflate_piece(const unsigned char *in, size_t n, int last, unsigned c
     return ok ? 0 : -1;
 }
 
-int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, int64_t w,
-                         int64_t h, int threads) {
+int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, int64_t w, int64_t h,
+                         int threads) {
     const size_t line = (size_t)w + 1, total = line * (size_t)h;
     if (total > 0x7FFFFFFFu)
-        return tide_error(TIDE_E_INVAL, "%s: a %lldx%lld PNG is too large for this writer",
-                          path, (long long)w, (long long)h);
+        return tide_error(TIDE_E_INVAL, "%s: a %lldx%lld PNG is too large for this writer", path,
+                          (long long)w, (long long)h);
     unsigned char *filt = malloc(total);
     if (!filt)
         return tide_error(TIDE_E_NOMEM, "%s: out of memory for the PNG rows", path);
-    /* Sub filter: each byte minus its left neighbour (modulo 256), the first kept */
+        /* Sub filter: each byte minus its left neighbour (modulo 256), the first kept */
 #pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(static) if (h >= 256)
     for (int64_t y = 0; y < h; y++) {
         const unsigned char *src = rows + (size_t)y * (size_t)w;
@@ -98,8 +98,9 @@ int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, i
     size_t nout[MAX_PIECES] = {0};
     uLong adl[MAX_PIECES];
     int bad = 0;
-#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1) \
-    reduction(| : bad)
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1)               \
+    reduction(|                                                                                    \
+              : bad)
     for (int i = 0; i < np; i++) {
         const int64_t y0 = (int64_t)i * rows_per, y1 = y0 + rows_per < h ? y0 + rows_per : h;
         const unsigned char *in = filt + (size_t)y0 * line;
@@ -107,8 +108,8 @@ int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, i
         adl[i] = adler32(adler32(0L, Z_NULL, 0), in, (uInt)n);
         bad |= deflate_piece(in, n, i == np - 1, &out[i], &nout[i]) != 0;
     }
-    int st = bad ? tide_error(TIDE_E_NOMEM, "%s: zlib could not compress the picture", path)
-                 : TIDE_OK;
+    int st =
+        bad ? tide_error(TIDE_E_NOMEM, "%s: zlib could not compress the picture", path) : TIDE_OK;
     uLong adler = adler32(0L, Z_NULL, 0);
     for (int i = 0; i < np && !st; i++) {
         const int64_t y0 = (int64_t)i * rows_per, y1 = y0 + rows_per < h ? y0 + rows_per : h;

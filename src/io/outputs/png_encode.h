@@ -9,7 +9,7 @@
  *  file @p f, with the Sub filter and zlib's fastest level, the deflate stream cut into
  *  pieces of about a megabyte that up to @p threads threads compress at once. @p path names
  *  the file in errors. 0, or TIDE_E_IO / TIDE_E_NOMEM / TIDE_E_INVAL with the detail set. */
-int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, int64_t w,
-                         int64_t h, int threads);
+int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, int64_t w, int64_t h,
+                         int threads);
 
 #endif

@@ -189,8 +189,8 @@ int tide_bkg_grid_filter(const tide_bkg_plan *p, const tide_bkg_params *prm, con
  * back-substitution, which divides the whole right-hand side by 6). The lines advance in
  * lockstep, so their independent recurrences overlap (one line alone is a chain of dependent
  * divisions). u: n * m floats of scratch. */
-static void se_spline_lines(const float *v, int64_t n, int64_t st, int64_t m, int64_t ls,
-                            float *d, float *u) {
+static void se_spline_lines(const float *v, int64_t n, int64_t st, int64_t m, int64_t ls, float *d,
+                            float *u) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t l = 0; l < m; l++)
             d[i * st + l * ls] = 0.0f;

@@ -181,8 +181,9 @@ TIDE_HD static inline void tide_bkg_guess(const tide_bkg_hist *h, const uint32_t
     const double qz = (double)h->qzero, qs = (double)h->qscale;
     double md;
     if (sig > 0.0)
-        md = fabs((mea - med) / sig) < 0.3 ? qz + tide_dmul(tide_dmul(2.5, med) - tide_dmul(1.5, mea), qs)
-                                           : qz + tide_dmul(med, qs);
+        md = fabs((mea - med) / sig) < 0.3
+                 ? qz + tide_dmul(tide_dmul(2.5, med) - tide_dmul(1.5, mea), qs)
+                 : qz + tide_dmul(med, qs);
     else
         md = qz + tide_dmul(mea, qs);
     *mode = (float)md;

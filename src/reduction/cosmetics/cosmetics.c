@@ -45,7 +45,9 @@ void tide_cosmetics_params_default(tide_cosmetics_params *p) {
     p->skip_bits = TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_USER;
 }
 
-int64_t tide_cosmetics_params_size(void) { return (int64_t)sizeof(tide_cosmetics_params); }
+int64_t tide_cosmetics_params_size(void) {
+    return (int64_t)sizeof(tide_cosmetics_params);
+}
 
 /* Read the first of @p keys present into *out; 0 if none is present. */
 static int header_first(const tide_header *h, const char *const *keys, int n, double *out) {
@@ -76,8 +78,8 @@ int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const tide_heade
 }
 
 int tide_cosmetics_params_check(const tide_cosmetics_params *p) {
-#define BAD(cond, name)                                                                       \
-    if (cond)                                                                                 \
+#define BAD(cond, name)                                                                            \
+    if (cond)                                                                                      \
         return tide_error(TIDE_E_INVAL, "cosmetics: parameter %s out of range", name);
     BAD(!(p->gain >= 0) || !isfinite(p->gain), "gain (must be >= 0; 0 = unknown)");
     BAD(!(p->noise_rms >= 0) || !isfinite(p->noise_rms), "noise_rms (must be >= 0)");
@@ -149,19 +151,19 @@ static int work_alloc(tide_ctx *ctx, tide_cos_work *wk, int64_t npix, int cosmic
 }
 
 /* Time one pass: run @p call between a timer start and stop, adding the time to *ms. */
-#define TIMED(name, ms, call)                                                                 \
-    do {                                                                                      \
-        tide_timer t_;                                                                        \
-        double ms_ = 0;                                                                       \
-        if (!st)                                                                              \
-            st = tide_timer_start(ctx, &t_, name);                                            \
-        if (!st) {                                                                            \
-            st = (call);                                                                      \
-            int st2_ = tide_timer_stop(ctx, &t_, &ms_);                                       \
-            if (!st)                                                                          \
-                st = st2_;                                                                    \
-            (ms) += ms_;                                                                      \
-        }                                                                                     \
+#define TIMED(name, ms, call)                                                                      \
+    do {                                                                                           \
+        tide_timer t_;                                                                             \
+        double ms_ = 0;                                                                            \
+        if (!st)                                                                                   \
+            st = tide_timer_start(ctx, &t_, name);                                                 \
+        if (!st) {                                                                                 \
+            st = (call);                                                                           \
+            int st2_ = tide_timer_stop(ctx, &t_, &ms_);                                            \
+            if (!st)                                                                               \
+                st = st2_;                                                                         \
+            (ms) += ms_;                                                                           \
+        }                                                                                          \
     } while (0)
 
 /* The frame's pixel noise σ (the noise without a gain, and the check of the model with one)
@@ -232,8 +234,8 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
     tide_cosmetics_params pm = *p;
     if (!(pm.gain > 0.0) && !(pm.noise_rms > 0.0)) {
         double sky;
-        int s0 = measure_noise(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA),
-                               &pm.noise_rms, &sky);
+        int s0 = measure_noise(ctx, im, (uint16_t)(p->skip_bits | TIDE_MASK_NODATA), &pm.noise_rms,
+                               &sky);
         if (s0)
             return s0;
         tide_log(&ctx->log, TIDE_LOG_INFO, "cosmetics",
@@ -293,8 +295,8 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
         }
     }
     if (p->badcol && any_valid) {
-        const uint16_t ex = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED |
-                                       TIDE_MASK_BLEED);
+        const uint16_t ex =
+            (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED);
         TIMED("cosmetics.badcol", r->ms_badcol,
               TIDE_DISPATCH(ctx, tide_cos_badcol, &g, im->pix, im->mask, &nm, ex,
                             (float)p->badcol_sigma, p->badcol_minrun, wk.flag2, wk.flag));
@@ -310,8 +312,8 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
         hp.ratio = (float)p->hot_ratio;
         hp.do_hot = p->hot;
         hp.do_cold = p->cold;
-        hp.excl = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED |
-                             TIDE_MASK_BLEED);
+        hp.excl =
+            (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED);
         TIMED("cosmetics.hotcold", r->ms_hotcold,
               TIDE_DISPATCH(ctx, tide_cos_hotcold, &g, im->pix, im->mask, &nm, &hp, wk.flag));
         TIMED("cosmetics.hotcold", r->ms_hotcold,
@@ -335,15 +337,15 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
               tide_cos_lacosmic(ctx, im, &g, p, &wk, (float)med, r));
     if (p->inpaint && p->inpaint_bits) {
         /* Neighbours: any pixel without a defect, skip, saturation or bleed bit. */
-        const uint16_t ex = (uint16_t)(p->inpaint_bits | p->skip_bits | TIDE_MASK_NODATA |
-                                       TIDE_MASK_SATURATED | TIDE_MASK_BLEED | TIDE_MASK_HOT |
-                                       TIDE_MASK_COLD | TIDE_MASK_COSMIC);
+        const uint16_t ex =
+            (uint16_t)(p->inpaint_bits | p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED |
+                       TIDE_MASK_BLEED | TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC);
         TIMED("cosmetics.inpaint", r->ms_inpaint,
               TIDE_DISPATCH(ctx, tide_cos_fill, &g, im->pix, im->stride, im->mask, im->pix,
                             im->stride, p->inpaint_bits, ex, 0, 0, 0.0f, wk.flag));
         TIMED("cosmetics.inpaint", r->ms_inpaint,
-              TIDE_DISPATCH(ctx, tide_cos_apply, &g, wk.flag, im->mask,
-                            (uint16_t)TIDE_MASK_INTERP, (uint16_t)0, (int64_t *)NULL));
+              TIDE_DISPATCH(ctx, tide_cos_apply, &g, wk.flag, im->mask, (uint16_t)TIDE_MASK_INTERP,
+                            (uint16_t)0, (int64_t *)NULL));
     }
     if (!st)
         st = TIDE_DISPATCH(ctx, tide_cos_count, &g, im->mask, c1);

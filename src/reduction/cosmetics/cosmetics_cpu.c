@@ -19,9 +19,8 @@ static inline uint8_t usable(float v, uint16_t m, uint16_t excl) {
     return (uint8_t)((fabsf(v) <= FLT_MAX) & ((m & excl) == 0));
 }
 
-
-int tide_cos_saturate_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
-                          uint16_t *mask, float level) {
+int tide_cos_saturate_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix, uint16_t *mask,
+                          float level) {
 #pragma omp parallel for schedule(static) num_threads(NT(ctx))
     for (int64_t y = 0; y < g->h; y++)
         for (int64_t x = 0; x < g->w; x++) {
@@ -78,8 +77,8 @@ int tide_cos_bleed_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix, 
         for (int64_t i = len - 1; i >= 0; i--)
             for (int k = 0; k < nl; k++) {
                 const int64_t p = (l0 + k) * ps_l + i * ps_i, s = (l0 + k) * ss_l + i * ss_i;
-                scratch[s] = cos_bleed_bwd(pix[p], mask[p], hi, scratch[s], grow, &prev[k],
-                                           &dist[k]);
+                scratch[s] =
+                    cos_bleed_bwd(pix[p], mask[p], hi, scratch[s], grow, &prev[k], &dist[k]);
             }
         for (int k = 0; k < nl; k++)
             dist[k] = 1 << 30;
@@ -250,8 +249,8 @@ int tide_cos_hotcold_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *pix
     return 0;
 }
 
-int tide_cos_apply_cpu(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag,
-                       uint16_t *mask, uint16_t bit1, uint16_t bit2, int64_t *nnew) {
+int tide_cos_apply_cpu(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag, uint16_t *mask,
+                       uint16_t bit1, uint16_t bit2, int64_t *nnew) {
     int64_t n = 0;
 #pragma omp parallel for schedule(static) reduction(+ : n) num_threads(NT(ctx))
     for (int64_t y = 0; y < g->h; y++)
@@ -270,9 +269,8 @@ int tide_cos_apply_cpu(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *fla
 }
 
 int tide_cos_fill_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *src, int64_t sld,
-                      const uint16_t *mask, float *dst, int64_t dld, uint16_t repl,
-                      uint16_t excl, int nonfinite, int use_fallback, float fallback,
-                      uint8_t *flag) {
+                      const uint16_t *mask, float *dst, int64_t dld, uint16_t repl, uint16_t excl,
+                      int nonfinite, int use_fallback, float fallback, uint8_t *flag) {
     const int inplace = (const float *)dst == src;
 #pragma omp parallel for schedule(static) num_threads(NT(ctx))
     for (int64_t y = 0; y < g->h; y++)
@@ -315,8 +313,8 @@ int tide_cos_noise_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                 tide_cos_med5_rows(W, w, w, g->h, y0, y1, N + y0 * w, w, cs);
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = 0; x < w; x++)
-                    N[y * w + x] = cos_sigma(nm, cs ? N[y * w + x]
-                                                    : cos_box_median(W, w, w, g->h, x, y, 2));
+                    N[y * w + x] =
+                        cos_sigma(nm, cs ? N[y * w + x] : cos_box_median(W, w, w, g->h, x, y, 2));
         }
         free(cs);
     }
@@ -327,9 +325,8 @@ int tide_cos_noise_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
  * sums as cos_lplus5, in two loops over chunks so that the compiler vectorises both (it does
  * not if-convert the clipping when it feeds the sum directly). */
 #define LAP_CHUNK 256
-static void laplace_row(const float *restrict up, const float *restrict c,
-                        const float *restrict dn, const float *restrict N, int64_t w,
-                        float *restrict S) {
+static void laplace_row(const float *restrict up, const float *restrict c, const float *restrict dn,
+                        const float *restrict N, int64_t w, float *restrict S) {
     float t0[LAP_CHUNK], t1[LAP_CHUNK], t2[LAP_CHUNK], t3[LAP_CHUNK];
     for (int64_t x0 = 1; x0 < w - 1; x0 += LAP_CHUNK) {
         const int64_t n = x0 + LAP_CHUNK < w - 1 ? LAP_CHUNK : w - 1 - x0;
@@ -342,7 +339,8 @@ static void laplace_row(const float *restrict up, const float *restrict c,
             t3[i] = cos_lpterm(c2, c[x + 1], dn[x]);
         }
         for (int64_t i = 0; i < n; i++)
-            S[x0 + i] = tide_fdiv(cos_lpsum(t0[i], t1[i], t2[i], t3[i]), tide_fmul(2.0f, N[x0 + i]));
+            S[x0 + i] =
+                tide_fdiv(cos_lpsum(t0[i], t1[i], t2[i], t3[i]), tide_fmul(2.0f, N[x0 + i]));
     }
 }
 
@@ -355,14 +353,14 @@ int tide_cos_laplace_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, 
         for (int64_t y = 0; y < g->h; y++) {
             if (y == 0 || y == g->h - 1 || w < 3) {
                 for (int64_t x = 0; x < w; x++)
-                    S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, g->h, x, y),
-                                           tide_fmul(2.0f, N[y * w + x]));
+                    S[y * w + x] =
+                        tide_fdiv(cos_lplus(W, w, w, g->h, x, y), tide_fmul(2.0f, N[y * w + x]));
                 continue;
             }
             laplace_row(W + (y - 1) * w, W + y * w, W + (y + 1) * w, N + y * w, w, S + y * w);
             for (int64_t x = 0; x < w; x += w - 1) /* the edge columns */
-                S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, g->h, x, y),
-                                       tide_fmul(2.0f, N[y * w + x]));
+                S[y * w + x] =
+                    tide_fdiv(cos_lplus(W, w, w, g->h, x, y), tide_fmul(2.0f, N[y * w + x]));
         }
         /* SP = S - med5(S) where S > low: the medians of a block first (all of them, the
          * vectorised network is cheaper than picking pixels), written into SP, then used. */
@@ -375,8 +373,8 @@ int tide_cos_laplace_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, 
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = 0; x < w; x++) {
                     const float s = S[y * w + x];
-                    const float m = cs ? SP[y * w + x]
-                                       : (s > low ? cos_box_median(S, w, w, g->h, x, y, 2) : 0);
+                    const float m =
+                        cs ? SP[y * w + x] : (s > low ? cos_box_median(S, w, w, g->h, x, y, 2) : 0);
                     SP[y * w + x] = s > low ? tide_fsub(s, m) : s;
                 }
         }
@@ -385,9 +383,9 @@ int tide_cos_laplace_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, 
     return 0;
 }
 
-int tide_cos_candidates_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
-                            const float *N, const float *SP, const uint16_t *mask,
-                            const tide_cos_lacos *lp, uint8_t *cand) {
+int tide_cos_candidates_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, const float *N,
+                            const float *SP, const uint16_t *mask, const tide_cos_lacos *lp,
+                            uint8_t *cand) {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(NT(ctx))
     for (int64_t y = 0; y < g->h; y++)
         for (int64_t x = 0; x < g->w; x++)

@@ -20,17 +20,15 @@
 
 /* Pixel i_ → (x, y): a 32-bit division when the frame has fewer than 2³² pixels (a 64-bit
  * one is a long software routine on the GPU), the same quotient. */
-#define FOR_PIXELS(g, x, y)                                                                   \
-    for (int64_t i_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n_ = (g).w * (g).h;     \
-         i_ < n_; i_ += (int64_t)gridDim.x * blockDim.x)                                      \
-        for (int64_t y = n_ <= (int64_t)UINT32_MAX                                            \
-                             ? (int64_t)((uint32_t)i_ / (uint32_t)(g).w)                       \
-                             : i_ / (g).w,                                                    \
-                     x = i_ - y * (g).w, once_ = 1;                                           \
+#define FOR_PIXELS(g, x, y)                                                                        \
+    for (int64_t i_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n_ = (g).w * (g).h; i_ < n_; \
+         i_ += (int64_t)gridDim.x * blockDim.x)                                                    \
+        for (int64_t y = n_ <= (int64_t)UINT32_MAX ? (int64_t)((uint32_t)i_ / (uint32_t)(g).w)     \
+                                                   : i_ / (g).w,                                   \
+                     x = i_ - y * (g).w, once_ = 1;                                                \
              once_; once_ = 0)
 
-static __global__ void k_saturate(tide_cos_geom g, const float *pix, uint16_t *mask,
-                                  float level) {
+static __global__ void k_saturate(tide_cos_geom g, const float *pix, uint16_t *mask, float level) {
     FOR_PIXELS(g, x, y) {
         const float v = pix[y * g.stride + x];
         if (isfinite(v) && v >= level)
@@ -73,8 +71,8 @@ static __device__ void block_count(unsigned long long c, unsigned long long *tot
         atomicAdd(total, s);
 }
 
-static __global__ void k_apply(tide_cos_geom g, const uint8_t *flag, uint16_t *mask,
-                               uint16_t bit1, uint16_t bit2, unsigned long long *total) {
+static __global__ void k_apply(tide_cos_geom g, const uint8_t *flag, uint16_t *mask, uint16_t bit1,
+                               uint16_t bit2, unsigned long long *total) {
     unsigned long long c = 0;
     FOR_PIXELS(g, x, y) {
         const uint8_t f = flag[y * g.w + x];
@@ -97,8 +95,8 @@ static int counters_alloc(tide_ctx *ctx, int n, unsigned long long **d) {
     if (st)
         return st;
     /* stream-ordered zeroing: the copy back (tide_memcpy) is the one wait */
-    const cudaError_t ce = cudaMemsetAsync(*d, 0, sizeof(unsigned long long) * (size_t)n,
-                                           STREAM(ctx));
+    const cudaError_t ce =
+        cudaMemsetAsync(*d, 0, sizeof(unsigned long long) * (size_t)n, STREAM(ctx));
     if (ce != cudaSuccess) {
         tide_device_free(ctx, *d);
         *d = NULL;
@@ -110,8 +108,7 @@ static int counters_alloc(tide_ctx *ctx, int n, unsigned long long **d) {
 extern "C" int tide_cos_apply_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag,
                                    uint16_t *mask, uint16_t bit1, uint16_t bit2, int64_t *nnew) {
     if (!nnew) { /* no count asked: no counter, no wait for the stream */
-        k_apply<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, flag, mask, bit1, bit2,
-                                                                  NULL);
+        k_apply<<<grid_for(g->w * g->h), BLOCK, 0, STREAM(ctx)>>>(*g, flag, mask, bit1, bit2, NULL);
         TIDE_CUDA_LAUNCHED();
         return 0;
     }
@@ -131,10 +128,9 @@ extern "C" int tide_cos_apply_cuda(tide_ctx *ctx, const tide_cos_geom *g, const 
     return st;
 }
 
-static __global__ void k_fill(tide_cos_geom g, const float *src, int64_t sld,
-                              const uint16_t *mask, float *dst, int64_t dld, uint16_t repl,
-                              uint16_t excl, int nonfinite, int use_fallback, float fallback,
-                              uint8_t *flag, int inplace) {
+static __global__ void k_fill(tide_cos_geom g, const float *src, int64_t sld, const uint16_t *mask,
+                              float *dst, int64_t dld, uint16_t repl, uint16_t excl, int nonfinite,
+                              int use_fallback, float fallback, uint8_t *flag, int inplace) {
     FOR_PIXELS(g, x, y) {
         const float v = src[y * sld + x];
         const int r = (mask[y * g.stride + x] & repl) || (nonfinite && !isfinite(v));
@@ -232,16 +228,16 @@ static __device__ int tile_chunk(const uint8_t *dirty, int64_t ntiles, int64_t *
  * without `dirty` the tile column blockIdx.x, tile rows from blockIdx.y (grid tile_grid;
  * rows beyond the grid's 65535 by the loop); with it the dirty tiles of the block's chunk
  * (grid tiles_grid). Declares shared memory: once per kernel. */
-#define FOR_TILES(g, dirty, tx_, ty_)                                                         \
-    __shared__ int64_t lst_[TILE_CHUNK];                                                      \
-    __shared__ int cnt_;                                                                      \
-    const int64_t ntx_ = ((g).w + TS - 1) / TS, nty_ = ((g).h + TS - 1) / TS;                \
-    const int64_t nit_ = (dirty) ? tile_chunk((dirty), ntx_ * nty_, lst_, &cnt_)              \
-                                 : (nty_ - blockIdx.y + gridDim.y - 1) / gridDim.y;           \
-    for (int64_t j_ = 0; j_ < nit_; j_++)                                                     \
-        for (int64_t t_ = (dirty) ? lst_[j_] : 0,                                             \
-                     ty_ = (dirty) ? t_ / ntx_ : (int64_t)blockIdx.y + j_ * gridDim.y,        \
-                     tx_ = (dirty) ? t_ - ty_ * ntx_ : (int64_t)blockIdx.x, once_ = 1;        \
+#define FOR_TILES(g, dirty, tx_, ty_)                                                              \
+    __shared__ int64_t lst_[TILE_CHUNK];                                                           \
+    __shared__ int cnt_;                                                                           \
+    const int64_t ntx_ = ((g).w + TS - 1) / TS, nty_ = ((g).h + TS - 1) / TS;                      \
+    const int64_t nit_ = (dirty) ? tile_chunk((dirty), ntx_ * nty_, lst_, &cnt_)                   \
+                                 : (nty_ - blockIdx.y + gridDim.y - 1) / gridDim.y;                \
+    for (int64_t j_ = 0; j_ < nit_; j_++)                                                          \
+        for (int64_t t_ = (dirty) ? lst_[j_] : 0,                                                  \
+                     ty_ = (dirty) ? t_ / ntx_ : (int64_t)blockIdx.y + j_ * gridDim.y,             \
+                     tx_ = (dirty) ? t_ - ty_ * ntx_ : (int64_t)blockIdx.x, once_ = 1;             \
              once_; once_ = 0)
 
 /* Stage the clamped (TS+4)² neighbourhood of tile (tx, ty) of a (stride ld). */
@@ -286,9 +282,9 @@ static __device__ float med5_sorted(const float *srt, const uint8_t *nanc, const
 }
 
 /* Shared memory of the median kernels: the staged window, its sorted columns, NaN flags. */
-#define MED5_SHARED                                                                           \
-    __shared__ float sh[SW * SW];                                                             \
-    __shared__ float srt[TS * SW * 5];                                                        \
+#define MED5_SHARED                                                                                \
+    __shared__ float sh[SW * SW];                                                                  \
+    __shared__ float srt[TS * SW * 5];                                                             \
     __shared__ uint8_t nanc[TS * SW]
 
 static __global__ void k_noise(tide_cos_geom g, const float *W, tide_cos_noise nm, float *N,
@@ -380,8 +376,8 @@ static __global__ void k_cand(tide_cos_geom g, const float *W, const float *N, c
         const int64_t x0 = tx * TS - 3, y0 = ty * TS - 3;
         for (int k = threadIdx.y * TS + threadIdx.x; k < SW3 * SW3; k += TS * TS) {
             const int r = k / SW3, c = k - r * SW3;
-            m3s[k] = cos_box_median(W, g.w, g.w, g.h, cos_clamp(x0 + c, g.w),
-                                    cos_clamp(y0 + r, g.h), 1);
+            m3s[k] =
+                cos_box_median(W, g.w, g.w, g.h, cos_clamp(x0 + c, g.w), cos_clamp(y0 + r, g.h), 1);
         }
         __syncthreads();
         if (!in)
@@ -408,8 +404,8 @@ extern "C" int tide_cos_candidates_cuda(tide_ctx *ctx, const tide_cos_geom *g, c
 }
 
 static __global__ void k_grow(tide_cos_geom g, const uint8_t *in, const float *SP,
-                              const uint16_t *mask, tide_cos_lacos lp, float thr,
-                              uint8_t *out, const uint8_t *dirty) {
+                              const uint16_t *mask, tide_cos_lacos lp, float thr, uint8_t *out,
+                              const uint8_t *dirty) {
     FOR_TILES(g, dirty, tx, ty) {
         const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
@@ -418,8 +414,8 @@ static __global__ void k_grow(tide_cos_geom g, const uint8_t *in, const float *S
 }
 
 extern "C" int tide_cos_grow_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *in,
-                                  const float *SP, const uint16_t *mask,
-                                  const tide_cos_lacos *lp, float thr, uint8_t *out) {
+                                  const float *SP, const uint16_t *mask, const tide_cos_lacos *lp,
+                                  float thr, uint8_t *out) {
     k_grow<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, in, SP, mask, *lp, thr, out, NULL);
     TIDE_CUDA_LAUNCHED();
     return 0;
@@ -435,8 +431,7 @@ static __global__ void k_mark(tide_cos_geom g, const uint8_t *flag, const uint16
             any = 0;
         __syncthreads();
         const int64_t x = (int64_t)blockIdx.x * TS + threadIdx.x, y = ty * TS + threadIdx.y;
-        if (x < g.w && y < g.h && flag[y * g.w + x] &&
-            !(mask[y * g.stride + x] & TIDE_MASK_COSMIC))
+        if (x < g.w && y < g.h && flag[y * g.w + x] && !(mask[y * g.stride + x] & TIDE_MASK_COSMIC))
             any = 1; /* every writer stores the same value */
         __syncthreads();
         if (threadIdx.x == 0 && threadIdx.y == 0)
@@ -458,9 +453,8 @@ static __global__ void k_dilate(int64_t ntx, int64_t nty, const uint8_t *mark, u
     }
 }
 
-extern "C" int tide_cos_mark_new_cuda(tide_ctx *ctx, const tide_cos_geom *g,
-                                      const uint8_t *flag, const uint16_t *mask, uint8_t *mark,
-                                      uint8_t *dirty) {
+extern "C" int tide_cos_mark_new_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *flag,
+                                      const uint16_t *mask, uint8_t *mark, uint8_t *dirty) {
     const int64_t ntx = tide_cos_ntiles(g->w), nty = tide_cos_ntiles(g->h);
     if (ntx * nty == 0)
         return 0;

@@ -13,8 +13,8 @@
 static inline tide_cos_noise tide_cos_noise_of(const tide_cosmetics_params *p) {
     tide_cos_noise nm;
     nm.gain = p->gain > 0.0 ? (float)p->gain : 0.0f;
-    nm.rdn2 = p->gain > 0.0 ? (float)(p->rdnoise * p->rdnoise)
-                            : (float)(p->noise_rms * p->noise_rms);
+    nm.rdn2 =
+        p->gain > 0.0 ? (float)(p->rdnoise * p->rdnoise) : (float)(p->noise_rms * p->noise_rms);
     nm.bias = (float)p->bias;
     return nm;
 }
@@ -22,9 +22,9 @@ static inline tide_cos_noise tide_cos_noise_of(const tide_cosmetics_params *p) {
 /** Scratch of one call, allocated once (host or device) before the passes run. */
 typedef struct tide_cos_work {
     int on_device;
-    uint8_t *flag, *flag2;  /* w·h bytes each */
-    uint8_t *flag3;         /* w·h bytes: L.A.Cosmic candidates; only with the cosmic-ray pass */
-    float *W, *N, *S, *SP;  /* w·h floats each; only with the cosmic-ray pass */
+    uint8_t *flag, *flag2; /* w·h bytes each */
+    uint8_t *flag3;        /* w·h bytes: L.A.Cosmic candidates; only with the cosmic-ray pass */
+    float *W, *N, *S, *SP; /* w·h floats each; only with the cosmic-ray pass */
 } tide_cos_work;
 
 /** Take @p bytes on the host (malloc) or the context's device. */

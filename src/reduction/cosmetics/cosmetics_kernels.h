@@ -16,8 +16,8 @@ extern "C" {
 
 /* Declares name_cpu and (with CUDA) name_cuda with the same arguments. */
 #ifdef TIDE_HAVE_CUDA
-#define COS_KERNEL(name, ...)                                                                 \
-    int name##_cpu(tide_ctx *ctx, __VA_ARGS__);                                               \
+#define COS_KERNEL(name, ...)                                                                      \
+    int name##_cpu(tide_ctx *ctx, __VA_ARGS__);                                                    \
     int name##_cuda(tide_ctx *ctx, __VA_ARGS__)
 #else
 #define COS_KERNEL(name, ...) int name##_cpu(tide_ctx *ctx, __VA_ARGS__)

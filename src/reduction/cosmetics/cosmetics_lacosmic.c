@@ -43,14 +43,13 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                          const tide_cosmetics_params *p, tide_cos_work *wk, float fallback,
                          tide_cosmetics_report *r, int incremental) {
     const int64_t w = g->w;
-    const uint16_t defects = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC |
-                             TIDE_MASK_NODATA;
+    const uint16_t defects = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC | TIDE_MASK_NODATA;
     const tide_cos_noise nm = tide_cos_noise_of(p);
     tide_cos_lacos lp;
     lp.sigclip = (float)p->sigclip;
     lp.objlim = (float)p->objlim;
-    lp.excl = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED |
-                         TIDE_MASK_BLEED | TIDE_MASK_HOT | TIDE_MASK_COLD);
+    lp.excl = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED |
+                         TIDE_MASK_HOT | TIDE_MASK_COLD);
     lp.protect = p->sat_protect;
     const float low = (float)(p->sigclip * p->sigfrac);
 
@@ -81,21 +80,20 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     for (int it = 0; !st && it < p->niter; it++) {
         int64_t nnew = 0;
         if (nlist >= 0 && 2 * nlist <= ntx * nty) {
-            st = tide_cos_update_cpu(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S,
-                                     wk->SP, wk->flag3, wk->flag2, wk->flag, list, nlist);
+            st = tide_cos_update_cpu(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S, wk->SP,
+                                     wk->flag3, wk->flag2, wk->flag, list, nlist);
 #ifdef TIDE_HAVE_CUDA
         } else if (have_dirty) {
-            st = tide_cos_update_cuda(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S,
-                                      wk->SP, wk->flag3, wk->flag2, wk->flag,
-                                      dmark + ntx * nty);
+            st = tide_cos_update_cuda(ctx, g, wk->W, &nm, im->mask, &lp, low, wk->N, wk->S, wk->SP,
+                                      wk->flag3, wk->flag2, wk->flag, dmark + ntx * nty);
 #endif
         } else {
             st = TIDE_DISPATCH(ctx, tide_cos_noise, g, wk->W, &nm, wk->N);
             if (!st)
                 st = TIDE_DISPATCH(ctx, tide_cos_laplace, g, wk->W, wk->N, wk->S, wk->SP, low);
             if (!st)
-                st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask,
-                                   &lp, wk->flag3);
+                st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask, &lp,
+                                   wk->flag3);
             if (!st)
                 st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag3, wk->SP, im->mask, &lp,
                                    lp.sigclip, wk->flag2);

@@ -43,8 +43,7 @@ static __global__ void k_bleed_grow(tide_cos_lines L, uint16_t *mask, const uint
 }
 
 extern "C" int tide_cos_bleed_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
-                                   uint16_t *mask, float hi, int axis, int grow,
-                                   uint8_t *scratch) {
+                                   uint16_t *mask, float hi, int axis, int grow, uint8_t *scratch) {
     const tide_cos_lines L = cos_bleed_lines(g, axis);
     const int64_t nt = L.nlines * L.nseg;
     if (nt == 0)
@@ -98,16 +97,15 @@ static __global__ void k_badcol_runs(tide_cos_geom g, const float *pix, const ui
 }
 
 extern "C" int tide_cos_badcol_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *pix,
-                                    const uint16_t *mask, const tide_cos_noise *nm,
-                                    uint16_t excl, float k, int minrun, uint8_t *blk,
-                                    uint8_t *out) {
+                                    const uint16_t *mask, const tide_cos_noise *nm, uint16_t excl,
+                                    float k, int minrun, uint8_t *blk, uint8_t *out) {
     cudaStream_t s = STREAM(ctx);
     const int64_t nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
     TIDE_CUDA_TRY(cudaMemsetAsync(out, 0, (size_t)(g->w * g->h), s));
     k_badcol_blk<<<grid_for(g->w * nb), BLOCK, 0, s>>>(*g, pix, mask, *nm, excl, k, blk);
     TIDE_CUDA_LAUNCHED();
-    k_badcol_runs<<<(unsigned)((g->w + 63) / 64), 64, 0, s>>>(*g, pix, mask, *nm, excl, k,
-                                                              minrun, blk, out);
+    k_badcol_runs<<<(unsigned)((g->w + 63) / 64), 64, 0, s>>>(*g, pix, mask, *nm, excl, k, minrun,
+                                                              blk, out);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

@@ -100,7 +100,8 @@ TIDE_HD static inline void cos_col_runs(const float *pix, const uint16_t *mask,
             b = s ? e : b + 1;
             continue;
         }
-        const int64_t y0 = b * COS_COL_BLOCK, y1 = e * COS_COL_BLOCK < g->h ? e * COS_COL_BLOCK : g->h;
+        const int64_t y0 = b * COS_COL_BLOCK,
+                      y1 = e * COS_COL_BLOCK < g->h ? e * COS_COL_BLOCK : g->h;
         for (int64_t y = y0; y < y1; y++)
             out[y * w + x] = 1;
         /* extend while z keeps the sign beyond k/2 */
@@ -124,8 +125,8 @@ TIDE_HD static inline void cos_col_runs(const float *pix, const uint16_t *mask,
  *  row per block) as scratch for the block signs (stored +1 → 1, -1 → 2). */
 TIDE_HD static inline void cos_col_scan(const float *pix, const uint16_t *mask,
                                         const tide_cos_geom *g, const tide_cos_noise *nm,
-                                        uint16_t excl, float k, int minrun, int64_t x,
-                                        uint8_t *blk, uint8_t *out) {
+                                        uint16_t excl, float k, int minrun, int64_t x, uint8_t *blk,
+                                        uint8_t *out) {
     const int64_t w = g->w, nb = (g->h + COS_COL_BLOCK - 1) / COS_COL_BLOCK;
     for (int64_t y = 0; y < g->h; y++)
         out[y * w + x] = 0;
@@ -208,7 +209,9 @@ enum {
 };
 
 /** Segments of a line of @p len pixels. */
-TIDE_HD static inline int64_t cos_bleed_nseg(int64_t len) { return (len + COS_SEG - 1) / COS_SEG; }
+TIDE_HD static inline int64_t cos_bleed_nseg(int64_t len) {
+    return (len + COS_SEG - 1) / COS_SEG;
+}
 
 /** The high test of the sweeps (cos_bleed_fwd). */
 TIDE_HD static inline int cos_bleed_high(float v, uint16_t m, float hi) {
@@ -216,8 +219,8 @@ TIDE_HD static inline int cos_bleed_high(float v, uint16_t m, float hi) {
 }
 
 /** Step 1: summary of the @p n (>= 1) pixels pix[i·ps], mask[i·ps] of one segment. */
-TIDE_HD static inline uint8_t cos_bleed_seg_sum(const float *pix, const uint16_t *mask,
-                                                int64_t ps, int64_t n, float hi) {
+TIDE_HD static inline uint8_t cos_bleed_seg_sum(const float *pix, const uint16_t *mask, int64_t ps,
+                                                int64_t n, float hi) {
     int all = 1, fend = 0, bend = 0, head_open = 1, any = 0, first = 0, last = 0;
     COS_UNROLL8
     for (int64_t i = 0; i < n; i++) {
@@ -234,8 +237,7 @@ TIDE_HD static inline uint8_t cos_bleed_seg_sum(const float *pix, const uint16_t
         bend |= head_open && sat;
     }
     return (uint8_t)((all ? COS_S_ALL : 0) | (fend ? COS_S_FEND : 0) | (bend ? COS_S_BEND : 0) |
-                     (any ? COS_S_SAT : 0) | (first ? COS_S_HEAD : 0) |
-                     (last ? COS_S_TAIL : 0));
+                     (any ? COS_S_SAT : 0) | (first ? COS_S_HEAD : 0) | (last ? COS_S_TAIL : 0));
 }
 
 /** Step 2 on one line: set CINF / CINB in its @p nseg summaries sum[s·sst]. */
@@ -364,8 +366,8 @@ TIDE_HD static inline void cos_bleed_t_grow(const tide_cos_lines *L, uint16_t *m
                                             int64_t t) {
     const int64_t s = t / L->nlines, l = t - s * L->nlines, i0 = s * COS_SEG;
     const int64_t i1 = L->len < i0 + COS_SEG ? L->len : i0 + COS_SEG;
-    cos_bleed_seg_grow(mask + l * L->ps_l, L->ps_i, scr + l * L->ss_l, L->ss_i, sum + l,
-                       L->nlines, L->len, i0, i1, grow);
+    cos_bleed_seg_grow(mask + l * L->ps_l, L->ps_i, scr + l * L->ss_l, L->ss_i, sum + l, L->nlines,
+                       L->len, i0, i1, grow);
 }
 
 #endif

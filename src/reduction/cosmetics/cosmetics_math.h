@@ -4,8 +4,9 @@
  * Identical masks on both backends need identical arithmetic: every float operation goes
  * through tide_fadd/fsub/fmul/fdiv/fsqrt (core/gpu/unfused.h), the IEEE round-to-nearest
  * intrinsics on the device (never fused into an FMA, never approximated) and plain operators
- * on the host (the C11 build does not contract). Medians are exact (insertion sort), neighbourhoods outside the
- * frame are clamped to the edge (scipy.ndimage mode 'nearest') where a full box is needed. */
+ * on the host (the C11 build does not contract). Medians are exact (insertion sort), neighbourhoods
+ * outside the frame are clamped to the edge (scipy.ndimage mode 'nearest') where a full box is
+ * needed. */
 #ifndef TIDE_COSMETICS_MATH_H
 #define TIDE_COSMETICS_MATH_H
 #include <math.h>
@@ -39,8 +40,8 @@ typedef struct tide_cos_hot {
 /** L.A.Cosmic test constants. */
 typedef struct tide_cos_lacos {
     float sigclip, objlim;
-    uint16_t excl;    /* pixels with these bits are never flagged */
-    int protect;      /* Chebyshev radius around SATURATED|BLEED with no flag */
+    uint16_t excl; /* pixels with these bits are never flagged */
+    int protect;   /* Chebyshev radius around SATURATED|BLEED with no flag */
 } tide_cos_lacos;
 
 TIDE_HD static inline int64_t cos_clamp(int64_t i, int64_t n) {
@@ -122,8 +123,8 @@ TIDE_HD static inline float cos_lplus5(float c, float l, float r, float u, float
 }
 
 /** cos_lplus5 at (x, y) of a (stride ld), edges replicated. */
-TIDE_HD static inline float cos_lplus(const float *a, int64_t ld, int64_t w, int64_t h,
-                                      int64_t x, int64_t y) {
+TIDE_HD static inline float cos_lplus(const float *a, int64_t ld, int64_t w, int64_t h, int64_t x,
+                                      int64_t y) {
     const float c = a[y * ld + x];
     const float l = a[y * ld + cos_clamp(x - 1, w)], r = a[y * ld + cos_clamp(x + 1, w)];
     const float u = a[cos_clamp(y - 1, h) * ld + x], d = a[cos_clamp(y + 1, h) * ld + x];
@@ -138,8 +139,8 @@ TIDE_HD static inline float cos_fine_of(float m3[49]) {
 
 /** Fine-structure value F = med3(I) − med7(med3(I)) at (x, y) (van Dokkum 2001, eq. 11),
  *  edges clamped: the 7×7 median of the 3×3 medians around (x, y). */
-TIDE_HD static inline float cos_fine(const float *a, int64_t ld, int64_t w, int64_t h,
-                                     int64_t x, int64_t y) {
+TIDE_HD static inline float cos_fine(const float *a, int64_t ld, int64_t w, int64_t h, int64_t x,
+                                     int64_t y) {
     float m3[49];
     int n = 0;
     for (int dy = -3; dy <= 3; dy++)
@@ -199,8 +200,8 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
         mx = nb[i] > mx ? nb[i] : mx;
         mn = nb[i] < mn ? nb[i] : mn;
     }
-    if (hp->isolation >= 0.0f && hp->hot_sigma >= 0.0f && hp->cold_sigma >= 0.0f &&
-        !(v > mx) && !(v < mn))
+    if (hp->isolation >= 0.0f && hp->hot_sigma >= 0.0f && hp->cold_sigma >= 0.0f && !(v > mx) &&
+        !(v < mn))
         return 0;
     const float med = cos_median(nb, n8);
     const float sig = cos_sigma(nm, med);
@@ -243,16 +244,15 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
  *  thresholds >= 0 as cos_hotcold's own shortcut assumes). Pixels that pass, and all others,
  *  take cos_hotcold. The same answer as cos_hotcold everywhere. */
 TIDE_HD static inline int cos_hotcold_screened(const float *pix, const uint16_t *mask,
-                                               const tide_cos_geom *g,
-                                               const tide_cos_noise *nm,
+                                               const tide_cos_geom *g, const tide_cos_noise *nm,
                                                const tide_cos_hot *hp, int64_t x, int64_t y) {
     const int64_t ld = g->stride;
     if (x >= 1 && x < g->w - 1 && y >= 1 && y < g->h - 1 && hp->isolation >= 0.0f &&
         hp->hot_sigma >= 0.0f && hp->cold_sigma >= 0.0f) {
         const float *a = pix + (y - 1) * ld + x, *b = a + ld, *c = b + ld;
         const uint16_t *ma = mask + (y - 1) * ld + x, *mb = ma + ld, *mc = mb + ld;
-        const uint16_t mor = (uint16_t)(ma[-1] | ma[0] | ma[1] | mb[-1] | mb[0] | mb[1] |
-                                        mc[-1] | mc[0] | mc[1]);
+        const uint16_t mor =
+            (uint16_t)(ma[-1] | ma[0] | ma[1] | mb[-1] | mb[0] | mb[1] | mc[-1] | mc[0] | mc[1]);
         const float u[8] = {a[-1], a[0], a[1], b[-1], b[1], c[-1], c[0], c[1]};
         const float v = b[0];
         int fin = isfinite(v);
@@ -279,8 +279,8 @@ TIDE_HD static inline int cos_hotcold_screened(const float *pix, const uint16_t 
 /** Median of the usable pixels of the 5×5 box around (x, y) of src: in frame, finite, no
  *  `excl` bit. Returns 0 when none (out untouched), 1 with *out set. */
 TIDE_HD static inline int cos_fill_value(const float *src, int64_t sld, const uint16_t *mask,
-                                         int64_t mld, int64_t w, int64_t h, int64_t x,
-                                         int64_t y, uint16_t excl, float *out) {
+                                         int64_t mld, int64_t w, int64_t h, int64_t x, int64_t y,
+                                         uint16_t excl, float *out) {
     float v[24];
     int n = 0;
     for (int dy = -2; dy <= 2; dy++) {
@@ -307,8 +307,7 @@ TIDE_HD static inline int cos_may_flag(const uint16_t *mask, const tide_cos_geom
                                        const tide_cos_lacos *lp, int64_t x, int64_t y) {
     if (mask[y * g->stride + x] & lp->excl)
         return 0;
-    return lp->protect <= 0 ||
-           !cos_near_saturation(mask, g->stride, g->w, g->h, x, y, lp->protect);
+    return lp->protect <= 0 || !cos_near_saturation(mask, g->stride, g->w, g->h, x, y, lp->protect);
 }
 
 /** The last step of cos_candidate, for a pixel that may be flagged with S' = sp > sigclip,
@@ -334,8 +333,8 @@ TIDE_HD static inline int cos_candidate(const float *W, const float *N, const fl
 /** Growth step of the detection (lacosmic.cl): a flaggable pixel with S' > thr next to (or
  *  on) a pixel of `in` in its 3×3 box. */
 TIDE_HD static inline int cos_grow_one(const uint8_t *in, const float *SP, const uint16_t *mask,
-                                       const tide_cos_geom *g, const tide_cos_lacos *lp,
-                                       float thr, int64_t x, int64_t y) {
+                                       const tide_cos_geom *g, const tide_cos_lacos *lp, float thr,
+                                       int64_t x, int64_t y) {
     if (!(SP[y * g->w + x] > thr))
         return 0;
     int any = 0;

@@ -22,8 +22,8 @@
 /** Median of the 5×5 box around every pixel of rows [y0, y1) of @p a (w × h, stride @p ld,
  *  edges clamped), written to out[(y - y0) * old + x]; equal to cos_box_median(a, ld, w, h,
  *  x, y, 2) bit for bit. @p scratch: 5·w floats. */
-void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
-                        int64_t y1, float *out, int64_t old, float *scratch);
+void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0, int64_t y1,
+                        float *out, int64_t old, float *scratch);
 
 /** For each of @p n columns x, the 16th and 17th smallest (lo[x] <= hi[x]) of the 32 values
  *  z[r·ld + x], r = 0..31 (NaN-free input), by a selection network vectorised across x: the
@@ -32,9 +32,8 @@ void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float *lo, float
 
 /** tide_cos_med5_rows on the columns [x0, x1) only: out[(y - y0) * old + x - x0];
  *  @p scratch: 5·(x1 − x0 + 4) floats. */
-void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
-                         int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
-                         float *scratch);
+void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0, int64_t y1,
+                         int64_t x0, int64_t x1, float *out, int64_t old, float *scratch);
 
 /** The selection network of step 2 on one window: @p v holds five sorted columns (v[5c + r]
  *  ascending in r); returns their median (the 13th smallest of the 25). Exposed for the

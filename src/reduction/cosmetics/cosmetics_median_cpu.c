@@ -58,8 +58,8 @@ static inline float med_cols(const float *restrict cs, int64_t w, int64_t c0, in
 
 /* cs[r·w + x] = the r-th smallest of p0[x]..p4[x]. */
 COS_CLONES static void sort_columns(const float *restrict p0, const float *restrict p1,
-                         const float *restrict p2, const float *restrict p3,
-                         const float *restrict p4, int64_t w, float *restrict cs) {
+                                    const float *restrict p2, const float *restrict p3,
+                                    const float *restrict p4, int64_t w, float *restrict cs) {
     for (int64_t x = 0; x < w; x++) {
         float v0 = p0[x], v1 = p1[x], v2 = p2[x], v3 = p3[x], v4 = p4[x];
         SORT5();
@@ -79,8 +79,8 @@ static int row_has_nan(const float *row, int64_t n) {
 }
 
 COS_CLONES void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
-                         int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
-                         float *scratch) {
+                                    int64_t y1, int64_t x0, int64_t x1, float *out, int64_t old,
+                                    float *scratch) {
     /* sorted columns of [c0, c1): every column a window of [x0, x1) reaches, clamped */
     const int64_t c0 = x0 - 2 < 0 ? 0 : x0 - 2, c1 = x1 + 2 > w ? w : x1 + 2, nc = c1 - c0;
     float *restrict cs = scratch;
@@ -142,8 +142,8 @@ COS_CLONES void tide_cos_med5_block(const float *a, int64_t ld, int64_t w, int64
     free(nanrow);
 }
 
-void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0,
-                        int64_t y1, float *out, int64_t old, float *scratch) {
+void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_t y0, int64_t y1,
+                        float *out, int64_t old, float *scratch) {
     tide_cos_med5_block(a, ld, w, h, y0, y1, 0, w, out, old, scratch);
 }
 
@@ -151,33 +151,165 @@ void tide_cos_med5_rows(const float *a, int64_t ld, int64_t w, int64_t h, int64_
  * on 32 wires (191 comparators) pruned to those two outputs (157 comparators, 284 min/max
  * operations): exact by construction, since pruning only drops comparators whose results
  * never reach v15 or v16. */
-#define MID32()                                                                               \
-    do {                                                                                      \
-        CX(0, 16); CX(1, 17); CX(2, 18); CX(3, 19); CX(4, 20); CX(5, 21); CX(6, 22);  \
-        CX(7, 23); CX(8, 24); CX(9, 25); CX(10, 26); CX(11, 27); CX(12, 28);          \
-        CX(13, 29); CX(14, 30); CX(15, 31); CX(0, 8); CX(1, 9); CX(2, 10); CX(3, 11); \
-        CX(4, 12); CX(5, 13); CX(6, 14); CX(7, 15); CX(16, 24); CX(17, 25);           \
-        CX(18, 26); CX(19, 27); CX(20, 28); CX(21, 29); CX(22, 30); CX(23, 31);       \
-        CX(8, 16); CX(9, 17); CX(10, 18); CX(11, 19); CX(12, 20); CX(13, 21);         \
-        CX(14, 22); CX(15, 23); CX(0, 4); CX(1, 5); CX(2, 6); CX(3, 7); CX(8, 12);    \
-        CX(9, 13); CX(10, 14); CX(11, 15); CX(16, 20); CX(17, 21); CX(18, 22);        \
-        CX(19, 23); CX(24, 28); CX(25, 29); CX(26, 30); CX(27, 31); CX(4, 16);        \
-        CX(5, 17); CX(6, 18); CX(7, 19); CX(12, 24); CX(13, 25); CX(14, 26);          \
-        CX(15, 27); CX(4, 8); CX(5, 9); CX(6, 10); CX(7, 11); CX(12, 16); CX(13, 17); \
-        CX(14, 18); CX(15, 19); CX(20, 24); CX(21, 25); CX(22, 26); CX(23, 27);       \
-        CX(0, 2); CX(1, 3); CX(4, 6); CX(5, 7); CX(8, 10); CX(9, 11); CX(12, 14);     \
-        CX(13, 15); CX(16, 18); CX(17, 19); CX(20, 22); CX(21, 23); CX(24, 26);       \
-        CX(25, 27); CX(28, 30); CX(29, 31); CX(2, 16); CX(3, 17); CX(6, 20);          \
-        CX(7, 21); CX(10, 24); CX(11, 25); CX(14, 28); CX(15, 29); CX(2, 8); CX(3, 9);\
-        CX(6, 12); CX(7, 13); CX(10, 16); CX(11, 17); CX(14, 20); CX(15, 21);         \
-        CX(18, 24); CX(19, 25); CX(22, 28); CX(23, 29); CX(2, 4); CX(3, 5); CX(6, 8); \
-        CX(7, 9); CX(10, 12); CX(11, 13); CX(14, 16); CX(15, 17); CX(18, 20);         \
-        CX(19, 21); CX(22, 24); CX(23, 25); CX(26, 28); CX(27, 29); CM(0, 1);         \
-        CM(2, 3); CM(4, 5); CM(6, 7); CM(8, 9); CM(10, 11); CM(12, 13); CM(14, 15);   \
-        CN(16, 17); CN(18, 19); CN(20, 21); CN(22, 23); CN(24, 25); CN(26, 27);       \
-        CN(28, 29); CN(30, 31); CM(1, 16); CM(3, 18); CM(5, 20); CM(7, 22); CN(9, 24);\
-        CN(11, 26); CN(13, 28); CN(15, 30); CM(9, 16); CM(11, 18); CN(13, 20);        \
-        CN(15, 22); CM(13, 16); CN(15, 18); CX(15, 16);                               \
+#define MID32()                                                                                    \
+    do {                                                                                           \
+        CX(0, 16);                                                                                 \
+        CX(1, 17);                                                                                 \
+        CX(2, 18);                                                                                 \
+        CX(3, 19);                                                                                 \
+        CX(4, 20);                                                                                 \
+        CX(5, 21);                                                                                 \
+        CX(6, 22);                                                                                 \
+        CX(7, 23);                                                                                 \
+        CX(8, 24);                                                                                 \
+        CX(9, 25);                                                                                 \
+        CX(10, 26);                                                                                \
+        CX(11, 27);                                                                                \
+        CX(12, 28);                                                                                \
+        CX(13, 29);                                                                                \
+        CX(14, 30);                                                                                \
+        CX(15, 31);                                                                                \
+        CX(0, 8);                                                                                  \
+        CX(1, 9);                                                                                  \
+        CX(2, 10);                                                                                 \
+        CX(3, 11);                                                                                 \
+        CX(4, 12);                                                                                 \
+        CX(5, 13);                                                                                 \
+        CX(6, 14);                                                                                 \
+        CX(7, 15);                                                                                 \
+        CX(16, 24);                                                                                \
+        CX(17, 25);                                                                                \
+        CX(18, 26);                                                                                \
+        CX(19, 27);                                                                                \
+        CX(20, 28);                                                                                \
+        CX(21, 29);                                                                                \
+        CX(22, 30);                                                                                \
+        CX(23, 31);                                                                                \
+        CX(8, 16);                                                                                 \
+        CX(9, 17);                                                                                 \
+        CX(10, 18);                                                                                \
+        CX(11, 19);                                                                                \
+        CX(12, 20);                                                                                \
+        CX(13, 21);                                                                                \
+        CX(14, 22);                                                                                \
+        CX(15, 23);                                                                                \
+        CX(0, 4);                                                                                  \
+        CX(1, 5);                                                                                  \
+        CX(2, 6);                                                                                  \
+        CX(3, 7);                                                                                  \
+        CX(8, 12);                                                                                 \
+        CX(9, 13);                                                                                 \
+        CX(10, 14);                                                                                \
+        CX(11, 15);                                                                                \
+        CX(16, 20);                                                                                \
+        CX(17, 21);                                                                                \
+        CX(18, 22);                                                                                \
+        CX(19, 23);                                                                                \
+        CX(24, 28);                                                                                \
+        CX(25, 29);                                                                                \
+        CX(26, 30);                                                                                \
+        CX(27, 31);                                                                                \
+        CX(4, 16);                                                                                 \
+        CX(5, 17);                                                                                 \
+        CX(6, 18);                                                                                 \
+        CX(7, 19);                                                                                 \
+        CX(12, 24);                                                                                \
+        CX(13, 25);                                                                                \
+        CX(14, 26);                                                                                \
+        CX(15, 27);                                                                                \
+        CX(4, 8);                                                                                  \
+        CX(5, 9);                                                                                  \
+        CX(6, 10);                                                                                 \
+        CX(7, 11);                                                                                 \
+        CX(12, 16);                                                                                \
+        CX(13, 17);                                                                                \
+        CX(14, 18);                                                                                \
+        CX(15, 19);                                                                                \
+        CX(20, 24);                                                                                \
+        CX(21, 25);                                                                                \
+        CX(22, 26);                                                                                \
+        CX(23, 27);                                                                                \
+        CX(0, 2);                                                                                  \
+        CX(1, 3);                                                                                  \
+        CX(4, 6);                                                                                  \
+        CX(5, 7);                                                                                  \
+        CX(8, 10);                                                                                 \
+        CX(9, 11);                                                                                 \
+        CX(12, 14);                                                                                \
+        CX(13, 15);                                                                                \
+        CX(16, 18);                                                                                \
+        CX(17, 19);                                                                                \
+        CX(20, 22);                                                                                \
+        CX(21, 23);                                                                                \
+        CX(24, 26);                                                                                \
+        CX(25, 27);                                                                                \
+        CX(28, 30);                                                                                \
+        CX(29, 31);                                                                                \
+        CX(2, 16);                                                                                 \
+        CX(3, 17);                                                                                 \
+        CX(6, 20);                                                                                 \
+        CX(7, 21);                                                                                 \
+        CX(10, 24);                                                                                \
+        CX(11, 25);                                                                                \
+        CX(14, 28);                                                                                \
+        CX(15, 29);                                                                                \
+        CX(2, 8);                                                                                  \
+        CX(3, 9);                                                                                  \
+        CX(6, 12);                                                                                 \
+        CX(7, 13);                                                                                 \
+        CX(10, 16);                                                                                \
+        CX(11, 17);                                                                                \
+        CX(14, 20);                                                                                \
+        CX(15, 21);                                                                                \
+        CX(18, 24);                                                                                \
+        CX(19, 25);                                                                                \
+        CX(22, 28);                                                                                \
+        CX(23, 29);                                                                                \
+        CX(2, 4);                                                                                  \
+        CX(3, 5);                                                                                  \
+        CX(6, 8);                                                                                  \
+        CX(7, 9);                                                                                  \
+        CX(10, 12);                                                                                \
+        CX(11, 13);                                                                                \
+        CX(14, 16);                                                                                \
+        CX(15, 17);                                                                                \
+        CX(18, 20);                                                                                \
+        CX(19, 21);                                                                                \
+        CX(22, 24);                                                                                \
+        CX(23, 25);                                                                                \
+        CX(26, 28);                                                                                \
+        CX(27, 29);                                                                                \
+        CM(0, 1);                                                                                  \
+        CM(2, 3);                                                                                  \
+        CM(4, 5);                                                                                  \
+        CM(6, 7);                                                                                  \
+        CM(8, 9);                                                                                  \
+        CM(10, 11);                                                                                \
+        CM(12, 13);                                                                                \
+        CM(14, 15);                                                                                \
+        CN(16, 17);                                                                                \
+        CN(18, 19);                                                                                \
+        CN(20, 21);                                                                                \
+        CN(22, 23);                                                                                \
+        CN(24, 25);                                                                                \
+        CN(26, 27);                                                                                \
+        CN(28, 29);                                                                                \
+        CN(30, 31);                                                                                \
+        CM(1, 16);                                                                                 \
+        CM(3, 18);                                                                                 \
+        CM(5, 20);                                                                                 \
+        CM(7, 22);                                                                                 \
+        CN(9, 24);                                                                                 \
+        CN(11, 26);                                                                                \
+        CN(13, 28);                                                                                \
+        CN(15, 30);                                                                                \
+        CM(9, 16);                                                                                 \
+        CM(11, 18);                                                                                \
+        CN(13, 20);                                                                                \
+        CN(15, 22);                                                                                \
+        CM(13, 16);                                                                                \
+        CN(15, 18);                                                                                \
+        CX(15, 16);                                                                                \
     } while (0)
 
 COS_CLONES void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float *lo, float *hi) {
@@ -188,13 +320,12 @@ COS_CLONES void tide_cos_mid32_cols(const float *z, int64_t ld, int64_t n, float
 #pragma GCC ivdep
 #endif
     for (int64_t x = 0; x < n; x++) {
-#define Z(r) zz[(r) * ld + x]
+#define Z(r) zz[(r)*ld + x]
         float v0 = Z(0), v1 = Z(1), v2 = Z(2), v3 = Z(3), v4 = Z(4), v5 = Z(5), v6 = Z(6),
-              v7 = Z(7), v8 = Z(8), v9 = Z(9), v10 = Z(10), v11 = Z(11), v12 = Z(12),
-              v13 = Z(13), v14 = Z(14), v15 = Z(15), v16 = Z(16), v17 = Z(17), v18 = Z(18),
-              v19 = Z(19), v20 = Z(20), v21 = Z(21), v22 = Z(22), v23 = Z(23), v24 = Z(24),
-              v25 = Z(25), v26 = Z(26), v27 = Z(27), v28 = Z(28), v29 = Z(29), v30 = Z(30),
-              v31 = Z(31);
+              v7 = Z(7), v8 = Z(8), v9 = Z(9), v10 = Z(10), v11 = Z(11), v12 = Z(12), v13 = Z(13),
+              v14 = Z(14), v15 = Z(15), v16 = Z(16), v17 = Z(17), v18 = Z(18), v19 = Z(19),
+              v20 = Z(20), v21 = Z(21), v22 = Z(22), v23 = Z(23), v24 = Z(24), v25 = Z(25),
+              v26 = Z(26), v27 = Z(27), v28 = Z(28), v29 = Z(29), v30 = Z(30), v31 = Z(31);
 #undef Z
         MID32();
         l[x] = v15;

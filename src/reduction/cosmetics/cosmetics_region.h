@@ -23,7 +23,9 @@
 #define COS_TILE 16
 
 /** Tile grid of a frame: ntx × nty tiles of COS_TILE pixels. */
-static inline int64_t tide_cos_ntiles(int64_t n) { return (n + COS_TILE - 1) / COS_TILE; }
+static inline int64_t tide_cos_ntiles(int64_t n) {
+    return (n + COS_TILE - 1) / COS_TILE;
+}
 
 /** mark[t] = 1 for each tile t holding a pixel that tide_cos_apply(flag, COSMIC) would newly
  *  flag (flag set, COSMIC not yet set); mark has ntx·nty bytes. */
@@ -37,10 +39,9 @@ int64_t tide_cos_tile_list(const uint8_t *mark, int64_t ntx, int64_t nty, int64_
 /** Recompute N, S, SP, cand, flag2 and flag (the planes of one iteration, as the full-frame
  *  kernels define them) on the @p n listed tiles, in that order. */
 int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
-                        const tide_cos_noise *nm, const uint16_t *mask,
-                        const tide_cos_lacos *lp, float low, float *N, float *S, float *SP,
-                        uint8_t *cand, uint8_t *flag2, uint8_t *flag, const int64_t *list,
-                        int64_t n);
+                        const tide_cos_noise *nm, const uint16_t *mask, const tide_cos_lacos *lp,
+                        float low, float *N, float *S, float *SP, uint8_t *cand, uint8_t *flag2,
+                        uint8_t *flag, const int64_t *list, int64_t n);
 
 #ifdef TIDE_HAVE_CUDA
 #ifdef __cplusplus
@@ -55,9 +56,9 @@ int tide_cos_mark_new_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t 
 /** CUDA twin of tide_cos_update_cpu: the planes of one iteration recomputed on the tiles
  *  with dirty[t] != 0 (device, ntx·nty bytes); the other tiles keep their values. */
 int tide_cos_update_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
-                         const tide_cos_noise *nm, const uint16_t *mask,
-                         const tide_cos_lacos *lp, float low, float *N, float *S, float *SP,
-                         uint8_t *cand, uint8_t *flag2, uint8_t *flag, const uint8_t *dirty);
+                         const tide_cos_noise *nm, const uint16_t *mask, const tide_cos_lacos *lp,
+                         float low, float *N, float *S, float *SP, uint8_t *cand, uint8_t *flag2,
+                         uint8_t *flag, const uint8_t *dirty);
 #ifdef __cplusplus
 }
 #endif

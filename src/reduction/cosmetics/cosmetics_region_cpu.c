@@ -53,10 +53,9 @@ static void bounds(const tide_cos_geom *g, int64_t t, int64_t *x0, int64_t *x1, 
 }
 
 int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
-                        const tide_cos_noise *nm, const uint16_t *mask,
-                        const tide_cos_lacos *lp, float low, float *N, float *S, float *SP,
-                        uint8_t *cand, uint8_t *flag2, uint8_t *flag, const int64_t *list,
-                        int64_t n) {
+                        const tide_cos_noise *nm, const uint16_t *mask, const tide_cos_lacos *lp,
+                        float low, float *N, float *S, float *SP, uint8_t *cand, uint8_t *flag2,
+                        uint8_t *flag, const int64_t *list, int64_t n) {
     const int64_t w = g->w, h = g->h;
 #pragma omp parallel num_threads(NT(ctx))
     {
@@ -71,8 +70,8 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
                 tide_cos_med5_block(W, w, w, h, y0, y1, x0, x1, N + y0 * w + x0, w, cs);
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++)
-                    N[y * w + x] = cos_sigma(nm, cs ? N[y * w + x]
-                                                    : cos_box_median(W, w, w, h, x, y, 2));
+                    N[y * w + x] =
+                        cos_sigma(nm, cs ? N[y * w + x] : cos_box_median(W, w, w, h, x, y, 2));
         }
         /* S = L⁺ / 2N */
 #pragma omp for schedule(dynamic, 4)
@@ -80,7 +79,8 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
             bounds(g, list[k], &x0, &x1, &y0, &y1);
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++)
-                    S[y * w + x] = tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, N[y * w + x]));
+                    S[y * w + x] =
+                        tide_fdiv(cos_lplus(W, w, w, h, x, y), tide_fmul(2.0f, N[y * w + x]));
         }
         /* S' = S − med5 S where S > low */
 #pragma omp for schedule(dynamic, 4)
@@ -91,8 +91,8 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++) {
                     const float s = S[y * w + x];
-                    const float m = cs ? SP[y * w + x]
-                                       : (s > low ? cos_box_median(S, w, w, h, x, y, 2) : 0);
+                    const float m =
+                        cs ? SP[y * w + x] : (s > low ? cos_box_median(S, w, w, h, x, y, 2) : 0);
                     SP[y * w + x] = s > low ? tide_fsub(s, m) : s;
                 }
         }

@@ -25,19 +25,22 @@ void tide_detect_params_default(tide_detect_params *p) {
     p->deblend_limit = 1024;
     p->saturation = 0.0;
     p->gain = 0.0;
-    p->filter_mask_bits = TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_HOT | TIDE_MASK_COLD |
-                          TIDE_MASK_COSMIC;
+    p->filter_mask_bits =
+        TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC;
     p->bad_mask_bits = p->filter_mask_bits;
     p->winpos_niter = 16;
     p->winpos_eps = 1e-4;
 }
 
 void tide_detect_maps_free(tide_ctx *ctx, tide_detect_maps *m) {
-    if (!m) return;
+    if (!m)
+        return;
     tide_image_free(ctx, &m->snr);
     if (m->seg) {
-        if (m->location == TIDE_DEVICE) tide_device_free(ctx, m->seg);
-        else free(m->seg);
+        if (m->location == TIDE_DEVICE)
+            tide_device_free(ctx, m->seg);
+        else
+            free(m->seg);
     }
     memset(m, 0, sizeof *m);
 }
@@ -49,11 +52,13 @@ static int check_params(const tide_detect_params *p, const tide_psf_model *psf) 
         return tide_error(TIDE_E_INVAL, "tide_detect: minarea must be >= 1 (got %lld)",
                           (long long)p->minarea);
     if (!psf && !(p->fwhm_guess > 0.0 && p->fwhm_guess < 200.0))
-        return tide_error(TIDE_E_INVAL, "tide_detect: fwhm_guess must be in (0, 200) pixels "
-                          "(got %g)", p->fwhm_guess);
+        return tide_error(TIDE_E_INVAL,
+                          "tide_detect: fwhm_guess must be in (0, 200) pixels "
+                          "(got %g)",
+                          p->fwhm_guess);
     if (p->deblend_limit < 1 || !(p->deblend_mincont >= 0.0) || p->deblend_nthresh > 1024)
         return tide_error(TIDE_E_INVAL, "tide_detect: deblend_limit must be >= 1, "
-                          "deblend_mincont >= 0 and deblend_nthresh <= 1024");
+                                        "deblend_mincont >= 0 and deblend_nthresh <= 1024");
     if (p->winpos_niter < 0 || !(p->winpos_eps > 0.0))
         return tide_error(TIDE_E_INVAL, "tide_detect: winpos_niter >= 0 and winpos_eps > 0");
     if (psf) {
@@ -61,10 +66,12 @@ static int check_params(const tide_detect_params *p, const tide_psf_model *psf) 
         if (psf->nbasis < 1 || psf->nbasis > TIDE_DET_MAX_BASIS || psf->stamp < 1 ||
             psf->stamp % 2 == 0 || !psf->basis || !psf->coef || psf->degree < 0 ||
             psf->ncoef != nt || nt > TIDE_DET_MAX_COEF)
-            return tide_error(TIDE_E_INVAL, "tide_detect: PSF model has nbasis %d, stamp %d, "
+            return tide_error(TIDE_E_INVAL,
+                              "tide_detect: PSF model has nbasis %d, stamp %d, "
                               "degree %d, ncoef %d (need 1..%d basis, odd stamp, ncoef = "
-                              "(d+1)(d+2)/2 <= %d)", psf->nbasis, psf->stamp, psf->degree,
-                              psf->ncoef, TIDE_DET_MAX_BASIS, TIDE_DET_MAX_COEF);
+                              "(d+1)(d+2)/2 <= %d)",
+                              psf->nbasis, psf->stamp, psf->degree, psf->ncoef, TIDE_DET_MAX_BASIS,
+                              TIDE_DET_MAX_COEF);
     }
     return 0;
 }
@@ -87,7 +94,8 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
         *ks = psf->stamp;
         size_t n = (size_t)psf->nbasis * (size_t)(*ks * *ks);
         *kbuf = malloc(n * sizeof(float));
-        if (!*kbuf) return tide_error(TIDE_E_NOMEM, "tide_detect: kernel buffer");
+        if (!*kbuf)
+            return tide_error(TIDE_E_NOMEM, "tide_detect: kernel buffer");
         memcpy(*kbuf, psf->basis, n * sizeof(float));
         f->nbasis = psf->nbasis;
         f->degree = psf->degree;
@@ -99,10 +107,12 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
         /* unit-sum Gaussian out to ~3.1 sigma */
         double sig = p->fwhm_guess / 2.3548200450309493;
         int64_t half = (int64_t)ceil(1.3 * p->fwhm_guess);
-        if (half < 1) half = 1;
+        if (half < 1)
+            half = 1;
         *ks = 2 * half + 1;
         *kbuf = malloc(sizeof(float) * (size_t)(*ks * *ks));
-        if (!*kbuf) return tide_error(TIDE_E_NOMEM, "tide_detect: kernel buffer");
+        if (!*kbuf)
+            return tide_error(TIDE_E_NOMEM, "tide_detect: kernel buffer");
         double s = 0.0;
         for (int64_t j = 0; j < *ks; j++)
             for (int64_t i = 0; i < *ks; i++) {
@@ -138,7 +148,7 @@ static int build_filter(const tide_psf_model *psf, const tide_detect_params *p, 
 static void corner_fwhm(const tide_psf_model *psf, const tide_detect_params *p,
                         double fwhm_corner[4]) {
     for (int c = 0; c < 4; c++)
-        fwhm_corner[c] = !psf                         ? p->fwhm_guess
+        fwhm_corner[c] = !psf                        ? p->fwhm_guess
                          : psf->fwhm_corner[c] > 0.0 ? psf->fwhm_corner[c]
                          : psf->fwhm > 0.0           ? psf->fwhm
                                                      : p->fwhm_guess;
@@ -172,16 +182,20 @@ static int add_columns(tide_table *t) {
     for (size_t c = 0; c < sizeof f64_cols / sizeof f64_cols[0] && !st; c++)
         st = tide_table_add_column(t, f64_cols[c].name, TIDE_COL_F64, 1, f64_cols[c].unit,
                                    f64_cols[c].comment, NULL);
-    if (!st) st = tide_table_add_column(t, "ISOAREA", TIDE_COL_I64, 1, "pixel**2",
-                                        "footprint pixels", NULL);
-    if (!st) st = tide_table_add_column(t, "XPEAK", TIDE_COL_I64, 1, "pixel",
-                                        "x of the S/N peak (0-based)", NULL);
-    if (!st) st = tide_table_add_column(t, "YPEAK", TIDE_COL_I64, 1, "pixel",
-                                        "y of the S/N peak (0-based)", NULL);
-    if (!st) st = tide_table_add_column(t, "FLAGS", TIDE_COL_I32, 1, "", "extraction flags",
-                                        NULL);
-    if (!st) st = tide_table_add_column(t, "PARENT", TIDE_COL_I64, 1, "",
-                                        "parent footprint index", NULL);
+    if (!st)
+        st = tide_table_add_column(t, "ISOAREA", TIDE_COL_I64, 1, "pixel**2", "footprint pixels",
+                                   NULL);
+    if (!st)
+        st = tide_table_add_column(t, "XPEAK", TIDE_COL_I64, 1, "pixel",
+                                   "x of the S/N peak (0-based)", NULL);
+    if (!st)
+        st = tide_table_add_column(t, "YPEAK", TIDE_COL_I64, 1, "pixel",
+                                   "y of the S/N peak (0-based)", NULL);
+    if (!st)
+        st = tide_table_add_column(t, "FLAGS", TIDE_COL_I32, 1, "", "extraction flags", NULL);
+    if (!st)
+        st =
+            tide_table_add_column(t, "PARENT", TIDE_COL_I64, 1, "", "parent footprint index", NULL);
     return st;
 }
 
@@ -189,15 +203,21 @@ static int add_columns(tide_table *t) {
 static int fill_table(tide_ctx *ctx, const tide_det_work *w, int on_dev, tide_table *t) {
     const int64_t n = w->nsrc;
     int st = tide_table_resize(t, n);
-    if (st || n == 0) return st;
+    if (st || n == 0)
+        return st;
     double *f64 = malloc(sizeof(double) * (size_t)(TIDE_DET_NF64 * n));
     int64_t *i64 = malloc(sizeof(int64_t) * (size_t)(4 * n));
     int32_t *fl = malloc(sizeof(int32_t) * (size_t)n);
-    if (!f64 || !i64 || !fl) st = tide_error(TIDE_E_NOMEM, "tide_detect: output columns");
-    if (!st) st = tide_memcpy(ctx, f64, 0, w->f64, on_dev, sizeof(double) * TIDE_DET_NF64 * n);
-    if (!st) st = tide_memcpy(ctx, i64, 0, w->i64, on_dev, sizeof(int64_t) * 3 * n);
-    if (!st) st = tide_memcpy(ctx, i64 + 3 * n, 0, w->src_parent, on_dev, sizeof(int64_t) * n);
-    if (!st) st = tide_memcpy(ctx, fl, 0, w->flags, on_dev, sizeof(int32_t) * n);
+    if (!f64 || !i64 || !fl)
+        st = tide_error(TIDE_E_NOMEM, "tide_detect: output columns");
+    if (!st)
+        st = tide_memcpy(ctx, f64, 0, w->f64, on_dev, sizeof(double) * TIDE_DET_NF64 * n);
+    if (!st)
+        st = tide_memcpy(ctx, i64, 0, w->i64, on_dev, sizeof(int64_t) * 3 * n);
+    if (!st)
+        st = tide_memcpy(ctx, i64 + 3 * n, 0, w->src_parent, on_dev, sizeof(int64_t) * n);
+    if (!st)
+        st = tide_memcpy(ctx, fl, 0, w->flags, on_dev, sizeof(int32_t) * n);
     if (!st) {
         for (size_t c = 0; c < sizeof f64_cols / sizeof f64_cols[0]; c++)
             memcpy(tide_table_f64(t, f64_cols[c].name), f64 + f64_cols[c].idx * n,
@@ -241,29 +261,40 @@ static int matched_filter(tide_ctx *ctx, const tide_image *s_in, const tide_imag
     const int64_t W = s_in->width, H = s_in->height;
     tide_correlator *corr = NULL;
     int st = tide_correlator_create(ctx, W, H, f->nbasis, kp, ks, ks, opt, &corr);
-    if (st) return st;
+    if (st)
+        return st;
     if (!tide_correlator_streams(corr)) {
         st = tide_correlator_run(ctx, corr, s_in, R);
         tide_correlator_free(ctx, corr);
-        if (!st) st = tide_image_alloc(ctx, snr, W, H, loc, 0);
-        if (!st) st = TIDE_DISPATCH(ctx, tide_det_snr, s_in, r_in, R, f, snr);
+        if (!st)
+            st = tide_image_alloc(ctx, snr, W, H, loc, 0);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_det_snr, s_in, r_in, R, f, snr);
         return st;
     }
     const size_t fbytes = sizeof(double) * (size_t)(W * H);
     double *F = NULL;
-    if (loc == TIDE_DEVICE) st = tide_device_alloc(ctx, fbytes, (void **)&F);
-    else if (!(F = malloc(fbytes))) st = tide_error(TIDE_E_NOMEM, "tide_detect: S/N numerator");
-    if (!st) st = tide_correlator_forward(ctx, corr, s_in);
+    if (loc == TIDE_DEVICE)
+        st = tide_device_alloc(ctx, fbytes, (void **)&F);
+    else if (!(F = malloc(fbytes)))
+        st = tide_error(TIDE_E_NOMEM, "tide_detect: S/N numerator");
+    if (!st)
+        st = tide_correlator_forward(ctx, corr, s_in);
     for (int b = 0; b < f->nbasis && !st; b++) {
         tide_image Rb; /* a view of the correlator's result buffer: no copy, no image */
         st = tide_correlator_run_one_view(ctx, corr, b, &Rb);
-        if (!st) st = TIDE_DISPATCH(ctx, tide_det_snr_accum, &Rb, b, f, F);
+        if (!st)
+            st = TIDE_DISPATCH(ctx, tide_det_snr_accum, &Rb, b, f, F);
     }
     tide_correlator_free(ctx, corr);
-    if (!st) st = tide_image_alloc(ctx, snr, W, H, loc, 0);
-    if (!st) st = TIDE_DISPATCH(ctx, tide_det_snr_finish, s_in, r_in, F, f, snr);
-    if (loc == TIDE_DEVICE) tide_device_free(ctx, F);
-    else free(F);
+    if (!st)
+        st = tide_image_alloc(ctx, snr, W, H, loc, 0);
+    if (!st)
+        st = TIDE_DISPATCH(ctx, tide_det_snr_finish, s_in, r_in, F, f, snr);
+    if (loc == TIDE_DEVICE)
+        tide_device_free(ctx, F);
+    else
+        free(F);
     return st;
 }
 
@@ -272,14 +303,21 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                   const tide_psf_model *psf, const tide_detect_params *pin,
                   const tide_image *snr_given, tide_table *sources, tide_detect_maps *maps) {
     tide_detect_params p;
-    if (pin) p = *pin;
-    else tide_detect_params_default(&p);
-    if (maps) memset(maps, 0, sizeof *maps);
-    if (!ctx || !sources) return tide_error(TIDE_E_INVAL, "tide_detect: NULL context or table");
+    if (pin)
+        p = *pin;
+    else
+        tide_detect_params_default(&p);
+    if (maps)
+        memset(maps, 0, sizeof *maps);
+    if (!ctx || !sources)
+        return tide_error(TIDE_E_INVAL, "tide_detect: NULL context or table");
     int st = check_params(&p, psf);
-    if (!st) st = check_image(sub, "sub", -1, -1);
-    if (!st) st = check_image(rms, "rms", sub->width, sub->height);
-    if (st) return st;
+    if (!st)
+        st = check_image(sub, "sub", -1, -1);
+    if (!st)
+        st = check_image(rms, "rms", sub->width, sub->height);
+    if (st)
+        return st;
     const int64_t W = sub->width, H = sub->height;
     if (W * H >= INT32_MAX)
         return tide_error(TIDE_E_RANGE, "tide_detect: %lld x %lld frame has 2^31 pixels or more",
@@ -302,9 +340,11 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     memset(&mp, 0, sizeof mp);
     const tide_image *s_in = sub, *r_in = rms;
 
-    if (tide_table_column(sources, "XWIN") == NULL) st = add_columns(sources);
+    if (tide_table_column(sources, "XWIN") == NULL)
+        st = add_columns(sources);
     /* the kernels only for a map made here */
-    if (!st && !snr_given) st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
+    if (!st && !snr_given)
+        st = build_filter(psf, &p, W, H, &kbuf, &ks, &f);
     /* A CUDA context works on device images: upload host inputs once. */
     if (!st && cuda && sub->location == TIDE_HOST) {
         st = tide_image_clone(ctx, &dsub, sub, TIDE_DEVICE);
@@ -317,8 +357,9 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
     if (!st && snr_given &&
         (snr_given->location != loc || snr_given->width != W || snr_given->height != H ||
          snr_given->stride != W || !snr_given->pix))
-        st = tide_error(TIDE_E_INVAL, "tide_detect: the given S/N map must be %lld x %lld "
-                                      "(row stride %lld) where the context computes",
+        st = tide_error(TIDE_E_INVAL,
+                        "tide_detect: the given S/N map must be %lld x %lld "
+                        "(row stride %lld) where the context computes",
                         (long long)W, (long long)H, (long long)W);
     tide_timer tm;
     if (!st && snr_given) {
@@ -328,7 +369,8 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         snr.var = NULL;
     } else if (!st) {
         const float *kp[TIDE_DET_MAX_BASIS];
-        for (int b = 0; b < f.nbasis; b++) kp[b] = kbuf + (size_t)b * (size_t)(ks * ks);
+        for (int b = 0; b < f.nbasis; b++)
+            kp[b] = kbuf + (size_t)b * (size_t)(ks * ks);
         tide_correlate_options opt = {0};
         opt.pad = TIDE_PAD_ZERO;
         opt.mask_bits = p.filter_mask_bits;
@@ -336,7 +378,8 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         st = matched_filter(ctx, s_in, r_in, kp, ks, &opt, &f, loc, R, &snr);
         tide_timer_stop(ctx, &tm, NULL);
     }
-    for (int b = 0; b < TIDE_DET_MAX_BASIS; b++) tide_image_free(ctx, &R[b]);
+    for (int b = 0; b < TIDE_DET_MAX_BASIS; b++)
+        tide_image_free(ctx, &R[b]);
 
     w.width = W;
     w.height = H;
@@ -365,8 +408,10 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
         st = TIDE_DISPATCH(ctx, tide_det_measure, s_in, r_in, &snr, &mp, &w);
         tide_timer_stop(ctx, &tm, NULL);
     }
-    if (!st) st = fill_table(ctx, &w, cuda, sources);
-    if (snr_given) memset(&snr, 0, sizeof snr); /* the caller's */
+    if (!st)
+        st = fill_table(ctx, &w, cuda, sources);
+    if (snr_given)
+        memset(&snr, 0, sizeof snr); /* the caller's */
     if (!st && maps) {
         maps->snr = snr;
         memset(&snr, 0, sizeof snr);
@@ -381,7 +426,8 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                 /* 0xFF bytes = -1 */
                 if (!st) {
                     int32_t *tmp = malloc(bytes);
-                    if (!tmp) st = tide_error(TIDE_E_NOMEM, "tide_detect: seg map");
+                    if (!tmp)
+                        st = tide_error(TIDE_E_NOMEM, "tide_detect: seg map");
                     else {
                         memset(tmp, 0xFF, bytes);
                         st = tide_memcpy(ctx, maps->seg, 1, tmp, 0, bytes);
@@ -390,21 +436,25 @@ static int detect(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                 }
             } else {
                 maps->seg = malloc(bytes);
-                if (!maps->seg) st = tide_error(TIDE_E_NOMEM, "tide_detect: seg map");
-                else memset(maps->seg, 0xFF, bytes);
+                if (!maps->seg)
+                    st = tide_error(TIDE_E_NOMEM, "tide_detect: seg map");
+                else
+                    memset(maps->seg, 0xFF, bytes);
             }
         } else {
             maps->seg = w.seg;
             w.seg = NULL;
         }
-        if (st) tide_detect_maps_free(ctx, maps);
+        if (st)
+            tide_detect_maps_free(ctx, maps);
     }
     work_free(ctx, &w);
     tide_image_free(ctx, &snr);
     tide_image_free(ctx, &dsub);
     tide_image_free(ctx, &drms);
     free(kbuf);
-    if (st) tide_table_resize(sources, 0);
+    if (st)
+        tide_table_resize(sources, 0);
     return st;
 }
 

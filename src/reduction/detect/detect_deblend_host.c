@@ -20,16 +20,21 @@ int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area
                                 const float *peak, int64_t width, double thresh, int nthresh,
                                 double mincont, int64_t minarea, int limit, int32_t *local,
                                 int32_t *nchild, int32_t *flags) {
-    if (nbig <= 0) return 0;
+    if (nbig <= 0)
+        return 0;
     int64_t *order = malloc(sizeof(int64_t) * (size_t)nbig);
-    if (!order) return tide_error(TIDE_E_NOMEM, "tide_detect: host deblending order");
+    if (!order)
+        return tide_error(TIDE_E_NOMEM, "tide_detect: host deblending order");
     int64_t amax = 0, no = 0;
     for (int64_t b = 0; b < nbig; b++)
-        if (area[b] > amax) amax = area[b];
+        if (area[b] > amax)
+            amax = area[b];
     for (int64_t b = 0; b < nbig; b++)
-        if (4 * area[b] >= amax) order[no++] = b;
+        if (4 * area[b] >= amax)
+            order[no++] = b;
     for (int64_t b = 0; b < nbig; b++)
-        if (4 * area[b] < amax) order[no++] = b;
+        if (4 * area[b] < amax)
+            order[no++] = b;
     const int64_t cap = tide_det_deblend_scratch_bytes(amax, minarea, limit) + 8;
     int failed = 0;
     /* the whole team even for a few parents (the idle ones wait at the end): a smaller team
@@ -45,7 +50,8 @@ int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area
             const int64_t need = tide_det_deblend_scratch_bytes(area[b], minarea, limit) + 8;
             if (need > have) { /* grown geometrically, up to the largest parent's need */
                 int64_t size = 2 * have < cap ? 2 * have : cap;
-                if (size < need) size = need;
+                if (size < need)
+                    size = need;
                 free(scratch);
                 scratch = malloc((size_t)size);
                 have = scratch ? size : 0;
@@ -56,9 +62,9 @@ int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area
                 continue;
             }
             int32_t fl = 0;
-            nchild[b] = tide_det_deblend_one(area[b], pidx + off[b], pval + off[b], width,
-                                             thresh, (double)peak[b], nthresh, mincont,
-                                             minarea, limit, scratch, local + off[b], &fl);
+            nchild[b] = tide_det_deblend_one(area[b], pidx + off[b], pval + off[b], width, thresh,
+                                             (double)peak[b], nthresh, mincont, minarea, limit,
+                                             scratch, local + off[b], &fl);
             flags[b] = fl;
         }
         free(scratch);
@@ -75,12 +81,16 @@ int64_t tide_det_deblend_host_area(const int64_t *area, int64_t np) {
     enum { LO = TIDE_DET_HOST_DEBLEND_AREA, HI = TIDE_DET_HOST_DEBLEND_ALWAYS };
     int64_t count[HI] = {0}, sum = 0;
     for (int64_t k = 0; k < np; k++) {
-        if (area[k] >= HI) sum += area[k];
-        else if (area[k] >= LO) count[area[k]]++;
+        if (area[k] >= HI)
+            sum += area[k];
+        else if (area[k] >= LO)
+            count[area[k]]++;
     }
-    if (sum > TIDE_DET_HOST_DEBLEND_PIXELS) return HI;
+    if (sum > TIDE_DET_HOST_DEBLEND_PIXELS)
+        return HI;
     for (int64_t a = HI - 1; a >= LO; a--) {
-        if (sum + count[a] * a > TIDE_DET_HOST_DEBLEND_PIXELS) return a + 1;
+        if (sum + count[a] * a > TIDE_DET_HOST_DEBLEND_PIXELS)
+            return a + 1;
         sum += count[a] * a;
     }
     return LO;

@@ -10,8 +10,9 @@
  * times the parent's total (SE's test), or when its peak stands out of the level by a
  * detection of its own (tide_det_branch_significant: the prominence test, which keeps faint
  * stars in the footprint of a bright one, where mincont of a huge total drops them); an
- * object with two or more significant branches is replaced by them. Pixels left outside the final objects are given to the object whose elliptical
- * Gaussian (moments of its pixels, amplitude its peak) is largest there.
+ * object with two or more significant branches is replaced by them. Pixels left outside the final
+ * objects are given to the object whose elliptical Gaussian (moments of its pixels, amplitude its
+ * peak) is largest there.
  *
  * Work. A level only visits the pixels still above the previous level (an ordered list that
  * shrinks as the levels rise), so a parent costs the sum of its level areas rather than
@@ -41,7 +42,8 @@
 /** Object records a parent of @p n pixels needs. */
 TIDE_HD static inline int64_t tide_det_deblend_ocap(int64_t n, int64_t minarea, int limit) {
     int64_t m = minarea > 0 ? n / minarea : n;
-    if (m > limit) m = limit;
+    if (m > limit)
+        m = limit;
     return 2 * m + 2;
 }
 
@@ -81,20 +83,20 @@ TIDE_HD static inline int32_t tide_det_uf_find(int32_t *uf, int32_t i) {
 TIDE_HD static inline void tide_det_uf_union(int32_t *uf, int32_t a, int32_t b) {
     a = tide_det_uf_find(uf, a);
     b = tide_det_uf_find(uf, b);
-    if (a < b) uf[b] = a;
-    else if (b < a) uf[a] = b;
+    if (a < b)
+        uf[b] = a;
+    else if (b < a)
+        uf[a] = b;
 }
 
 /** Deblend one parent: @p n pixels with flat indices @p pidx (raster order) and S/N @p val in a
  *  frame @p width wide, detection threshold @p thresh, peak S/N @p peak. Writes the child index
  *  of every pixel to @p local (children numbered by first pixel), ORs TIDE_DETECT_FLAG_* into
  *  *flags and returns the number of children (>= 1). */
-TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *pidx,
-                                                   const float *val, int64_t width, double thresh,
-                                                   double peak, int nthresh, double mincont,
-                                                   int64_t minarea, int limit,
-                                                   unsigned char *scratch, int32_t *local,
-                                                   int32_t *flags) {
+TIDE_HD static inline int32_t
+tide_det_deblend_one(int64_t n64, const int32_t *pidx, const float *val, int64_t width,
+                     double thresh, double peak, int nthresh, double mincont, int64_t minarea,
+                     int limit, unsigned char *scratch, int32_t *local, int32_t *flags) {
     const int32_t n = (int32_t)n64;
     const int64_t oc = tide_det_deblend_ocap(n64, minarea, limit);
     double *cflux = (double *)scratch;
@@ -110,7 +112,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t *olocal = oalive + oc;
     float *cpk = (float *)(olocal + oc); /* a branch root's highest S/N */
 
-    for (int32_t i = 0; i < n; i++) local[i] = 0;
+    for (int32_t i = 0; i < n; i++)
+        local[i] = 0;
     if (nthresh < 2 || mincont >= 1.0 || n64 < 2 * minarea || !(peak > thresh))
         return 1;
 
@@ -121,22 +124,30 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
         const int64_t p = pidx[i], x = p % width, up = p - width;
         int32_t *l = nb + 4 * (int64_t)i;
         l[0] = l[1] = l[2] = l[3] = -1;
-        if (x > 0 && i > 0 && pidx[i - 1] == p - 1) l[0] = i - 1;
-        if (up < 0) continue;
+        if (x > 0 && i > 0 && pidx[i - 1] == p - 1)
+            l[0] = i - 1;
+        if (up < 0)
+            continue;
         const int64_t lo = x > 0 ? up - 1 : up, hi = x < width - 1 ? up + 1 : up;
-        while (j0 < i && pidx[j0] < lo) j0++;
-        for (int32_t j = j0; j < i && pidx[j] <= hi; j++) l[2 + (int)(pidx[j] - up)] = j;
+        while (j0 < i && pidx[j0] < lo)
+            j0++;
+        for (int32_t j = j0; j < i && pidx[j] <= hi; j++)
+            l[2 + (int)(pidx[j] - up)] = j;
     }
     /* A single regional maximum: when every pixel but one has a strictly higher neighbour,
      * every pixel climbs to that one through pixels no lower than itself, so every level's
      * pixels are one branch and nothing splits (ties fall through to the levels). */
-    for (int32_t i = 0; i < n; i++) seed[i] = 0; /* 1: has a strictly higher neighbour */
+    for (int32_t i = 0; i < n; i++)
+        seed[i] = 0; /* 1: has a strictly higher neighbour */
     for (int32_t i = 0; i < n; i++)
         for (int m = 0; m < 4; m++) {
             const int32_t j = nb[4 * (int64_t)i + m];
-            if (j < 0) continue;
-            if (val[j] > val[i]) seed[i] = 1;
-            else if (val[i] > val[j]) seed[j] = 1;
+            if (j < 0)
+                continue;
+            if (val[j] > val[i])
+                seed[i] = 1;
+            else if (val[i] > val[j])
+                seed[j] = 1;
         }
     /* Every branch at every level holds a pixel without a strictly higher neighbour (its
      * highest: a neighbour outside the branch left the active pixels at a level its S/N was
@@ -145,7 +156,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t ntop = 0;
     float top1 = -INFINITY, top2 = -INFINITY;
     for (int32_t i = 0; i < n; i++) {
-        if (seed[i]) continue;
+        if (seed[i])
+            continue;
         ntop++;
         if (val[i] > top1) {
             top2 = top1;
@@ -154,7 +166,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             top2 = val[i];
         }
     }
-    if (ntop < 2) return 1;
+    if (ntop < 2)
+        return 1;
 
     double total = 0.0;
     for (int32_t i = 0; i < n; i++) {
@@ -172,7 +185,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
     int32_t na = n;
     for (int k = 1; k < nthresh; k++) {
         double t = thresh * pow(peak / thresh, (double)k / (double)nthresh);
-        if (t > (double)top2) break;
+        if (t > (double)top2)
+            break;
         int32_t nact = 0;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
@@ -186,7 +200,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             }
         }
         na = nact;
-        if (nact < 2 * minarea) break;
+        if (nact < 2 * minarea)
+            break;
         /* Branches: 8-connected components of the active pixels. Adjacent active pixels
          * always share their owner (they were in one branch at every level before), so
          * owners need no test. The raster-scan decision tree of Wu, Otoo & Suzuki (2009,
@@ -200,9 +215,12 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
                 tide_det_uf_union(uf, i, l[2]);
                 continue;
             }
-            if (l[0] >= 0 && uf[l[0]] >= 0) tide_det_uf_union(uf, i, l[0]);
-            else if (l[1] >= 0 && uf[l[1]] >= 0) tide_det_uf_union(uf, i, l[1]);
-            if (l[3] >= 0 && uf[l[3]] >= 0) tide_det_uf_union(uf, i, l[3]);
+            if (l[0] >= 0 && uf[l[0]] >= 0)
+                tide_det_uf_union(uf, i, l[0]);
+            else if (l[1] >= 0 && uf[l[1]] >= 0)
+                tide_det_uf_union(uf, i, l[1]);
+            if (l[3] >= 0 && uf[l[3]] >= 0)
+                tide_det_uf_union(uf, i, l[3]);
         }
         /* Roots and sums. A pixel's link points to an earlier active pixel, already pointed
          * at its root, so one step finds it. Each root's sum runs over its pixels in list
@@ -227,14 +245,16 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             }
             cs += (double)val[i];
             cn++;
-            if (val[i] > cp) cp = val[i];
+            if (val[i] > cp)
+                cp = val[i];
         }
         if (cr >= 0) {
             cflux[cr] = cs;
             cmap[cr] = cn;
             cpk[cr] = cp;
         }
-        for (int64_t o = 0; o < nobj; o++) onsig[o] = 0;
+        for (int64_t o = 0; o < nobj; o++)
+            onsig[o] = 0;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
             if (uf[i] == i && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
@@ -247,19 +267,22 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
                 newalive += onsig[o] - 1;
                 nsplit++;
             }
-        if (newalive == alive) continue;
+        if (newalive == alive)
+            continue;
         if (newalive > limit || nobj + (newalive - alive) + nsplit > oc) {
             *flags |= TIDE_DETECT_FLAG_DEBLEND_LIMIT;
-            for (int32_t i = 0; i < n; i++) local[i] = 0;
+            for (int32_t i = 0; i < n; i++)
+                local[i] = 0;
             return 1;
         }
         const int64_t nold = nobj;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
-            if (uf[i] != i) continue;
+            if (uf[i] != i)
+                continue;
             int32_t o = owner[i];
-            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i],
-                                                             t, minarea, minflux, thresh)) {
+            if (onsig[o] >= 2 && tide_det_branch_significant(cmap[i], cflux[i], (double)cpk[i], t,
+                                                             minarea, minflux, thresh)) {
                 cmap[i] = (int32_t)nobj;
                 oalive[nobj] = 1;
                 onsig[nobj] = 0;
@@ -269,19 +292,23 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
             }
         }
         for (int64_t o = 0; o < nold; o++)
-            if (oalive[o] && onsig[o] >= 2) oalive[o] = 0;
+            if (oalive[o] && onsig[o] >= 2)
+                oalive[o] = 0;
         for (int32_t a = 0; a < na; a++) {
             const int32_t i = act[a];
-            if (onsig[owner[i]] >= 2) owner[i] = cmap[uf[i]];
+            if (onsig[owner[i]] >= 2)
+                owner[i] = cmap[uf[i]];
         }
         alive = newalive;
     }
-    if (alive <= 1) return 1;
+    if (alive <= 1)
+        return 1;
     /* Seeds. The pixels still active have their owner. A pixel that left keeps the owner it
      * had then, unless that object split later: a split hands on only the pixels still
      * above the level, and ends the object (nothing else does), so the others lose their
      * seed, as the per-level update of every pixel did. */
-    for (int32_t a = 0; a < na; a++) seed[act[a]] = owner[act[a]];
+    for (int32_t a = 0; a < na; a++)
+        seed[act[a]] = owner[act[a]];
     for (int32_t i = 0; i < n; i++) {
         const int32_t s = seed[i];
         seed[i] = s >= 0 && oalive[s] ? s : -1;
@@ -291,10 +318,12 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
      * about the parent's first pixel (conditioning). */
     const int64_t xr = pidx[0] % width, yr = pidx[0] / width;
     for (int64_t o = 0; o < nobj; o++)
-        for (int m = 0; m < TIDE_DET_OBJ_NMOM; m++) omom[TIDE_DET_OBJ_NMOM * o + m] = 0.0;
+        for (int m = 0; m < TIDE_DET_OBJ_NMOM; m++)
+            omom[TIDE_DET_OBJ_NMOM * o + m] = 0.0;
     for (int32_t i = 0; i < n; i++) {
         int32_t s = seed[i];
-        if (s < 0) continue;
+        if (s < 0)
+            continue;
         double v = (double)val[i];
         double dx = (double)(pidx[i] % width - xr), dy = (double)(pidx[i] / width - yr);
         double *m = omom + TIDE_DET_OBJ_NMOM * (int64_t)s;
@@ -304,10 +333,12 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
         m[3] += v * dx * dx;
         m[4] += v * dy * dy;
         m[5] += v * dx * dy;
-        if (v > m[6]) m[6] = v;
+        if (v > m[6])
+            m[6] = v;
     }
     for (int64_t o = 0; o < nobj; o++) {
-        if (!oalive[o]) continue;
+        if (!oalive[o])
+            continue;
         double *m = omom + TIDE_DET_OBJ_NMOM * o;
         double s = m[0] > 0.0 ? m[0] : 1.0;
         double mx = m[1] / s, my = m[2] / s;
@@ -339,7 +370,8 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
         double best = 0.0;
         int32_t bo = -1;
         for (int64_t o = 0; o < nobj; o++) {
-            if (!oalive[o]) continue;
+            if (!oalive[o])
+                continue;
             const double *m = omom + TIDE_DET_OBJ_NMOM * o;
             double ex = dx - m[0], ey = dy - m[1];
             double sc = m[5] - 0.5 * (m[2] * ex * ex + m[3] * ey * ey + 2.0 * m[4] * ex * ey);
@@ -351,11 +383,13 @@ TIDE_HD static inline int32_t tide_det_deblend_one(int64_t n64, const int32_t *p
         local[i] = bo;
     }
     /* Number the children by their first pixel. */
-    for (int64_t o = 0; o < nobj; o++) olocal[o] = -1;
+    for (int64_t o = 0; o < nobj; o++)
+        olocal[o] = -1;
     int32_t next = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t o = local[i];
-        if (olocal[o] < 0) olocal[o] = next++;
+        if (olocal[o] < 0)
+            olocal[o] = next++;
         local[i] = olocal[o];
     }
     *flags |= TIDE_DETECT_FLAG_DEBLENDED;

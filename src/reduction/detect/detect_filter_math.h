@@ -26,10 +26,13 @@ TIDE_HD static inline double tide_det_coef_one(const tide_det_filter *f, int b, 
     int k = 0;
     for (int g = 0; g <= f->degree; g++) {
         for (int j = 0; j <= g; j++, k++) {
-            if (k >= f->ncoef) return s;
+            if (k >= f->ncoef)
+                return s;
             double a = 1.0;
-            for (int q = 0; q < g - j; q++) a *= u;
-            for (int q = 0; q < j; q++) a *= v;
+            for (int q = 0; q < g - j; q++)
+                a *= u;
+            for (int q = 0; q < j; q++)
+                a *= v;
             s += cb[k] * a;
         }
     }
@@ -40,7 +43,8 @@ TIDE_HD static inline double tide_det_coef_one(const tide_det_filter *f, int b, 
 TIDE_HD static inline void tide_det_coefs(const tide_det_filter *f, int64_t x, int64_t y,
                                           double *c) {
     const double u = tide_det_unorm((double)x, f->width), v = tide_det_unorm((double)y, f->height);
-    for (int b = 0; b < f->nbasis; b++) c[b] = tide_det_coef_one(f, b, u, v);
+    for (int b = 0; b < f->nbasis; b++)
+        c[b] = tide_det_coef_one(f, b, u, v);
 }
 
 /** S/N at one pixel: F = sum c_b r_b, E = sum_ab c_a c_b G_ab, SNR = F / (rms sqrt(E)); NaN
@@ -57,10 +61,12 @@ TIDE_HD static inline float tide_det_snr_pixel(const tide_det_filter *f, int64_t
     for (int a = 0; a < f->nbasis; a++) {
         F += c[a] * (double)r[a];
         double ea = 0.0;
-        for (int b = 0; b < f->nbasis; b++) ea += c[b] * f->gram[a * f->nbasis + b];
+        for (int b = 0; b < f->nbasis; b++)
+            ea += c[b] * f->gram[a * f->nbasis + b];
         E += c[a] * ea;
     }
-    if (!(E > 0.0)) return NAN;
+    if (!(E > 0.0))
+        return NAN;
     return (float)(F / ((double)rms * sqrt(E)));
 }
 
@@ -74,13 +80,16 @@ TIDE_HD static inline float tide_det_snr_pixel(const tide_det_filter *f, int64_t
 TIDE_HD static inline void tide_det_row_coef(const tide_det_filter *f, double v, int b,
                                              double *Pb) {
     const int deg = f->degree;
-    for (int p = 0; p <= deg; p++) Pb[p] = 0.0;
+    for (int p = 0; p <= deg; p++)
+        Pb[p] = 0.0;
     int k = 0;
     for (int g = 0; g <= deg; g++)
         for (int j = 0; j <= g; j++, k++) {
-            if (k >= f->ncoef) continue;
+            if (k >= f->ncoef)
+                continue;
             double vq = 1.0;
-            for (int q = 0; q < j; q++) vq = tide_dmul(vq, v);
+            for (int q = 0; q < j; q++)
+                vq = tide_dmul(vq, v);
             Pb[g - j] = tide_dadd(Pb[g - j], tide_dmul(f->coef[b * f->ncoef + k], vq));
         }
 }
@@ -88,8 +97,7 @@ TIDE_HD static inline void tide_det_row_coef(const tide_det_filter *f, double v,
 /** The kernel energy E = sum_ab G_ab c_a c_b along a row as a polynomial in u: its
  *  coefficient of u^q (q <= 2 degree) from the row's P (P[b * (degree + 1) + p], as
  *  tide_det_row_coef), summed over a, b, p in order (r = q - p); powers are independent. */
-TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const double *P,
-                                                 int q) {
+TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const double *P, int q) {
     const int deg = f->degree, nb = f->nbasis, d1 = deg + 1;
     double Q = 0.0;
     for (int a = 0; a < nb; a++)
@@ -97,7 +105,8 @@ TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const
             const double g = f->gram[a * nb + b];
             for (int p = 0; p <= deg; p++) {
                 const int r = q - p;
-                if (r < 0 || r > deg) continue;
+                if (r < 0 || r > deg)
+                    continue;
                 Q = tide_dadd(Q, tide_dmul(tide_dmul(g, P[a * d1 + p]), P[b * d1 + r]));
             }
         }
@@ -107,7 +116,8 @@ TIDE_HD static inline double tide_det_row_energy(const tide_det_filter *f, const
 /** The polynomial c[0] + c[1] u + ... + c[deg] u^deg by Horner's rule, each step rounded. */
 TIDE_HD static inline double tide_det_horner(const double *c, int deg, double u) {
     double s = c[deg];
-    for (int p = deg - 1; p >= 0; p--) s = tide_dadd(tide_dmul(s, u), c[p]);
+    for (int p = deg - 1; p >= 0; p--)
+        s = tide_dadd(tide_dmul(s, u), c[p]);
     return s;
 }
 
@@ -115,13 +125,14 @@ TIDE_HD static inline double tide_det_horner(const double *c, int deg, double u)
  *  @p rms and mask @p mask: NaN where the pixel has no data or E <= 0. */
 TIDE_HD static inline float tide_det_snr_of(double F, double E, float value, float rms,
                                             uint16_t mask, uint16_t nodata_bits) {
-    if (!(isfinite(value) && isfinite(rms) && rms > 0.0f) || (mask & nodata_bits) ||
-        !(E > 0.0))
+    if (!(isfinite(value) && isfinite(rms) && rms > 0.0f) || (mask & nodata_bits) || !(E > 0.0))
         return NAN;
     return (float)(F / ((double)rms * sqrt(E)));
 }
 
 /** On-pixel test of the segmentation (NaN is off). */
-TIDE_HD static inline int tide_det_on(float snr, float thresh) { return snr >= thresh; }
+TIDE_HD static inline int tide_det_on(float snr, float thresh) {
+    return snr >= thresh;
+}
 
 #endif

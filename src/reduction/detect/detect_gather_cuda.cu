@@ -29,10 +29,12 @@ static __global__ void k_gather(const int32_t *L, const float *snr, int64_t sstr
                                 int32_t *pix_idx, float *pix_val) {
     int64_t k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
-    if (k >= np) return;
+    if (k >= np)
+        return;
     const int32_t *bb = par_bb + 4 * k;
     const int64_t bw = (int64_t)bb[2] - bb[0] + 1, nb = tide_det_box_pixels(bb);
-    if (nb > TIDE_DET_GATHER_WARP_MAX) return; /* the pass over the frame's */
+    if (nb > TIDE_DET_GATHER_WARP_MAX)
+        return; /* the pass over the frame's */
     int64_t cur = par_off[k], col, row;
     tide_box_walk_start(lane, bw, &col, &row);
     for (int64_t base = 0; base < nb; base += 32, tide_box_walk_step(32, bw, &col, &row)) {
@@ -52,7 +54,8 @@ static __global__ void k_gather(const int32_t *L, const float *snr, int64_t sstr
 static __global__ void k_big_flag(const int32_t *L, const int32_t *par_bb, int64_t N,
                                   int32_t *flag) {
     const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= N) return;
+    if (p >= N)
+        return;
     const int32_t k = L[p];
     flag[p] = k >= 0 && tide_det_box_pixels(par_bb + 4 * k) > TIDE_DET_GATHER_WARP_MAX;
 }
@@ -61,9 +64,11 @@ static __global__ void k_big_flag(const int32_t *L, const int32_t *par_bb, int64
 static __global__ void k_big_scatter(const int32_t *L, const int32_t *par_bb, const int32_t *pos,
                                      int64_t N, int32_t *keys, int32_t *vals) {
     const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= N) return;
+    if (p >= N)
+        return;
     const int32_t k = L[p];
-    if (k < 0 || tide_det_box_pixels(par_bb + 4 * k) <= TIDE_DET_GATHER_WARP_MAX) return;
+    if (k < 0 || tide_det_box_pixels(par_bb + 4 * k) <= TIDE_DET_GATHER_WARP_MAX)
+        return;
     keys[pos[p]] = k;
     vals[pos[p]] = (int32_t)p;
 }
@@ -74,13 +79,16 @@ static __global__ void k_big_write(const int32_t *keys, const int32_t *vals, int
                                    const int64_t *par_off, const float *snr, int64_t sstride,
                                    int64_t W, int32_t *pix_idx, float *pix_val) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n)
+        return;
     const int32_t k = keys[i];
     int64_t lo = 0, hi = i;
     while (lo < hi) {
         const int64_t mid = (lo + hi) / 2;
-        if (keys[mid] < k) lo = mid + 1;
-        else hi = mid;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     const int64_t o = par_off[k] + (i - lo);
     const int32_t p = vals[i];
@@ -97,25 +105,29 @@ static int gather_big(tide_ctx *ctx, const tide_image *snr, tide_det_work *w, in
     int64_t n = 0;
     int st = tide_det_scan_i32(ctx, pos, pos, N, &n);
     int32_t *kv = NULL; /* keys, values, sorted keys, sorted values: n each */
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * 4 * (size_t)n, (void **)&kv);
-    if (st) return st;
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * 4 * (size_t)n, (void **)&kv);
+    if (st)
+        return st;
     int32_t *keys = kv, *vals = kv + n, *skeys = kv + 2 * n, *svals = kv + 3 * n;
     k_big_scatter<<<nbk, 256, 0, s>>>(w->label, w->par_bbox, pos, N, keys, vals);
     int end_bit = 1;
-    while (end_bit < 31 && ((int64_t)1 << end_bit) < w->nparent) end_bit++;
+    while (end_bit < 31 && ((int64_t)1 << end_bit) < w->nparent)
+        end_bit++;
     size_t tb = 0;
     void *tmp = NULL;
-    cudaError_t e = cub::DeviceRadixSort::SortPairs(NULL, tb, keys, skeys, vals, svals, (int)n,
-                                                    0, end_bit, s);
-    if (e == cudaSuccess) st = tide_det_dalloc(ctx, tb, &tmp);
+    cudaError_t e =
+        cub::DeviceRadixSort::SortPairs(NULL, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, s);
+    if (e == cudaSuccess)
+        st = tide_det_dalloc(ctx, tb, &tmp);
     if (e == cudaSuccess && !st)
-        e = cub::DeviceRadixSort::SortPairs(tmp, tb, keys, skeys, vals, svals, (int)n, 0,
-                                            end_bit, s);
+        e = cub::DeviceRadixSort::SortPairs(tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit,
+                                            s);
     if (e == cudaSuccess && !st && n > 0)
-        k_big_write<<<tide_det_blocks(n, 256), 256, 0, s>>>(skeys, svals, n, w->par_off,
-                                                            snr->pix, snr->stride, w->width,
-                                                            w->pix_idx, w->pix_val);
-    if (e == cudaSuccess) e = cudaGetLastError();
+        k_big_write<<<tide_det_blocks(n, 256), 256, 0, s>>>(
+            skeys, svals, n, w->par_off, snr->pix, snr->stride, w->width, w->pix_idx, w->pix_val);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
     if (e != cudaSuccess && !st)
         st = tide_error(TIDE_E_CUDA, "tide_detect: gathering large parents: %s",
                         cudaGetErrorString(e));
@@ -127,7 +139,8 @@ static int gather_big(tide_ctx *ctx, const tide_image *snr, tide_det_work *w, in
 int tide_det_gather_cuda(tide_ctx *ctx, const tide_image *snr, tide_det_work *w, int has_big,
                          int32_t *scratch) {
     const int64_t np = w->nparent;
-    if (np <= 0) return 0;
+    if (np <= 0)
+        return 0;
     k_gather<<<tide_det_blocks(np * 32, 128), 128, 0, (cudaStream_t)ctx->stream>>>(
         w->label, snr->pix, snr->stride, w->width, w->par_bbox, w->par_off, np, w->pix_idx,
         w->pix_val);

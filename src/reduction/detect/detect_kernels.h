@@ -16,24 +16,24 @@
 extern "C" {
 #endif
 
-/** Most basis stamps a PSF model may have (1 mean + 16 eigen-PSFs, psf.h), and most polynomial terms
- *  per coefficient (degree 6). */
+/** Most basis stamps a PSF model may have (1 mean + 16 eigen-PSFs, psf.h), and most polynomial
+ * terms per coefficient (degree 6). */
 #define TIDE_DET_MAX_BASIS 17
 #define TIDE_DET_MAX_COEF 28
 
 /** What the per-pixel S/N combination needs besides the images. */
 typedef struct tide_det_filter {
     int nbasis, ncoef, degree;
-    double coef[TIDE_DET_MAX_BASIS * TIDE_DET_MAX_COEF]; /**< coef[b*ncoef+t] */
+    double coef[TIDE_DET_MAX_BASIS * TIDE_DET_MAX_COEF];  /**< coef[b*ncoef+t] */
     double gram[TIDE_DET_MAX_BASIS * TIDE_DET_MAX_BASIS]; /**< <B_a, B_b> */
-    int64_t width, height;  /**< frame the polynomial's u, v are normalised to */
-    uint16_t nodata_bits;   /**< mask bits that make S/N NaN */
+    int64_t width, height; /**< frame the polynomial's u, v are normalised to */
+    uint16_t nodata_bits;  /**< mask bits that make S/N NaN */
 } tide_det_filter;
 
 /** Per-source measurement settings (passed by value to kernels). */
 typedef struct tide_det_mparams {
     int64_t width, height;
-    double fwhm_corner[4];  /**< PSF FWHM at (0,0), (W-1,0), (0,H-1), (W-1,H-1) */
+    double fwhm_corner[4]; /**< PSF FWHM at (0,0), (W-1,0), (0,H-1), (W-1,H-1) */
     double saturation, gain;
     uint16_t bad_bits;
     int niter;
@@ -42,26 +42,40 @@ typedef struct tide_det_mparams {
 
 /** Output columns of the measurement, one element per source (struct of arrays). */
 enum {
-    TIDE_DET_X = 0, TIDE_DET_Y, TIDE_DET_XWIN, TIDE_DET_YWIN, TIDE_DET_ERRX_WIN,
-    TIDE_DET_ERRY_WIN, TIDE_DET_X2, TIDE_DET_Y2, TIDE_DET_XY, TIDE_DET_A, TIDE_DET_B,
-    TIDE_DET_THETA, TIDE_DET_FWHM, TIDE_DET_PEAK, TIDE_DET_SNR, TIDE_DET_FLUX_ISO,
-    TIDE_DET_FLUXERR_ISO, TIDE_DET_NF64
+    TIDE_DET_X = 0,
+    TIDE_DET_Y,
+    TIDE_DET_XWIN,
+    TIDE_DET_YWIN,
+    TIDE_DET_ERRX_WIN,
+    TIDE_DET_ERRY_WIN,
+    TIDE_DET_X2,
+    TIDE_DET_Y2,
+    TIDE_DET_XY,
+    TIDE_DET_A,
+    TIDE_DET_B,
+    TIDE_DET_THETA,
+    TIDE_DET_FWHM,
+    TIDE_DET_PEAK,
+    TIDE_DET_SNR,
+    TIDE_DET_FLUX_ISO,
+    TIDE_DET_FLUXERR_ISO,
+    TIDE_DET_NF64
 };
 
 typedef struct tide_det_work {
     int64_t width, height, npix;
     /* labelling */
-    int32_t *label;      /**< npix: parent index or -1 (after minarea) */
+    int32_t *label; /**< npix: parent index or -1 (after minarea) */
     int64_t nparent;
-    int64_t *par_area;   /**< nparent */
-    int32_t *par_bbox;   /**< nparent * 4: x0, y0, x1, y1 (inclusive) */
-    float *par_peak;     /**< nparent: peak S/N */
-    int64_t *par_off;    /**< nparent + 1: offsets into the pixel lists */
-    int32_t *pix_idx;    /**< total on-pixels: flat pixel index, raster order per parent */
-    float *pix_val;      /**< total on-pixels: S/N */
+    int64_t *par_area; /**< nparent */
+    int32_t *par_bbox; /**< nparent * 4: x0, y0, x1, y1 (inclusive) */
+    float *par_peak;   /**< nparent: peak S/N */
+    int64_t *par_off;  /**< nparent + 1: offsets into the pixel lists */
+    int32_t *pix_idx;  /**< total on-pixels: flat pixel index, raster order per parent */
+    float *pix_val;    /**< total on-pixels: S/N */
     int64_t npixon;
     /* deblending */
-    int64_t *scr_off;    /**< nparent + 1: byte offsets of each parent's scratch */
+    int64_t *scr_off; /**< nparent + 1: byte offsets of each parent's scratch */
     unsigned char *scratch;
     int32_t *pix_local;  /**< total on-pixels: child index inside the parent */
     int32_t *par_nchild; /**< nparent */
@@ -72,9 +86,9 @@ typedef struct tide_det_work {
     int32_t *src_bbox;   /**< nsrc * 4 */
     int64_t *src_parent; /**< nsrc */
     /* measurements */
-    double *f64;         /**< TIDE_DET_NF64 * nsrc, column-major: f64[c * nsrc + i] */
-    int64_t *i64;        /**< 3 * nsrc: ISOAREA, XPEAK, YPEAK */
-    int32_t *flags;      /**< nsrc */
+    double *f64;    /**< TIDE_DET_NF64 * nsrc, column-major: f64[c * nsrc + i] */
+    int64_t *i64;   /**< 3 * nsrc: ISOAREA, XPEAK, YPEAK */
+    int32_t *flags; /**< nsrc */
 } tide_det_work;
 
 /* ---- kernels: CPU twins ----------------------------------------------------------------- */
@@ -137,8 +151,8 @@ int tide_det_deblend_host_batch(tide_ctx *ctx, int64_t nbig, const int64_t *area
 #ifdef TIDE_HAVE_CUDA
 int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                       const tide_image *R, const tide_det_filter *f, tide_image *snr);
-int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int b,
-                            const tide_det_filter *f, double *F);
+int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int b, const tide_det_filter *f,
+                            double *F);
 int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                              const double *F, const tide_det_filter *f, tide_image *snr);
 int tide_det_label_cuda(tide_ctx *ctx, const tide_image *snr, double thresh, int64_t minarea,

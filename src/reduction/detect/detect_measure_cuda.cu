@@ -14,13 +14,12 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
-static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t minarea,
-                                       int limit, int64_t host_area, int64_t *bytes) {
+static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t minarea, int limit,
+                                       int64_t host_area, int64_t *bytes) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k < np)
-        bytes[k] = area[k] >= host_area
-                       ? 0 /* deblended on the host */
-                       : tide_det_deblend_scratch_bytes(area[k], minarea, limit);
+        bytes[k] = area[k] >= host_area ? 0 /* deblended on the host */
+                                        : tide_det_deblend_scratch_bytes(area[k], minarea, limit);
 }
 
 /* Deblending is serial and branchy per parent, so the lanes of a warp that hold different
@@ -31,17 +30,19 @@ static __global__ void k_scratch_bytes(const int64_t *area, int64_t np, int64_t 
 static __global__ void k_deblend(tide_det_work w, double thresh, int nthresh, double mincont,
                                  int64_t minarea, int limit, int64_t host_area, int per_warp) {
     const int lane = threadIdx.x & 31;
-    if (lane >= per_warp) return;
+    if (lane >= per_warp)
+        return;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int64_t k = warp * per_warp + lane;
-    if (k >= w.nparent) return;
-    if (w.par_area[k] >= host_area) return; /* the host does it */
+    if (k >= w.nparent)
+        return;
+    if (w.par_area[k] >= host_area)
+        return; /* the host does it */
     int64_t o = w.par_off[k];
     int32_t fl = 0;
     w.par_nchild[k] = tide_det_deblend_one(w.par_area[k], w.pix_idx + o, w.pix_val + o, w.width,
-                                           thresh, (double)w.par_peak[k], nthresh, mincont,
-                                           minarea, limit, w.scratch + w.scr_off[k],
-                                           w.pix_local + o, &fl);
+                                           thresh, (double)w.par_peak[k], nthresh, mincont, minarea,
+                                           limit, w.scratch + w.scr_off[k], w.pix_local + o, &fl);
     w.par_flags[k] = fl;
     w.child_off[k] = w.par_nchild[k]; /* widened for the scan */
 }
@@ -54,7 +55,8 @@ static int deblend_per_warp(int64_t np) {
         cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
     const int64_t warps = (int64_t)nsm * 16;
     int p = 1;
-    while (p < 32 && np > warps * p) p *= 2;
+    while (p < 32 && np > warps * p)
+        p *= 2;
     return p;
 }
 
@@ -77,7 +79,8 @@ static __global__ void k_big_pack(tide_det_work w, const int64_t *big, const int
 static __global__ void k_big_results(tide_det_work w, const int64_t *big, int64_t nbig,
                                      const int32_t *nchild, const int32_t *flags) {
     const int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nbig) return;
+    if (b >= nbig)
+        return;
     const int64_t k = big[b];
     w.par_nchild[k] = nchild[b];
     w.par_flags[k] = flags[b];
@@ -87,7 +90,7 @@ static __global__ void k_big_results(tide_det_work w, const int64_t *big, int64_
 /* Host and device buffers of the large parents. */
 typedef struct big_parents {
     int64_t n, npix;
-    int64_t host_area; /* parents of at least this many pixels are the host's */
+    int64_t host_area;               /* parents of at least this many pixels are the host's */
     int64_t *h_big, *h_area, *h_off; /* parent index, area, packed offset (n + 1) */
     float *h_peak;
     int32_t *h_idx, *h_local, *h_nchild, *h_flags;
@@ -102,7 +105,8 @@ static void big_free(tide_ctx *ctx, big_parents *b) {
     free(b->h_idx), free(b->h_local), free(b->h_nchild), free(b->h_flags), free(b->h_val);
     void *d[] = {b->d_big, b->d_off, b->d_idx, b->d_local, b->d_nchild, b->d_flags, b->d_val};
     for (size_t i = 0; i < sizeof d / sizeof *d; i++)
-        if (d[i]) tide_device_free(ctx, d[i]);
+        if (d[i])
+            tide_device_free(ctx, d[i]);
     memset(b, 0, sizeof *b);
 }
 
@@ -117,10 +121,13 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
         return tide_error(TIDE_E_NOMEM, "tide_detect: parent areas");
     }
     int st = tide_memcpy(ctx, area, 0, w->par_area, 1, sizeof(int64_t) * (size_t)np);
-    if (!st) st = tide_memcpy(ctx, peak, 0, w->par_peak, 1, sizeof(float) * (size_t)np);
-    if (!st) b->host_area = tide_det_deblend_host_area(area, np);
+    if (!st)
+        st = tide_memcpy(ctx, peak, 0, w->par_peak, 1, sizeof(float) * (size_t)np);
+    if (!st)
+        b->host_area = tide_det_deblend_host_area(area, np);
     int64_t n = 0;
-    for (int64_t k = 0; !st && k < np; k++) n += area[k] >= b->host_area;
+    for (int64_t k = 0; !st && k < np; k++)
+        n += area[k] >= b->host_area;
     if (st || n == 0) {
         free(area), free(peak);
         return st;
@@ -142,29 +149,41 @@ static int big_fetch(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
             tot += area[k];
         }
     free(area), free(peak);
-    if (st) return st;
+    if (st)
+        return st;
     b->h_off[n] = tot;
     b->npix = tot;
     b->h_idx = (int32_t *)malloc(sizeof(int32_t) * (size_t)tot);
     b->h_val = (float *)malloc(sizeof(float) * (size_t)tot);
     b->h_local = (int32_t *)malloc(sizeof(int32_t) * (size_t)tot);
     if (!b->h_idx || !b->h_val || !b->h_local)
-        return tide_error(TIDE_E_NOMEM, "tide_detect: %lld pixels of large parents", (long long)tot);
+        return tide_error(TIDE_E_NOMEM, "tide_detect: %lld pixels of large parents",
+                          (long long)tot);
     st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)n, (void **)&b->d_big);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&b->d_off);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_idx);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(float) * (size_t)tot, (void **)&b->d_val);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_local);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_nchild);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_flags);
-    if (!st) st = tide_memcpy(ctx, b->d_big, 1, b->h_big, 0, sizeof(int64_t) * (size_t)n);
-    if (!st) st = tide_memcpy(ctx, b->d_off, 1, b->h_off, 0, sizeof(int64_t) * (size_t)(n + 1));
-    if (st) return st;
-    k_big_pack<<<(unsigned)n, 256, 0, (cudaStream_t)ctx->stream>>>(*w, b->d_big, b->d_off,
-                                                                    b->d_idx, b->d_val, NULL, 1);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&b->d_off);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_idx);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(float) * (size_t)tot, (void **)&b->d_val);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)tot, (void **)&b->d_local);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_nchild);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&b->d_flags);
+    if (!st)
+        st = tide_memcpy(ctx, b->d_big, 1, b->h_big, 0, sizeof(int64_t) * (size_t)n);
+    if (!st)
+        st = tide_memcpy(ctx, b->d_off, 1, b->h_off, 0, sizeof(int64_t) * (size_t)(n + 1));
+    if (st)
+        return st;
+    k_big_pack<<<(unsigned)n, 256, 0, (cudaStream_t)ctx->stream>>>(*w, b->d_big, b->d_off, b->d_idx,
+                                                                   b->d_val, NULL, 1);
     TIDE_CUDA_LAUNCHED();
     st = tide_memcpy(ctx, b->h_idx, 0, b->d_idx, 1, sizeof(int32_t) * (size_t)tot);
-    if (!st) st = tide_memcpy(ctx, b->h_val, 0, b->d_val, 1, sizeof(float) * (size_t)tot);
+    if (!st)
+        st = tide_memcpy(ctx, b->h_val, 0, b->d_val, 1, sizeof(float) * (size_t)tot);
     return st;
 }
 
@@ -179,8 +198,7 @@ static int big_store(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
     TIDE_CUDA_TRY(cudaMemcpyAsync(b->d_flags, b->h_flags, sizeof(int32_t) * (size_t)n,
                                   cudaMemcpyHostToDevice, s));
     k_big_pack<<<(unsigned)n, 256, 0, s>>>(*w, b->d_big, b->d_off, NULL, NULL, b->d_local, 0);
-    k_big_results<<<tide_det_blocks(n, 128), 128, 0, s>>>(*w, b->d_big, n, b->d_nchild,
-                                                          b->d_flags);
+    k_big_results<<<tide_det_blocks(n, 128), 128, 0, s>>>(*w, b->d_big, n, b->d_nchild, b->d_flags);
     TIDE_CUDA_LAUNCHED();
     /* The host buffers are pageable: the copies above have been staged by the time
      * cudaMemcpyAsync returns, but wait anyway before they are freed. */
@@ -189,7 +207,8 @@ static int big_store(tide_ctx *ctx, const tide_det_work *w, big_parents *b) {
 
 static __global__ void k_src_init(tide_det_work w) {
     int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= w.nparent) return;
+    if (k >= w.nparent)
+        return;
     for (int64_t c = w.child_off[k]; c < w.child_off[k + 1]; c++) {
         int32_t *bb = w.src_bbox + 4 * c;
         bb[0] = bb[1] = INT32_MAX;
@@ -200,13 +219,16 @@ static __global__ void k_src_init(tide_det_work w) {
 
 static __global__ void k_scatter(tide_det_work w) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= w.npixon) return;
+    if (i >= w.npixon)
+        return;
     /* parent of list element i: last k with par_off[k] <= i */
     int64_t lo = 0, hi = w.nparent;
     while (hi - lo > 1) {
         int64_t mid = (lo + hi) / 2;
-        if (w.par_off[mid] <= i) lo = mid;
-        else hi = mid;
+        if (w.par_off[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
     }
     int64_t c = w.child_off[lo] + w.pix_local[i];
     int32_t p = w.pix_idx[i];
@@ -218,17 +240,22 @@ static __global__ void k_scatter(tide_det_work w) {
     atomicMax(&w.src_bbox[4 * c + 3], y);
 }
 
-extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thresh,
-                                     int nthresh, double mincont, int64_t minarea, int limit) {
+extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thresh, int nthresh,
+                                     double mincont, int64_t minarea, int limit) {
     cudaStream_t s = (cudaStream_t)ctx->stream;
     const int64_t np = w->nparent;
     int st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(np + 1), (void **)&w->scr_off);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(np + 1), (void **)&w->par_nchild);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(np + 1), (void **)&w->par_flags);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(np + 1), (void **)&w->child_off);
     if (!st)
-        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(w->npixon + 1), (void **)&w->pix_local);
-    if (st) return st;
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(np + 1), (void **)&w->par_nchild);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(np + 1), (void **)&w->par_flags);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)(np + 1), (void **)&w->child_off);
+    if (!st)
+        st =
+            tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)(w->npixon + 1), (void **)&w->pix_local);
+    if (st)
+        return st;
     const unsigned nbp = tide_det_blocks(np, 128);
     /* Which parents the host takes (and their pixels), before the GPU's scratch is sized. */
     big_parents big;
@@ -237,12 +264,13 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
         big_free(ctx, &big);
         return st;
     }
-    k_scratch_bytes<<<nbp, 128, 0, s>>>(w->par_area, np, minarea, limit, big.host_area,
-                                        w->scr_off);
+    k_scratch_bytes<<<nbp, 128, 0, s>>>(w->par_area, np, minarea, limit, big.host_area, w->scr_off);
     int64_t total = 0;
     st = tide_det_scan_i64(ctx, w->scr_off, w->scr_off, np, &total);
-    if (!st) st = tide_memcpy(ctx, w->scr_off + np, 1, &total, 0, sizeof(int64_t));
-    if (!st) st = tide_det_dalloc(ctx, (size_t)total + 8, (void **)&w->scratch);
+    if (!st)
+        st = tide_memcpy(ctx, w->scr_off + np, 1, &total, 0, sizeof(int64_t));
+    if (!st)
+        st = tide_det_dalloc(ctx, (size_t)total + 8, (void **)&w->scratch);
     if (st) {
         big_free(ctx, &big);
         return st;
@@ -258,10 +286,12 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
     k_deblend<<<tide_det_blocks(nwarps, 4), 128, 0, s>>>(*w, thresh, nthresh, mincont, minarea,
                                                          limit, big.host_area, per_warp);
     cudaError_t launched = cudaGetLastError();
-    if (ev[1]) cudaEventRecord(ev[1], s);
+    if (ev[1])
+        cudaEventRecord(ev[1], s);
     if (launched != cudaSuccess) {
         for (int i = 0; i < 2; i++)
-            if (ev[i]) cudaEventDestroy(ev[i]);
+            if (ev[i])
+                cudaEventDestroy(ev[i]);
         big_free(ctx, &big);
         return tide_error(TIDE_E_CUDA, "tide_detect: deblend kernel: %s",
                           cudaGetErrorString(launched));
@@ -272,8 +302,10 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
         st = tide_det_deblend_host_batch(ctx, big.n, big.h_area, big.h_off, big.h_idx, big.h_val,
                                          big.h_peak, w->width, thresh, nthresh, mincont, minarea,
                                          limit, big.h_local, big.h_nchild, big.h_flags);
-        if (!st) st = tide_timer_add(ctx, "detect.deblend_host", 1e3 * (tide_now() - t0));
-        if (!st) st = big_store(ctx, w, &big);
+        if (!st)
+            st = tide_timer_add(ctx, "detect.deblend_host", 1e3 * (tide_now() - t0));
+        if (!st)
+            st = big_store(ctx, w, &big);
     }
     float gpu_ms = 0.0f;
     if (ev[1] && cudaEventSynchronize(ev[1]) == cudaSuccess &&
@@ -281,18 +313,25 @@ extern "C" int tide_det_deblend_cuda(tide_ctx *ctx, tide_det_work *w, double thr
         st = tide_timer_add(ctx, "detect.deblend_gpu", gpu_ms);
     cudaGetLastError();
     for (int i = 0; i < 2; i++)
-        if (ev[i]) cudaEventDestroy(ev[i]);
+        if (ev[i])
+            cudaEventDestroy(ev[i]);
     big_free(ctx, &big);
-    if (st) return st;
+    if (st)
+        return st;
     int64_t ns = 0;
     st = tide_det_scan_i64(ctx, w->child_off, w->child_off, np, &ns);
-    if (!st) st = tide_memcpy(ctx, w->child_off + np, 1, &ns, 0, sizeof(int64_t));
-    if (st) return st;
+    if (!st)
+        st = tide_memcpy(ctx, w->child_off + np, 1, &ns, 0, sizeof(int64_t));
+    if (st)
+        return st;
     w->nsrc = ns;
     st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)w->npix, (void **)&w->seg);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * 4 * (size_t)ns, (void **)&w->src_bbox);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)ns, (void **)&w->src_parent);
-    if (st) return st;
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * 4 * (size_t)ns, (void **)&w->src_bbox);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int64_t) * (size_t)ns, (void **)&w->src_parent);
+    if (st)
+        return st;
     TIDE_CUDA_TRY(cudaMemsetAsync(w->seg, 0xFF, sizeof(int32_t) * (size_t)w->npix, s));
     k_src_init<<<nbp, 128, 0, s>>>(*w);
     k_scatter<<<tide_det_blocks(w->npixon, 256), 256, 0, s>>>(*w);
@@ -340,21 +379,23 @@ static __device__ void shfl_win(const tide_det_win_acc *a, tide_det_win_acc *b, 
 }
 
 static __device__ void win_pass(const tide_det_view *v, const tide_det_mparams *mp, int32_t id,
-                                double xc, double yc, double sigw, double fwhm, int full,
-                                int lane, tide_det_win_acc *a) {
+                                double xc, double yc, double sigw, double fwhm, int full, int lane,
+                                tide_det_win_acc *a) {
     tide_det_win_init(a);
     tide_det_win_lane(v, mp, id, xc, yc, sigw, fwhm, full, lane, a);
     for (int off = TIDE_DET_LANES / 2; off > 0; off /= 2) {
         tide_det_win_acc b;
         shfl_win(a, &b, off);
-        if (lane < off) tide_det_win_merge(a, &b);
+        if (lane < off)
+            tide_det_win_merge(a, &b);
     }
 }
 
 static __global__ void k_measure(tide_det_view v, tide_det_mparams mp, tide_det_work w) {
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
-    if (i >= w.nsrc) return; /* whole warps leave together */
+    if (i >= w.nsrc)
+        return; /* whole warps leave together */
     const int64_t ns = w.nsrc;
     const int32_t *bb = w.src_bbox + 4 * i;
     tide_det_iso_acc a;
@@ -363,14 +404,16 @@ static __global__ void k_measure(tide_det_view v, tide_det_mparams mp, tide_det_
     for (int off = TIDE_DET_LANES / 2; off > 0; off /= 2) {
         tide_det_iso_acc b;
         shfl_iso(&a, &b, off);
-        if (lane < off) tide_det_iso_merge(&a, &b);
+        if (lane < off)
+            tide_det_iso_merge(&a, &b);
     }
     int32_t fl = 0;
     tide_det_iso_res r = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     if (lane == 0) {
         int64_t k = w.src_parent[i];
         fl = w.par_flags[k];
-        if (w.par_nchild[k] < 2) fl &= ~TIDE_DETECT_FLAG_DEBLENDED;
+        if (w.par_nchild[k] < 2)
+            fl &= ~TIDE_DETECT_FLAG_DEBLENDED;
         tide_det_iso_finish(&a, &mp, bb, i, ns, w.f64, w.i64, &fl, &r);
     }
     const unsigned m = 0xffffffffu;
@@ -387,14 +430,18 @@ static __global__ void k_measure(tide_det_view v, tide_det_mparams mp, tide_det_
     for (int it = 0; it < mp.niter; it++) {
         win_pass(&v, &mp, (int32_t)i, xc, yc, sigw, r.fwhm_psf, 0, lane, &b);
         int s = 0;
-        if (lane == 0) s = tide_det_win_step(&b, mp.eps, &xc, &yc);
+        if (lane == 0)
+            s = tide_det_win_step(&b, mp.eps, &xc, &yc);
         s = __shfl_sync(m, s, 0);
         xc = __shfl_sync(m, xc, 0);
         yc = __shfl_sync(m, yc, 0);
-        if (s < 0) ok = 0;
-        if (s != 0) break;
+        if (s < 0)
+            ok = 0;
+        if (s != 0)
+            break;
     }
-    if (ok && !tide_det_win_inside(bb, xc, yc)) ok = 0;
+    if (ok && !tide_det_win_inside(bb, xc, yc))
+        ok = 0;
     if (!ok) {
         xc = r.x;
         yc = r.y;
@@ -412,9 +459,12 @@ extern "C" int tide_det_measure_cuda(tide_ctx *ctx, const tide_image *sub, const
     cudaStream_t s = (cudaStream_t)ctx->stream;
     const int64_t ns = w->nsrc;
     int st = tide_det_dalloc(ctx, sizeof(double) * TIDE_DET_NF64 * (size_t)ns, (void **)&w->f64);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int64_t) * 3 * (size_t)ns, (void **)&w->i64);
-    if (!st) st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)ns, (void **)&w->flags);
-    if (st) return st;
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int64_t) * 3 * (size_t)ns, (void **)&w->i64);
+    if (!st)
+        st = tide_det_dalloc(ctx, sizeof(int32_t) * (size_t)ns, (void **)&w->flags);
+    if (st)
+        return st;
     tide_det_view v;
     v.sub = sub->pix;
     v.mask = sub->mask;
@@ -432,10 +482,11 @@ extern "C" int tide_det_measure_cuda(tide_ctx *ctx, const tide_image *sub, const
 }
 
 extern "C" void tide_det_work_free_cuda(tide_ctx *ctx, tide_det_work *w) {
-    void *ptrs[] = {w->label, w->par_area, w->par_bbox, w->par_peak, w->par_off, w->pix_idx,
-                    w->pix_val, w->scr_off, w->scratch, w->pix_local, w->par_nchild,
-                    w->par_flags, w->child_off, w->seg, w->src_bbox, w->src_parent, w->f64,
-                    w->i64, w->flags};
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) tide_device_free(ctx, ptrs[i]);
+    void *ptrs[] = {w->label,      w->par_area,  w->par_bbox,  w->par_peak, w->par_off,
+                    w->pix_idx,    w->pix_val,   w->scr_off,   w->scratch,  w->pix_local,
+                    w->par_nchild, w->par_flags, w->child_off, w->seg,      w->src_bbox,
+                    w->src_parent, w->f64,       w->i64,       w->flags};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        tide_device_free(ctx, ptrs[i]);
     memset(w, 0, sizeof *w);
 }

@@ -26,7 +26,7 @@ typedef struct tide_det_view {
     const uint16_t *mask; /**< may be NULL */
     const float *rms;
     const float *snr;
-    const int32_t *seg;   /**< stride = width */
+    const int32_t *seg; /**< stride = width */
     int64_t sub_stride, rms_stride, snr_stride;
     int64_t width, height;
 } tide_det_view;
@@ -87,14 +87,16 @@ TIDE_HD static inline void tide_det_iso_lane(const tide_det_view *v, const tide_
     for (int64_t p = lane; p < nb; p += TIDE_DET_LANES) {
         int64_t dx = p % bw, dy = p / bw;
         int64_t x = bb[0] + dx, y = bb[1] + dy;
-        if (v->seg[y * v->width + x] != id) continue;
+        if (v->seg[y * v->width + x] != id)
+            continue;
         float I = v->sub[y * v->sub_stride + x];
         float r = v->rms[y * v->rms_stride + x];
         float sn = v->snr[y * v->snr_stride + x];
         uint16_t m = v->mask ? v->mask[y * v->sub_stride + x] : 0;
         int64_t idx = y * v->width + x;
         a->maskor |= m;
-        if (mp->saturation > 0.0 && (double)I >= mp->saturation) a->satur = 1;
+        if (mp->saturation > 0.0 && (double)I >= mp->saturation)
+            a->satur = 1;
         a->n += 1.0;
         a->ux += (double)dx;
         a->uy += (double)dy;
@@ -111,7 +113,8 @@ TIDE_HD static inline void tide_det_iso_lane(const tide_det_view *v, const tide_
                 a->peakidx = idx;
             }
             double var = isfinite(r) ? (double)r * (double)r : 0.0;
-            if (mp->gain > 0.0 && d > 0.0) var += d / mp->gain;
+            if (mp->gain > 0.0 && d > 0.0)
+                var += d / mp->gain;
             a->var += var;
         }
         if (sn > a->snrmax || (sn == a->snrmax && idx < a->snridx)) {
@@ -154,7 +157,8 @@ TIDE_HD static inline void tide_det_iso_finish(const tide_det_iso_acc *a,
     double am = 0.5 * (x2 + y2) + root, bm = 0.5 * (x2 + y2) - root;
     double theta = (x2 != y2 || xy != 0.0) ? 0.5 * atan2(2.0 * xy, x2 - y2) : 0.0;
     theta *= 180.0 / 3.14159265358979323846;
-    if (theta <= -90.0) theta += 180.0;
+    if (theta <= -90.0)
+        theta += 180.0;
     f[TIDE_DET_X * nsrc + i] = x;
     f[TIDE_DET_Y * nsrc + i] = y;
     f[TIDE_DET_X2 * nsrc + i] = x2;
@@ -175,9 +179,10 @@ TIDE_HD static inline void tide_det_iso_finish(const tide_det_iso_acc *a,
         fl |= TIDE_DETECT_FLAG_SATURATED;
     if (bb[0] == 0 || bb[1] == 0 || bb[2] == mp->width - 1 || bb[3] == mp->height - 1)
         fl |= TIDE_DETECT_FLAG_TRUNCATED;
-    if (a->maskor & TIDE_MASK_COSMIC) fl |= TIDE_DETECT_FLAG_COSMIC;
-    if (a->maskor & (TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_HOT | TIDE_MASK_COLD |
-                     TIDE_MASK_USER))
+    if (a->maskor & TIDE_MASK_COSMIC)
+        fl |= TIDE_DETECT_FLAG_COSMIC;
+    if (a->maskor &
+        (TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_USER))
         fl |= TIDE_DETECT_FLAG_MASKED;
     *flags |= fl;
     /* local PSF FWHM: bilinear between the four corners */
@@ -221,8 +226,7 @@ TIDE_HD static inline int64_t tide_det_win_half(double sigw) {
  *  second moments, error terms and the flags (the final pass at the converged centre). */
 TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_det_mparams *mp,
                                              int32_t id, double xc, double yc, double sigw,
-                                             double fwhm, int full, int lane,
-                                             tide_det_win_acc *a) {
+                                             double fwhm, int full, int lane, tide_det_win_acc *a) {
     const int64_t h = tide_det_win_half(sigw);
     const int64_t cx = (int64_t)floor(xc + 0.5), cy = (int64_t)floor(yc + 0.5);
     const int64_t side = 2 * h + 1, nb = side * side;
@@ -231,7 +235,8 @@ TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_
     for (int64_t p = lane; p < nb; p += TIDE_DET_LANES) {
         int64_t x = cx - h + p % side, y = cy - h + p / side;
         double dx = (double)x - xc, dy = (double)y - yc, r2 = dx * dx + dy * dy;
-        if (r2 > r2max) continue;
+        if (r2 > r2max)
+            continue;
         if (x < 0 || y < 0 || x >= v->width || y >= v->height) {
             a->incomplete = 1;
             continue;
@@ -245,16 +250,19 @@ TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_
         }
         double w = exp(-r2 * inv2s2), wi = w * (double)I;
         tide_win_add(wi, dx, dy, &a->sw, &a->swx, &a->swy);
-        if (!full) continue;
+        if (!full)
+            continue;
         a->swxx += wi * dx * dx;
         a->swyy += wi * dy * dy;
         a->swxy += wi * dx * dy;
         double var = isfinite(r) ? (double)r * (double)r : 0.0;
-        if (mp->gain > 0.0 && I > 0.0f) var += (double)I / mp->gain;
+        if (mp->gain > 0.0 && I > 0.0f)
+            var += (double)I / mp->gain;
         a->ex += w * w * var * dx * dx;
         a->ey += w * w * var * dy * dy;
         int32_t s = v->seg[y * v->width + x];
-        if (s >= 0 && s != id && r2 <= rn2) a->neighbour = 1;
+        if (s >= 0 && s != id && r2 <= rn2)
+            a->neighbour = 1;
     }
 }
 
@@ -262,7 +270,8 @@ TIDE_HD static inline void tide_det_win_lane(const tide_det_view *v, const tide_
  *  below eps (converged), 0 to go on, -1 when the window holds no positive flux. */
 TIDE_HD static inline int tide_det_win_step(const tide_det_win_acc *a, double eps, double *xc,
                                             double *yc) {
-    if (!(a->sw > 0.0)) return -1;
+    if (!(a->sw > 0.0))
+        return -1;
     double dx, dy;
     tide_win_step(a->sw, a->swx, a->swy, &dx, &dy);
     *xc += dx;
@@ -284,11 +293,11 @@ TIDE_HD static inline int tide_det_win_inside(const int32_t *bb, double xw, doub
 /** Finish the windowed quantities from the final pass at (xw, yw); @p ok says whether the
  *  iteration gave a usable centre (when not, the caller passes the barycentre as (xw, yw)
  *  and the source is flagged). */
-TIDE_HD static inline void tide_det_win_finish(const tide_det_win_acc *a,
-                                               const tide_det_iso_res *r, double sigw, int ok, double xw, double yw,
-                                               int64_t i, int64_t nsrc, double *f,
-                                               int32_t *flags) {
-    if (!ok || !(a->sw > 0.0)) *flags |= TIDE_DETECT_FLAG_WIN_FAILED;
+TIDE_HD static inline void tide_det_win_finish(const tide_det_win_acc *a, const tide_det_iso_res *r,
+                                               double sigw, int ok, double xw, double yw, int64_t i,
+                                               int64_t nsrc, double *f, int32_t *flags) {
+    if (!ok || !(a->sw > 0.0))
+        *flags |= TIDE_DETECT_FLAG_WIN_FAILED;
     f[TIDE_DET_XWIN * nsrc + i] = xw;
     f[TIDE_DET_YWIN * nsrc + i] = yw;
     double s2 = a->sw * a->sw;
@@ -300,11 +309,15 @@ TIDE_HD static inline void tide_det_win_finish(const tide_det_win_acc *a,
         double mx = a->swx / a->sw, my = a->swy / a->sw;
         M = 0.5 * (a->swxx / a->sw - mx * mx + a->swyy / a->sw - my * my);
     }
-    if (M > 0.0 && M < 0.9 * sig2) fw = TIDE_DET_FWHM_SIGMA * sqrt(M * sig2 / (sig2 - M));
-    else fw = TIDE_DET_FWHM_SIGMA * sqrt(0.5 * (r->x2 + r->y2));
+    if (M > 0.0 && M < 0.9 * sig2)
+        fw = TIDE_DET_FWHM_SIGMA * sqrt(M * sig2 / (sig2 - M));
+    else
+        fw = TIDE_DET_FWHM_SIGMA * sqrt(0.5 * (r->x2 + r->y2));
     f[TIDE_DET_FWHM * nsrc + i] = fw;
-    if (a->incomplete) *flags |= TIDE_DETECT_FLAG_APER_INCOMPLETE;
-    if (a->neighbour) *flags |= TIDE_DETECT_FLAG_NEIGHBOURS;
+    if (a->incomplete)
+        *flags |= TIDE_DETECT_FLAG_APER_INCOMPLETE;
+    if (a->neighbour)
+        *flags |= TIDE_DETECT_FLAG_NEIGHBOURS;
 }
 
 #endif

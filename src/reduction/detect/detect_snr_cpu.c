@@ -73,8 +73,10 @@ static void finish_chunk(const tide_image *sub, const tide_image *rms, const dou
 }
 
 /* What stream_rows does with each chunk. */
-enum { SNR_FINISH = -1, /* S/N from the accumulated F (Fr) */
-       SNR_ONE_PASS = -2 /* all bases from the array Rb, then S/N, with F per chunk */ };
+enum {
+    SNR_FINISH = -1,  /* S/N from the accumulated F (Fr) */
+    SNR_ONE_PASS = -2 /* all bases from the array Rb, then S/N, with F per chunk */
+};
 
 /* Rows of the frame in parallel, with the row polynomials; @p b >= 0: accumulate basis b of
  * Rb into Fw; SNR_FINISH or SNR_ONE_PASS as above. */
@@ -133,12 +135,10 @@ int tide_det_snr_accum_cpu(tide_ctx *ctx, const tide_image *Rb, int b, const tid
 
 int tide_det_snr_finish_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                             const double *F, const tide_det_filter *f, tide_image *snr) {
-    return stream_rows(ctx, sub, rms, NULL, SNR_FINISH, f, NULL, F, snr, sub->width,
-                       sub->height);
+    return stream_rows(ctx, sub, rms, NULL, SNR_FINISH, f, NULL, F, snr, sub->width, sub->height);
 }
 
 int tide_det_snr_cpu(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
                      const tide_image *R, const tide_det_filter *f, tide_image *snr) {
-    return stream_rows(ctx, sub, rms, R, SNR_ONE_PASS, f, NULL, NULL, snr, sub->width,
-                       sub->height);
+    return stream_rows(ctx, sub, rms, R, SNR_ONE_PASS, f, NULL, NULL, snr, sub->width, sub->height);
 }

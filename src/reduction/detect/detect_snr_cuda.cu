@@ -55,20 +55,17 @@ static __global__ void k_snr(const __grid_constant__ tide_det_filter f, const co
             double F = 0.0;
             for (int b = 0; b < f.nbasis; b++)
                 F = tide_dadd(F, tide_dmul(tide_det_horner(P + b * d1, f.degree, u),
-                                         (double)R.p[b][y * R.stride[b] + x]));
+                                           (double)R.p[b][y * R.stride[b] + x]));
             const double E = tide_det_horner(Q, 2 * f.degree, u);
-            snr[y * ostride + x] = tide_det_snr_of(F, E, sub[y * sstride + x],
-                                                   rms[y * rstride + x],
-                                                   mask ? mask[y * sstride + x] : 0,
-                                                   f.nodata_bits);
+            snr[y * ostride + x] = tide_det_snr_of(F, E, sub[y * sstride + x], rms[y * rstride + x],
+                                                   mask ? mask[y * sstride + x] : 0, f.nodata_bits);
         }
         __syncthreads(); /* P and Q are the next row's */
     }
 }
 
 extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                                 const tide_image *R, const tide_det_filter *f,
-                                 tide_image *snr) {
+                                 const tide_image *R, const tide_det_filter *f, tide_image *snr) {
     if (f->degree > SNR_DMAX)
         return tide_error(TIDE_E_INVAL, "tide_detect: degree %d above %d", f->degree, SNR_DMAX);
     corr_views v;
@@ -89,16 +86,16 @@ extern "C" int tide_det_snr_cuda(tide_ctx *ctx, const tide_image *sub, const tid
 /* ---- streamed form, one basis at a time (detect_kernels.h) ------------------------------ */
 
 /* F (W × H doubles) += c_b R_b; F = 0 + c_0 R_0 for b = 0, as the CPU's chunks. */
-static __global__ void k_snr_accum(const __grid_constant__ tide_det_filter f, int b,
-                                   const float *R, int64_t rstride, double *F, int64_t W,
-                                   int64_t H) {
+static __global__ void k_snr_accum(const __grid_constant__ tide_det_filter f, int b, const float *R,
+                                   int64_t rstride, double *F, int64_t W, int64_t H) {
     __shared__ double P[TIDE_DET_MAX_BASIS * (SNR_DMAX + 1)];
     const double *Pb = P + b * (f.degree + 1);
     for (int64_t y = blockIdx.x; y < H; y += gridDim.x) {
         row_polys(f, y, P, NULL);
         for (int64_t x = threadIdx.x; x < W; x += blockDim.x) {
             const double u = tide_det_unorm((double)x, f.width);
-            const double t = tide_dmul(tide_det_horner(Pb, f.degree, u), (double)R[y * rstride + x]);
+            const double t =
+                tide_dmul(tide_det_horner(Pb, f.degree, u), (double)R[y * rstride + x]);
             const int64_t i = y * W + x;
             F[i] = tide_dadd(b == 0 ? 0.0 : F[i], t);
         }
@@ -109,17 +106,16 @@ static __global__ void k_snr_accum(const __grid_constant__ tide_det_filter f, in
 /* S/N from the numerator F. */
 static __global__ void k_snr_finish(const __grid_constant__ tide_det_filter f, const double *F,
                                     const float *sub, const uint16_t *mask, int64_t sstride,
-                                    const float *rms, int64_t rstride, float *snr,
-                                    int64_t ostride, int64_t W, int64_t H) {
+                                    const float *rms, int64_t rstride, float *snr, int64_t ostride,
+                                    int64_t W, int64_t H) {
     __shared__ double P[TIDE_DET_MAX_BASIS * (SNR_DMAX + 1)], Q[2 * SNR_DMAX + 1];
     for (int64_t y = blockIdx.x; y < H; y += gridDim.x) {
         row_polys(f, y, P, Q);
         for (int64_t x = threadIdx.x; x < W; x += blockDim.x) {
             const double E = tide_det_horner(Q, 2 * f.degree, tide_det_unorm((double)x, f.width));
-            snr[y * ostride + x] = tide_det_snr_of(F[y * W + x], E, sub[y * sstride + x],
-                                                   rms[y * rstride + x],
-                                                   mask ? mask[y * sstride + x] : 0,
-                                                   f.nodata_bits);
+            snr[y * ostride + x] =
+                tide_det_snr_of(F[y * W + x], E, sub[y * sstride + x], rms[y * rstride + x],
+                                mask ? mask[y * sstride + x] : 0, f.nodata_bits);
         }
         __syncthreads();
     }
@@ -143,9 +139,9 @@ extern "C" int tide_det_snr_accum_cuda(tide_ctx *ctx, const tide_image *Rb, int 
     return launched("S/N accumulation");
 }
 
-extern "C" int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub,
-                                        const tide_image *rms, const double *F,
-                                        const tide_det_filter *f, tide_image *snr) {
+extern "C" int tide_det_snr_finish_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
+                                        const double *F, const tide_det_filter *f,
+                                        tide_image *snr) {
     if (f->degree > SNR_DMAX)
         return tide_error(TIDE_E_INVAL, "tide_detect: degree %d above %d", f->degree, SNR_DMAX);
     k_snr_finish<<<row_blocks(sub->height), SNR_THREADS, 0, (cudaStream_t)ctx->stream>>>(

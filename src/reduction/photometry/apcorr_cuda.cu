@@ -12,7 +12,8 @@ __global__ void apcorr_radius_kernel(const tide_apcorr_table t, int64_t n, const
          i += (int64_t)gridDim.x * blockDim.x) {
         int clipped;
         r[i] = tide_apcorr_law(&t, snr[i], &clipped);
-        if (clipped) flags[i] |= TIDE_PHOT_APCORR_EXTRAP;
+        if (clipped)
+            flags[i] |= TIDE_PHOT_APCORR_EXTRAP;
     }
 }
 
@@ -34,7 +35,8 @@ static unsigned ac_grid(int64_t n) {
 
 extern "C" int tide_apcorr_radius_cuda(tide_ctx *ctx, const tide_apcorr_table *t, int64_t n,
                                        const double *snr, double *r, int32_t *flags) {
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     apcorr_radius_kernel<<<ac_grid(n), 256, 0, (cudaStream_t)ctx->stream>>>(*t, n, snr, r, flags);
     TIDE_CUDA_LAUNCHED();
     return 0;
@@ -43,9 +45,10 @@ extern "C" int tide_apcorr_radius_cuda(tide_ctx *ctx, const tide_apcorr_table *t
 extern "C" int tide_apcorr_apply_cuda(tide_ctx *ctx, const tide_apcorr_table *t, int64_t n,
                                       const double *x, const double *y, const double *r,
                                       double *flux, double *fluxerr) {
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     apcorr_apply_kernel<<<ac_grid(n), 256, 0, (cudaStream_t)ctx->stream>>>(*t, n, x, y, r, flux,
-                                                                          fluxerr);
+                                                                           fluxerr);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

@@ -23,8 +23,8 @@ void tide_apcorr_design_free(tide_apcorr_design *d);
 /* Fit val ≈ Σ_t coef_t term_t(u, v) on the points of @p d with iterated clipping at
  * sigma × rms (up to iters rounds). keep (n) is in/out: 1 = used. Returns 0, or -1 when
  * the system is singular / fewer points than terms. *rms: rms of the kept residuals. */
-int tide_apcorr_fit_poly(const tide_apcorr_design *d, const double *val, double sigma,
-                         int iters, unsigned char *keep, double *coef, double *rms, int *nkept);
+int tide_apcorr_fit_poly(const tide_apcorr_design *d, const double *val, double sigma, int iters,
+                         unsigned char *keep, double *coef, double *rms, int *nkept);
 
 /* Vertex of the least-squares parabola through (x_i, y_i), i in [0, n); returns 0 and the
  * vertex abscissa when the parabola opens downward, -1 otherwise. */

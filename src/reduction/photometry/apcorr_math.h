@@ -19,8 +19,10 @@ TIDE_HD static inline int tide_apcorr_terms(int degree, double u, double v, doub
         for (int q = 0; q <= d; q++) {
             /* u^(d-q) v^q */
             double a = 1.0;
-            for (int e = 0; e < d - q; e++) a *= u;
-            for (int e = 0; e < q; e++) a *= v;
+            for (int e = 0; e < d - q; e++)
+                a *= u;
+            for (int e = 0; e < q; e++)
+                a *= v;
             t[k++] = a;
         }
     return k;
@@ -41,10 +43,8 @@ typedef struct tide_apcorr_table {
 } tide_apcorr_table;
 
 /* Optimal radius for a detection S/N; *clipped when the law left [r_min, r_max]. */
-TIDE_HD static inline double tide_apcorr_law(const tide_apcorr_table *t, double snr,
-                                             int *clipped) {
-    double r = snr > 0.0 && isfinite(snr) ? pow(10.0, t->law_a * log10(snr) + t->law_b)
-                                          : t->r_min;
+TIDE_HD static inline double tide_apcorr_law(const tide_apcorr_table *t, double snr, int *clipped) {
+    double r = snr > 0.0 && isfinite(snr) ? pow(10.0, t->law_a * log10(snr) + t->law_b) : t->r_min;
     *clipped = !(snr > 0.0 && isfinite(snr));
     if (r < t->r_min) {
         r = t->r_min;
@@ -58,17 +58,21 @@ TIDE_HD static inline double tide_apcorr_law(const tide_apcorr_table *t, double 
 }
 
 /* C and σ_C at radius r and position (x, y). */
-TIDE_HD static inline void tide_apcorr_at(const tide_apcorr_table *t, double r, double x,
-                                          double y, double *c, double *c_err) {
+TIDE_HD static inline void tide_apcorr_at(const tide_apcorr_table *t, double r, double x, double y,
+                                          double *c, double *c_err) {
     double terms[TIDE_APCORR_MAX_COEF];
     const int nt = tide_apcorr_terms(t->degree, tide_apcorr_scaled(x, t->width),
                                      tide_apcorr_scaled(y, t->height), terms);
     double fk = (r - t->r_min) / t->dr;
-    if (fk < 0.0) fk = 0.0;
-    if (fk > t->nrad - 1) fk = t->nrad - 1;
+    if (fk < 0.0)
+        fk = 0.0;
+    if (fk > t->nrad - 1)
+        fk = t->nrad - 1;
     int k0 = (int)floor(fk);
-    if (k0 > t->nrad - 2) k0 = t->nrad - 2;
-    if (k0 < 0) k0 = 0;
+    if (k0 > t->nrad - 2)
+        k0 = t->nrad - 2;
+    if (k0 < 0)
+        k0 = 0;
     const int k1 = t->nrad > 1 ? k0 + 1 : 0;
     const double f = t->nrad > 1 ? fk - k0 : 0.0;
     double c0 = 0.0, c1 = 0.0;

@@ -27,17 +27,21 @@ static void ap_one(const tide_ap_job *job, int64_t o) {
             for (int64_t j = y0; j <= y1; j++)
                 for (int64_t i = x0; i <= x1; i++) {
                     const double w = tide_ap_pixel_overlap(i, j, cx, cy, r);
-                    if (w > 0.0) tide_ap_add(&a, im, i, j, w, cx, cy, job->mask_correct);
+                    if (w > 0.0)
+                        tide_ap_add(&a, im, i, j, w, cx, cy, job->mask_correct);
                 }
         }
         int32_t fl;
         tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
-                         job->mask_correct, job->gain_eff, &job->flux[o], &job->fluxerr[o],
-                         &fl);
-        if (!(isfinite(cx) && isfinite(cy) && r > 0.0)) fl |= TIDE_PHOT_FIT_FAILED;
-        if (job->area) job->area[o] = a.aval + a.amiss; /* in the frame */
-        if (job->masked_area) job->masked_area[o] = a.amask;
-        if (job->aflags) job->aflags[o] |= fl; /* zeroed or pre-set by the caller */
+                         job->mask_correct, job->gain_eff, &job->flux[o], &job->fluxerr[o], &fl);
+        if (!(isfinite(cx) && isfinite(cy) && r > 0.0))
+            fl |= TIDE_PHOT_FIT_FAILED;
+        if (job->area)
+            job->area[o] = a.aval + a.amiss; /* in the frame */
+        if (job->masked_area)
+            job->masked_area[o] = a.amask;
+        if (job->aflags)
+            job->aflags[o] |= fl; /* zeroed or pre-set by the caller */
     }
 }
 
@@ -47,7 +51,8 @@ int tide_ap_sum_cpu(tide_ctx *ctx, const tide_ap_job *job) {
      * hundred stars × ~80 radii spreads over every thread */
     const int64_t no = job->nr > 0 ? job->n * job->nr : 0;
 #pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t o = 0; o < no; o++) ap_one(job, o);
+    for (int64_t o = 0; o < no; o++)
+        ap_one(job, o);
     return 0;
 }
 
@@ -69,7 +74,8 @@ static double lane_sum(const float *v, int lo, int hi, int squares, double m) {
         lane[l] = acc;
     }
     for (int s = TIDE_AP_LANES / 2; s > 0; s >>= 1)
-        for (int l = 0; l < s; l++) lane[l] += lane[l + s];
+        for (int l = 0; l < s; l++)
+            lane[l] += lane[l + s];
     return lane[0];
 }
 
@@ -83,7 +89,8 @@ static void clip_sorted(const float *v, int nv, double sigma, int maxiters, doub
         const double sd = sqrt(lane_sum(v, lo, hi, 1, mean) / (hi - lo));
         const int nlo = tide_ap_lower_bound(v, lo, hi, m - sigma * sd);
         const int nhi = tide_ap_upper_bound(v, nlo, hi, m + sigma * sd);
-        if (nhi - nlo == hi - lo || nhi <= nlo) break;
+        if (nhi - nlo == hi - lo || nhi <= nlo)
+            break;
         lo = nlo;
         hi = nhi;
     }
@@ -105,7 +112,8 @@ int tide_ap_annulus_cpu(tide_ctx *ctx, const tide_ann_job *job) {
         }
 #pragma omp for schedule(dynamic, 64)
         for (int64_t s = 0; s < job->n; s++) {
-            if (!buf) continue;
+            if (!buf)
+                continue;
             const tide_ap_planes *im = &job->im;
             const double cx = job->x[s], cy = job->y[s];
             int nv = 0;
@@ -115,17 +123,23 @@ int tide_ap_annulus_cpu(tide_ctx *ctx, const tide_ann_job *job) {
                 x1 = (int64_t)floor(cx + job->rout);
                 y0 = (int64_t)ceil(cy - job->rout);
                 y1 = (int64_t)floor(cy + job->rout);
-                if (x0 < 0) x0 = 0;
-                if (y0 < 0) y0 = 0;
-                if (x1 >= im->width) x1 = im->width - 1;
-                if (y1 >= im->height) y1 = im->height - 1;
+                if (x0 < 0)
+                    x0 = 0;
+                if (y0 < 0)
+                    y0 = 0;
+                if (x1 >= im->width)
+                    x1 = im->width - 1;
+                if (y1 >= im->height)
+                    y1 = im->height - 1;
                 const double ri2 = job->rin * job->rin, ro2 = job->rout * job->rout;
                 for (int64_t j = y0; j <= y1; j++)
                     for (int64_t i = x0; i <= x1; i++) {
                         const double dx = i - cx, dy = j - cy, d2 = dx * dx + dy * dy;
                         double d, v;
-                        if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(im, i, j, &d, &v)) continue;
-                        if (nv < TIDE_PHOT_ANNULUS_MAX) buf[nv++] = (float)d;
+                        if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(im, i, j, &d, &v))
+                            continue;
+                        if (nv < TIDE_PHOT_ANNULUS_MAX)
+                            buf[nv++] = (float)d;
                     }
             }
             if (nv < job->minpix || nv < 2) {

@@ -1,8 +1,8 @@
 /* aperture_cuda.cu — CUDA twins of the aperture kernels.
  *
- * Sums: one warp per (source, radius). Lane l visits pixels l, l + 32, ... of the aperture's bounding
- * box in row-major order and the 32 partial sums are combined by a fixed shuffle tree, so the
- * result is bitwise the same on every run (no atomics). Annulus: one 256-thread block per
+ * Sums: one warp per (source, radius). Lane l visits pixels l, l + 32, ... of the aperture's
+ * bounding box in row-major order and the 32 partial sums are combined by a fixed shuffle tree, so
+ * the result is bitwise the same on every run (no atomics). Annulus: one 256-thread block per
  * source gathers the annulus values into shared memory, sorts them (bitonic), and clips on
  * the sorted range with the lane order of TIDE_AP_LANES (the same as the CPU twin, and
  * without FMA contraction), so the background equals the CPU's. */
@@ -24,7 +24,8 @@
 __global__ void ap_sum_kernel(const tide_ap_job job) {
     const int lane = threadIdx.x & 31;
     const int64_t o = (int64_t)blockIdx.x * AP_WARPS_PER_BLOCK + (threadIdx.x >> 5);
-    if (o >= job.n * job.nr) return; /* whole warps leave together */
+    if (o >= job.n * job.nr)
+        return; /* whole warps leave together */
     const int64_t s = o / job.nr;
     const int k = (int)(o - s * job.nr);
     const double cx = job.x[s], cy = job.y[s];
@@ -37,29 +38,33 @@ __global__ void ap_sum_kernel(const tide_ap_job job) {
             int64_t x0, x1, y0, y1;
             tide_ap_range(cx, r, &x0, &x1);
             tide_ap_range(cy, r, &y0, &y1);
-            tide_ap_warp_box(&a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
-                             [&](int64_t i, int64_t j) {
-                                 return tide_ap_pixel_overlap(i, j, cx, cy, r);
-                             });
+            tide_ap_warp_box(
+                &a, &job.im, x0, x1, y0, y1, cx, cy, job.mask_correct, lane,
+                [&](int64_t i, int64_t j) { return tide_ap_pixel_overlap(i, j, cx, cy, r); });
         }
         tide_ap_warp_total(&a);
         if (lane == 0) {
             int32_t fl;
             tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, bkg, bkg_err,
-                             job.mask_correct, job.gain_eff, &job.flux[o], &job.fluxerr[o],
-                             &fl);
-            if (!ok) fl |= TIDE_PHOT_FIT_FAILED;
-            if (job.area) job.area[o] = a.aval + a.amiss; /* in the frame */
-            if (job.masked_area) job.masked_area[o] = a.amask;
-            if (job.aflags) job.aflags[o] |= fl; /* zeroed or pre-set by the caller */
+                             job.mask_correct, job.gain_eff, &job.flux[o], &job.fluxerr[o], &fl);
+            if (!ok)
+                fl |= TIDE_PHOT_FIT_FAILED;
+            if (job.area)
+                job.area[o] = a.aval + a.amiss; /* in the frame */
+            if (job.masked_area)
+                job.masked_area[o] = a.amask;
+            if (job.aflags)
+                job.aflags[o] |= fl; /* zeroed or pre-set by the caller */
         }
     }
 }
 
 extern "C" int tide_ap_sum_cuda(tide_ctx *ctx, const tide_ap_job *job) {
-    if (job->n <= 0 || job->nr <= 0) return 0;
+    if (job->n <= 0 || job->nr <= 0)
+        return 0;
     const int64_t blocks = (job->n * job->nr + AP_WARPS_PER_BLOCK - 1) / AP_WARPS_PER_BLOCK;
-    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "aperture: too many sources");
+    if (blocks > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "aperture: too many sources");
     ap_sum_kernel<<<(unsigned)blocks, 32 * AP_WARPS_PER_BLOCK, 0, (cudaStream_t)ctx->stream>>>(
         *job);
     TIDE_CUDA_LAUNCHED();
@@ -97,15 +102,20 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
     const int64_t s = blockIdx.x;
     const tide_ap_planes &im = job.im;
     const double cx = job.x[s], cy = job.y[s];
-    if (threadIdx.x == 0) count = 0;
+    if (threadIdx.x == 0)
+        count = 0;
     __syncthreads();
     if (isfinite(cx) && isfinite(cy)) {
         int64_t x0 = (int64_t)ceil(cx - job.rout), x1 = (int64_t)floor(cx + job.rout);
         int64_t y0 = (int64_t)ceil(cy - job.rout), y1 = (int64_t)floor(cy + job.rout);
-        if (x0 < 0) x0 = 0;
-        if (y0 < 0) y0 = 0;
-        if (x1 >= im.width) x1 = im.width - 1;
-        if (y1 >= im.height) y1 = im.height - 1;
+        if (x0 < 0)
+            x0 = 0;
+        if (y0 < 0)
+            y0 = 0;
+        if (x1 >= im.width)
+            x1 = im.width - 1;
+        if (y1 >= im.height)
+            y1 = im.height - 1;
         const double ri2 = job.rin * job.rin, ro2 = job.rout * job.rout;
         const int64_t bw = x1 - x0 + 1, npix = (x1 >= x0 && y1 >= y0) ? bw * (y1 - y0 + 1) : 0;
         int64_t col, row;
@@ -115,10 +125,12 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
             const int64_t j = y0 + row, i = x0 + col;
             const double dx = i - cx, dy = j - cy, d2 = dx * dx + dy * dy;
             double d, vv;
-            if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(&im, i, j, &d, &vv)) continue;
+            if (d2 < ri2 || d2 >= ro2 || !tide_ap_read(&im, i, j, &d, &vv))
+                continue;
             /* the order of arrival does not matter: the values are sorted next */
             const int slot = atomicAdd(&count, 1);
-            if (slot < TIDE_PHOT_ANNULUS_MAX) v[slot] = (float)d;
+            if (slot < TIDE_PHOT_ANNULUS_MAX)
+                v[slot] = (float)d;
         }
     }
     __syncthreads();
@@ -132,8 +144,10 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
         return;
     }
     int np = 1;
-    while (np < nv) np <<= 1;
-    for (int i = nv + threadIdx.x; i < np; i += blockDim.x) v[i] = INFINITY;
+    while (np < nv)
+        np <<= 1;
+    for (int i = nv + threadIdx.x; i < np; i += blockDim.x)
+        v[i] = INFINITY;
     __syncthreads();
     /* bitonic sort of v[0..np) ascending */
     for (int k = 2; k <= np; k <<= 1)
@@ -159,8 +173,8 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
     for (int it = 0; job.maxiters <= 0 || it < job.maxiters; it++) {
         const int lo = range[0], hi = range[1];
         const double mean = __ddiv_rn(block_lane_sum(v, lo, hi, 0, 0.0, red), (double)(hi - lo));
-        const double sd = sqrt(__ddiv_rn(block_lane_sum(v, lo, hi, 1, mean, red),
-                                         (double)(hi - lo)));
+        const double sd =
+            sqrt(__ddiv_rn(block_lane_sum(v, lo, hi, 1, mean, red), (double)(hi - lo)));
         int stop = 0;
         if (threadIdx.x == 0) {
             const double m = tide_ap_sorted_median(v, lo, hi);
@@ -174,7 +188,8 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
         __syncthreads();
         stop = (range[0] == lo && range[1] == hi);
         __syncthreads();
-        if (stop) break;
+        if (stop)
+            break;
     }
     const int lo = range[0], hi = range[1];
     const double mean = __ddiv_rn(block_lane_sum(v, lo, hi, 0, 0.0, red), (double)(hi - lo));
@@ -186,8 +201,10 @@ __global__ void __launch_bounds__(TIDE_AP_LANES) ap_annulus_kernel(const tide_an
 }
 
 extern "C" int tide_ap_annulus_cuda(tide_ctx *ctx, const tide_ann_job *job) {
-    if (job->n <= 0) return 0;
-    if (job->n > 2147483647LL) return tide_error(TIDE_E_RANGE, "annulus: too many sources");
+    if (job->n <= 0)
+        return 0;
+    if (job->n > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "annulus: too many sources");
     ap_annulus_kernel<<<(unsigned)job->n, TIDE_AP_LANES, 0, (cudaStream_t)ctx->stream>>>(*job);
     TIDE_CUDA_LAUNCHED();
     return 0;

@@ -39,7 +39,8 @@ TIDE_HD static inline double tide_ap_arc_integral(double r, double p, double q) 
     /* rim points P = (p, hp), Q = (q, hq); the angle from P to Q, clockwise, is in [0, π] */
     const double cross = hp * q - p * hq, dot = p * q + hp * hq;
     double phi = atan2(cross, dot);
-    if (phi < 0.0) phi = 0.0;
+    if (phi < 0.0)
+        phi = 0.0;
     return 0.5 * (q - p) * (hp + hq) + 0.5 * r * r * tide_ap_phi_minus_sin(phi);
 }
 
@@ -47,9 +48,11 @@ TIDE_HD static inline double tide_ap_arc_integral(double r, double p, double q) 
  * [x0, x1] × [y0, y1] (x0 <= x1, y0 <= y1). Exact up to rounding. */
 TIDE_HD static inline double tide_ap_circle_rect(double x0, double x1, double y0, double y1,
                                                  double r) {
-    if (!(r > 0.0)) return 0.0;
+    if (!(r > 0.0))
+        return 0.0;
     const double a = x0 > -r ? x0 : -r, b = x1 < r ? x1 : r;
-    if (!(a < b) || y0 >= r || y1 <= -r || !(y0 < y1)) return 0.0;
+    if (!(a < b) || y0 >= r || y1 <= -r || !(y0 < y1))
+        return 0.0;
     double bp[6];
     int nb = 0;
     bp[nb++] = a;
@@ -58,8 +61,10 @@ TIDE_HD static inline double tide_ap_circle_rect(double x0, double x1, double y0
         const double ay = fabs(ys[k]);
         if (ay < r) {
             const double s = tide_ap_halfchord(r, ay);
-            if (-s > a && -s < b) bp[nb++] = -s;
-            if (s > a && s < b) bp[nb++] = s;
+            if (-s > a && -s < b)
+                bp[nb++] = -s;
+            if (s > a && s < b)
+                bp[nb++] = s;
         }
     }
     bp[nb++] = b;
@@ -76,12 +81,14 @@ TIDE_HD static inline double tide_ap_circle_rect(double x0, double x1, double y0
     double area = 0.0;
     for (int i = 0; i + 1 < nb; i++) {
         const double p = bp[i], q = bp[i + 1];
-        if (!(q > p)) continue;
+        if (!(q > p))
+            continue;
         const double m = 0.5 * (p + q), hm = tide_ap_halfchord(r, m);
         /* <=: at a tangency (y1 = r) the midpoint may be the touching point */
         const int top_arc = hm <= y1, bot_arc = -hm >= y0;
         const double topv = top_arc ? hm : y1, botv = bot_arc ? -hm : y0;
-        if (topv <= botv) continue; /* the strip misses the disc here */
+        if (topv <= botv)
+            continue; /* the strip misses the disc here */
         const double w = q - p;
         if (top_arc && bot_arc) {
             area += 2.0 * tide_ap_arc_integral(r, p, q);
@@ -105,9 +112,11 @@ TIDE_HD static inline double tide_ap_pixel_overlap(int64_t i, int64_t j, double 
     /* nearest and farthest points of the pixel from the centre */
     const double nx = adx > 0.5 ? adx - 0.5 : 0.0, ny = ady > 0.5 ? ady - 0.5 : 0.0;
     const double r2 = r * r;
-    if (nx * nx + ny * ny >= r2) return 0.0;
+    if (nx * nx + ny * ny >= r2)
+        return 0.0;
     const double fx = adx + 0.5, fy = ady + 0.5;
-    if (fx * fx + fy * fy <= r2) return 1.0;
+    if (fx * fx + fy * fy <= r2)
+        return 1.0;
     /* by symmetry, use the folded pixel in the first quadrant */
     return tide_ap_circle_rect(adx - 0.5, adx + 0.5, ady - 0.5, ady + 0.5, r);
 }
@@ -122,8 +131,8 @@ TIDE_HD static inline void tide_ap_range(double c, double r, int64_t *lo, int64_
 
 /* Ellipse coefficients of SE: r² = cxx dx² + cyy dy² + cxy dx dy, with r = 1 on the ellipse
  * of semi-axes a, b at angle theta (radians, counter-clockwise from +x). */
-TIDE_HD static inline void tide_ap_ellipse_coeffs(double a, double b, double theta,
-                                                  double *cxx, double *cyy, double *cxy) {
+TIDE_HD static inline void tide_ap_ellipse_coeffs(double a, double b, double theta, double *cxx,
+                                                  double *cyy, double *cxy) {
     const double c = cos(theta), s = sin(theta);
     const double ia2 = 1.0 / (a * a), ib2 = 1.0 / (b * b);
     *cxx = c * c * ia2 + s * s * ib2;
@@ -145,18 +154,20 @@ TIDE_HD static inline void tide_ap_ellipse_extent(double a, double b, double the
  * R + reach (reach = the pixel's half-diagonal in ellipse units), 1 when all four corners are
  * inside (the ellipse is convex), else the fraction of subpix × subpix sample points inside. */
 TIDE_HD static inline double tide_ap_ellipse_frac(double dx, double dy, double cxx, double cyy,
-                                                  double cxy, double R, double reach,
-                                                  int subpix) {
+                                                  double cxy, double R, double reach, int subpix) {
     const double R2 = R * R;
-    if (subpix <= 1) return (cxx * dx * dx + cyy * dy * dy + cxy * dx * dy <= R2) ? 1.0 : 0.0;
+    if (subpix <= 1)
+        return (cxx * dx * dx + cyy * dy * dy + cxy * dx * dy <= R2) ? 1.0 : 0.0;
     const double rc = sqrt(cxx * dx * dx + cyy * dy * dy + cxy * dx * dy);
-    if (rc > R + reach) return 0.0;
+    if (rc > R + reach)
+        return 0.0;
     int inside = 0;
     for (int k = 0; k < 4; k++) {
         const double ux = dx + ((k & 1) ? 0.5 : -0.5), uy = dy + ((k & 2) ? 0.5 : -0.5);
         inside += (cxx * ux * ux + cyy * uy * uy + cxy * ux * uy <= R2);
     }
-    if (inside == 4) return 1.0;
+    if (inside == 4)
+        return 1.0;
     const double step = 1.0 / subpix, off = -0.5 + 0.5 * step;
     int cnt = 0;
     for (int sy = 0; sy < subpix; sy++) {
@@ -169,7 +180,6 @@ TIDE_HD static inline double tide_ap_ellipse_frac(double dx, double dy, double c
     return (double)cnt / (double)(subpix * subpix);
 }
 
-
 /* ---- aperture totals -------------------------------------------------------------------- */
 
 /* Turn the sums of one aperture into flux, error and flags (photometry.h, "Variance"):
@@ -180,20 +190,23 @@ TIDE_HD static inline double tide_ap_ellipse_frac(double dx, double dy, double c
  * mean of the used area (flux and variance scaled by (aval + amiss) / aval): the fallback
  * where no mirror pixel could stand in. */
 TIDE_HD static inline void tide_ap_finalize(double sf, double sv, double aval, double amask,
-                                            double amiss, double aout, double bkg,
-                                            double bkg_err, int mask_correct, double gain_eff,
-                                            double *flux, double *err, int32_t *flags) {
+                                            double amiss, double aout, double bkg, double bkg_err,
+                                            int mask_correct, double gain_eff, double *flux,
+                                            double *err, int32_t *flags) {
     double f = sf - bkg * aval;
     double v = sv + aval * aval * bkg_err * bkg_err;
     int32_t fl = 0;
-    if (amask > 0.0) fl |= 1 << 12; /* TIDE_PHOT_MASKED */
+    if (amask > 0.0)
+        fl |= 1 << 12; /* TIDE_PHOT_MASKED */
     if (mask_correct && amiss > 0.0 && aval > 0.0) {
         const double k = (aval + amiss) / aval;
         f *= k;
         v *= k * k;
     }
-    if (aout > 0.0) fl |= 16; /* TIDE_PHOT_TRUNCATED */
-    if (gain_eff > 0.0 && f > 0.0) v += f / gain_eff;
+    if (aout > 0.0)
+        fl |= 16; /* TIDE_PHOT_TRUNCATED */
+    if (gain_eff > 0.0 && f > 0.0)
+        v += f / gain_eff;
     *flux = f;
     *err = sqrt(v > 0.0 ? v : 0.0);
     *flags = fl;
@@ -207,8 +220,10 @@ TIDE_HD static inline void tide_ap_finalize(double sf, double sv, double aval, d
 /* Median of the sorted values v[lo..hi) as numpy.median. */
 TIDE_HD static inline double tide_ap_sorted_median(const float *v, int lo, int hi) {
     const int n = hi - lo;
-    if (n <= 0) return NAN;
-    if (n & 1) return (double)v[lo + n / 2];
+    if (n <= 0)
+        return NAN;
+    if (n & 1)
+        return (double)v[lo + n / 2];
     return 0.5 * ((double)v[lo + n / 2 - 1] + (double)v[lo + n / 2]);
 }
 
@@ -216,8 +231,10 @@ TIDE_HD static inline double tide_ap_sorted_median(const float *v, int lo, int h
 TIDE_HD static inline int tide_ap_lower_bound(const float *v, int lo, int hi, double t) {
     while (lo < hi) {
         const int m = lo + (hi - lo) / 2;
-        if ((double)v[m] < t) lo = m + 1;
-        else hi = m;
+        if ((double)v[m] < t)
+            lo = m + 1;
+        else
+            hi = m;
     }
     return lo;
 }
@@ -226,8 +243,10 @@ TIDE_HD static inline int tide_ap_lower_bound(const float *v, int lo, int hi, do
 TIDE_HD static inline int tide_ap_upper_bound(const float *v, int lo, int hi, double t) {
     while (lo < hi) {
         const int m = lo + (hi - lo) / 2;
-        if ((double)v[m] <= t) lo = m + 1;
-        else hi = m;
+        if ((double)v[m] <= t)
+            lo = m + 1;
+        else
+            hi = m;
     }
     return lo;
 }

@@ -23,8 +23,8 @@
 
 /* Value and variance of pixel (i, j), which must be inside the frame; 0 when it is excluded
  * (a mask bit of mask_bits, or a value or variance that is not finite). */
-TIDE_HD static inline int tide_ap_read(const tide_ap_planes *im, int64_t i, int64_t j,
-                                       double *d, double *v) {
+TIDE_HD static inline int tide_ap_read(const tide_ap_planes *im, int64_t i, int64_t j, double *d,
+                                       double *v) {
     const float pv = im->pix[j * im->stride + i];
     const float vv = im->var ? im->var[j * im->var_stride + i] : 0.0f;
     if ((im->mask && (im->mask[j * im->stride + i] & im->mask_bits)) || !isfinite(pv) ||
@@ -54,8 +54,8 @@ TIDE_HD static inline tide_ap_acc tide_ap_acc_zero(void) {
  * nearest pixel when that one is usable and not (i, j) (Source Extractor's choice); 0 when
  * neither. Interpolating matters on the wings, where the nearest pixel can sit up to
  * 0.7 px nearer the centre than the point it stands for (25% brighter on a σ 2 px star). */
-TIDE_HD static inline int tide_ap_mirror(const tide_ap_planes *im, int64_t i, int64_t j,
-                                         double mx, double my, double *d, double *v) {
+TIDE_HD static inline int tide_ap_mirror(const tide_ap_planes *im, int64_t i, int64_t j, double mx,
+                                         double my, double *d, double *v) {
     const double fx0 = floor(mx), fy0 = floor(my);
     const int64_t i0 = (int64_t)fx0, j0 = (int64_t)fy0;
     const double tx = mx - fx0, ty = my - fy0;
@@ -109,17 +109,17 @@ TIDE_HD static inline void tide_ap_add(tide_ap_acc *a, const tide_ap_planes *im,
  * lane, lane + 32, ... in row-major order and adds each one whose weight(i, j) > 0 (its
  * overlap with the aperture) to its partial sums *a with tide_ap_add. */
 template <class Weight>
-__device__ static inline void tide_ap_warp_box(tide_ap_acc *a, const tide_ap_planes *im,
-                                               int64_t x0, int64_t x1, int64_t y0, int64_t y1,
-                                               double cx, double cy, int mirror, int lane,
-                                               Weight weight) {
+__device__ static inline void tide_ap_warp_box(tide_ap_acc *a, const tide_ap_planes *im, int64_t x0,
+                                               int64_t x1, int64_t y0, int64_t y1, double cx,
+                                               double cy, int mirror, int lane, Weight weight) {
     const int64_t bw = x1 - x0 + 1, npix = bw * (y1 - y0 + 1);
     int64_t col, row;
     tide_box_walk_start(lane, bw, &col, &row);
     for (int64_t t = lane; t < npix; t += 32, tide_box_walk_step(32, bw, &col, &row)) {
         const int64_t j = y0 + row, i = x0 + col;
         const double w = weight(i, j);
-        if (w > 0.0) tide_ap_add(a, im, i, j, w, cx, cy, mirror);
+        if (w > 0.0)
+            tide_ap_add(a, im, i, j, w, cx, cy, mirror);
     }
 }
 

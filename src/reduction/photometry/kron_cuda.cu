@@ -16,24 +16,30 @@
 __global__ void kron_kernel(const tide_kron_job job) {
     const int lane = threadIdx.x & 31;
     const int64_t s = (int64_t)blockIdx.x * KR_WARPS + (threadIdx.x >> 5);
-    if (s >= job.n) return;
+    if (s >= job.n)
+        return;
     const double cx = job.x[s], cy = job.y[s];
     const tide_kron_geom g = tide_kron_geometry(job.a[s], job.b[s], job.theta[s]);
     if (!g.ok || !isfinite(cx) || !isfinite(cy)) {
         if (lane == 0) {
             job.flux[s] = 0.0;
             job.fluxerr[s] = 0.0;
-            if (job.kron_radius) job.kron_radius[s] = 0.0;
+            if (job.kron_radius)
+                job.kron_radius[s] = 0.0;
             job.flags[s] = TIDE_PHOT_FIT_FAILED;
         }
         return;
     }
     int64_t x0, x1, y0, y1;
     tide_kron_box(&g, cx, cy, job.nsig, &x0, &x1, &y0, &y1);
-    if (x0 < 0) x0 = 0;
-    if (y0 < 0) y0 = 0;
-    if (x1 >= job.im.width) x1 = job.im.width - 1;
-    if (y1 >= job.im.height) y1 = job.im.height - 1;
+    if (x0 < 0)
+        x0 = 0;
+    if (y0 < 0)
+        y0 = 0;
+    if (x1 >= job.im.width)
+        x1 = job.im.width - 1;
+    if (y1 >= job.im.height)
+        y1 = job.im.height - 1;
     double r1 = 0.0, v1 = 0.0;
     const double ns2 = job.nsig * job.nsig;
     if (x1 >= x0 && y1 >= y0) {
@@ -45,7 +51,8 @@ __global__ void kron_kernel(const tide_kron_job job) {
             const double dx = i - cx, dy = j - cy;
             const double r2 = g.cxx * dx * dx + g.cyy * dy * dy + g.cxy * dx * dy;
             double d, v;
-            if (r2 > ns2 || !tide_ap_read(&job.im, i, j, &d, &v)) continue;
+            if (r2 > ns2 || !tide_ap_read(&job.im, i, j, &d, &v))
+                continue;
             r1 += sqrt(r2) * d;
             v1 += d;
         }
@@ -64,17 +71,20 @@ __global__ void kron_kernel(const tide_kron_job job) {
     tide_ap_warp_total(&a);
     if (lane == 0) {
         int32_t af;
-        tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0,
-                         job.mask_correct, job.gain_eff, &job.flux[s], &job.fluxerr[s], &af);
-        if (job.kron_radius) job.kron_radius[s] = K;
+        tide_ap_finalize(a.sf, a.sv, a.aval, a.amask, a.amiss, a.aout, 0.0, 0.0, job.mask_correct,
+                         job.gain_eff, &job.flux[s], &job.fluxerr[s], &af);
+        if (job.kron_radius)
+            job.kron_radius[s] = K;
         job.flags[s] = af | (failed ? TIDE_PHOT_FIT_FAILED : 0);
     }
 }
 
 extern "C" int tide_kron_cuda(tide_ctx *ctx, const tide_kron_job *job) {
-    if (job->n <= 0) return 0;
+    if (job->n <= 0)
+        return 0;
     const int64_t blocks = (job->n + KR_WARPS - 1) / KR_WARPS;
-    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "kron: too many sources");
+    if (blocks > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "kron: too many sources");
     kron_kernel<<<(unsigned)blocks, 32 * KR_WARPS, 0, (cudaStream_t)ctx->stream>>>(*job);
     TIDE_CUDA_LAUNCHED();
     return 0;

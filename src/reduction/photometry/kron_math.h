@@ -36,9 +36,8 @@ TIDE_HD static inline tide_kron_geom tide_kron_geometry(double a, double b, doub
 }
 
 /* Pixel box [x0, x1] × [y0, y1] holding the ellipse of scale R around (cx, cy). */
-TIDE_HD static inline void tide_kron_box(const tide_kron_geom *g, double cx, double cy,
-                                         double R, int64_t *x0, int64_t *x1, int64_t *y0,
-                                         int64_t *y1) {
+TIDE_HD static inline void tide_kron_box(const tide_kron_geom *g, double cx, double cy, double R,
+                                         int64_t *x0, int64_t *x1, int64_t *y0, int64_t *y1) {
     *x0 = (int64_t)floor(cx - R * g->ex - 0.5);
     *x1 = (int64_t)ceil(cx + R * g->ex + 0.5);
     *y0 = (int64_t)floor(cy - R * g->ey - 0.5);

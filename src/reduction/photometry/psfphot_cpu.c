@@ -26,7 +26,8 @@ static void eval_stamp(const tide_psffit_job *job, double x, double y, float *ce
     }
     if (sum != 0.0) {
         const double inv = 1.0 / sum;
-        for (int p = 0; p < npix; p++) cen[p] = (float)((double)cen[p] * inv);
+        for (int p = 0; p < npix; p++)
+            cen[p] = (float)((double)cen[p] * inv);
     }
     int ix, iy;
     double frx, fry, wx[2 * PSF_LANCZOS_A], wy[2 * PSF_LANCZOS_A];
@@ -34,7 +35,8 @@ static void eval_stamp(const tide_psffit_job *job, double x, double y, float *ce
     psf_lanczos_weights(frx, wx);
     psf_lanczos_weights(fry, wy);
     for (int py = 0; py < side; py++)
-        for (int i = 0; i < side; i++) R[py * side + i] = psfphot_shift_row(cen, side, i, py, ix, wx);
+        for (int i = 0; i < side; i++)
+            R[py * side + i] = psfphot_shift_row(cen, side, i, py, ix, wx);
     sum = 0.0;
     for (int j = 0; j < side; j++)
         for (int i = 0; i < side; i++) {
@@ -43,7 +45,8 @@ static void eval_stamp(const tide_psffit_job *job, double x, double y, float *ce
             sum += acc;
         }
     if (sum != 0.0)
-        for (int p = 0; p < npix; p++) out[p] = (float)((double)out[p] / sum);
+        for (int p = 0; p < npix; p++)
+            out[p] = (float)((double)out[p] / sum);
 }
 
 static void fit_one(const tide_psffit_job *job, int64_t s, const float *P) {
@@ -65,7 +68,8 @@ static void fit_one(const tide_psffit_job *job, int64_t s, const float *P) {
                 const int32_t r =
                     psfphot_pixel(im, i0 + u, j0 + v, cx, cy, job->fit_radius, fr2, p, &d, &sv);
                 if (r) {
-                    if (r > 0) fl |= r;
+                    if (r > 0)
+                        fl |= r;
                     continue;
                 }
                 tide_psffit_add(&sm, d, p, tide_psffit_var(sv, pass ? F : 0.0, p, job->gain_eff));
@@ -105,11 +109,13 @@ int tide_psffit_cpu(tide_ctx *ctx, const tide_psffit_job *job) {
         for (int64_t s = 0; s < job->n; s++) {
             const double x = job->x[s], y = job->y[s];
             const int fin = buf && isfinite(x) && isfinite(y);
-            if (fin) eval_stamp(job, x, y, buf, R, buf + npix);
+            if (fin)
+                eval_stamp(job, x, y, buf, R, buf + npix);
             fit_one(job, s, fin ? buf + npix : NULL);
         }
         free(R);
     }
-    if (nomem) return tide_error(TIDE_E_NOMEM, "tide_psf_photometry: out of host memory for stamps");
+    if (nomem)
+        return tide_error(TIDE_E_NOMEM, "tide_psf_photometry: out of host memory for stamps");
     return 0;
 }

@@ -2,8 +2,8 @@
  * lanes stride the stamp in row-major order, the sums are combined by a fixed shuffle tree and
  * broadcast, so every lane solves the same system. From the model: one block per source
  * evaluates the local stamp into shared memory (basis combination, normalisation, separable
- * Lanczos-3 sub-pixel shift; psfphot_math.h, the CPU twin's steps) and fits it; block sums use a fixed
- * warp-shuffle tree then the warps in order (deterministic, no float atomics). */
+ * Lanczos-3 sub-pixel shift; psfphot_math.h, the CPU twin's steps) and fits it; block sums use a
+ * fixed warp-shuffle tree then the warps in order (deterministic, no float atomics). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include "core/gpu/cuda_check.h"
@@ -17,7 +17,8 @@
 __global__ void psffit_kernel(const tide_psffit_job job) {
     const int lane = threadIdx.x & 31;
     const int64_t s = (int64_t)blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
-    if (s >= job.n) return;
+    if (s >= job.n)
+        return;
     const tide_ap_planes &im = job.im;
     const double cx = job.x[s], cy = job.y[s];
     const int side = job.side;
@@ -60,7 +61,8 @@ __global__ void psffit_kernel(const tide_psffit_job job) {
         ok = tide_psffit_solve(&sm, job.fit_bkg, &F, &B, &ferr, &chi2);
     }
     /* OR of the lanes' flags */
-    for (int off = 16; off > 0; off >>= 1) fl |= __shfl_down_sync(0xffffffffu, fl, off);
+    for (int off = 16; off > 0; off >>= 1)
+        fl |= __shfl_down_sync(0xffffffffu, fl, off);
     if (lane == 0) {
         if (!ok) {
             F = ferr = chi2 = NAN;
@@ -101,11 +103,14 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
     double frx, fry;
     psfphot_shift_setup(cx, cy, &ix, &iy, &frx, &fry);
     if (tid < job.nbasis)
-        c[tid] = psfphot_coef(job.coef, job.ncoef, job.degree, tid,
-                              psfphot_scaled(cx, job.model_w), psfphot_scaled(cy, job.model_h));
-    if (tid == 32) psf_lanczos_weights(frx, wx);
-    if (tid == 64) psf_lanczos_weights(fry, wy);
-    if (tid == 0) flsh = 0;
+        c[tid] = psfphot_coef(job.coef, job.ncoef, job.degree, tid, psfphot_scaled(cx, job.model_w),
+                              psfphot_scaled(cy, job.model_h));
+    if (tid == 32)
+        psf_lanczos_weights(frx, wx);
+    if (tid == 64)
+        psf_lanczos_weights(fry, wy);
+    if (tid == 0)
+        flsh = 0;
     __syncthreads();
     /* centred model, normalised to sum 1 */
     double part[PM_NSUM] = {0, 0, 0, 0, 0, 0, 0};
@@ -117,7 +122,8 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
     tide_block_sums_by_warp<PM_WARPS>(part, 1, red);
     if (part[0] != 0.0) {
         const double inv = 1.0 / part[0];
-        for (int p = tid; p < npix; p += PM_THREADS) cen[p] = (float)((double)cen[p] * inv);
+        for (int p = tid; p < npix; p += PM_THREADS)
+            cen[p] = (float)((double)cen[p] * inv);
     }
     __syncthreads();
     /* shifted to the source's sub-pixel offset (row pass, column pass), normalised again */
@@ -133,7 +139,8 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
     tide_block_sums_by_warp<PM_WARPS>(part, 1, red);
     if (part[0] != 0.0) {
         const double sum = part[0];
-        for (int p = tid; p < npix; p += PM_THREADS) P[p] = (float)((double)P[p] / sum);
+        for (int p = tid; p < npix; p += PM_THREADS)
+            P[p] = (float)((double)P[p] / sum);
     }
     __syncthreads();
     /* the fit: the CPU twin's passes */
@@ -151,7 +158,8 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
             const int32_t r = psfphot_pixel(&im, i0 + t % side, j0 + t / side, cx, cy,
                                             job.fit_radius, fr2, p, &d, &sv);
             if (r) {
-                if (r > 0) fl |= r;
+                if (r > 0)
+                    fl |= r;
                 continue;
             }
             tide_psffit_add(&sm, d, p, tide_psffit_var(sv, pass ? F : 0.0, p, job.gain_eff));
@@ -167,7 +175,8 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
         sm.npix = v[6];
         ok = tide_psffit_solve(&sm, job.fit_bkg, &F, &B, &ferr, &chi2);
     }
-    if (fl) atomicOr(&flsh, fl); /* integer OR: order-free */
+    if (fl)
+        atomicOr(&flsh, fl); /* integer OR: order-free */
     __syncthreads();
     if (tid == 0) {
         fl = flsh;
@@ -183,9 +192,11 @@ __global__ void __launch_bounds__(PM_THREADS) psffit_model_kernel(const tide_psf
 }
 
 extern "C" int tide_psffit_cuda(tide_ctx *ctx, const tide_psffit_job *job) {
-    if (job->n <= 0) return 0;
+    if (job->n <= 0)
+        return 0;
     if (!job->stamps) {
-        if (job->n > 2147483647LL) return tide_error(TIDE_E_RANGE, "psf photometry: too many sources");
+        if (job->n > 2147483647LL)
+            return tide_error(TIDE_E_RANGE, "psf photometry: too many sources");
         /* R (double) + stamp (float) per pixel: <= 47.6 kB at the largest stamp (63²), with
          * the static arrays still inside the default 48 kB */
         const size_t shm = (sizeof(double) + sizeof(float)) * (size_t)job->side * job->side;
@@ -194,7 +205,8 @@ extern "C" int tide_psffit_cuda(tide_ctx *ctx, const tide_psffit_job *job) {
         return 0;
     }
     const int64_t blocks = (job->n + PF_WARPS - 1) / PF_WARPS;
-    if (blocks > 2147483647LL) return tide_error(TIDE_E_RANGE, "psf photometry: too many sources");
+    if (blocks > 2147483647LL)
+        return tide_error(TIDE_E_RANGE, "psf photometry: too many sources");
     psffit_kernel<<<(unsigned)blocks, 32 * PF_WARPS, 0, (cudaStream_t)ctx->stream>>>(*job);
     TIDE_CUDA_LAUNCHED();
     return 0;

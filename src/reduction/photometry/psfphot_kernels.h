@@ -16,8 +16,8 @@ typedef struct tide_psffit_job {
     int side;
     const float *stamps; /* n * side * side, or NULL: evaluate the model below per source */
     /* the PSF model (when stamps is NULL), where the kernels run: stamp side = side */
-    const float *basis;  /* nbasis * side * side */
-    const double *coef;  /* nbasis * ncoef */
+    const float *basis; /* nbasis * side * side */
+    const double *coef; /* nbasis * ncoef */
     int nbasis, degree, ncoef;
     int64_t model_w, model_h; /* frame the model's polynomial fields cover */
     double gain_eff, fit_radius;

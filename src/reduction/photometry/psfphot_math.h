@@ -31,7 +31,8 @@ TIDE_HD static inline void tide_psffit_add(tide_psffit_sums *s, double d, double
 
 TIDE_HD static inline double tide_psffit_var(double sky_var, double F, double P, double gain_eff) {
     double v = sky_var;
-    if (gain_eff > 0.0 && F > 0.0 && P > 0.0) v += F * P / gain_eff;
+    if (gain_eff > 0.0 && F > 0.0 && P > 0.0)
+        v += F * P / gain_eff;
     return v;
 }
 
@@ -39,7 +40,8 @@ TIDE_HD static inline double tide_psffit_var(double sky_var, double F, double P,
 TIDE_HD static inline int tide_psffit_solve(const tide_psffit_sums *s, int fit_bkg, double *F,
                                             double *B, double *ferr, double *chi2) {
     const int npar = fit_bkg ? 2 : 1;
-    if (!(s->npix > npar) || !(s->spp > 0.0)) return 0;
+    if (!(s->npix > npar) || !(s->spp > 0.0))
+        return 0;
     if (!fit_bkg) {
         *F = s->sdp / s->spp;
         *B = 0.0;
@@ -47,13 +49,15 @@ TIDE_HD static inline int tide_psffit_solve(const tide_psffit_sums *s, int fit_b
         *chi2 = (s->sdd - *F * s->sdp) / (s->npix - npar);
     } else {
         const double det = s->spp * s->s1 - s->sp * s->sp;
-        if (!(det > 1e-12 * s->spp * s->s1)) return 0;
+        if (!(det > 1e-12 * s->spp * s->s1))
+            return 0;
         *F = (s->sdp * s->s1 - s->sp * s->sd) / det;
         *B = (s->spp * s->sd - s->sp * s->sdp) / det;
         *ferr = sqrt(s->s1 / det);
         *chi2 = (s->sdd - *F * s->sdp - *B * s->sd) / (s->npix - npar);
     }
-    if (*chi2 < 0.0) *chi2 = 0.0;
+    if (*chi2 < 0.0)
+        *chi2 = 0.0;
     return 1;
 }
 
@@ -70,7 +74,8 @@ TIDE_HD static inline int64_t tide_psffit_origin(double c, int side) {
 
 /** Position scaled to [-1, 1] over a frame side of n pixels, clamped (psf.h convention). */
 TIDE_HD static inline double psfphot_scaled(double x, int64_t n) {
-    if (n <= 1) return 0.0;
+    if (n <= 1)
+        return 0.0;
     const double u = (2.0 * x - (double)(n - 1)) / (double)(n - 1);
     return u < -1.0 ? -1.0 : (u > 1.0 ? 1.0 : u);
 }
@@ -84,8 +89,10 @@ TIDE_HD static inline double psfphot_coef(const double *coef, int ncoef, int deg
     for (int d = 0; d <= degree; d++)
         for (int j = 0; j <= d; j++) {
             double t = 1.0;
-            for (int a = 0; a < d - j; a++) t *= u;
-            for (int q = 0; q < j; q++) t *= v;
+            for (int a = 0; a < d - j; a++)
+                t *= u;
+            for (int q = 0; q < j; q++)
+                t *= v;
             s += coef[b * ncoef + k] * t;
             k++;
         }
@@ -96,15 +103,16 @@ TIDE_HD static inline double psfphot_coef(const double *coef, int ncoef, int deg
 TIDE_HD static inline double psfphot_centred(const float *basis, int npix, int nbasis,
                                              const double *c, int p) {
     double s = 0.0;
-    for (int b = 0; b < nbasis; b++) s += c[b] * (double)basis[(size_t)b * npix + p];
+    for (int b = 0; b < nbasis; b++)
+        s += c[b] * (double)basis[(size_t)b * npix + p];
     return s;
 }
 
 /** Integer and fractional parts of the Lanczos shift that puts the centred stamp at the
  *  source's sub-pixel offset: the stamp pixel (i, j) samples the centred PSF at
  *  (i - fx, j - fy), fx = x - round(x) in [-0.5, 0.5). */
-TIDE_HD static inline void psfphot_shift_setup(double x, double y, int *ix, int *iy,
-                                               double *frx, double *fry) {
+TIDE_HD static inline void psfphot_shift_setup(double x, double y, int *ix, int *iy, double *frx,
+                                               double *fry) {
     const double X = -(x - floor(x + 0.5)), Y = -(y - floor(y + 0.5));
     const double fx = floor(X), fy = floor(Y);
     *ix = (int)fx;
@@ -123,7 +131,8 @@ TIDE_HD static inline double psfphot_shift_row(const float *c, int side, int i, 
     double r = 0.0;
     for (int a = 0; a < 2 * PSF_LANCZOS_A; a++) {
         const int px = i + ix + a - (PSF_LANCZOS_A - 1);
-        if (px >= 0 && px < side) r += wx[a] * (double)c[py * side + px];
+        if (px >= 0 && px < side)
+            r += wx[a] * (double)c[py * side + px];
     }
     return r;
 }
@@ -135,7 +144,8 @@ TIDE_HD static inline double psfphot_shift_col(const double *R, int side, int i,
     double acc = 0.0;
     for (int b = 0; b < 2 * PSF_LANCZOS_A; b++) {
         const int py = j + iy + b - (PSF_LANCZOS_A - 1);
-        if (py < 0 || py >= side) continue;
+        if (py < 0 || py >= side)
+            continue;
         acc += wy[b] * R[py * side + i];
     }
     return acc;
@@ -146,11 +156,11 @@ TIDE_HD static inline double psfphot_shift_col(const double *R, int side, int i,
  *  fit radius (fr2 = fit_radius^2, used when fit_radius > 0), else the flag it raises. */
 TIDE_HD static inline int32_t psfphot_pixel(const tide_ap_planes *im, int64_t i, int64_t j,
                                             double cx, double cy, double fit_radius, double fr2,
-                                            float p,
-                                            float *d, float *sv) {
+                                            float p, float *d, float *sv) {
     if (fit_radius > 0.0 && (i - cx) * (i - cx) + (j - cy) * (j - cy) > fr2)
         return -1;
-    if (i < 0 || j < 0 || i >= im->width || j >= im->height) return TIDE_PHOT_TRUNCATED;
+    if (i < 0 || j < 0 || i >= im->width || j >= im->height)
+        return TIDE_PHOT_TRUNCATED;
     *d = im->pix[j * im->stride + i];
     *sv = im->var[j * im->var_stride + i];
     if ((im->mask && (im->mask[j * im->stride + i] & im->mask_bits)) || !isfinite(*d) ||

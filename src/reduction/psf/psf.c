@@ -82,7 +82,8 @@ static void kernel_params(const psf_plan *pl, psf_kparams *kp) {
     memset(kp, 0, sizeof *kp);
     kp->half = pl->half;
     kp->cwin = (int)ceil(3.0 * sig) + 2;
-    if (kp->cwin > pl->half) kp->cwin = pl->half;
+    if (kp->cwin > pl->half)
+        kp->cwin = pl->half;
     kp->inv2s2 = 1.0 / (2.0 * sig * sig);
     kp->max_shift = fmax(1.0, pl->p.fwhm_guess);
     kp->ap_r2 = (1.5 * pl->p.fwhm_guess) * (1.5 * pl->p.fwhm_guess);
@@ -92,18 +93,23 @@ static void kernel_params(const psf_plan *pl, psf_kparams *kp) {
 }
 
 /* Buffers where the context computes: host memory on a CPU context, device memory on CUDA. */
-static int on_device(const tide_ctx *ctx) { return ctx->backend == TIDE_BACKEND_CUDA; }
+static int on_device(const tide_ctx *ctx) {
+    return ctx->backend == TIDE_BACKEND_CUDA;
+}
 
 static int buf_alloc(tide_ctx *ctx, size_t bytes, void **p) {
     *p = NULL;
-    if (bytes == 0) bytes = 8;
-    if (on_device(ctx)) return tide_device_alloc(ctx, bytes, p);
+    if (bytes == 0)
+        bytes = 8;
+    if (on_device(ctx))
+        return tide_device_alloc(ctx, bytes, p);
     *p = malloc(bytes);
     return *p ? 0 : tide_error(TIDE_E_NOMEM, "psf: %zu bytes", bytes);
 }
 
 static void buf_free(tide_ctx *ctx, void *p) {
-    if (!p) return;
+    if (!p)
+        return;
     if (on_device(ctx))
         tide_device_free(ctx, p);
     else
@@ -129,25 +135,29 @@ static int images_prepare(tide_ctx *ctx, const tide_image *sub, const tide_image
     }
     int st = 0;
     if (sub->location != want) {
-        if ((st = tide_image_clone(ctx, &im->sub, sub, want))) return st;
+        if ((st = tide_image_clone(ctx, &im->sub, sub, want)))
+            return st;
         im->psub = &im->sub;
     }
     if (rms && rms->location != want) {
-        if ((st = tide_image_clone(ctx, &im->rms, rms, want))) return st;
+        if ((st = tide_image_clone(ctx, &im->rms, rms, want)))
+            return st;
         im->prms = &im->rms;
     }
     return 0;
 }
 
 static void images_release(tide_ctx *ctx, psf_images *im) {
-    if (im->sub.pix) tide_image_free(ctx, &im->sub);
-    if (im->rms.pix) tide_image_free(ctx, &im->rms);
+    if (im->sub.pix)
+        tide_image_free(ctx, &im->sub);
+    if (im->rms.pix)
+        tide_image_free(ctx, &im->rms);
 }
 
 /* Measure the screened candidates (kernel 1) and extract the chosen stars' stamps
  * (kernel 2); fills s (host). */
-static int measure_and_extract(tide_ctx *ctx, const psf_plan *pl, const psf_images *im,
-                               int64_t nc, const double *cx, const double *cy, psf_stars *s,
+static int measure_and_extract(tide_ctx *ctx, const psf_plan *pl, const psf_images *im, int64_t nc,
+                               const double *cx, const double *cy, psf_stars *s,
                                tide_psf_model *m) {
     psf_kparams kp;
     kernel_params(pl, &kp);
@@ -159,25 +169,36 @@ static int measure_and_extract(tide_ctx *ctx, const psf_plan *pl, const psf_imag
     int *pick = malloc(sizeof(int) * (size_t)(nc + 1));
     double *sums = NULL, *hx = NULL, *hy = NULL;
     int st = (!meas || !flags || !pick) ? tide_error(TIDE_E_NOMEM, "psf: measurements") : 0;
-    if (!st) st = buf_alloc(ctx, sizeof(double) * (size_t)nc, &dx);
-    if (!st) st = buf_alloc(ctx, sizeof(double) * (size_t)nc, &dy);
-    if (!st) st = buf_alloc(ctx, sizeof(double) * (size_t)nc * PSF_NMEAS, &dmeas);
-    if (!st) st = buf_alloc(ctx, sizeof(int32_t) * (size_t)nc, &dflags);
-    if (!st) st = tide_memcpy(ctx, dx, dev, cx, 0, sizeof(double) * (size_t)nc);
-    if (!st) st = tide_memcpy(ctx, dy, dev, cy, 0, sizeof(double) * (size_t)nc);
+    if (!st)
+        st = buf_alloc(ctx, sizeof(double) * (size_t)nc, &dx);
+    if (!st)
+        st = buf_alloc(ctx, sizeof(double) * (size_t)nc, &dy);
+    if (!st)
+        st = buf_alloc(ctx, sizeof(double) * (size_t)nc * PSF_NMEAS, &dmeas);
+    if (!st)
+        st = buf_alloc(ctx, sizeof(int32_t) * (size_t)nc, &dflags);
+    if (!st)
+        st = tide_memcpy(ctx, dx, dev, cx, 0, sizeof(double) * (size_t)nc);
+    if (!st)
+        st = tide_memcpy(ctx, dy, dev, cy, 0, sizeof(double) * (size_t)nc);
     if (!st)
         st = TIDE_DISPATCH(ctx, psf_measure, im->psub, im->prms, &kp, nc, (const double *)dx,
                            (const double *)dy, (double *)dmeas, (int32_t *)dflags);
-    if (!st) st = tide_memcpy(ctx, meas, 0, dmeas, dev, sizeof(double) * (size_t)nc * PSF_NMEAS);
-    if (!st) st = tide_memcpy(ctx, flags, 0, dflags, dev, sizeof(int32_t) * (size_t)nc);
+    if (!st)
+        st = tide_memcpy(ctx, meas, 0, dmeas, dev, sizeof(double) * (size_t)nc * PSF_NMEAS);
+    if (!st)
+        st = tide_memcpy(ctx, flags, 0, dflags, dev, sizeof(int32_t) * (size_t)nc);
     int ns = 0;
-    if (!st) ns = psf_choose_stars(pl, nc, meas, flags, pick, m);
-    if (ns < 0) st = ns;
+    if (!st)
+        ns = psf_choose_stars(pl, nc, meas, flags, pick, m);
+    if (ns < 0)
+        st = ns;
     if (!st) {
         hx = malloc(sizeof(double) * (size_t)(ns + 1) * 2);
         sums = malloc(sizeof(double) * (size_t)(ns + 1));
         s->stamps = malloc(sizeof(float) * (size_t)(ns + 1) * npix);
-        if (!hx || !sums || !s->stamps) st = tide_error(TIDE_E_NOMEM, "psf: %d stamps", ns);
+        if (!hx || !sums || !s->stamps)
+            st = tide_error(TIDE_E_NOMEM, "psf: %d stamps", ns);
     }
     if (!st) {
         hy = hx + ns + 1;
@@ -187,19 +208,25 @@ static int measure_and_extract(tide_ctx *ctx, const psf_plan *pl, const psf_imag
         }
         /* reuse the candidate position buffers for the chosen stars (ns <= nc) */
         st = tide_memcpy(ctx, dx, dev, hx, 0, sizeof(double) * (size_t)ns);
-        if (!st) st = tide_memcpy(ctx, dy, dev, hy, 0, sizeof(double) * (size_t)ns);
-        if (!st) st = buf_alloc(ctx, sizeof(float) * (size_t)ns * npix, &dst);
-        if (!st) st = buf_alloc(ctx, sizeof(double) * (size_t)ns, &dsum);
+        if (!st)
+            st = tide_memcpy(ctx, dy, dev, hy, 0, sizeof(double) * (size_t)ns);
+        if (!st)
+            st = buf_alloc(ctx, sizeof(float) * (size_t)ns * npix, &dst);
+        if (!st)
+            st = buf_alloc(ctx, sizeof(double) * (size_t)ns, &dsum);
         if (!st && ns > 0)
             st = TIDE_DISPATCH(ctx, psf_extract, im->psub, &kp, ns, (const double *)dx,
                                (const double *)dy, (float *)dst, (double *)dsum);
-        if (!st) st = tide_memcpy(ctx, s->stamps, 0, dst, dev, sizeof(float) * (size_t)ns * npix);
-        if (!st) st = tide_memcpy(ctx, sums, 0, dsum, dev, sizeof(double) * (size_t)ns);
+        if (!st)
+            st = tide_memcpy(ctx, s->stamps, 0, dst, dev, sizeof(float) * (size_t)ns * npix);
+        if (!st)
+            st = tide_memcpy(ctx, sums, 0, dsum, dev, sizeof(double) * (size_t)ns);
     }
     if (!st) {
         s->side = side;
         s->x = malloc(sizeof(double) * (size_t)(ns + 1) * 6);
-        if (!s->x) st = tide_error(TIDE_E_NOMEM, "psf: star arrays");
+        if (!s->x)
+            st = tide_error(TIDE_E_NOMEM, "psf: star arrays");
     }
     if (!st) {
         s->y = s->x + ns + 1;
@@ -219,8 +246,12 @@ static int measure_and_extract(tide_ctx *ctx, const psf_plan *pl, const psf_imag
                         sizeof(float) * (size_t)npix);
             s->x[k2] = hx[k];
             s->y[k2] = hy[k];
-            s->u[k2] = m->width > 1 ? (2.0 * hx[k] - (double)(m->width - 1)) / (double)(m->width - 1) : 0.0;
-            s->v[k2] = m->height > 1 ? (2.0 * hy[k] - (double)(m->height - 1)) / (double)(m->height - 1) : 0.0;
+            s->u[k2] = m->width > 1
+                           ? (2.0 * hx[k] - (double)(m->width - 1)) / (double)(m->width - 1)
+                           : 0.0;
+            s->v[k2] = m->height > 1
+                           ? (2.0 * hy[k] - (double)(m->height - 1)) / (double)(m->height - 1)
+                           : 0.0;
             s->snr[k2] = mk[PSF_M_SNR];
             s->noise[k2] = mk[PSF_M_NOISE] / sums[k];
             k2++;
@@ -246,7 +277,8 @@ static void stars_free(psf_stars *s) {
 static void summarise(const psf_plan *pl, tide_psf_model *m) {
     const int npix = m->stamp * m->stamp;
     float *st = malloc(sizeof(float) * (size_t)npix * 5);
-    if (!st) return;
+    if (!st)
+        return;
     const double cu[5] = {0.0, -1.0, 1.0, -1.0, 1.0}, cv[5] = {0.0, -1.0, -1.0, 1.0, 1.0};
     psf_moffat f0;
     psf_eval_uv(m, cu[0], cv[0], st);
@@ -283,10 +315,12 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
     const int npix = pl->side * pl->side;
     if (s->n > 0) {
         float *mean = calloc((size_t)npix, sizeof(float));
-        if (!mean) return tide_error(TIDE_E_NOMEM, "psf: fallback");
+        if (!mean)
+            return tide_error(TIDE_E_NOMEM, "psf: fallback");
         for (int p = 0; p < npix; p++) {
             double a = 0.0;
-            for (int i = 0; i < s->n; i++) a += s->stamps[(size_t)i * npix + p];
+            for (int i = 0; i < s->n; i++)
+                a += s->stamps[(size_t)i * npix + p];
             mean[p] = (float)(a / s->n);
         }
         psf_moffat f;
@@ -298,14 +332,16 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
         }
     }
     int st = psf_gaussian_model(m, pl->side, fwhm);
-    if (st) return st;
+    if (st)
+        return st;
     m->nstars = s->n;
     m->nref = s->n;
     free(m->star_x);
     free(m->star_y);
     m->star_x = malloc(sizeof(double) * (size_t)(s->n + 1));
     m->star_y = malloc(sizeof(double) * (size_t)(s->n + 1));
-    if (!m->star_x || !m->star_y) return tide_error(TIDE_E_NOMEM, "psf: fallback stars");
+    if (!m->star_x || !m->star_y)
+        return tide_error(TIDE_E_NOMEM, "psf: fallback stars");
     for (int i = 0; i < s->n; i++) {
         m->star_x[i] = s->x[i];
         m->star_y[i] = s->y[i];
@@ -313,15 +349,14 @@ static int fallback(tide_ctx *ctx, const psf_plan *pl, const psf_stars *s, tide_
     snprintf(m->fallback_why, sizeof m->fallback_why, "%s", why);
     tide_log(&ctx->log, TIDE_LOG_WARN, "psf",
              "%s (PSFFBWHY = '%s'; %d PSF star(s), minimum %d, of %d candidates): Gaussian PSF "
-             "of the %s FWHM %.2f px", detail, why, s->n, pl->p.min_stars, m->ncandidates, src,
-             fwhm);
+             "of the %s FWHM %.2f px",
+             detail, why, s->n, pl->p.min_stars, m->ncandidates, src, fwhm);
     return 0;
 }
 
 /* The checks a built model must pass (psf.h's header comment); returns the reason code of
  * the first that fails, with its detail in @p msg, or NULL. */
-static const char *model_check(const psf_plan *pl, const tide_psf_model *m, char *msg,
-                               size_t cap) {
+static const char *model_check(const psf_plan *pl, const tide_psf_model *m, char *msg, size_t cap) {
     if (pl->p.summary) {
         if (!(m->fwhm > 0.0) || !(m->beta > 1.0)) {
             snprintf(msg, cap, "no Moffat fits the model (FWHM %.3g px, beta %.3g)", m->fwhm,
@@ -366,8 +401,8 @@ static const char *model_check(const psf_plan *pl, const tide_psf_model *m, char
 }
 
 int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, int64_t n,
-                   const double *x, const double *y, const double *flux,
-                   const tide_psf_params *p, tide_psf_model *out) {
+                   const double *x, const double *y, const double *flux, const tide_psf_params *p,
+                   tide_psf_model *out) {
     if (!ctx || !sub || !out || n < 0 || (n > 0 && (!x || !y)))
         return tide_error(TIDE_E_INVAL, "tide_psf_build: NULL argument or n < 0");
     memset(out, 0, sizeof *out);
@@ -375,13 +410,15 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
         return tide_error(TIDE_E_INVAL, "tide_psf_build: empty image");
     if (rms && (rms->width != sub->width || rms->height != sub->height || !rms->pix))
         return tide_error(TIDE_E_INVAL, "tide_psf_build: rms is %lldx%lld, image %lldx%lld",
-                          (long long)rms->width, (long long)rms->height,
-                          (long long)sub->width, (long long)sub->height);
-    if (n > INT32_MAX) return tide_error(TIDE_E_RANGE, "tide_psf_build: %lld candidates", (long long)n);
+                          (long long)rms->width, (long long)rms->height, (long long)sub->width,
+                          (long long)sub->height);
+    if (n > INT32_MAX)
+        return tide_error(TIDE_E_RANGE, "tide_psf_build: %lld candidates", (long long)n);
     psf_plan pl;
     memset(&pl, 0, sizeof pl);
     int st = make_plan(p, &pl);
-    if (st) return st;
+    if (st)
+        return st;
     pl.threads = ctx->threads;
     pl.ctx = ctx;
     out->width = sub->width;
@@ -402,15 +439,16 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
     double *cy = cx + n + 1;
     tide_timer tm;
     tide_timer_start(ctx, &tm, "psf.select");
-    int64_t nc = psf_select_candidates(&pl, sub->width, sub->height, n, x, y, flux, cap, idx,
-                                       out);
+    int64_t nc = psf_select_candidates(&pl, sub->width, sub->height, n, x, y, flux, cap, idx, out);
     tide_timer_stop(ctx, &tm, NULL);
-    if (nc < 0) st = (int)nc;
+    if (nc < 0)
+        st = (int)nc;
     for (int64_t k = 0; k < nc; k++) {
         cx[k] = x[idx[k]];
         cy[k] = y[idx[k]];
     }
-    if (!st) st = images_prepare(ctx, sub, rms, &im);
+    if (!st)
+        st = images_prepare(ctx, sub, rms, &im);
     if (!st && nc > 0) {
         tide_timer_start(ctx, &tm, "psf.measure");
         st = measure_and_extract(ctx, &pl, &im, nc, cx, cy, &s, out);
@@ -426,7 +464,8 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
             st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
             tide_timer_stop(ctx, &tm, NULL);
             tide_timer_start(ctx, &tm, "psf.summary");
-            if (!st && pl.p.summary) summarise(&pl, out);
+            if (!st && pl.p.summary)
+                summarise(&pl, out);
             tide_timer_stop(ctx, &tm, NULL);
             char msg[160];
             const char *why = st ? NULL : model_check(&pl, out, msg, sizeof msg);
@@ -440,7 +479,8 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
                 tide_timer_start(ctx, &tm, "psf.model");
                 st = psf_model_fit(&pl, &s, sub->width, sub->height, out);
                 tide_timer_stop(ctx, &tm, NULL);
-                if (!st) summarise(&pl, out);
+                if (!st)
+                    summarise(&pl, out);
                 why = st ? NULL : model_check(&pl, out, msg, sizeof msg);
             }
             if (why) {
@@ -453,13 +493,14 @@ int tide_psf_build(tide_ctx *ctx, const tide_image *sub, const tide_image *rms, 
                 tide_log(&ctx->log, TIDE_LOG_INFO, "psf",
                          "%d PSF stars (%d in the reference) of %d candidates; %d eigen-PSFs, "
                          "degree %d; FWHM %.3f px (corners %.3f %.3f %.3f %.3f), beta %.2f, "
-                         "ellipticity %.3f", out->nstars, out->nref, out->ncandidates,
-                         out->nbasis - 1, out->degree, out->fwhm, out->fwhm_corner[0],
-                         out->fwhm_corner[1], out->fwhm_corner[2], out->fwhm_corner[3],
-                         out->beta, out->ellipticity);
+                         "ellipticity %.3f",
+                         out->nstars, out->nref, out->ncandidates, out->nbasis - 1, out->degree,
+                         out->fwhm, out->fwhm_corner[0], out->fwhm_corner[1], out->fwhm_corner[2],
+                         out->fwhm_corner[3], out->beta, out->ellipticity);
         }
     }
     stars_free(&s);
-    if (st) tide_psf_free(out);
+    if (st)
+        tide_psf_free(out);
     return st;
 }

@@ -17,19 +17,23 @@ static int centroid_one(const tide_image *im, const tide_image *rms, const psf_k
     const int R = kp->cwin;
     int64_t ix, iy;
     const int start = psf_centroid_start(x0, y0, R, im->width, im->height, &ix, &iy);
-    if (start) return start;
+    if (start)
+        return start;
     if (kp->snr_floor > 0.0 && rms && rms->pix) {
         double f = 0.0, var = 0.0;
         for (int j = -R; j <= R; j++)
             for (int i = -R; i <= R; i++) {
-                if ((double)(i * i + j * j) > kp->ap_r2) continue;
+                if ((double)(i * i + j * j) > kp->ap_r2)
+                    continue;
                 const int64_t px = ix + i, py = iy + j;
                 const float v = im->pix[py * im->stride + px], r = rms->pix[py * rms->stride + px];
-                if (!isfinite(v)) continue;
+                if (!isfinite(v))
+                    continue;
                 f += v;
                 var += (double)r * r;
             }
-        if (!(f > kp->snr_floor * sqrt(var))) return TIDE_PSF_REJ_SNR;
+        if (!(f > kp->snr_floor * sqrt(var)))
+            return TIDE_PSF_REJ_SNR;
     }
     double cx = x0, cy = y0, wx[PSF_MAX_BOX], wy[PSF_MAX_BOX];
     int converged = 0;
@@ -46,16 +50,19 @@ static int centroid_one(const tide_image *im, const tide_image *rms, const psf_k
             for (int i = -R; i <= R; i++) {
                 const int64_t px = ix + i;
                 const float v = row[px];
-                if (!isfinite(v) || (mrow && (mrow[px] & kp->mask_bits))) continue;
+                if (!isfinite(v) || (mrow && (mrow[px] & kp->mask_bits)))
+                    continue;
                 const double dx = (double)px - cx, dy = (double)py - cy;
                 tide_win_add((wx[i + R] * wy[j + R]) * (double)v, dx, dy, &swi, &sdx, &sdy);
             }
         }
-        const int moved = psf_centroid_move(swi, sdx, sdy, x0, y0, kp->max_shift, &cx, &cy,
-                                            &converged);
-        if (moved) return moved;
+        const int moved =
+            psf_centroid_move(swi, sdx, sdy, x0, y0, kp->max_shift, &cx, &cy, &converged);
+        if (moved)
+            return moved;
     }
-    if (!converged) return TIDE_PSF_REJ_CENTROID;
+    if (!converged)
+        return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
     *yc = cy;
     return 0;
@@ -63,22 +70,27 @@ static int centroid_one(const tide_image *im, const tide_image *rms, const psf_k
 
 static int measure_one(const tide_image *im, const tide_image *rms, const psf_kparams *kp,
                        double x0, double y0, double *m) {
-    for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
+    for (int k = 0; k < PSF_NMEAS; k++)
+        m[k] = 0.0;
     double xc, yc;
     int fl = centroid_one(im, rms, kp, x0, y0, &xc, &yc);
-    if (fl) return fl;
+    if (fl)
+        return fl;
     m[PSF_M_XC] = xc;
     m[PSF_M_YC] = yc;
     int64_t xl, xh, yl, yh;
     psf_stamp_box(xc, yc, kp->half, &xl, &xh, &yl, &yh);
-    if (xl < 0 || yl < 0 || xh >= im->width || yh >= im->height) return TIDE_PSF_REJ_EDGE;
+    if (xl < 0 || yl < 0 || xh >= im->width || yh >= im->height)
+        return TIDE_PSF_REJ_EDGE;
     const int64_t cx = (int64_t)floor(xc + 0.5), cy = (int64_t)floor(yc + 0.5);
     const int h = kp->half;
     const int use_rms = rms && rms->pix;
     double sum = 0.0, fap = 0.0, vap = 0.0, cap = 0.0, nring = 0.0, sring = 0.0;
     double peak = -INFINITY, sw = 0.0, swr2 = 0.0, wx[PSF_MAX_BOX], wy[PSF_MAX_BOX];
-    for (int64_t k = 0; k <= xh - xl; k++) wx[k] = psf_win_1d((double)(xl + k) - xc, kp->inv2s2);
-    for (int64_t k = 0; k <= yh - yl; k++) wy[k] = psf_win_1d((double)(yl + k) - yc, kp->inv2s2);
+    for (int64_t k = 0; k <= xh - xl; k++)
+        wx[k] = psf_win_1d((double)(xl + k) - xc, kp->inv2s2);
+    for (int64_t k = 0; k <= yh - yl; k++)
+        wy[k] = psf_win_1d((double)(yl + k) - yc, kp->inv2s2);
     for (int64_t py = yl; py <= yh; py++) {
         const float *row = im->pix + py * im->stride;
         const uint16_t *mrow = im->mask ? im->mask + py * im->stride : NULL;
@@ -87,18 +99,22 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
             const float v = row[px];
             const int rj = psf_pixel_reject(v, mrow ? mrow[px] : 0, kp->mask_bits, kp->saturation);
             fl |= rj; /* every pixel is looked at, so the bits are the same on both backends */
-            if (rj & TIDE_PSF_REJ_MASKED) continue;
+            if (rj & TIDE_PSF_REJ_MASKED)
+                continue;
             const int64_t sx = px - cx, sy = py - cy;
-            if (sx < -h || sx > h || sy < -h || sy > h) continue; /* interpolation margin */
+            if (sx < -h || sx > h || sy < -h || sy > h)
+                continue; /* interpolation margin */
             sum += v;
-            if (v > peak) peak = v;
+            if (v > peak)
+                peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
             const double wv = (wx[px - xl] * wy[py - yl]) * (double)v;
             sw += wv;
             swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp->ap_r2) {
                 fap += v;
-                if (use_rms) vap += (double)rrow[px] * rrow[px];
+                if (use_rms)
+                    vap += (double)rrow[px] * rrow[px];
                 cap += 1.0;
             }
             if (sx == -h || sx == h || sy == -h || sy == h) {
@@ -107,9 +123,9 @@ static int measure_one(const tide_image *im, const tide_image *rms, const psf_kp
             }
         }
     }
-    if (fl) return fl;
-    psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw, swr2,
-                       kp->inv2s2);
+    if (fl)
+        return fl;
+    psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw, swr2, kp->inv2s2);
     return 0;
 }
 
@@ -141,7 +157,8 @@ static void extract_one(const tide_image *im, const psf_kparams *kp, double xc, 
     *sum_out = sum;
     if (sum > 0.0) {
         const float inv = (float)(1.0 / sum);
-        for (int k = 0; k < side * side; k++) st[k] *= inv;
+        for (int k = 0; k < side * side; k++)
+            st[k] *= inv;
     }
 }
 

@@ -15,7 +15,8 @@ __device__ static double block_max(double v, double *sh) {
     sh[t] = v;
     __syncthreads();
     for (int s = PSF_THREADS / 2; s > 0; s >>= 1) {
-        if (t < s && sh[t + s] > sh[t]) sh[t] = sh[t + s];
+        if (t < s && sh[t + s] > sh[t])
+            sh[t] = sh[t + s];
         __syncthreads();
     }
     const double r = sh[0];
@@ -28,7 +29,8 @@ __device__ static int block_or(int v, int *sh) {
     sh[t] = v;
     __syncthreads();
     for (int s = PSF_THREADS / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] |= sh[t + s];
+        if (t < s)
+            sh[t] |= sh[t + s];
         __syncthreads();
     }
     const int r = sh[0];
@@ -44,21 +46,25 @@ __device__ static int centroid_block(const tide_image im, const float *rpix, int
     const int R = kp.cwin, side = 2 * R + 1;
     int64_t ix, iy;
     const int start = psf_centroid_start(x0, y0, R, im.width, im.height, &ix, &iy);
-    if (start) return start;
+    if (start)
+        return start;
     if (kp.snr_floor > 0.0 && rpix) {
         double f = 0.0, var = 0.0;
         for (int k = threadIdx.x; k < side * side; k += PSF_THREADS) {
             const int i = k % side - R, j = k / side - R;
-            if ((double)(i * i + j * j) > kp.ap_r2) continue;
+            if ((double)(i * i + j * j) > kp.ap_r2)
+                continue;
             const int64_t px = ix + i, py = iy + j;
             const float v = im.pix[py * im.stride + px], r = rpix[py * rstride + px];
-            if (!isfinite(v)) continue;
+            if (!isfinite(v))
+                continue;
             f += v;
             var += (double)r * r;
         }
         f = tide_block_tree_sum<PSF_THREADS>(f, sh);
         var = tide_block_tree_sum<PSF_THREADS>(var, sh);
-        if (!(f > kp.snr_floor * sqrt(var))) return TIDE_PSF_REJ_SNR;
+        if (!(f > kp.snr_floor * sqrt(var)))
+            return TIDE_PSF_REJ_SNR;
     }
     double cx = x0, cy = y0;
     int converged = 0;
@@ -82,11 +88,13 @@ __device__ static int centroid_block(const tide_image im, const float *rpix, int
         swi = tide_block_tree_sum<PSF_THREADS>(swi, sh);
         sdx = tide_block_tree_sum<PSF_THREADS>(sdx, sh);
         sdy = tide_block_tree_sum<PSF_THREADS>(sdy, sh);
-        const int moved = psf_centroid_move(swi, sdx, sdy, x0, y0, kp.max_shift, &cx, &cy,
-                                            &converged);
-        if (moved) return moved;
+        const int moved =
+            psf_centroid_move(swi, sdx, sdy, x0, y0, kp.max_shift, &cx, &cy, &converged);
+        if (moved)
+            return moved;
     }
-    if (!converged) return TIDE_PSF_REJ_CENTROID;
+    if (!converged)
+        return TIDE_PSF_REJ_CENTROID;
     *xc = cx;
     *yc = cy;
     return 0;
@@ -106,11 +114,13 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         int64_t xl = 0, xh = -1, yl = 0, yh = -1;
         if (!fl) {
             psf_stamp_box(xc, yc, kp.half, &xl, &xh, &yl, &yh);
-            if (xl < 0 || yl < 0 || xh >= im.width || yh >= im.height) fl = TIDE_PSF_REJ_EDGE;
+            if (xl < 0 || yl < 0 || xh >= im.width || yh >= im.height)
+                fl = TIDE_PSF_REJ_EDGE;
         }
         if (fl) {
             if (threadIdx.x == 0) {
-                for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
+                for (int k = 0; k < PSF_NMEAS; k++)
+                    m[k] = 0.0;
                 if (xh >= xl) { /* the centroid converged; its stamp leaves the frame */
                     m[PSF_M_XC] = xc;
                     m[PSF_M_YC] = yc;
@@ -138,18 +148,22 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
             const int rj = psf_pixel_reject(v, im.mask ? im.mask[py * im.stride + px] : 0,
                                             kp.mask_bits, kp.saturation);
             lfl |= rj;
-            if (rj & TIDE_PSF_REJ_MASKED) continue;
+            if (rj & TIDE_PSF_REJ_MASKED)
+                continue;
             const int64_t sx = px - cx, sy = py - cy;
-            if (sx < -h || sx > h || sy < -h || sy > h) continue;
+            if (sx < -h || sx > h || sy < -h || sy > h)
+                continue;
             sum += v;
-            if (v > peak) peak = v;
+            if (v > peak)
+                peak = v;
             const double dx = (double)px - xc, dy = (double)py - yc;
             const double wv = (wx[px - xl] * wy[py - yl]) * (double)v;
             sw += wv;
             swr2 += wv * (dx * dx + dy * dy);
             if (dx * dx + dy * dy <= kp.ap_r2) {
                 fap += v;
-                if (use_rms) vap += (double)rpix[py * rstride + px] * rpix[py * rstride + px];
+                if (use_rms)
+                    vap += (double)rpix[py * rstride + px] * rpix[py * rstride + px];
                 cap += 1.0;
             }
             if (sx == -h || sx == h || sy == -h || sy == h) {
@@ -168,20 +182,21 @@ __global__ void psf_measure_kernel(const tide_image im, const float *rpix, int64
         swr2 = tide_block_tree_sum<PSF_THREADS>(swr2, sh);
         peak = block_max(peak, sh);
         if (threadIdx.x == 0) {
-            for (int k = 0; k < PSF_NMEAS; k++) m[k] = 0.0;
+            for (int k = 0; k < PSF_NMEAS; k++)
+                m[k] = 0.0;
             m[PSF_M_XC] = xc;
             m[PSF_M_YC] = yc;
             if (!fl)
-                psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw,
-                                   swr2, kp.inv2s2);
+                psf_measure_finish(m, sum, fap, vap, cap, sring, nring, peak, use_rms, sw, swr2,
+                                   kp.inv2s2);
             flags[s] = fl;
         }
     }
 }
 
 __global__ void psf_extract_kernel(const float *pix, int64_t stride, const psf_kparams kp,
-                                   int64_t n, const double *xc, const double *yc,
-                                   float *stamps, double *sums) {
+                                   int64_t n, const double *xc, const double *yc, float *stamps,
+                                   double *sums) {
     __shared__ double sh[PSF_THREADS];
     __shared__ double w[4 * PSF_LANCZOS_A];
     const int h = kp.half, side = 2 * h + 1, npix = side * side;
@@ -202,21 +217,27 @@ __global__ void psf_extract_kernel(const float *pix, int64_t stride, const psf_k
             st[k] = v;
             part += v;
         }
-        const double sum = tide_block_tree_sum<PSF_THREADS>(part, sh); /* its syncs also guard w's reuse */
+        const double sum =
+            tide_block_tree_sum<PSF_THREADS>(part, sh); /* its syncs also guard w's reuse */
         if (sum > 0.0) {
             const float inv = (float)(1.0 / sum);
-            for (int k = threadIdx.x; k < npix; k += PSF_THREADS) st[k] *= inv;
+            for (int k = threadIdx.x; k < npix; k += PSF_THREADS)
+                st[k] *= inv;
         }
-        if (threadIdx.x == 0) sums[s] = sum;
+        if (threadIdx.x == 0)
+            sums[s] = sum;
     }
 }
 
-static unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 30) ? n : (1 << 30)); }
+static unsigned grid_for(int64_t n) {
+    return (unsigned)(n < (1 << 30) ? n : (1 << 30));
+}
 
 extern "C" int psf_measure_cuda(tide_ctx *ctx, const tide_image *sub, const tide_image *rms,
-                                const psf_kparams *kp, int64_t n, const double *x,
-                                const double *y, double *meas, int32_t *flags) {
-    if (n <= 0) return 0;
+                                const psf_kparams *kp, int64_t n, const double *x, const double *y,
+                                double *meas, int32_t *flags) {
+    if (n <= 0)
+        return 0;
     const float *rpix = rms && rms->pix ? rms->pix : NULL;
     const int64_t rstride = rpix ? rms->stride : 0;
     psf_measure_kernel<<<grid_for(n), PSF_THREADS, 0, (cudaStream_t)ctx->stream>>>(
@@ -228,7 +249,8 @@ extern "C" int psf_measure_cuda(tide_ctx *ctx, const tide_image *sub, const tide
 extern "C" int psf_extract_cuda(tide_ctx *ctx, const tide_image *sub, const psf_kparams *kp,
                                 int64_t n, const double *xc, const double *yc, float *stamps,
                                 double *sums) {
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     psf_extract_kernel<<<grid_for(n), PSF_THREADS, 0, (cudaStream_t)ctx->stream>>>(
         sub->pix, sub->stride, *kp, n, xc, yc, stamps, sums);
     TIDE_CUDA_LAUNCHED();

@@ -18,13 +18,13 @@
 
 /** The PSF stars after extraction (host). */
 typedef struct psf_stars {
-    int n;            /**< stars */
-    int side;         /**< stamp side */
-    double *x, *y;    /**< recentred positions, 0-based */
-    double *u, *v;    /**< positions scaled to [-1, 1] */
-    double *snr;      /**< aperture S/N */
-    double *noise;    /**< per-pixel noise of the normalised stamp (noise / stamp sum) */
-    float *stamps;    /**< n * side * side, each summing to 1 */
+    int n;         /**< stars */
+    int side;      /**< stamp side */
+    double *x, *y; /**< recentred positions, 0-based */
+    double *u, *v; /**< positions scaled to [-1, 1] */
+    double *snr;   /**< aperture S/N */
+    double *noise; /**< per-pixel noise of the normalised stamp (noise / stamp sum) */
+    float *stamps; /**< n * side * side, each summing to 1 */
 } psf_stars;
 
 /** Resolved parameters (defaults filled, derived sizes). */
@@ -32,7 +32,7 @@ typedef struct psf_plan {
     tide_psf_params p;
     int side, half;
     double isolation;
-    int threads;  /**< CPU threads for the host loops (ctx->threads) */
+    int threads;          /**< CPU threads for the host loops (ctx->threads) */
     struct tide_ctx *ctx; /**< for the sub-stage timers (psf.model.*); may be NULL */
 } psf_plan;
 
@@ -42,8 +42,8 @@ typedef struct psf_plan {
  *  surviving indices, brightest first (input order when flux is NULL), at most @p cap of
  *  them, into idx; returns their count. Counts rejections into m->nreject. */
 int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height, int64_t n,
-                              const double *x, const double *y, const double *flux,
-                              int64_t cap, int64_t *idx, tide_psf_model *m);
+                              const double *x, const double *y, const double *flux, int64_t cap,
+                              int64_t *idx, tide_psf_model *m);
 /** Choose the PSF stars among measured candidates: flags 0 and S/N in range, highest S/N
  *  first (ties: lower index), at most max_stars; returns the count written to pick. */
 int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const int32_t *flags,
@@ -55,8 +55,8 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
 double psf_select_kth(double *a, int n, int k);
 /** Per-pixel iteratively sigma-clipped mean of the stamps listed in @p which (m of them),
  *  normalised to sum 1, into @p out (npix floats). */
-int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
-                   int iters, int threads, float *out);
+int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig, int iters,
+                   int threads, float *out);
 
 /* psf_pca.c */
 /** Fit the model (reference, eigen-PSFs, coefficient polynomials) to the stars, dropping
@@ -85,17 +85,16 @@ int psf_cholesky_solve(int n, double *a, double *b);
  *  evals, unit pixel-space eigenvectors into evecs (k × p); zero where the rank runs out.
  *  Lanczos with full reorthogonalisation from a fixed start vector: deterministic.
  *  k <= TIDE_PSF_MAX_K (else TIDE_E_INVAL). */
-int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
-                double *evecs);
+int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals, double *evecs);
 
 /* psf_moffat.c */
 /** An elliptical Moffat fitted to a stamp. */
 typedef struct psf_moffat {
-    double amp, x0, y0;       /**< amplitude, centre (stamp pixels) */
-    double cxx, cxy, cyy;     /**< q = cxx dx² + 2 cxy dx dy + cyy dy² */
+    double amp, x0, y0;   /**< amplitude, centre (stamp pixels) */
+    double cxx, cxy, cyy; /**< q = cxx dx² + 2 cxy dx dy + cyy dy² */
     double beta;
     double fwhm, ellip, theta_deg;
-    double rms;               /**< RMS residual / peak */
+    double rms; /**< RMS residual / peak */
     int ok;
 } psf_moffat;
 /** Fit pixel-integrated elliptical Moffats to @p n side×side stamps side by side: for each,

@@ -14,27 +14,27 @@ extern "C" {
 
 /** What the kernels need to know besides the images. */
 typedef struct psf_kparams {
-    int half;          /**< stamp half-side h (side 2h + 1) */
-    int cwin;          /**< half-side of the centroid box around the rounded start */
-    double inv2s2;     /**< centroid window 1 / (2 sigma^2) */
-    double max_shift;  /**< centroid may move at most this far from the start, pixels */
-    double ap_r2;      /**< S/N aperture radius squared, pixels^2 */
-    double saturation; /**< reject at or above this value; 0 = no test */
-    double snr_floor;  /**< a quick S/N at the start position below this: rejected (SNR)
-                            before the centroid iterations (needs the rms map); 0 = off */
+    int half;           /**< stamp half-side h (side 2h + 1) */
+    int cwin;           /**< half-side of the centroid box around the rounded start */
+    double inv2s2;      /**< centroid window 1 / (2 sigma^2) */
+    double max_shift;   /**< centroid may move at most this far from the start, pixels */
+    double ap_r2;       /**< S/N aperture radius squared, pixels^2 */
+    double saturation;  /**< reject at or above this value; 0 = no test */
+    double snr_floor;   /**< a quick S/N at the start position below this: rejected (SNR)
+                             before the centroid iterations (needs the rms map); 0 = off */
     uint16_t mask_bits; /**< reject a star with one of these bits in its stamp */
 } psf_kparams;
 
 /** Columns of the per-star measurement array (n * PSF_NMEAS doubles, star-major). */
 enum {
-    PSF_M_XC = 0,  /**< windowed centroid x (0-based) */
-    PSF_M_YC,      /**< windowed centroid y */
-    PSF_M_FLUX,    /**< flux in the S/N aperture */
-    PSF_M_SNR,     /**< flux / its noise */
-    PSF_M_PEAK,    /**< brightest pixel of the stamp */
-    PSF_M_NOISE,   /**< per-pixel noise sigma (aperture mean of rms^2, square-rooted) */
-    PSF_M_SUM,     /**< sum of the stamp's pixels */
-    PSF_M_FWHM,    /**< Gaussian-equivalent FWHM from the windowed second moment */
+    PSF_M_XC = 0, /**< windowed centroid x (0-based) */
+    PSF_M_YC,     /**< windowed centroid y */
+    PSF_M_FLUX,   /**< flux in the S/N aperture */
+    PSF_M_SNR,    /**< flux / its noise */
+    PSF_M_PEAK,   /**< brightest pixel of the stamp */
+    PSF_M_NOISE,  /**< per-pixel noise sigma (aperture mean of rms^2, square-rooted) */
+    PSF_M_SUM,    /**< sum of the stamp's pixels */
+    PSF_M_FWHM,   /**< Gaussian-equivalent FWHM from the windowed second moment */
     PSF_NMEAS
 };
 

@@ -29,7 +29,8 @@
 static void mul_t_block(int n, int p, const double *D, const double *v, double *out, int b) {
     const int c0 = b * COLS, c1 = c0 + COLS < p ? c0 + COLS : p;
     double acc[COLS];
-    for (int c = c0; c < c1; c++) acc[c - c0] = 0.0;
+    for (int c = c0; c < c1; c++)
+        acc[c - c0] = 0.0;
     int r = 0;
     for (; r + 4 <= n; r += 4) {
         const double *r0 = D + (size_t)r * p, *r1 = r0 + p, *r2 = r1 + p, *r3 = r2 + p;
@@ -45,9 +46,11 @@ static void mul_t_block(int n, int p, const double *D, const double *v, double *
     }
     for (; r < n; r++) {
         const double *row = D + (size_t)r * p, vr = v[r];
-        for (int c = c0; c < c1; c++) acc[c - c0] += row[c] * vr;
+        for (int c = c0; c < c1; c++)
+            acc[c - c0] += row[c] * vr;
     }
-    for (int c = c0; c < c1; c++) out[c] = acc[c - c0];
+    for (int c = c0; c < c1; c++)
+        out[c] = acc[c - c0];
 }
 
 /* out[r] = sum_c D[r][c] v[c] for the rows of group q (8q .. 8q+7), each summed in column
@@ -59,7 +62,8 @@ static void mul_group(int n, int p, const double *D, const double *v, double *ou
         for (int rr = r; rr < n; rr++) {
             const double *row = D + (size_t)rr * p;
             double s = 0.0;
-            for (int c = 0; c < p; c++) s += row[c] * v[c];
+            for (int c = 0; c < p; c++)
+                s += row[c] * v[c];
             out[rr] = s;
         }
         return;
@@ -98,7 +102,8 @@ static void team_mul(int n, int p, const double *D, const double *v, double *out
 
 static double dot(int n, const double *a, const double *b) {
     double s = 0.0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -117,15 +122,20 @@ static int ritz_converged(int j, int k, const double *alpha, const double *beta,
         e[i] = i + 1 < j ? beta[i] : 0.0;
         z[i] = i + 1 < j ? 0.0 : 1.0;
     }
-    if (psf_tridiagonal_ql(j, 1, d, e, z)) return 0;
+    if (psf_tridiagonal_ql(j, 1, d, e, z))
+        return 0;
     double top = 0.0;
-    for (int i = 0; i < j; i++) top = fmax(top, d[i]);
+    for (int i = 0; i < j; i++)
+        top = fmax(top, d[i]);
     const double tol = 1e-12 * top;
     for (int i = 0; i < j; i++) {
-        if (!(fabs(beta[j - 1] * z[i]) > tol)) continue;
+        if (!(fabs(beta[j - 1] * z[i]) > tol))
+            continue;
         int above = 0; /* an unconverged pair matters when it is among the k largest */
-        for (int l = 0; l < j; l++) above += d[l] > d[i] || (d[l] == d[i] && l < i);
-        if (above < k) return 0;
+        for (int l = 0; l < j; l++)
+            above += d[l] > d[i] || (d[l] == d[i] && l < i);
+        if (above < k)
+            return 0;
     }
     return 1;
 }
@@ -161,16 +171,19 @@ static void close_step(lanczos *lz, int j) {
     double *V = lz->V, *w = lz->w, *vj = V + (size_t)j * L;
     lz->alpha[j] = dot(L, w, vj);
     lz->scale = fmax(lz->scale, fabs(lz->alpha[j]));
-    for (int i = 0; i < L; i++) w[i] -= lz->alpha[j] * vj[i];
+    for (int i = 0; i < L; i++)
+        w[i] -= lz->alpha[j] * vj[i];
     if (j > 0)
-        for (int i = 0; i < L; i++) w[i] -= lz->beta[j - 1] * V[(size_t)(j - 1) * L + i];
+        for (int i = 0; i < L; i++)
+            w[i] -= lz->beta[j - 1] * V[(size_t)(j - 1) * L + i];
     /* full reorthogonalisation, twice (Parlett's "twice is enough"; it holds for classical
      * Gram–Schmidt as for modified: Giraud, Langou & Rozložník 2005): all the projections
      * c = V^T w at once (eight independent sums at a time), then w -= V c, four vectors per
      * sweep, subtracted in order */
     for (int pass = 0; pass < 2; pass++) {
         double cq[2 * TIDE_PSF_MAX_K + 40]; /* j + 1 <= m <= 2k + 40 */
-        for (int g = 0; g < (j + 1 + 7) / 8; g++) mul_group(j + 1, L, V, w, cq, g);
+        for (int g = 0; g < (j + 1 + 7) / 8; g++)
+            mul_group(j + 1, L, V, w, cq, g);
         int q = 0;
         for (; q + 4 <= j + 1; q += 4) {
             const double *v0 = V + (size_t)q * L, *v1 = v0 + L, *v2 = v1 + L, *v3 = v2 + L;
@@ -187,7 +200,8 @@ static void close_step(lanczos *lz, int j) {
         for (; q <= j; q++) {
             const double *vq = V + (size_t)q * L;
             const double c = cq[q];
-            for (int i = 0; i < L; i++) w[i] -= c * vq[i];
+            for (int i = 0; i < L; i++)
+                w[i] -= c * vq[i];
         }
     }
     lz->beta[j] = sqrt(dot(L, w, w));
@@ -206,7 +220,8 @@ static void close_step(lanczos *lz, int j) {
         lz->stop = 1;
         return;
     }
-    for (int i = 0; i < L; i++) V[(size_t)(j + 1) * L + i] = w[i] / lz->beta[j];
+    for (int i = 0; i < L; i++)
+        V[(size_t)(j + 1) * L + i] = w[i] / lz->beta[j];
 }
 
 /* The deterministic start vector, with no systematic structure: splitmix64 of the index. */
@@ -220,7 +235,8 @@ static void start_vector(int L, double *v) {
         v[i] = (double)(z >> 11) / 9007199254740992.0 - 0.5;
         nrm += v[i] * v[i];
     }
-    for (int i = 0; i < L; i++) v[i] /= sqrt(nrm);
+    for (int i = 0; i < L; i++)
+        v[i] /= sqrt(nrm);
 }
 
 /* Inside the team: the Ritz vector of pair q, y_q (mm × mm eigenvectors Y) over the basis,
@@ -230,35 +246,40 @@ static void team_ritz_vector(lanczos *lz, const double *Y, int mm, int q, double
 #pragma omp for schedule(static)
     for (int i = 0; i < L; i++) {
         double s = 0.0;
-        for (int j = 0; j < mm; j++) s += Y[(size_t)j * mm + q] * lz->V[(size_t)j * L + i];
+        for (int j = 0; j < mm; j++)
+            s += Y[(size_t)j * mm + q] * lz->V[(size_t)j * L + i];
         lz->w[i] = s;
     }
     if (lz->star_side) {
         team_mul_t(lz->n, lz->p, lz->D, lz->w, e);
     } else {
 #pragma omp for schedule(static)
-        for (int c = 0; c < lz->p; c++) e[c] = lz->w[c];
+        for (int c = 0; c < lz->p; c++)
+            e[c] = lz->w[c];
     }
 #pragma omp single
     {
         const double en = sqrt(dot(lz->p, e, e));
-        for (int c = 0; c < lz->p; c++) e[c] = en > 0.0 ? e[c] / en : 0.0;
+        for (int c = 0; c < lz->p; c++)
+            e[c] = en > 0.0 ? e[c] / en : 0.0;
     }
 }
 
-int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals,
-                double *evecs) {
-    if (k <= 0) return 0;
+int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals, double *evecs) {
+    if (k <= 0)
+        return 0;
     if (k > TIDE_PSF_MAX_K)
         return tide_error(TIDE_E_INVAL, "psf: %d eigenvectors (at most %d)", k, TIDE_PSF_MAX_K);
     lanczos lz = {.n = n, .p = p, .k = k, .D = D, .star_side = n <= p};
     const int L = lz.star_side ? n : p;
     int m = 2 * k + 40; /* Krylov dimension at most: the top k Ritz pairs converge before */
-    if (m > L) m = L;
+    if (m > L)
+        m = L;
     lz.L = L, lz.m = m;
     double *V = malloc(sizeof(double) * ((size_t)(m + 1) * L + (size_t)2 * m * m + 7 * (size_t)m +
                                          (size_t)(n > p ? n : p) + L));
-    if (!V) return tide_error(TIDE_E_NOMEM, "psf: Lanczos basis %d×%d", m + 1, L);
+    if (!V)
+        return tide_error(TIDE_E_NOMEM, "psf: Lanczos basis %d×%d", m + 1, L);
     double *T = V + (size_t)(m + 1) * L, *Y = T + (size_t)m * m, *alpha = Y + (size_t)m * m;
     double *beta = alpha + m, *theta = beta + m, *tmp = theta + 2 * m;
     double *w = tmp + (n > p ? n : p), *work = w + L;
@@ -278,10 +299,12 @@ int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals
 #pragma omp master /* the calling thread: an error's detail is thread-local */
         {
             mm = lz.steps;
-            for (int i = 0; i < mm * mm; i++) T[i] = 0.0;
+            for (int i = 0; i < mm * mm; i++)
+                T[i] = 0.0;
             for (int j = 0; j < mm; j++) {
                 T[j * mm + j] = alpha[j];
-                if (j + 1 < mm) T[j * mm + j + 1] = T[(j + 1) * mm + j] = beta[j];
+                if (j + 1 < mm)
+                    T[j * mm + j + 1] = T[(j + 1) * mm + j] = beta[j];
             }
             st = psf_eigen_sym(mm, T, theta, Y);
             kk = k < mm ? k : mm;
@@ -291,10 +314,12 @@ int psf_pca_top(int n, int p, const double *D, int k, int threads, double *evals
             team_ritz_vector(&lz, Y, mm, q, evecs + (size_t)q * p);
     }
     if (!st) {
-        for (int q = 0; q < kk; q++) evals[q] = theta[q];
+        for (int q = 0; q < kk; q++)
+            evals[q] = theta[q];
         for (int q = kk; q < k; q++) {
             evals[q] = 0.0;
-            for (int c = 0; c < p; c++) evecs[(size_t)q * p + c] = 0.0;
+            for (int c = 0; c < p; c++)
+                evecs[(size_t)q * p + c] = 0.0;
         }
     }
     free(V);

@@ -32,16 +32,16 @@ typedef enum { LM_EVAL_START, LM_EVAL_TRIAL, LM_DONE } lm_need;
 /* One Levenberg–Marquardt run on one stamp. */
 typedef struct lm_run {
     const float *stamp;
-    int np;             /**< 7, or 6 with beta held */
-    double gtol, rtol;  /**< stopping rules (lm_iterate) */
-    double p[NP];       /**< the current point */
+    int np;            /**< 7, or 6 with beta held */
+    double gtol, rtol; /**< stopping rules (lm_iterate) */
+    double p[NP];      /**< the current point */
     double jtj[NP * NP], jtr[NP], chi2, lambda;
-    double trial[NP];   /**< the point being evaluated */
-    int fresh;          /**< jtj, jtr are new since the last gn_gain test */
-    int it;             /**< iterations */
+    double trial[NP]; /**< the point being evaluated */
+    int fresh;        /**< jtj, jtr are new since the last gn_gain test */
+    int it;           /**< iterations */
     lm_need need;
-    double *pix;        /**< side² × NPIX: each pixel's residual and gradient */
-    double *rows;       /**< side × NROW: each row's sums */
+    double *pix;  /**< side² × NPIX: each pixel's residual and gradient */
+    double *rows; /**< side × NROW: each row's sums */
     double e_chi2, e_jtj[NP * NP], e_jtr[NP]; /**< the evaluation asked for */
 } lm_run;
 
@@ -64,12 +64,15 @@ static int valid(const double *p, int side) {
 static double gn_gain(int np, const double *jtj, const double *jtr) {
     double a[NP * NP], x[NP];
     for (int r = 0; r < np; r++) {
-        for (int c = 0; c < np; c++) a[r * np + c] = jtj[r * NP + c];
+        for (int c = 0; c < np; c++)
+            a[r * np + c] = jtj[r * NP + c];
         x[r] = jtr[r];
     }
-    if (psf_cholesky_solve(np, a, x)) return INFINITY;
+    if (psf_cholesky_solve(np, a, x))
+        return INFINITY;
     double g = 0.0;
-    for (int k = 0; k < np; k++) g += x[k] * jtr[k];
+    for (int k = 0; k < np; k++)
+        g += x[k] * jtr[k];
     return g;
 }
 
@@ -81,7 +84,8 @@ static void evaluate_waiting(const lm_batch *b, lm_run *runs, int n) {
     lm_run **w = b->waiting;
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (runs[i].need != LM_DONE) w[m++] = &runs[i];
+        if (runs[i].need != LM_DONE)
+            w[m++] = &runs[i];
     const int side = b->side, npx = side * side;
 #pragma omp parallel num_threads(b->threads) if (b->threads > 1)
     {
@@ -109,12 +113,15 @@ static void evaluate_waiting(const lm_batch *b, lm_run *runs, int n) {
         for (int j = 0; j < side; j++) {
             const double *o = r->rows + (size_t)j * NROW;
             chi2 += o[0];
-            for (int a = 0; a < NP; a++) r->e_jtr[a] += o[1 + a];
+            for (int a = 0; a < NP; a++)
+                r->e_jtr[a] += o[1 + a];
             for (int a = 0, t = 0; a < NP; a++)
-                for (int c = 0; c <= a; c++, t++) r->e_jtj[a * NP + c] += o[1 + NP + t];
+                for (int c = 0; c <= a; c++, t++)
+                    r->e_jtj[a * NP + c] += o[1 + NP + t];
         }
         for (int a = 0; a < NP; a++)
-            for (int c = a + 1; c < NP; c++) r->e_jtj[a * NP + c] = r->e_jtj[c * NP + a];
+            for (int c = a + 1; c < NP; c++)
+                r->e_jtj[a * NP + c] = r->e_jtj[c * NP + a];
         r->e_chi2 = chi2;
     }
 }
@@ -129,10 +136,12 @@ static void lm_iterate(lm_run *r, int side) {
     const int np = r->np;
     double a[NP * NP], dlt[NP];
     for (; r->it < 200 && r->lambda < 1e10; r->it++) {
-        if (r->fresh && gn_gain(np, r->jtj, r->jtr) <= r->gtol * r->chi2) break; /* converged */
+        if (r->fresh && gn_gain(np, r->jtj, r->jtr) <= r->gtol * r->chi2)
+            break; /* converged */
         r->fresh = 0;
         for (int i = 0; i < np; i++)
-            for (int c = 0; c < np; c++) a[i * np + c] = r->jtj[i * NP + c];
+            for (int c = 0; c < np; c++)
+                a[i * np + c] = r->jtj[i * NP + c];
         for (int k = 0; k < np; k++) {
             a[k * np + k] *= 1.0 + r->lambda;
             dlt[k] = r->jtr[k];
@@ -147,7 +156,8 @@ static void lm_iterate(lm_run *r, int side) {
             r->trial[k] = r->p[k] + dlt[k];
             rel = fmax(rel, fabs(dlt[k]) / fmax(fabs(r->p[k]), 1e-3));
         }
-        if (rel < r->rtol) break; /* converged */
+        if (rel < r->rtol)
+            break;                    /* converged */
         if (!valid(r->trial, side)) { /* chi2 infinite there: rejected */
             r->lambda *= 10.0;
             continue;
@@ -202,7 +212,8 @@ static void lm_all(const lm_batch *b, lm_run *runs, int n, double gtol, double r
         evaluate_waiting(b, runs, n);
         waiting = 0;
         for (int i = 0; i < n; i++) {
-            if (runs[i].need == LM_DONE) continue;
+            if (runs[i].need == LM_DONE)
+                continue;
             lm_resume(&runs[i], b->side);
             waiting += runs[i].need != LM_DONE;
         }
@@ -225,7 +236,8 @@ static void describe(const double *p, double chi2, int side, double peak, psf_mo
     out->fwhm = 2.0 * alpha * sqrt(pow(2.0, 1.0 / p[6]) - 1.0);
     out->ellip = l1 > 0 ? 1.0 - sqrt(l1 / l2) : 0.0;
     out->theta_deg = 0.5 * atan2(-2.0 * p[4], p[5] - p[3]) * 180.0 / PI;
-    if (out->theta_deg <= -90.0) out->theta_deg += 180.0;
+    if (out->theta_deg <= -90.0)
+        out->theta_deg += 180.0;
     out->rms = sqrt(chi2 / (side * side)) / peak;
     out->ok = isfinite(out->fwhm) && out->fwhm > 0 && l1 > 0;
 }
@@ -233,8 +245,10 @@ static void describe(const double *p, double chi2, int side, double peak, psf_mo
 int psf_moffat_fit_many(int n, const float *const *stamps, int side, double fwhm_guess,
                         double beta_fixed, const psf_moffat *const *start, int threads,
                         psf_moffat *out) {
-    for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
-    if (n <= 0 || side > TIDE_PSF_MAX_STAMP) return 0;
+    for (int i = 0; i < n; i++)
+        memset(&out[i], 0, sizeof out[i]);
+    if (n <= 0 || side > TIDE_PSF_MAX_STAMP)
+        return 0;
     int nsub = (int)ceil(15.0 / fwhm_guess);
     nsub = nsub < 3 ? 3 : (nsub > 9 ? 9 : nsub);
     nsub |= 1;
@@ -257,20 +271,23 @@ int psf_moffat_fit_many(int n, const float *const *stamps, int side, double fwhm
     int m = 0; /* the stamps with a positive peak, packed into runs[0..m) */
     for (int i = 0; i < n; i++) {
         double pk = 0.0;
-        for (int k = 0; k < side * side; k++) pk = fmax(pk, stamps[i][k]);
-        if (!(pk > 0.0)) continue;
+        for (int k = 0; k < side * side; k++)
+            pk = fmax(pk, stamps[i][k]);
+        if (!(pk > 0.0))
+            continue;
         lm_run *r = &runs[m];
         r->stamp = stamps[i];
         r->np = beta_fixed > 1.0 ? NP - 1 : NP; /* beta is the last parameter */
         r->pix = scratch + per * (size_t)m;
         r->rows = r->pix + (size_t)side * side * NPIX;
-        const double p0[NP] = {pk, h, h, 1.0 / (alpha0 * alpha0), 0.0, 1.0 / (alpha0 * alpha0),
+        const double p0[NP] = {pk,   h, h, 1.0 / (alpha0 * alpha0), 0.0, 1.0 / (alpha0 * alpha0),
                                beta0};
         memcpy(r->p, p0, sizeof r->p);
         const psf_moffat *s0 = start ? start[i] : NULL;
         if (s0 && s0->ok) {
             const double q[NP] = {pk, s0->x0, s0->y0, s0->cxx, s0->cxy, s0->cyy, beta0};
-            if (valid(q, side)) memcpy(r->p, q, sizeof r->p);
+            if (valid(q, side))
+                memcpy(r->p, q, sizeof r->p);
         }
         peak[m] = pk;
         which[m++] = i;
@@ -290,12 +307,15 @@ int psf_moffat_fit_many(int n, const float *const *stamps, int side, double fwhm
         }
         lm_all(&b, runs, m, 1e-6, 1e-5);
         for (int q = 0; q < m; q++)
-            if (!valid(runs[q].p, side)) memcpy(runs[q].p, start_p[q], sizeof start_p[q]);
+            if (!valid(runs[q].p, side))
+                memcpy(runs[q].p, start_p[q], sizeof start_p[q]);
     }
     b.nsub = nsub;
-    for (int q = 0; q < m; q++) runs[q].need = LM_EVAL_START;
+    for (int q = 0; q < m; q++)
+        runs[q].need = LM_EVAL_START;
     lm_all(&b, runs, m, 1e-12, 1e-9);
-    for (int q = 0; q < m; q++) describe(runs[q].p, runs[q].chi2, side, peak[q], &out[which[q]]);
+    for (int q = 0; q < m; q++)
+        describe(runs[q].p, runs[q].chi2, side, peak[q], &out[which[q]]);
     free(runs), free(peak), free(scratch), free(which), free(waiting), free(start_p);
     return 0;
 }

@@ -31,7 +31,8 @@ void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double 
             const double x1 = 1.0 + (cxx * dx * dx + hy * dx + ey);
             const double lq = log(x1), u = exp(b1 * lq), base = u * x1;
             s0 += base;
-            if (!jac) continue;
+            if (!jac)
+                continue;
             sl += lq * base;
             const double ux = u * dx, uy = u * dy;
             sx += ux;
@@ -42,7 +43,8 @@ void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double 
         }
     }
     o[0] = (double)st[j * side + i] - A * s0 * norm;
-    if (!jac) return;
+    if (!jac)
+        return;
     const double k = A * p[6] * norm; /* -df/dq = A beta u */
     double *g = o + 1;
     g[0] = s0 * norm;
@@ -57,15 +59,19 @@ void psf_moffat_pixel(const float *st, int side, int i, int j, int nsub, double 
 /* Row j's sums into o[PSF_MOFFAT_NROW] from its pixels' residuals and gradients
  * (pix: side × PSF_MOFFAT_NPIX), added in pixel order; beta's entries only when np = 7. */
 void psf_moffat_row(const double *pix, int side, int np, int jac, double *o) {
-    for (int k = 0; k < PSF_MOFFAT_NROW; k++) o[k] = 0.0;
+    for (int k = 0; k < PSF_MOFFAT_NROW; k++)
+        o[k] = 0.0;
     double *jtr = o + 1, *jtj = o + 1 + PSF_MOFFAT_NP;
     for (int i = 0; i < side; i++) {
         const double *px = pix + (size_t)i * PSF_MOFFAT_NPIX, r = px[0], *g = px + 1;
         o[0] += r * r;
-        if (!jac) continue;
-        for (int a = 0; a < np; a++) jtr[a] += g[a] * r;
+        if (!jac)
+            continue;
+        for (int a = 0; a < np; a++)
+            jtr[a] += g[a] * r;
         for (int a = 0, t = 0; a < PSF_MOFFAT_NP; a++)
             for (int c = 0; c <= a; c++, t++)
-                if (a < np) jtj[t] += g[a] * g[c];
+                if (a < np)
+                    jtj[t] += g[a] * g[c];
     }
 }

@@ -26,14 +26,16 @@ typedef struct cand_key {
 
 static int cmp_key(const void *a, const void *b) {
     const cand_key *p = a, *q = b;
-    if (p->f > q->f) return -1;
-    if (p->f < q->f) return 1;
+    if (p->f > q->f)
+        return -1;
+    if (p->f < q->f)
+        return 1;
     return p->i < q->i ? -1 : (p->i > q->i);
 }
 
 int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height, int64_t n,
-                              const double *x, const double *y, const double *flux,
-                              int64_t cap, int64_t *idx, tide_psf_model *m) {
+                              const double *x, const double *y, const double *flux, int64_t cap,
+                              int64_t *idx, tide_psf_model *m) {
     const tide_psf_params *p = &pl->p;
     const double margin = pl->half + 4.0; /* stamp + Lanczos taps + a pixel of centroid play */
     const double r = pl->isolation;
@@ -50,13 +52,14 @@ int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height,
         free(head);
         free(next);
         free(keys);
-        return tide_error(TIDE_E_NOMEM, "psf: candidate grid for %lld candidates",
-                          (long long)n);
+        return tide_error(TIDE_E_NOMEM, "psf: candidate grid for %lld candidates", (long long)n);
     }
-    for (int64_t c = 0; c < gw * gh; c++) head[c] = -1;
+    for (int64_t c = 0; c < gw * gh; c++)
+        head[c] = -1;
     for (int64_t i = n - 1; i >= 0; i--) { /* lists in ascending index order */
         next[i] = -1;
-        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
+        if (!isfinite(x[i]) || !isfinite(y[i]))
+            continue;
         const double qx = x[i] / cs, qy = y[i] / cs; /* clamped before the conversion */
         const int64_t cx = qx < 0 ? 0 : (qx >= (double)(gw - 1) ? gw - 1 : (int64_t)qx);
         const int64_t cy = qy < 0 ? 0 : (qy >= (double)(gh - 1) ? gh - 1 : (int64_t)qy);
@@ -80,11 +83,14 @@ int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height,
         const int64_t cx = (int64_t)(x[i] / cs), cy = (int64_t)(y[i] / cs);
         for (int64_t gy = cy - 1; gy <= cy + 1 && !crowded; gy++)
             for (int64_t gx = cx - 1; gx <= cx + 1 && !crowded; gx++) {
-                if (gx < 0 || gy < 0 || gx >= gw || gy >= gh) continue;
+                if (gx < 0 || gy < 0 || gx >= gw || gy >= gh)
+                    continue;
                 for (int64_t j = head[gy * gw + gx]; j >= 0; j = next[j]) {
-                    if (j == i) continue;
+                    if (j == i)
+                        continue;
                     const double dx = x[j] - x[i], dy = y[j] - y[i];
-                    if (dx * dx + dy * dy >= r * r) continue;
+                    if (dx * dx + dy * dy >= r * r)
+                        continue;
                     /* a neighbour counts unless it is much fainter (or of unknown flux
                      * when fluxes are given: NaN compares false, so it counts) */
                     if (!flux || !(flux[j] * p->iso_flux_ratio < fi)) {
@@ -103,10 +109,12 @@ int64_t psf_select_candidates(const psf_plan *pl, int64_t width, int64_t height,
     }
     const int64_t nout = nk < cap ? nk : cap;
     if (flux) {
-        if (nout < nk) tide_select_first(keys, nk, nout, sizeof *keys, cmp_key);
+        if (nout < nk)
+            tide_select_first(keys, nk, nout, sizeof *keys, cmp_key);
         qsort(keys, (size_t)nout, sizeof *keys, cmp_key);
     }
-    for (int64_t k = 0; k < nout; k++) idx[k] = keys[k].i;
+    for (int64_t k = 0; k < nout; k++)
+        idx[k] = keys[k].i;
     free(head);
     free(next);
     free(keys);
@@ -117,7 +125,8 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
                      int *pick, tide_psf_model *m) {
     const tide_psf_params *p = &pl->p;
     cand_key *keys = malloc(sizeof(cand_key) * (size_t)(n > 0 ? n : 1));
-    if (!keys) return tide_error(TIDE_E_NOMEM, "psf: star choice");
+    if (!keys)
+        return tide_error(TIDE_E_NOMEM, "psf: star choice");
     int64_t nk = 0;
     for (int64_t i = 0; i < n; i++) {
         if (flags[i]) {
@@ -136,7 +145,8 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
     }
     /* size: median of the S/N-passing candidates (sizes ride in f for the sort) */
     if (nk > 0) {
-        for (int64_t k = 0; k < nk; k++) keys[k].f = meas[keys[k].i * PSF_NMEAS + PSF_M_FWHM];
+        for (int64_t k = 0; k < nk; k++)
+            keys[k].f = meas[keys[k].i * PSF_NMEAS + PSF_M_FWHM];
         qsort(keys, (size_t)nk, sizeof *keys, cmp_key); /* descending size */
         const double med = nk % 2 ? keys[nk / 2].f : 0.5 * (keys[nk / 2 - 1].f + keys[nk / 2].f);
         m->size_median = med;
@@ -154,7 +164,8 @@ int psf_choose_stars(const psf_plan *pl, int64_t n, const double *meas, const in
     }
     qsort(keys, (size_t)nk, sizeof *keys, cmp_key);
     const int64_t nout = nk < p->max_stars ? nk : p->max_stars;
-    for (int64_t k = 0; k < nout; k++) pick[k] = (int)keys[k].i;
+    for (int64_t k = 0; k < nout; k++)
+        pick[k] = (int)keys[k].i;
     free(keys);
     return (int)nout;
 }

@@ -1,8 +1,8 @@
 /* psf_stack.c — the reference PSF: per pixel, the mean of the stars' normalised stamps after
  * iterative sigma clipping. The first centre and scale are the median and the MAD (robust to
  * a neighbour or a cosmic ray in one stamp), then mean and standard deviation of the
- * survivors until the surviving set stops changing. Pixels are independent: OpenMP over pixels, each pixel's sums in star
- * order, so the result does not depend on the thread count. */
+ * survivors until the surviving set stops changing. Pixels are independent: OpenMP over pixels,
+ * each pixel's sums in star order, so the result does not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,8 @@ double psf_select_kth(double *a, int n, int k) {
                 e += x <= piv;
             }
         }
-        if (k >= s && k < e) return piv;
+        if (k >= s && k < e)
+            return piv;
         if (k < s)
             hi = s - 1;
         else
@@ -55,36 +56,43 @@ double psf_select_kth(double *a, int n, int k) {
 /* Median of a[0..n), n >= 1 (a is reordered): the middle value, or the mean of the two. */
 static double median_inplace(double *a, int n) {
     const double hi = psf_select_kth(a, n, n / 2);
-    if (n % 2) return hi;
+    if (n % 2)
+        return hi;
     double lo = a[0]; /* after the selection a[0..n/2) holds the n/2 smallest */
     for (int i = 1; i < n / 2; i++)
-        if (a[i] > lo) lo = a[i];
+        if (a[i] > lo)
+            lo = a[i];
     return 0.5 * (lo + hi);
 }
 
-static double clipped_mean(const double *v, int m, double *tmp, unsigned char *keep,
-                           double ksig, int iters) {
+static double clipped_mean(const double *v, int m, double *tmp, unsigned char *keep, double ksig,
+                           int iters) {
     if (m < 3) {
         double s = 0.0;
-        for (int i = 0; i < m; i++) s += v[i];
+        for (int i = 0; i < m; i++)
+            s += v[i];
         return m ? s / m : 0.0;
     }
     memcpy(tmp, v, sizeof(double) * (size_t)m);
     double centre = median_inplace(tmp, m);
     /* first scale: the MAD (a single outlier among few stamps inflates the standard
      * deviation past any k-sigma cut: for n values the largest z-score is (n-1)/sqrt(n)) */
-    for (int i = 0; i < m; i++) tmp[i] = fabs(v[i] - centre);
+    for (int i = 0; i < m; i++)
+        tmp[i] = fabs(v[i] - centre);
     double sd = 1.4826 * median_inplace(tmp, m);
     double mean = 0.0;
     int nk = m;
-    for (int i = 0; i < m; i++) mean += v[i];
+    for (int i = 0; i < m; i++)
+        mean += v[i];
     mean /= m;
     if (!(sd > 0.0)) { /* more than half identical: the plain standard deviation */
-        for (int i = 0; i < m; i++) sd += (v[i] - mean) * (v[i] - mean);
+        for (int i = 0; i < m; i++)
+            sd += (v[i] - mean) * (v[i] - mean);
         sd = sqrt(sd / m);
     }
     mean = centre; /* the answer if the first cut leaves fewer than 3 */
-    for (int i = 0; i < m; i++) keep[i] = 1;
+    for (int i = 0; i < m; i++)
+        keep[i] = 1;
     for (int it = 0; it < iters; it++) {
         int changed = 0, nn = 0;
         for (int i = 0; i < m; i++) {
@@ -93,37 +101,45 @@ static double clipped_mean(const double *v, int m, double *tmp, unsigned char *k
             keep[i] = k;
             nn += k;
         }
-        if (nn < 3) break; /* clipped too far: keep the previous mean */
+        if (nn < 3)
+            break; /* clipped too far: keep the previous mean */
         nk = nn;
         double s = 0.0;
         for (int i = 0; i < m; i++)
-            if (keep[i]) s += v[i];
+            if (keep[i])
+                s += v[i];
         mean = s / nk;
         double q = 0.0;
         for (int i = 0; i < m; i++)
-            if (keep[i]) q += (v[i] - mean) * (v[i] - mean);
+            if (keep[i])
+                q += (v[i] - mean) * (v[i] - mean);
         sd = sqrt(q / nk);
         centre = mean;
-        if (!changed && it > 0) break;
+        if (!changed && it > 0)
+            break;
     }
     return mean;
 }
 
-int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig,
-                   int iters, int threads, float *out) {
+int psf_stack_clip(const float *stamps, int npix, const int *which, int m, double ksig, int iters,
+                   int threads, float *out) {
     int fail = 0;
     double total = 0.0;
     double *acc = malloc(sizeof(double) * (size_t)npix);
-    if (!acc) return tide_error(TIDE_E_NOMEM, "psf: reference stack");
+    if (!acc)
+        return tide_error(TIDE_E_NOMEM, "psf: reference stack");
 #pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : fail)
     {
         double *v = malloc(sizeof(double) * 2 * (size_t)(m > 0 ? m : 1));
         unsigned char *keep = malloc((size_t)(m > 0 ? m : 1));
-        if (!v || !keep) fail = 1;
+        if (!v || !keep)
+            fail = 1;
 #pragma omp for schedule(static)
         for (int p = 0; p < npix; p++) {
-            if (!v || !keep) continue;
-            for (int i = 0; i < m; i++) v[i] = stamps[(size_t)which[i] * npix + p];
+            if (!v || !keep)
+                continue;
+            for (int i = 0; i < m; i++)
+                v[i] = stamps[(size_t)which[i] * npix + p];
             acc[p] = clipped_mean(v, m, v + m, keep, ksig, iters);
         }
         free(v);
@@ -133,8 +149,10 @@ int psf_stack_clip(const float *stamps, int npix, const int *which, int m, doubl
         free(acc);
         return tide_error(TIDE_E_NOMEM, "psf: reference stack");
     }
-    for (int p = 0; p < npix; p++) total += acc[p];
-    for (int p = 0; p < npix; p++) out[p] = (float)(total != 0.0 ? acc[p] / total : acc[p]);
+    for (int p = 0; p < npix; p++)
+        total += acc[p];
+    for (int p = 0; p < npix; p++)
+        out[p] = (float)(total != 0.0 ? acc[p] / total : acc[p]);
     free(acc);
     return 0;
 }
