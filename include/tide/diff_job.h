@@ -10,8 +10,9 @@
  * A tide_diff_job keeps what a long-running process should pay for once: the context, the
  * configuration and, for requests on the template's grid that ask for it (warm), the template
  * prepared once (tide_diff_template_prepare) and kept while later requests name the same
- * template file. A worker calls tide_diff_job_run frame after frame on one job; `tide diff`
- * makes one job for all its science frames. A job is used by one thread at a time.
+ * template file (with the template settings of the request that prepared it). A worker calls
+ * tide_diff_job_run frame after frame on one job; `tide diff` makes one job for all its science
+ * frames. A job is used by one thread at a time.
  *
  * Outcomes: a negative status (nothing written; `tide diff` reports it and exits 1), or 0
  * with the report. */
