@@ -26,6 +26,7 @@
 #include "tide/cosmetics.h"
 #include "tide/reduce.h"
 #include "tide/job.h"
+#include "tide/diff_job.h"
 #include "tide/catalog.h"
 #include "tide/png.h"
 #include "tide/diff.h"

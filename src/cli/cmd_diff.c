@@ -2,16 +2,15 @@
  * (diff.h): reprojection onto one grid, PSF-matched subtraction, candidates and dipole
  * fits, written as FITS files and PNG pictures into DIR, all or nothing. With --template,
  * one template prepared once and any number of science frames, each into DIR/STEM. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_config.h"
 #include "tide/diff.h"
+#include "tide/diff_job.h"
 
 static const char *help =
     "usage: tide diff SCIENCE.fits TEMPLATE.fits -o DIR [OPTIONS]\n"
@@ -175,58 +174,49 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
                 return rc;
             }
     }
-    tide_image tmpl = {0};
-    tide_header ht;
-    tide_header_init(&ht);
-    tide_diff_template *t = NULL;
-    snprintf(p->tmpl_name, sizeof p->tmpl_name, "%s", tpath);
-    const double t0 = tide_now();
-    int st = tide_fits_read_image(ctx, tpath, &tmpl, &ht);
+    tide_diff_job *job = NULL;
+    double ms = 0;
+    int st = tide_diff_job_create(ctx, p->config, &job);
     if (!st)
-        st = tide_diff_template_prepare(ctx, &tmpl, &ht, p, &t);
-    tide_image_free(ctx, &tmpl);
-    tide_header_free(&ht);
-    if (!st && mkdir(dir, 0777) && errno != EEXIST) /* only once there is work to put in it */
-        st = tide_error(TIDE_E_IO, "%s: cannot create the output directory: %s", dir,
-                        strerror(errno));
+        st = tide_diff_job_prepare(job, tpath, p, &ms);
     if (st) {
-        tide_diff_template_free(ctx, t);
+        tide_diff_job_destroy(job);
         free(outs);
         return tide_cli_fail(cmd, st);
     }
     if (!com->json)
-        printf("template %s prepared in %.1f ms\n", tpath, 1e3 * (tide_now() - t0));
+        printf("template %s prepared in %.1f ms\n", tpath, ms);
     else
         printf("[\n");
     int failed = 0;
     for (int i = 0; i < nsci; i++) {
         tide_timer_clear(ctx);
-        tide_image im = {0};
-        tide_header hs;
-        tide_header_init(&hs);
-        tide_diff_result r;
-        memset(&r, 0, sizeof r);
-        snprintf(p->sci_name, sizeof p->sci_name, "%s", sci[i]);
-        st = tide_fits_read_image(ctx, sci[i], &im, &hs);
-        if (!st)
-            st = tide_diff_run_template(ctx, &im, &hs, t, p, &r);
-        tide_image_free(ctx, &im);
-        tide_header_free(&hs);
-        if (!st)
-            st = tide_diff_write(outs[i], &r, ntop);
+        tide_diff_request rq;
+        tide_diff_request_init(&rq);
+        rq.science = sci[i];
+        rq.tmpl = tpath;
+        rq.outdir = outs[i];
+        rq.make_dir = dir; /* only once there is work to put in it */
+        rq.params = p;
+        rq.ntop = ntop;
+        rq.warm = 1;
+        rq.inputs = cfgs;
+        rq.ninputs = ncfg;
+        tide_diff_report rep;
+        st = tide_diff_job_run(job, &rq, &rep);
         if (st) {
             tide_cli_fail(cmd, st);
             failed++;
         } else {
             if (com->json && i > 0 && failed < i)
                 printf(",\n");
-            print_summary(com, ctx, sci[i], tpath, outs[i], &r, timings);
+            print_summary(com, ctx, sci[i], tpath, outs[i], &rep.res, timings);
         }
-        tide_diff_result_free(&r);
+        tide_diff_report_free(&rep);
     }
     if (com->json)
         printf("]\n");
-    tide_diff_template_free(ctx, t);
+    tide_diff_job_destroy(job);
     free(outs);
     if (failed && !com->json)
         fprintf(stderr, "tide diff: %d of %d science frames failed\n", failed, nsci);
@@ -362,36 +352,35 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
     return 0;
 }
 
-/* The difference of one pair: SCIENCE TEMPLATE into @p outp. */
+/* The difference of one pair: SCIENCE TEMPLATE into @p outp; no output may replace one of
+ * the @p ncfg configuration files @p cfgs. */
 static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
-                   const char *outp, const tide_diff_params *pin, int64_t ntop, int timings) {
+                   const char *outp, const tide_diff_params *p, int64_t ntop, int timings,
+                   const char *const *cfgs, int ncfg) {
     const char *cmd = "diff";
-    tide_diff_params p = *pin;
-    snprintf(p.sci_name, sizeof p.sci_name, "%s", pos[0]);
-    snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", pos[1]);
-    tide_image sci = {0}, tmpl = {0};
-    tide_header hs, ht;
-    tide_header_init(&hs);
-    tide_header_init(&ht);
-    tide_diff_result r;
-    memset(&r, 0, sizeof r);
-    int st = tide_fits_read_image(ctx, pos[0], &sci, &hs);
-    if (!st)
-        st = tide_fits_read_image(ctx, pos[1], &tmpl, &ht);
-    if (!st)
-        st = tide_diff_run(ctx, &sci, &hs, &tmpl, &ht, &p, &r);
-    tide_image_free(ctx, &sci);
-    tide_image_free(ctx, &tmpl);
-    tide_header_free(&hs);
-    tide_header_free(&ht);
-    if (!st)
-        st = tide_diff_write(outp, &r, ntop);
+    tide_diff_job *job = NULL;
+    tide_diff_report rep;
+    memset(&rep, 0, sizeof rep);
+    int st = tide_diff_job_create(ctx, p->config, &job);
+    if (!st) {
+        tide_diff_request rq;
+        tide_diff_request_init(&rq);
+        rq.science = pos[0];
+        rq.tmpl = pos[1];
+        rq.outdir = outp;
+        rq.params = p;
+        rq.ntop = ntop;
+        rq.inputs = cfgs;
+        rq.ninputs = ncfg;
+        st = tide_diff_job_run(job, &rq, &rep);
+    }
     int rc = 0;
     if (st)
         rc = tide_cli_fail(cmd, st);
     else
-        print_summary(com, ctx, pos[0], pos[1], outp, &r, timings);
-    tide_diff_result_free(&r);
+        print_summary(com, ctx, pos[0], pos[1], outp, &rep.res, timings);
+    tide_diff_report_free(&rep);
+    tide_diff_job_destroy(job);
     return rc;
 }
 
@@ -430,7 +419,7 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = 0;
     tide_config *cfg = NULL;
     tide_ctx *ctx = NULL;
-    const char *ins[4];
+    const char *ins[2];
     int nin = 0;
     if (!go)
         goto out;
@@ -447,15 +436,6 @@ int tide_cmd_diff(int argc, char **argv) {
         ins[nin++] = d.cfg.instrument;
     if (d.cfg.def && *d.cfg.def)
         ins[nin++] = d.cfg.def;
-    if (!d.tpath) {
-        ins[nin++] = d.pos[0];
-        ins[nin++] = d.pos[1];
-        const int st = tide_diff_check_outputs(d.outp, ins, nin);
-        if (st) {
-            rc = tide_cli_fail(cmd, st);
-            goto out;
-        }
-    }
     ctx = tide_cli_make_ctx(&com, cmd);
     if (!ctx) {
         rc = 1;
@@ -465,7 +445,7 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
-        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings);
+        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin);
     }
 out:
     if (ctx)

@@ -1,0 +1,179 @@
+/* diff_job.c — the whole `tide diff` of one science frame (diff_job.h): the outputs checked
+ * against the inputs, the frames read, the difference run against a template read for the
+ * pair or prepared once and kept warm on the job, and the outputs written all or nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tide/diff_job.h"
+#include "tide/fits.h"
+#include "tide/status.h"
+#include "tide/timer.h"
+
+struct tide_diff_job {
+    tide_ctx *ctx;          /* borrowed */
+    const tide_config *cfg; /* borrowed, may be NULL */
+    tide_diff_template *t;  /* the warm template, or NULL */
+    char *tmpl_path;        /* the file it was prepared from */
+};
+
+static double now_ms(void) {
+    return 1e3 * tide_now();
+}
+
+void tide_diff_request_init(tide_diff_request *rq) {
+    memset(rq, 0, sizeof *rq);
+    rq->ntop = 16;
+}
+
+void tide_diff_report_free(tide_diff_report *r) {
+    if (!r)
+        return;
+    tide_diff_result_free(&r->res);
+    memset(r, 0, sizeof *r);
+}
+
+int tide_diff_job_create(tide_ctx *ctx, const tide_config *cfg, tide_diff_job **out) {
+    if (!out)
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_create: NULL output");
+    *out = NULL;
+    if (!ctx)
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_create: NULL context");
+    tide_diff_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return tide_error(TIDE_E_NOMEM, "out of memory");
+    j->ctx = ctx;
+    j->cfg = cfg;
+    *out = j;
+    return 0;
+}
+
+static void drop_template(tide_diff_job *j) {
+    tide_diff_template_free(j->ctx, j->t);
+    free(j->tmpl_path);
+    j->t = NULL;
+    j->tmpl_path = NULL;
+}
+
+void tide_diff_job_destroy(tide_diff_job *j) {
+    if (!j)
+        return;
+    drop_template(j);
+    free(j);
+}
+
+/* The parameters of a run: the request's (or the defaults) with the job's configuration. */
+static void job_params(const tide_diff_job *j, const tide_diff_params *in, tide_diff_params *p) {
+    if (in)
+        *p = *in;
+    else
+        tide_diff_params_default(p);
+    p->config = j->cfg;
+}
+
+int tide_diff_job_prepare(tide_diff_job *j, const char *tmpl, const tide_diff_params *pin,
+                          double *ms) {
+    if (ms)
+        *ms = 0;
+    if (!j || !tmpl)
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_prepare: NULL job or template");
+    if (j->t && !strcmp(j->tmpl_path, tmpl))
+        return 0;
+    drop_template(j);
+    const double t0 = now_ms();
+    tide_diff_params p;
+    job_params(j, pin, &p);
+    snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", tmpl);
+    j->tmpl_path = strdup(tmpl);
+    if (!j->tmpl_path)
+        return tide_error(TIDE_E_NOMEM, "out of memory");
+    tide_image im = {0};
+    tide_header h;
+    tide_header_init(&h);
+    int st = tide_fits_read_image(j->ctx, tmpl, &im, &h);
+    if (!st)
+        st = tide_diff_template_prepare(j->ctx, &im, &h, &p, &j->t);
+    tide_image_free(j->ctx, &im);
+    tide_header_free(&h);
+    if (st) {
+        drop_template(j);
+        return st;
+    }
+    if (ms)
+        *ms = now_ms() - t0;
+    return 0;
+}
+
+/* No output of @p rq may replace one of its inputs. */
+static int check_request(const tide_diff_request *rq) {
+    if (!rq || !rq->science || !rq->tmpl || !rq->outdir)
+        return tide_error(TIDE_E_INVAL,
+                          "tide_diff_job_run: the request needs a science frame, a template and "
+                          "an output directory");
+    if (rq->ninputs < 0 || (rq->ninputs && !rq->inputs))
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_run: bad list of inputs");
+    for (int k = 0; k < rq->ninputs + 2; k++) {
+        const char *in =
+            k < rq->ninputs ? rq->inputs[k] : (k == rq->ninputs ? rq->science : rq->tmpl);
+        const int st = tide_diff_check_outputs(rq->outdir, &in, 1);
+        if (st)
+            return st;
+    }
+    return 0;
+}
+
+int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_report *out) {
+    if (!out)
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_run: NULL report");
+    memset(out, 0, sizeof *out);
+    if (!j)
+        return tide_error(TIDE_E_INVAL, "tide_diff_job_run: NULL job");
+    int st = check_request(rq);
+    if (st)
+        return st;
+    const double t0 = now_ms();
+    tide_diff_params p;
+    job_params(j, rq->params, &p);
+    p.keep_stamps = rq->ntop;
+    snprintf(p.sci_name, sizeof p.sci_name, "%s", rq->science);
+    snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", rq->tmpl);
+    if (rq->warm) {
+        const int had = j->t && !strcmp(j->tmpl_path, rq->tmpl);
+        st = tide_diff_job_prepare(j, rq->tmpl, rq->params, &out->ms_template);
+        out->template_prepared = !st && !had;
+    }
+    if (!st && rq->make_dir && mkdir(rq->make_dir, 0777) && errno != EEXIST)
+        st = tide_error(TIDE_E_IO, "%s: cannot create the output directory: %s", rq->make_dir,
+                        strerror(errno));
+    tide_image sci = {0}, tmpl = {0};
+    tide_header hs, ht;
+    tide_header_init(&hs);
+    tide_header_init(&ht);
+    double t1 = now_ms();
+    if (!st)
+        st = tide_fits_read_image(j->ctx, rq->science, &sci, &hs);
+    if (!st && !rq->warm)
+        st = tide_fits_read_image(j->ctx, rq->tmpl, &tmpl, &ht);
+    out->ms_read = now_ms() - t1;
+    t1 = now_ms();
+    if (!st)
+        st = rq->warm ? tide_diff_run_template(j->ctx, &sci, &hs, j->t, &p, &out->res)
+                      : tide_diff_run(j->ctx, &sci, &hs, &tmpl, &ht, &p, &out->res);
+    out->ms_diff = now_ms() - t1;
+    tide_image_free(j->ctx, &sci);
+    tide_image_free(j->ctx, &tmpl);
+    tide_header_free(&hs);
+    tide_header_free(&ht);
+    t1 = now_ms();
+    if (!st)
+        st = tide_diff_write(rq->outdir, &out->res, rq->ntop);
+    out->ms_write = now_ms() - t1;
+    if (st) {
+        tide_diff_report_free(out);
+        return st;
+    }
+    out->ms_total = now_ms() - t0;
+    return 0;
+}
