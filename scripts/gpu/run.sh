@@ -31,7 +31,7 @@ finish() {
     python3 scripts/gpu/latest.py "$out" "$out/LATEST.md" || fail=1
     [ -z "${OUT:-}" ] && cp "$out/LATEST.md" bench/results/LATEST.md
   fi
-  finish
+  exit $fail
 }
 if [ "${1:-all}" = reduce ]; then
   timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
