@@ -87,10 +87,11 @@ typedef struct tide_solve_params {
                                 looks at no more than 1000 */
     int uniformize;        /**< spread the sources over about this many cells of the field
                                 before the brightest nbright are taken: round r takes the r-th
-                                brightest of every cell, as solve-field's --uniformize [10];
-                                0 or 1 keeps plain brightness order. A field whose brightest
-                                sources crowd one region (a nebula, a cluster) still gives
-                                quads across the frame. */
+                                brightest of every cell, as solve-field's --uniformize does
+                                (its default is 10) [0: plain brightness order]. Off by
+                                default: on the real frames tried it did not help, and the
+                                blind solve of apod4 took 1.86 s with 10 cells against 0.32 s
+                                without. */
     /* hints */
     int has_position;          /**< 1: search near (ra, dec) in the hinted attempt [0] */
     double ra, dec;            /**< pointing hint, degrees ICRS */

@@ -12,7 +12,7 @@
 void tide_solve_params_init(tide_solve_params *p) {
     memset(p, 0, sizeof *p);
     p->nbright = 500;
-    p->uniformize = 10; /* solve-field's --uniformize default */
+    p->uniformize = 0; /* off: see solve.h (solve-field's default is 10) */
     p->blind_fallback = 1;
     p->timeout_s = 60.0;
     /* astrometry.net engine.c defaults: odds to solve and keep 1e9, to tune up 1e6, to bail

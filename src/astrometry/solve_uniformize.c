@@ -3,9 +3,11 @@
  * The solver builds quads from the first sources of its list, so a list in plain brightness
  * order spends its depth on whatever region holds the brightest objects: a nebula's knots, a
  * cluster's core, a saturated star's ghosts. solve-field (augment-xylist --uniformize 10)
- * therefore interleaves the field's cells, and the gauntlet's apod1 (a bright nebula in one
- * corner of an 800x526 frame) solves only in that order. Same cells and order as solve-field:
- * NX = round(W / sqrt(W H / n)), NY = round(n / NX) over the sources' bounding box. */
+ * therefore interleaves the field's cells. tide offers the same order (tide_solve_params.
+ * uniformize, tide solve --uniformize) with solve-field's cells: NX = rint(W / sqrt(W H / n)),
+ * NY = rint(n / NX) over the sources' bounding box. It is off by default: on the gauntlet's
+ * apod1 (a bright nebula in one corner) it did not make tide's own list solve, and it made
+ * the blind solve of apod4 six times slower (solve.h). */
 #include <math.h>
 #include <stdlib.h>
 

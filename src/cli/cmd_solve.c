@@ -36,7 +36,8 @@ static const char *help =
     "  --no-blind               do not fall back to a blind solve\n"
     "  --nbright N              use the N brightest sources [500]\n"
     "  --uniformize N           spread them over about N cells of the field first, as\n"
-    "                           solve-field does; 0 = plain brightness order [10]\n"
+    "                           solve-field does (its default: 10); 0 = plain brightness\n"
+    "                           order [0]\n"
     "  --tweak-order N          1 = TAN, 2..9 = TAN-SIP of that order, 0 = none (the\n"
     "                           matched quad's TAN) [2]\n"
     "  --crpix-center           put the reference pixel at the frame centre\n"
@@ -203,7 +204,7 @@ int tide_cmd_solve(int argc, char **argv) {
     }
     o.nbright = 500;
     o.tweak = 2;
-    o.uniformize = 10;
+    o.uniformize = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
