@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tide/diff_job.h"
+#include "common/test_files.h"
 #include "tide_test.h"
 
 static char dir[256];
@@ -18,24 +19,6 @@ static const char *path(const char *name) {
     snprintf(b, sizeof buf[0], "%s/%s", dir, name);
     return b;
 }
-
-/* 1 when the two files hold the same bytes (and both exist). */
-static int same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        const int ca = getc(fa), cb = getc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
-}
-
 /* The template and science frame k of the pair simulated with epoch-2 offset @p dra. */
 static int simulate(const char *bin, int k, double dra) {
     char cmd[2000];
@@ -112,9 +95,9 @@ int main(void) {
             char a[400], b[400];
             snprintf(a, sizeof a, "%s/job/sci%d/%s", dir, k, files[f]);
             snprintf(b, sizeof b, "%s/cli/sci%d/%s", dir, k, files[f]);
-            if (!same_file(a, b))
+            if (!(tide_test_same_file(a, b) >= 0))
                 fprintf(stderr, "differs: %s %s\n", a, b);
-            CHECK(same_file(a, b));
+            CHECK(tide_test_same_file(a, b) >= 0);
         }
 
     /* An input inside the output directory: refused, the job still warm and usable. */

@@ -12,6 +12,7 @@
 #include "tide/fits.h"
 #include "tide/job.h"
 #include "tide/sim.h"
+#include "common/test_files.h"
 #include "tide_test.h"
 
 static char dir[256];
@@ -45,24 +46,6 @@ static int make_frame(tide_ctx *ctx, int k) {
     tide_sim_frame_free(ctx, &f);
     return st;
 }
-
-/* 1 when the two files hold the same bytes. */
-static int same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        const int ca = getc(fa), cb = getc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
-}
-
 static void request(tide_reduce_request *rq, int k, const char *store) {
     tide_reduce_request_init(rq);
     rq->frame = path("frame", k);
@@ -127,7 +110,7 @@ int main(void) {
                  "--backend cpu --store 'sqlite:%s/cli.db' >/dev/null",
                  bin, path("frame", k), path("cli", k), path("refcat", k), dir);
         CHECK(system(cmd) == 0);
-        CHECK(same_file(path("job", k), path("cli", k)));
+        CHECK(tide_test_same_file(path("job", k), path("cli", k)) >= 0);
     }
 
     /* An output that is an input: refused, nothing written, the job still usable. */
