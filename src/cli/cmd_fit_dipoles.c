@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "core/checked.h"
+#include "io/fits/fits_internal.h"
 #include "tide/dipole.h"
 #include "tide/fits.h"
 
@@ -232,17 +233,13 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
     uint16_t *mask = NULL;
     tide_dipole_fit *fit = NULL;
     tide_ctx *ctx = NULL;
+    tide_fits_src src = {0};
     fitsfile *f = NULL;
-    int fst = 0, st = 0, rc = 1;
-    st = tide_fits_check_input(in);
+    int st = 0, rc = 1;
+    st = tide_fits_open(in, &src);
     if (st)
         goto done;
-    if (fits_open_file(&f, in, READONLY, &fst)) {
-        char msg[FLEN_STATUS];
-        fits_get_errstatus(fst, msg);
-        st = tide_error(TIDE_E_IO, "%s: cannot open: %s", in, msg);
-        goto done;
-    }
+    f = src.f;
     st = read_cube(f, in, NULL, 1, 0, &s);
     if (!st && (s.nx != s.ny || s.nx < 3))
         st = tide_error(TIDE_E_FORMAT, "%s: stamps must be square, side >= 3 (got %lld x %lld)", in,
@@ -308,10 +305,7 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
 done:
     if (st)
         rc = tide_cli_fail(cmd, st);
-    if (f) {
-        fst = 0;
-        fits_close_file(f, &fst);
-    }
+    tide_fits_close(&src);
     free(s.data), free(v.data), free(m.data), free(ps.data), free(cx), free(cy), free(mask);
     free(fit);
     tide_ctx_destroy(ctx);

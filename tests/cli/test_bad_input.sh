@@ -95,13 +95,21 @@ done
 if [ $have_stats -eq 1 ]; then
     expect stats "$T/table.fits" "no HDU holds an image"
     expect stats "$T/allnan.fits"
-    # and a frame that is fine still works
-    # (stderr kept: one CI-like run saw the .gz case fail once and it did not recur)
-    for good in good.fits good.fits.gz; do
-        "$TIDE" stats "$T/$good" >/dev/null 2>"$T/.err" ||
+    # and a frame that is fine still works, gzipped too, also under directories whose names
+    # hold ".Z" or ".bz2" (cfitsio picks its decompressor from those anywhere in the path: CI
+    # once ran this test in mktemp's /tmp/tmp.ZIhIyP5czK and failed)
+    mkdir -p "$T/obs.Zwicky" "$T/run.bz2.d"
+    cp "$T/good.fits.gz" "$T/obs.Zwicky/good.fits.gz"
+    cp "$T/good.fits.gz" "$T/run.bz2.d/good.fits.gz"
+    want=$("$TIDE" stats "$T/good.fits" 2>/dev/null)
+    for good in good.fits good.fits.gz obs.Zwicky/good.fits.gz run.bz2.d/good.fits.gz \
+        "obs.Zwicky/good.fits.gz[0]"; do
+        out=$("$TIDE" stats "$T/$good" 2>"$T/.err") ||
             bad "tide stats $good failed: $(cat "$T/.err")"
+        [ "$(echo "$out" | sed "s|$T/[^ ]*||g")" = "$(echo "$want" | sed "s|$T/[^ ]*||g")" ] ||
+            bad "tide stats $good differs from good.fits: $out"
     done
-    rm -f "$T/.err"
+    rm -rf "$T/.err" "$T/obs.Zwicky" "$T/run.bz2.d"
 fi
 
 # info describes a file of tables and an all-NaN image without failing

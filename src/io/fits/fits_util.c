@@ -3,10 +3,12 @@
 #include <ctype.h>
 #include <stdatomic.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fits_internal.h"
 #include "tide/status.h"
@@ -168,6 +170,33 @@ static int count_hdus(tide_fits_src *probe, const char *root, int *count) {
     return TIDE_OK;
 }
 
+/* cfitsio picks the decompressor of a compressed file by looking for ".Z" and ".bz2" anywhere in
+ * the name it was given (drvrmem.c, mem_uncompress2mem), not by the file's magic bytes: a
+ * gzip file under a directory such as /data/obs.Zwicky/ (or mktemp's /tmp/tmp.Z...) goes to the
+ * LZW decoder and fails ("input .Z file is in unrecognized compression format"). Such a file is
+ * handed to cfitsio as /proc/self/fd/N, a name with neither, followed by the spec's selector. */
+static int open_gzip_by_fd(fitsfile **f, const char *spec, const char *root, int *cst) {
+#ifdef __linux__
+    size_t nroot = strlen(root);
+    if ((!strstr(root, ".Z") && !strstr(root, ".bz2")) || strncmp(spec, root, nroot) != 0)
+        return fits_open_file(f, spec, READONLY, cst);
+    int fd = open(root, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fits_open_file(f, spec, READONLY, cst);
+    char byfd[FLEN_FILENAME];
+    int n = snprintf(byfd, sizeof byfd, "/proc/self/fd/%d%s", fd, spec + nroot);
+    /* cfitsio inflates the whole file into memory while opening it, so the descriptor is no
+     * longer needed once fits_open_file returns */
+    int r = n > 0 && (size_t)n < sizeof byfd ? fits_open_file(f, byfd, READONLY, cst)
+                                             : fits_open_file(f, spec, READONLY, cst);
+    close(fd);
+    return r;
+#else
+    (void)root;
+    return fits_open_file(f, spec, READONLY, cst);
+#endif
+}
+
 int tide_fits_open(const char *spec, tide_fits_src *src) {
     memset(src, 0, sizeof *src);
     src->file_size = -1;
@@ -225,7 +254,8 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
         if (st)
             return st;
     }
-    if (fits_open_file(&src->f, spec, READONLY, &cst)) {
+    if (gzip ? open_gzip_by_fd(&src->f, spec, root, &cst)
+             : fits_open_file(&src->f, spec, READONLY, &cst)) {
         src->f = NULL;
         struct stat sb;
         if (stat(root, &sb) != 0) {
