@@ -5,7 +5,8 @@ set -euo pipefail
 
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
-            libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev)
+            libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev
+            librabbitmq-dev libmicrohttpd-dev libhdf5-dev libopenmpi-dev)
 # The sanitizer build and the fuzz harnesses (scripts/test-sanitize.sh, scripts/fuzz.sh):
 # clang with its sanitizer and libFuzzer runtimes, LLVM's OpenMP, llvm-symbolizer for stacks.
 san_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)
@@ -17,7 +18,9 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            astrometry.net astrometry-data-tycho2-07-littleendian astrometry-data-tycho2-08-littleendian
            astrometry-data-tycho2-09-littleendian astrometry-data-tycho2-10-19-littleendian
            sqlite3 postgresql postgresql-15-q3c
-           netpbm)  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
+           netpbm  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
+           rabbitmq-server prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
+           # mpirun, a scraper, systemd-analyze (issue 17)
 
 missing=()
 for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${check_pkgs[@]}" "${peer_pkgs[@]}"; do
