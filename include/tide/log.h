@@ -23,7 +23,8 @@ typedef enum {
 typedef struct tide_logger {
     FILE *stream;         /**< destination; NULL = silent [NULL] */
     tide_log_level level; /**< most verbose level written [TIDE_LOG_ERROR] */
-    int json;             /**< 1 = one JSON object per line {"t","level","stage","msg"} [0] */
+    int json; /**< 1 = one JSON object per line {"t","level","stage","msg"}, with "frame" after
+                   "stage" when the thread names one (tide_log_set_frame) [0] */
 } tide_logger;
 
 /** Write one message from @p stage ("fits", "sim", ...). Safe to call from several threads:
@@ -34,6 +35,12 @@ TIDE_API void tide_log(const tide_logger *lg, tide_log_level level, const char *
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+/** Name the frame (a worker's task id) the calling thread works on: every later message of
+ *  this thread carries it ("frame" in JSON lines, "{ID}" after the stage in text), so the lines
+ *  of one frame can be found among a worker's. NULL or "" clears it. The text is copied
+ *  (up to 255 bytes). */
+TIDE_API void tide_log_set_frame(const char *id);
 
 /** Parse "error", "warn", "info", "debug" (or 0..3); returns TIDE_E_INVAL if unknown. */
 TIDE_API int tide_log_level_parse(const char *s, tide_log_level *out);

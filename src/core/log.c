@@ -12,6 +12,14 @@
 
 static const char *level_names[] = {"error", "warn", "info", "debug"};
 
+/* The frame the calling thread works on (tide_log_set_frame): thread-local, so the runner
+ * threads of one worker each tag their own lines without a lock. */
+static _Thread_local char frame_id[256];
+
+void tide_log_set_frame(const char *id) {
+    snprintf(frame_id, sizeof frame_id, "%s", id ? id : "");
+}
+
 /* JSON-escape @p s into @p out (always NUL-terminated). */
 static void json_escape(const char *s, char *out, size_t cap) {
     size_t o = 0;
@@ -52,11 +60,19 @@ void tide_log(const tide_logger *lg, tide_log_level level, const char *stage, co
              (long)(ts.tv_nsec / 1000000) % 1000);
     int n;
     if (lg->json) {
-        char emsg[4096 - 256];
+        char emsg[4096 - 1024], eframe[768] = "";
         json_escape(msg, emsg, sizeof emsg);
+        if (frame_id[0]) {
+            char e[700];
+            json_escape(frame_id, e, sizeof e);
+            snprintf(eframe, sizeof eframe, ",\"frame\":\"%s\"", e);
+        }
         n = snprintf(line, sizeof line,
-                     "{\"t\":\"%s\",\"level\":\"%s\",\"stage\":\"%s\",\"msg\":\"%s\"}\n", when,
-                     level_names[level], stage ? stage : "", emsg);
+                     "{\"t\":\"%s\",\"level\":\"%s\",\"stage\":\"%s\"%s,\"msg\":\"%s\"}\n", when,
+                     level_names[level], stage ? stage : "", eframe, emsg);
+    } else if (frame_id[0]) {
+        n = snprintf(line, sizeof line, "%s %-5s [%s] {%s} %s\n", when, level_names[level],
+                     stage ? stage : "-", frame_id, msg);
     } else {
         n = snprintf(line, sizeof line, "%s %-5s [%s] %s\n", when, level_names[level],
                      stage ? stage : "-", msg);

@@ -32,6 +32,23 @@ static void test_log(void) {
     CHECK(tide_log_level_parse("loud", &lv) == TIDE_E_INVAL);
     tide_logger silent = {0};
     tide_log(&silent, TIDE_LOG_ERROR, "x", "goes nowhere");
+
+    /* a worker's thread names its frame: every line of that thread carries it, then none */
+    char fb[4096] = {0};
+    f = fmemopen(fb, sizeof fb, "w");
+    lg.stream = f;
+    tide_log_set_frame("night \"7\"/f.fits");
+    tide_log(&lg, TIDE_LOG_INFO, "worker", "done");
+    lg.json = 0;
+    tide_log(&lg, TIDE_LOG_INFO, "worker", "text");
+    tide_log_set_frame(NULL);
+    tide_log(&lg, TIDE_LOG_INFO, "worker", "untagged");
+    fclose(f);
+    CHECK(
+        strstr(fb, "\"stage\":\"worker\",\"frame\":\"night \\\"7\\\"/f.fits\",\"msg\":\"done\"") !=
+        NULL);
+    CHECK(strstr(fb, "[worker] {night \"7\"/f.fits} text") != NULL);
+    CHECK(strstr(fb, "[worker] untagged") != NULL);
 }
 
 static void test_image(tide_ctx *ctx) {
