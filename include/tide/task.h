@@ -67,6 +67,12 @@ TIDE_API void tide_task_free(tide_task *t);
  *  Written into @p out of @p cap bytes (cut to fit). */
 TIDE_API void tide_task_stem(const char *path, char *out, size_t cap);
 
+/** The output task @p t writes with output directory @p outdir (NULL: none): its "out", else
+ *  OUTDIR/NAME.cat.fits (reduce) or OUTDIR/NAME (diff), NAME from tide_task_stem; "" when
+ *  there is neither (a reduce task then goes to the store only). Into @p out of @p cap
+ *  bytes. */
+TIDE_API void tide_task_output(const tide_task *t, const char *outdir, char *out, size_t cap);
+
 /** How a runner is set up; tide_task_runner_opts_init gives the values in brackets. */
 typedef struct tide_task_runner_opts {
     const char *config_file;  /**< --config FILE [NULL: the instrument's and default's] */

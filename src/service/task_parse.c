@@ -163,3 +163,20 @@ void tide_task_stem(const char *path, char *out, size_t cap) {
     }
     snprintf(out, cap, "%.*s", (int)n, b);
 }
+
+void tide_task_output(const tide_task *t, const char *outdir, char *out, size_t cap) {
+    if (!cap)
+        return;
+    out[0] = 0;
+    if (!t || !t->path)
+        return;
+    if (t->out) {
+        snprintf(out, cap, "%s", t->out);
+        return;
+    }
+    if (!outdir)
+        return;
+    char stem[1024];
+    tide_task_stem(t->path, stem, sizeof stem);
+    snprintf(out, cap, "%s/%s%s", outdir, stem, t->kind == TIDE_TASK_REDUCE ? ".cat.fits" : "");
+}

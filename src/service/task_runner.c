@@ -188,13 +188,7 @@ static int run_reduce(tide_task_runner *r, const tide_task *t, const tide_task_o
     tide_reduce_request rq;
     tide_reduce_request_init(&rq);
     rq.frame = t->path;
-    if (t->out) {
-        snprintf(res->output, sizeof res->output, "%s", t->out);
-    } else if (r->outdir) {
-        char stem[1024];
-        tide_task_stem(t->path, stem, sizeof stem);
-        snprintf(res->output, sizeof res->output, "%s/%s.cat.fits", r->outdir, stem);
-    }
+    tide_task_output(t, r->outdir, res->output, sizeof res->output);
     rq.catalog = res->output[0] ? res->output : NULL;
     rq.config_files[0] = r->files[0];
     rq.config_files[1] = r->files[1];
@@ -229,14 +223,10 @@ static int run_diff(tide_task_runner *r, const tide_task *t, const tide_config *
                     tide_task_result *res) {
     tide_diff_request rq;
     tide_diff_request_init(&rq);
-    if (t->out) {
-        snprintf(res->output, sizeof res->output, "%s", t->out);
-    } else if (r->outdir) {
-        char stem[1024];
-        tide_task_stem(t->path, stem, sizeof stem);
-        snprintf(res->output, sizeof res->output, "%s/%s", r->outdir, stem);
+    tide_task_output(t, r->outdir, res->output, sizeof res->output);
+    if (!t->out && r->outdir)
         rq.make_dir = r->outdir;
-    } else {
+    if (!res->output[0]) {
         return tide_error(TIDE_E_INVAL, "%s: a diff task needs \"out\" or an output directory",
                           t->path);
     }
