@@ -50,7 +50,8 @@ typedef struct tide_reduce_request {
     const char *catalog; /**< the catalog, a FITS binary table in HDU 1 [NULL: none] */
     int ldac;            /**< write the catalog as FITS-LDAC [0] */
     const char *csv;     /**< the catalog as CSV ("-" = standard output) [NULL: none]; one of
-                              catalog and csv is required */
+                              catalog, csv and a store (cal.store, store.uri, $TIDE_STORE) is
+                              required: with a store alone the frame goes to its rows only */
     const char *back;    /**< the background map [NULL: none] */
     const char *rms;     /**< the background RMS map [NULL: none] */
     const char *config_files[2]; /**< files the configuration was read from (instrument,
@@ -110,6 +111,11 @@ TIDE_API int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_
  *  store. */
 TIDE_API int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
                                  tide_reduce_report *out);
+
+/** Run the following frames with configuration @p cfg (borrowed, as for
+ *  tide_reduce_job_create): a task with options of its own (task.h). The store stays open
+ *  while the frames name the same one. Errors: TIDE_E_INVAL for a NULL argument. */
+TIDE_API int tide_reduce_job_set_config(tide_reduce_job *j, const tide_config *cfg);
 
 /** Close the job's store and free the job (not its context or configuration). NULL is a
  *  no-op. */

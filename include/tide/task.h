@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tide/ctx.h"
 #include "tide/export.h"
 
 #ifdef __cplusplus
@@ -60,17 +61,33 @@ TIDE_API char *tide_task_to_json(const tide_task *t);
 /** Release the task's strings and zero it. NULL is a no-op. */
 TIDE_API void tide_task_free(tide_task *t);
 
+/** The name of a frame's derived outputs (the runner's OUTDIR/NAME.cat.fits and OUTDIR/NAME/,
+ *  `tide diff --template`'s DIR/NAME): @p path's file name without its directory, an HDU
+ *  selector "[...]", and .gz or .fz, then .fits, .fit or .fts ("d/a.fits.gz[1]" gives "a").
+ *  Written into @p out of @p cap bytes (cut to fit). */
+TIDE_API void tide_task_stem(const char *path, char *out, size_t cap);
+
+/** The output task @p t writes with output directory @p outdir (NULL: none): its "out", else
+ *  OUTDIR/NAME.cat.fits (reduce) or OUTDIR/NAME (diff), NAME from tide_task_stem; "" when
+ *  there is neither (a reduce task then goes to the store only). Into @p out of @p cap
+ *  bytes. */
+TIDE_API void tide_task_output(const tide_task *t, const char *outdir, char *out, size_t cap);
+
 /** How a runner is set up; tide_task_runner_opts_init gives the values in brackets. */
 typedef struct tide_task_runner_opts {
-    const char *config_file; /**< --config FILE [NULL: the instrument's and default's] */
-    const char *const *sets; /**< --set KEY=VALUE overrides, applied after the file [NULL] */
-    int nsets;               /**< entries of sets [0] */
-    const char *store;       /**< store URI of reduce tasks [NULL: the configuration's or
-                                  $TIDE_STORE; "" = none] */
-    const char *outdir;      /**< where derived outputs go [NULL: reduce tasks go to the
-                                  store only; a diff task must then name "out"] */
-    const char *backend;     /**< "auto", "cpu" or "cuda" ["auto"] */
-    int device;              /**< CUDA device ordinal [0] */
+    const char *config_file;  /**< --config FILE [NULL: the instrument's and default's] */
+    const char *const *sets;  /**< --set KEY=VALUE overrides, applied after the file [NULL] */
+    int nsets;                /**< entries of sets [0] */
+    const char *store;        /**< store URI of reduce tasks [NULL: the configuration's or
+                                   $TIDE_STORE; "" = none] */
+    const char *outdir;       /**< where derived outputs go [NULL: reduce tasks go to the
+                                   store only; a diff task must then name "out"] */
+    const char *backend;      /**< "auto", "cpu" or "cuda" ["auto"] */
+    int device;               /**< CUDA device ordinal [0] */
+    const char *default_file; /**< --default FILE ("" = none) [NULL: searched, as tide config] */
+    const tide_ctx_options *ctx_options; /**< the context's options as a whole (threads,
+                                              logger, device memory cap...), when given:
+                                              backend and device above are then ignored [NULL] */
 } tide_task_runner_opts;
 
 /** Fill @p o with the defaults in brackets. */
@@ -112,6 +129,17 @@ TIDE_API int tide_task_runner_create(const tide_task_runner_opts *o, tide_task_r
  *  TIDE_TASK_RETRY caused by the store, the runner has closed its store so that the next task
  *  opens it again (a restarted database is found again). */
 TIDE_API int tide_task_run(tide_task_runner *r, const tide_task *t, tide_task_result *res);
+
+/** The store reduce tasks go to (the options', the configuration's or $TIDE_STORE; "" =
+ *  none): a caller can tell before the first task whether tasks without an output directory
+ *  have anywhere to go. The string lives as long as the runner. */
+TIDE_API const char *tide_task_runner_store(const tide_task_runner *r);
+
+/** The runner's context (its backend and device name, for a summary). */
+TIDE_API const tide_ctx *tide_task_runner_ctx(const tide_task_runner *r);
+
+/** Name of an outcome: "done", "incomplete", "failed", "retry". */
+TIDE_API const char *tide_task_outcome_name(tide_task_outcome o);
 
 /** Free the runner, its jobs, configuration and context. NULL is a no-op. */
 TIDE_API void tide_task_runner_destroy(tide_task_runner *r);

@@ -12,6 +12,7 @@ typedef struct {
 
 /* Keep alphabetical; each entry lives in cmd_NAME.c. */
 static const tide_command commands[] = {
+    {"batch", tide_cmd_batch, "run a manifest of reduce and diff tasks (one process or mpirun)"},
     {"bench", tide_cmd_bench, "benchmark the compute primitives on CPU and GPU"},
     {"config", tide_cmd_config, "show the resolved instrument configuration"},
     {"diff", tide_cmd_diff, "difference imaging: reproject, PSF-match, subtract, fit candidates"},

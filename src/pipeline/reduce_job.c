@@ -40,6 +40,13 @@ int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_reduce_jo
     return 0;
 }
 
+int tide_reduce_job_set_config(tide_reduce_job *j, const tide_config *cfg) {
+    if (!j || !cfg)
+        return tide_error(TIDE_E_INVAL, "tide_reduce_job_set_config: NULL job or configuration");
+    j->cfg = cfg;
+    return 0;
+}
+
 static void close_store(tide_reduce_job *j) {
     tide_store_close(j->store);
     free(j->store_uri);
@@ -148,6 +155,8 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
     const char *store = tide_reduce_store_uri(&rq->cal, j->cfg);
     out->store = store;
     const char *const outs[4] = {rq->catalog, rq->csv, rq->back, rq->rms};
+    if (!st && !rq->catalog && !rq->csv && !store[0]) /* a reduction nobody would see */
+        st = tide_error(TIDE_E_INVAL, "%s: no output: no catalog, CSV or store", spec);
     if (!st) /* the configuration's reference catalog and store are known now */
         st = tide_reduce_check_outputs(spec, rq->config_files, cp.refcat, store, outs);
     /* Every output begun now (its private directory made): one that cannot be written fails
