@@ -19,7 +19,7 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            astrometry-data-tycho2-09-littleendian astrometry-data-tycho2-10-19-littleendian
            sqlite3 postgresql postgresql-15-q3c
            netpbm  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
-           rabbitmq-server prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
+           rabbitmq-server amqp-tools prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
            # mpirun, a scraper, systemd-analyze (issue 17)
 
 missing=()

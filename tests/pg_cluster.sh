@@ -3,6 +3,7 @@
 #
 #   eval "$(bash pg_cluster.sh start)" || exit $?   # prints PGHOST/PGPORT/PGUSER/PGDATABASE
 #                                                   # and TIDE_PG_DIR exports
+#   bash pg_cluster.sh restart "$TIDE_PG_DIR"       # stops the server (fast) and starts it again
 #   bash pg_cluster.sh stop "$TIDE_PG_DIR"          # stops the server, removes everything
 #
 # The cluster lives in a fresh temporary directory, listens only on a unix socket inside it
@@ -85,8 +86,20 @@ stop)
     fi
     rm -rf "$DIR"
     ;;
+restart)
+    DIR=${2:-}
+    case "$DIR" in
+    /tmp/tide-pg.*) ;;
+    *) echo "pg_cluster.sh: restart needs the cluster directory" >&2; exit 2 ;;
+    esac
+    BIN=$(find_bin)
+    pick_owner
+    # the options of the first start are kept in postmaster.opts; -m fast ends the sessions
+    as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 -m fast restart \
+        >/dev/null 2>&1 || { echo "pg_cluster.sh: restart failed" >&2; exit 1; }
+    ;;
 *)
-    echo "usage: pg_cluster.sh start | stop DIR" >&2
+    echo "usage: pg_cluster.sh start | restart DIR | stop DIR" >&2
     exit 2
     ;;
 esac

@@ -25,6 +25,9 @@ static const tide_command commands[] = {
     {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
     {"solve", tide_cmd_solve, "plate-solve a frame or a source list (astrometry.net)"},
     {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
+    {"submit", tide_cmd_submit, "put frames on a worker's queue; take back its dead letters"},
+    {"watch", tide_cmd_watch, "submit every FITS file that appears in a directory"},
+    {"worker", tide_cmd_worker, "reduce and difference frames from a RabbitMQ queue, unattended"},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 

@@ -1,0 +1,146 @@
+/* cmd_worker.c — `tide worker`: take tasks from a RabbitMQ queue and run them on warm contexts
+ * until SIGTERM (worker.h). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_config.h"
+#include "tide/worker.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+static const char *help =
+    "usage: tide worker --queue amqp://HOST[:PORT][/VHOST] [OPTIONS]\n"
+    "\n"
+    "Take tasks from a RabbitMQ queue and run them, unattended, on warm contexts: a frame to\n"
+    "reduce ({\"path\": FRAME}) or a science frame to difference against a template\n"
+    "({\"path\": FRAME, \"job\": \"diff\", \"template\": TEMPLATE}); `tide submit` and `tide "
+    "watch`\n"
+    "publish them. A message is acked only once its outputs and store rows are committed. A\n"
+    "task that fails is tried again up to --max-attempts times, then goes with its reason to\n"
+    "the dead-letter queue NAME.failed (a message that is not a task goes there at once). A\n"
+    "store or broker that goes away is waited for, the frame kept in hand. SIGTERM or SIGINT:\n"
+    "finish the frames in hand, commit, ack, exit 0.\n"
+    "\n"
+    "Credentials come from TIDE_AMQP_USER and TIDE_AMQP_PASSWORD (or TIDE_AMQP_PASSWORD_FILE),\n"
+    "never from the command line; without them guest/guest, which RabbitMQ accepts from\n"
+    "loopback only. A PostgreSQL store's password comes from libpq's PGPASSWORD or PGPASSFILE.\n"
+    "\n"
+    "options:\n"
+    "  --queue URL              the broker (required)\n"
+    "  --queue-name NAME        the queue of tasks [frames]\n"
+    "  --store URI              the store of reduce tasks [store.uri, else $TIDE_STORE]\n"
+    "  --outdir DIR             where catalogs (NAME.cat.fits) and difference directories\n"
+    "                           go [none: reduce tasks go to the store only]\n"
+    "  --prefetch N             unacked messages in hand [runners + 1]\n"
+    "  --runners N              runner threads, each a warm context; the store's commit of one\n"
+    "                           frame overlaps the next frame's computation [2]\n"
+    "  --max-attempts N         runs of a failing task before it is dead-lettered [3]\n"
+    "  --max-tasks N            exit 0 after N tasks ended [no limit]\n"
+    "  --idle-exit SECONDS      exit 0 after this long without a message [never]\n";
+
+int tide_cmd_worker(int argc, char **argv) {
+    const char *cmd = "worker";
+    tide_cli_common com;
+    tide_cli_common_init(&com);
+    tide_cli_config cfg = {0};
+    tide_worker_opts o;
+    tide_worker_opts_init(&o);
+    double prefetch = -1, runners = -1, attempts = -1, max_tasks = -1, idle = -1;
+    const char *store = NULL, *outdir = NULL;
+    const tide_cli_valopt vals[] = {
+        {"--queue", NULL, &o.queue_url},     {"--queue-name", NULL, &o.queue_name},
+        {"--store", NULL, &store},           {"--outdir", NULL, &outdir},
+        {"--prefetch", &prefetch, NULL},     {"--runners", &runners, NULL},
+        {"--max-attempts", &attempts, NULL}, {"--max-tasks", &max_tasks, NULL},
+        {"--idle-exit", &idle, NULL},
+    };
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("%s\n%s\n%s", help, tide_cli_config_help, tide_cli_common_help);
+            tide_cli_config_free(&cfg);
+            return 0;
+        }
+        if ((r = tide_cli_common_option(&com, cmd, argc, argv, &i)) ||
+            (r = tide_cli_config_option(&cfg, cmd, argc, argv, &i)) ||
+            (r = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof *vals), argc, argv,
+                                       &i))) {
+            if (r < 0) {
+                rc = 2;
+                goto done;
+            }
+            continue;
+        }
+        rc = tide_cli_usage_error(cmd, "unknown argument '%s'", argv[i]);
+        goto done;
+    }
+    if (!o.queue_url) {
+        rc = tide_cli_usage_error(cmd, "missing --queue amqp://HOST[:PORT][/VHOST]");
+        goto done;
+    }
+    if (!o.queue_name[0]) {
+        rc = tide_cli_usage_error(cmd, "--queue-name is empty");
+        goto done;
+    }
+    if ((runners >= 0 && (runners < 1 || runners > 64)) || (attempts >= 0 && attempts < 1) ||
+        (prefetch >= 0 && (prefetch < 1 || prefetch > 65535))) {
+        rc = tide_cli_usage_error(cmd, "--runners is 1..64, --max-attempts >= 1, --prefetch "
+                                       "1..65535");
+        goto done;
+    }
+    if (runners > 0)
+        o.runners = (int)runners;
+    if (attempts > 0)
+        o.max_attempts = (int)attempts;
+    if (prefetch > 0)
+        o.prefetch = (int)prefetch;
+    if (max_tasks > 0)
+        o.max_tasks = (int64_t)max_tasks;
+    if (idle > 0)
+        o.idle_exit_s = idle;
+    o.runner.config_file = cfg.instrument;
+    o.runner.default_file = cfg.def;
+    o.runner.sets = (const char *const *)cfg.sets;
+    o.runner.nsets = cfg.nsets;
+    o.runner.store = store;
+    o.runner.outdir = outdir;
+    o.runner.ctx_options = &com.ctx_opt;
+    o.log = com.ctx_opt.log;
+    if (o.log.level < TIDE_LOG_INFO)
+        o.log.level = TIDE_LOG_INFO; /* a service says what it does */
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    tide_worker_stats stats;
+    memset(&stats, 0, sizeof stats);
+    int st = tide_worker_run(&o, &stop_flag, &stats, NULL, NULL);
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+        goto done;
+    }
+    if (com.json)
+        printf("{\"done\": %lld, \"incomplete\": %lld, \"failed_retried\": %lld, "
+               "\"dead_lettered\": %lld, \"malformed\": %lld, \"reconnects\": %lld, "
+               "\"redelivered\": %lld}\n",
+               (long long)stats.done, (long long)stats.incomplete, (long long)stats.failed_retried,
+               (long long)stats.dead_lettered, (long long)stats.malformed,
+               (long long)stats.reconnects, (long long)stats.redelivered);
+done:
+    tide_cli_config_free(&cfg);
+    return rc;
+}
