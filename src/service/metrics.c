@@ -31,6 +31,32 @@ static int valid_name(const char *s, int colon) {
     return 1;
 }
 
+/* The exposition is UTF-8: help texts and label values must be (overlong forms, surrogates
+ * and code points past U+10FFFF refused, as Prometheus' parser refuses them). */
+static int valid_utf8(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p, n = c < 0x80             ? 0
+                             : (c & 0xE0) == 0xC0 ? 1
+                             : (c & 0xF0) == 0xE0 ? 2
+                             : (c & 0xF8) == 0xF0 ? 3
+                                                  : 9;
+        if (n == 9)
+            return 0;
+        unsigned cp = n == 0 ? c : c & (0x3F >> n);
+        for (unsigned k = 1; k <= n; k++) {
+            if ((p[k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[k] & 0x3F);
+        }
+        static const unsigned min_cp[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
 static tide_metric *find(const tide_metrics *m, const char *name) {
     for (const tide_metric *chain[2] = {m->first, m->proc_first}, **c = chain; c < chain + 2; c++)
         for (const tide_metric *f = *c; f; f = f->next)
@@ -86,11 +112,13 @@ static void family_free(tide_metric *f) {
     free(f);
 }
 
-static int check_family(const tide_metrics *m, metric_type type, const char *name,
+static int check_family(const tide_metrics *m, metric_type type, const char *name, const char *help,
                         const char *label, const char *const *values, int nvalues,
                         const double *bounds, int nbounds) {
     if (!valid_name(name, 1) || strlen(name) > 200)
         return tide_error(TIDE_E_INVAL, "metrics: \"%s\" is not a metric name", name ? name : "");
+    if (help && !valid_utf8(help))
+        return tide_error(TIDE_E_INVAL, "metrics: %s: the help text is not UTF-8", name);
     if (name_clashes(m, name, type))
         return tide_error(TIDE_E_INVAL, "metrics: %s is already in the registry", name);
     if (label) {
@@ -102,8 +130,9 @@ static int check_family(const tide_metrics *m, metric_type type, const char *nam
             return tide_error(TIDE_E_INVAL, "metrics: %s: %d label values (1 to %d)", name, nvalues,
                               TIDE_METRIC_MAX_VALUES);
         for (int i = 0; i < nvalues; i++) {
-            if (!values[i])
-                return tide_error(TIDE_E_INVAL, "metrics: %s: label value %d is NULL", name, i);
+            if (!values[i] || !valid_utf8(values[i]))
+                return tide_error(TIDE_E_INVAL, "metrics: %s: label value %d is %s", name, i,
+                                  values[i] ? "not UTF-8" : "NULL");
             for (int j = 0; j < i; j++)
                 if (strcmp(values[i], values[j]) == 0)
                     return tide_error(TIDE_E_INVAL, "metrics: %s: label value \"%s\" twice", name,
@@ -143,7 +172,7 @@ int metrics_family_add(tide_metrics *m, metric_type type, const char *name, cons
     if (type == METRIC_HISTOGRAM && !bounds)
         bounds = tide_metrics_seconds_bounds(&nbounds);
     pthread_mutex_lock(&m->lock);
-    int st = check_family(m, type, name, label, values, nvalues, bounds, nbounds);
+    int st = check_family(m, type, name, help, label, values, nvalues, bounds, nbounds);
     if (st) {
         pthread_mutex_unlock(&m->lock);
         return st;

@@ -157,6 +157,14 @@ static void test_refused(void) {
     CHECK(tide_metrics_gauge(m, "g", "", "x", two, 2, &f) == TIDE_E_INVAL);
     CHECK(tide_metrics_gauge(m, "g", "", "x", one, 0, &f) == TIDE_E_INVAL);
     CHECK(tide_metrics_gauge(m, "g", "", NULL, one, 1, &f) == TIDE_E_INVAL);
+    static const char *const latin1[] = {"caf\xe9"}, *const utf8[] = {
+                                                         "caf\xc3\xa9 \xf0\x9f\x94\xad"};
+    static const char *const overlong[] = {"\xc0\xaf"}, *const surrogate[] = {"\xed\xa0\x80"};
+    CHECK(tide_metrics_gauge(m, "g", "", "x", latin1, 1, &f) == TIDE_E_INVAL);
+    CHECK(tide_metrics_gauge(m, "g", "", "x", overlong, 1, &f) == TIDE_E_INVAL);
+    CHECK(tide_metrics_gauge(m, "g", "", "x", surrogate, 1, &f) == TIDE_E_INVAL);
+    CHECK(tide_metrics_gauge(m, "g", "caf\xe9", NULL, NULL, 0, &f) == TIDE_E_INVAL);
+    CHECK(tide_metrics_gauge(m, "g_utf8", "caf\xc3\xa9", "x", utf8, 1, &f) == 0);
     CHECK(tide_metrics_histogram(m, "h", "", "le", one, 1, up, 2, &f) == TIDE_E_INVAL);
     CHECK(tide_metrics_histogram(m, "h", "", NULL, NULL, 0, down, 2, &f) == TIDE_E_INVAL);
     CHECK(tide_metrics_histogram(m, "h", "", NULL, NULL, 0, nan_b, 2, &f) == TIDE_E_INVAL);
