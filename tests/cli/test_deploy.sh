@@ -4,8 +4,8 @@
 #   tree of this host copied in, a stand-in /usr/local/bin/tide: verify checks that ExecStart
 #   exists; no running systemd is needed), for two instances; any message fails, and a unit
 #   with a mistyped setting must give one (the check can fail); `systemd-analyze security
-#   --offline` rates its sandbox (printed; must be "OK" or better); every variable the unit
-#   uses is set in worker.env.example;
+#   --offline` rates its sandbox (printed; must be "OK" or better); no setting closes the
+#   device list (the GPU); every variable the unit uses is set in worker.env.example;
 # - deploy/prometheus/ with `promtool check config` and `promtool check rules`;
 # - deploy/compose.yaml parsed as YAML (python3-yaml): the four services, the worker's GPU
 #   reservation and health check, the broker's and database's health checks the worker waits
@@ -58,6 +58,10 @@ for want in 'User=tide' 'EnvironmentFile=/etc/tide/worker.env' \
     'ProtectSystem=strict' 'NoNewPrivileges=yes' 'PrivateTmp=yes' 'ExecStart=/usr/local/bin/tide worker --device %i'; do
     grep -qF -- "$want" "$unit" || bad "the unit has no '$want'"
 done
+# nothing that closes the device list: the GPU is /dev/nvidia* (ProtectClock= implies
+# DeviceAllow=char-rtc, which shuts every other device out)
+grep -Eq '^(PrivateDevices|DeviceAllow|DevicePolicy|ProtectClock)=' "$unit" \
+    && bad "the unit restricts devices: the worker could not open /dev/nvidia*"
 # every variable the unit uses is set in the example environment file
 for v in $(grep -v '^#' "$unit" | grep -oE '\$\{?[A-Z_]+' | tr -d '${' | sort -u); do
     grep -q "^$v=" "$D/systemd/worker.env.example" || bad "worker.env.example does not set $v"
