@@ -7,10 +7,14 @@
  * runs while a real Prometheus scrapes it: the worker's families with known values, the port
  * written to PORTFILE, unhealthy while PORTFILE.unhealthy exists (its text the reason),
  * served until SIGTERM or SIGINT, then stopped cleanly (exit 0). */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tide/metrics.h"
@@ -63,6 +67,22 @@ static int http(const char *args, const char *url, char *ctype, size_t ccap, cha
     }
     unlink(tmpl);
     return code;
+}
+
+/* A connection to 127.0.0.1:@p port that sends half a request and then nothing. */
+static int stalled_client(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        write(fd, half, sizeof half - 1) != (ssize_t)(sizeof half - 1)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 typedef struct {
@@ -143,6 +163,15 @@ static void test_endpoints(void) {
     CHECK(strstr(body, "Allow: GET, HEAD") != NULL);
     /* the server still answers after all that */
     CHECK(http("", url, ct, sizeof ct, body, sizeof body) == 200);
+    /* a client that stalls half-way through its request holds no one else up */
+    int stalled = stalled_client(port);
+    CHECK(stalled >= 0);
+    snprintf(url, sizeof url, "%s/healthz", base);
+    hs.bad = 0;
+    CHECK(http("", url, ct, sizeof ct, body, sizeof body) == 200);
+    if (stalled >= 0)
+        close(stalled);
+    snprintf(url, sizeof url, "%s/metrics", base);
 
     /* the same port again: in use, and the error says where and why */
     char where[64];
