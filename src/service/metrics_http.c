@@ -108,7 +108,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return serve_health(s, c);
 }
 
-int tide_metrics_serve(tide_metrics *m, const char *listen, tide_metrics_health_fn health,
+int tide_metrics_serve(tide_metrics *m, const char *where, tide_metrics_health_fn health,
                        void *health_user, tide_metrics_server **out) {
     if (!out)
         return tide_error(TIDE_E_INVAL, "metrics: NULL result");
@@ -116,7 +116,7 @@ int tide_metrics_serve(tide_metrics *m, const char *listen, tide_metrics_health_
     if (!m)
         return tide_error(TIDE_E_INVAL, "metrics: NULL registry");
     int fd = -1, port = -1;
-    int st = metrics_listen(listen, &fd, &port);
+    int st = metrics_listen(where, &fd, &port);
     if (st)
         return st;
     tide_metrics_server *s = calloc(1, sizeof *s);
@@ -138,7 +138,7 @@ int tide_metrics_serve(tide_metrics *m, const char *listen, tide_metrics_health_
         close(fd);
         free(s);
         return tide_error(TIDE_E_IO, "metrics: %s: the HTTP server (libmicrohttpd) did not start",
-                          listen);
+                          where);
     }
     *out = s;
     return 0;
