@@ -21,6 +21,7 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            netpbm  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
            rabbitmq-server amqp-tools prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
            # mpirun, a scraper, systemd-analyze (issue 17)
+peer_pkgs+=(python3-yaml)  # tests/cli/test_deploy.sh parses deploy/compose.yaml (issue 17)
 
 missing=()
 for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${check_pkgs[@]}" "${peer_pkgs[@]}"; do
