@@ -73,6 +73,11 @@ TIDE_API int tide_ctx_helper(tide_ctx *ctx, tide_ctx **helper);
 /** 1 if this build has the CUDA backend and at least one GPU is usable; *count devices. */
 TIDE_API int tide_cuda_available(int *count);
 
+/** Free and total memory of CUDA device @p device, bytes, as the driver reports them (every
+ *  process's use counted). 0, or TIDE_E_NODEVICE (no such device, or a build without CUDA)
+ *  with both set to 0. */
+TIDE_API int tide_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes);
+
 /** Parse "auto", "cpu", "cuda" (also "gpu"); TIDE_E_INVAL otherwise. */
 TIDE_API int tide_backend_parse(const char *s, tide_backend *out);
 

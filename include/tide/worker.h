@@ -60,10 +60,12 @@ typedef struct tide_worker_stats {
     int64_t in_hand;     /**< tasks taken and not yet acked */
 } tide_worker_stats;
 
-/** Called by the worker after each task ends (from the broker thread), for metrics: the
- *  task, its result, the seconds since it was submitted (-1 when unknown). May be NULL. */
+/** Called by the worker after each message is settled (from the broker thread), for metrics:
+ *  the task, its result, what became of the message (@p status: "done", "incomplete",
+ *  "retried": published again to run again, "failed": dead-lettered), and the seconds since
+ *  it was first submitted (-1 when unknown). May be NULL. */
 typedef void (*tide_worker_task_hook)(void *user, const tide_task *t, const tide_task_result *r,
-                                      double e2e_s);
+                                      const char *status, double e2e_s);
 
 /** Run until @p *stop becomes non-zero (a signal handler sets it), max_tasks ended or the
  *  idle time ran out. @p stats (may be NULL) is updated as the worker goes, under no lock:

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "tide/metrics.h"
 #include "tide/worker.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -14,6 +15,63 @@ static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) {
     (void)sig;
     stop_flag = 1;
+}
+
+/* What the metrics hooks read: the worker's families, its stats, the device. */
+typedef struct worker_watch {
+    tide_worker_metrics wm;
+    tide_metric *malformed_seen;
+    const tide_worker_stats *stats;
+    int64_t malformed_counted;
+    int device; /* -1: CPU backend */
+} worker_watch;
+
+/* Each settled message: frames by what became of it, its stages, submit to commit. */
+static void on_task(void *user, const tide_task *t, const tide_task_result *r, const char *status,
+                    double e2e_s) {
+    worker_watch *w = user;
+    tide_metric_add(w->wm.frames, tide_metric_index(w->wm.frames, status), 1);
+    if (strcmp(status, "done") && strcmp(status, "incomplete"))
+        return;
+    tide_metric *sg = w->wm.stage_seconds;
+    tide_metric_observe(sg, TIDE_WM_READ, 1e-3 * r->ms_read);
+    tide_metric_observe(sg, t->kind == TIDE_TASK_DIFF ? TIDE_WM_DIFF : TIDE_WM_REDUCE,
+                        1e-3 * r->ms_compute);
+    tide_metric_observe(sg, TIDE_WM_WRITE, 1e-3 * r->ms_write);
+    if (t->kind == TIDE_TASK_REDUCE && r->image_id >= 0) {
+        tide_metric_observe(sg, TIDE_WM_STORE, 1e-3 * r->ms_store);
+        tide_metric_observe(w->wm.store_seconds, 0, 1e-3 * r->ms_store);
+    }
+    if (e2e_s >= 0)
+        tide_metric_observe(w->wm.frame_seconds, 0, e2e_s);
+}
+
+/* At each scrape: the queue depth last seen, messages that were not tasks, device memory. */
+static void on_scrape(tide_metrics *m, void *user) {
+    (void)m;
+    worker_watch *w = user;
+    tide_metric_set(w->wm.queue_depth, 0, (double)w->stats->queue_depth);
+    int64_t mal = w->stats->malformed;
+    if (mal > w->malformed_counted) {
+        tide_metric_add(w->wm.frames, TIDE_WM_FAILED, (double)(mal - w->malformed_counted));
+        w->malformed_counted = mal;
+    }
+    size_t fr = 0, tot = 0;
+    if (w->device >= 0 && !tide_cuda_memory(w->device, &fr, &tot)) {
+        tide_metric_set(w->wm.device_memory, TIDE_WM_USED, (double)(tot - fr));
+        tide_metric_set(w->wm.device_memory, TIDE_WM_TOTAL, (double)tot);
+    }
+}
+
+/* /healthz: unhealthy while the broker is away. */
+static int on_health(void *user, char *reason, size_t cap) {
+    const worker_watch *w = user;
+    if (!w->stats->connected) {
+        snprintf(reason, cap, "not connected to the broker");
+        return 1;
+    }
+    snprintf(reason, cap, "%lld in hand", (long long)w->stats->in_hand);
+    return 0;
 }
 
 static const char *help =
@@ -36,6 +94,7 @@ static const char *help =
     "options:\n"
     "  --queue URL              the broker (required)\n"
     "  --queue-name NAME        the queue of tasks [frames]\n"
+    "  --metrics HOST:PORT      serve GET /metrics (Prometheus) and /healthz there [none]\n"
     "  --store URI              the store of reduce tasks [store.uri, else $TIDE_STORE]\n"
     "  --outdir DIR             where catalogs (NAME.cat.fits) and difference directories\n"
     "                           go [none: reduce tasks go to the store only]\n"
@@ -54,13 +113,13 @@ int tide_cmd_worker(int argc, char **argv) {
     tide_worker_opts o;
     tide_worker_opts_init(&o);
     double prefetch = -1, runners = -1, attempts = -1, max_tasks = -1, idle = -1;
-    const char *store = NULL, *outdir = NULL;
+    const char *store = NULL, *outdir = NULL, *metrics = NULL;
     const tide_cli_valopt vals[] = {
         {"--queue", NULL, &o.queue_url},     {"--queue-name", NULL, &o.queue_name},
         {"--store", NULL, &store},           {"--outdir", NULL, &outdir},
         {"--prefetch", &prefetch, NULL},     {"--runners", &runners, NULL},
         {"--max-attempts", &attempts, NULL}, {"--max-tasks", &max_tasks, NULL},
-        {"--idle-exit", &idle, NULL},
+        {"--idle-exit", &idle, NULL},        {"--metrics", NULL, &metrics},
     };
     int rc = 0;
     for (int i = 1; i < argc; i++) {
@@ -128,7 +187,31 @@ int tide_cmd_worker(int argc, char **argv) {
 
     tide_worker_stats stats;
     memset(&stats, 0, sizeof stats);
-    int st = tide_worker_run(&o, &stop_flag, &stats, NULL, NULL);
+    worker_watch watch;
+    memset(&watch, 0, sizeof watch);
+    watch.stats = &stats;
+    watch.device = com.ctx_opt.backend == TIDE_BACKEND_CPU || !tide_cuda_available(NULL)
+                       ? -1
+                       : com.ctx_opt.device;
+    tide_metrics *m = NULL;
+    tide_metrics_server *srv = NULL;
+    int st = TIDE_OK;
+    if (metrics) {
+        st = tide_metrics_create(&m);
+        if (!st)
+            st = tide_metrics_worker(m, &watch.wm);
+        if (!st) {
+            tide_metrics_on_scrape(m, on_scrape, &watch);
+            st = tide_metrics_serve(m, metrics, on_health, &watch, &srv);
+        }
+        if (!st)
+            tide_log(&o.log, TIDE_LOG_INFO, "worker", "metrics on http://%s/metrics (port %d)",
+                     metrics, tide_metrics_server_port(srv));
+    }
+    if (!st)
+        st = tide_worker_run(&o, &stop_flag, &stats, m ? on_task : NULL, &watch);
+    tide_metrics_server_stop(srv);
+    tide_metrics_destroy(m);
     if (st) {
         rc = tide_cli_fail(cmd, st);
         goto done;

@@ -28,6 +28,29 @@ int tide_cuda_available(int *count) {
     return n > 0;
 }
 
+int tide_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+#ifdef TIDE_HAVE_CUDA
+    int prev = 0, n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || device < 0 || device >= n ||
+        cudaGetDevice(&prev) != cudaSuccess) {
+        cudaGetLastError();
+        return tide_error(TIDE_E_NODEVICE, "no CUDA device %d", device);
+    }
+    /* the current device is the calling thread's: set it for the query, then put it back */
+    int st = TIDE_OK;
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        st = tide_error(TIDE_E_NODEVICE, "CUDA device %d: cannot read its memory", device);
+    }
+    cudaSetDevice(prev);
+    return st;
+#else
+    return tide_error(TIDE_E_NODEVICE, "no CUDA device %d: tide was built without CUDA", device);
+#endif
+}
+
 int tide_backend_parse(const char *s, tide_backend *out) {
     if (!strcmp(s, "auto"))
         *out = TIDE_BACKEND_AUTO;

@@ -227,6 +227,7 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
     const tide_task_result *r = &it->res;
     const char *id = it->task.id;
     int st = TIDE_OK;
+    const char *status = "done";
     tide_log_set_frame(id);
     if (it->abandoned) {
         st = tide_amqp_requeue(ls->l, it->tag);
@@ -239,6 +240,8 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
         st = tide_amqp_ack(ls->l, it->tag);
         if (!st)
             st = tide_amqp_commit(ls->l);
+        if (r->outcome == TIDE_TASK_INCOMPLETE)
+            status = "incomplete";
         if (!st && stats)
             r->outcome == TIDE_TASK_DONE ? stats->done++ : stats->incomplete++;
         if (!st)
@@ -248,6 +251,7 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
     } else if (it->attempts + 1 < w->o->max_attempts) {
         tide_amqp_meta m = {it->attempts + 1, r->reason, id, it->submitted};
         st = publish_and_ack(ls, w->o->queue_name, it, &m);
+        status = "retried";
         if (!st && stats)
             stats->failed_retried++;
         if (!st)
@@ -256,6 +260,7 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
     } else {
         tide_amqp_meta m = {it->attempts + 1, r->reason, id, it->submitted};
         st = publish_and_ack(ls, ls->failed_queue, it, &m);
+        status = "failed";
         if (!st && stats)
             stats->dead_lettered++;
         if (!st)
@@ -265,7 +270,7 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
     if (!st) {
         (*ended)++;
         if (hook)
-            hook(user, &it->task, r, it->submitted > 0 ? now_s() - it->submitted : -1);
+            hook(user, &it->task, r, status, it->submitted > 0 ? now_s() - it->submitted : -1);
     }
     tide_log_set_frame(NULL);
     return st;

@@ -5,7 +5,7 @@
 # dead-lettered with its reason, a message that is not a task at once; submitting the frames
 # again replaces their rows (never twice); SIGTERM finishes the frame in hand and leaves the
 # rest queued; a broker that is down is waited for; credentials in the URL are refused; the
-# JSON log lines of a frame name it; tide watch submits files closed or renamed into a
+# JSON log lines of a frame name it; its metrics pass promtool and count what it did; tide watch submits files closed or renamed into a
 # directory, not partial ones. Skipped (77) without rabbitmq-server.
 set -u
 SRC=${TIDE_SOURCE_DIR:?}
@@ -75,9 +75,26 @@ n1=$(sqlite3 "$T/store.db" "SELECT count(*) FROM sources")
 # 5. SIGTERM: the frame in hand is finished and acked, the rest stays queued
 "$TIDE" submit $Q "$T"/in/f[5-8].fits >/dev/null || bad "submit f5-f8"
 "$TIDE" worker $Q --store "$T/store.db" --outdir "$T/out" --runners 1 --prefetch 1 \
-    --log-json 2>"$T/w3.log" &
+    --metrics 127.0.0.1:0 --log-json 2>"$T/w3.log" &
 WPID=$!
 for _ in $(seq 1 300); do grep -q '"msg":"[^"]*: done' "$T/w3.log" && break; sleep 0.05; done
+# its metrics and health while it runs: valid exposition, a frame counted done
+port=$(sed -n 's/.*metrics on http:[^ ]* (port \([0-9]*\)).*/\1/p' "$T/w3.log" | head -1)
+if [ -n "$port" ]; then
+    curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || bad "scraping the worker failed"
+    if command -v promtool >/dev/null; then
+        promtool check metrics <"$T/metrics.txt" >"$T/promtool.txt" 2>&1 ||
+            bad "promtool: $(cat "$T/promtool.txt")"
+    fi
+    grep -q '^tide_frames_total{status="done"} [1-9]' "$T/metrics.txt" ||
+        bad "no frame counted done: $(grep tide_frames "$T/metrics.txt")"
+    grep -q '^tide_frame_seconds_count [1-9]' "$T/metrics.txt" ||
+        bad "no submit-to-commit latency: $(grep tide_frame_seconds_count "$T/metrics.txt")"
+    grep -q '^process_resident_memory_bytes [1-9]' "$T/metrics.txt" || bad "no RSS"
+    curl -sf "http://127.0.0.1:$port/healthz" | grep -q '"status":"ok"' || bad "healthz not ok"
+else
+    bad "the worker did not say where its metrics are: $(head -3 "$T/w3.log")"
+fi
 kill -TERM $WPID
 wait $WPID
 rc=$?
