@@ -75,6 +75,13 @@ typedef void (*tide_worker_task_hook)(void *user, const tide_task *t, const tide
 TIDE_API int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
                              tide_worker_stats *stats, tide_worker_task_hook hook, void *user);
 
+/** The same engine on @p n task messages held in memory instead of a queue (all submitted at
+ *  the call): runner threads, settling, retries and dead letters as above, returning once every
+ *  message is settled. What `tide bench --worker` measures: the worker's rate and latencies
+ *  without a broker. @p o's queue fields are not used. */
+TIDE_API int tide_worker_run_list(const tide_worker_opts *o, const char *const *messages, int64_t n,
+                                  tide_worker_stats *stats, tide_worker_task_hook hook, void *user);
+
 #ifdef __cplusplus
 }
 #endif

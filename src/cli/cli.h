@@ -91,5 +91,7 @@ int tide_bench_store(int argc, char **argv);
 int tide_bench_calib(int argc, char **argv);
 /** `tide bench --diff` (bench_diff.c): the difference pipeline of issue 5. */
 int tide_bench_diff(int argc, char **argv);
+/** `tide bench --worker` (bench_worker.c): the worker's sustained rate (issue 17). */
+int tide_bench_worker(int argc, char **argv);
 
 #endif

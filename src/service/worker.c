@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "amqp_link.h"
+#include "worker_source.h"
 #include "tide/status.h"
 
 void tide_worker_opts_init(tide_worker_opts *o) {
@@ -150,42 +150,31 @@ static void *runner_main(void *p) {
     return NULL;
 }
 
-/* ---- the broker side --------------------------------------------------------------------- */
+/* ---- the source side --------------------------------------------------------------------- */
 
+/* The source and whether it is up; gen counts the links opened, so that a message taken on a
+ * lost link (which the broker hands out again) is never settled on a later one. */
 typedef struct link_state {
-    tide_amqp_addr addr;
-    char where[600];
-    char failed_queue[512];
-    tide_amqp *l;
+    tide_worker_source *src;
+    int up;
     unsigned gen;
 } link_state;
 
-/* Connect, declare both queues, start a transaction and consume; 0 or the link's error. */
+/* Open the source; 0 or its error. */
 static int link_open(worker *w, link_state *ls, tide_worker_stats *stats) {
-    int st = tide_amqp_connect(&ls->addr, 10000, "tide worker", &ls->l);
     int64_t depth = 0;
-    if (!st)
-        st = tide_amqp_declare(ls->l, w->o->queue_name, &depth);
-    if (!st)
-        st = tide_amqp_declare(ls->l, ls->failed_queue, NULL);
-    if (!st)
-        st = tide_amqp_tx_mode(ls->l);
-    if (!st) {
-        int pf = w->o->prefetch > 0 ? w->o->prefetch : w->nthreads + 1;
-        st = tide_amqp_consume(ls->l, w->o->queue_name, pf);
-    }
-    if (st) {
-        tide_amqp_close(ls->l);
-        ls->l = NULL;
+    int pf = w->o->prefetch > 0 ? w->o->prefetch : w->nthreads + 1;
+    int st = ls->src->open(ls->src->impl, pf, &depth);
+    if (st)
         return st;
-    }
+    ls->up = 1;
     ls->gen++;
     if (stats) {
         stats->queue_depth = depth;
         stats->connected = 1;
     }
-    tide_log(&w->o->log, TIDE_LOG_INFO, "worker", "connected to %s, queue %s (%lld ready)",
-             ls->where, w->o->queue_name, (long long)depth);
+    tide_log(&w->o->log, TIDE_LOG_INFO, "worker", "connected to %s (%lld ready)", ls->src->where,
+             (long long)depth);
     return TIDE_OK;
 }
 
@@ -193,79 +182,57 @@ static int link_open(worker *w, link_state *ls, tide_worker_stats *stats) {
  * taken on it that no runner has begun are dropped too (they come again). */
 static void link_lost(worker *w, link_state *ls, tide_worker_stats *stats) {
     tide_log(&w->o->log, TIDE_LOG_WARN, "worker", "lost the broker: %s", tide_error_detail());
-    tide_amqp_close(ls->l);
-    ls->l = NULL;
+    ls->src->close(ls->src->impl);
+    ls->up = 0;
     if (stats) {
         stats->connected = 0;
         stats->reconnects++;
     }
     pthread_mutex_lock(&w->mu);
-    fifo keep = {0};
     item *it;
     while ((it = fifo_pop(&w->todo)))
         item_free(it);
-    w->todo = keep;
     pthread_mutex_unlock(&w->mu);
-}
-
-/* Publish @p it to @p queue with @p meta and ack it, as one transaction. */
-static int publish_and_ack(link_state *ls, const char *queue, const item *it,
-                           const tide_amqp_meta *meta) {
-    int st = tide_amqp_publish(ls->l, queue, it->body, it->len, meta);
-    if (!st)
-        st = tide_amqp_ack(ls->l, it->tag);
-    if (!st)
-        st = tide_amqp_commit(ls->l);
-    return st;
 }
 
 /* Settle one item whose runner is done with it. Returns the link's error, if any. */
 static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
                   tide_worker_task_hook hook, void *user, int64_t *ended) {
-    if (it->gen != ls->gen || !ls->l)
+    if (it->gen != ls->gen || !ls->up)
         return TIDE_OK; /* taken on a lost link: the broker hands it out again */
+    tide_worker_source *src = ls->src;
     const tide_task_result *r = &it->res;
     const char *id = it->task.id;
     int st = TIDE_OK;
     const char *status = "done";
     tide_log_set_frame(id);
     if (it->abandoned) {
-        st = tide_amqp_requeue(ls->l, it->tag);
-        if (!st)
-            st = tide_amqp_commit(ls->l);
+        st = src->requeue(src->impl, it->tag);
         tide_log_set_frame(NULL);
         return st;
     }
     if (r->outcome == TIDE_TASK_DONE || r->outcome == TIDE_TASK_INCOMPLETE) {
-        st = tide_amqp_ack(ls->l, it->tag);
-        if (!st)
-            st = tide_amqp_commit(ls->l);
+        st = src->ack(src->impl, it->tag);
         if (r->outcome == TIDE_TASK_INCOMPLETE)
             status = "incomplete";
         if (!st && stats)
             r->outcome == TIDE_TASK_DONE ? stats->done++ : stats->incomplete++;
         if (!st)
-            tide_log(&w->o->log, TIDE_LOG_INFO, "worker", "%s: %s in %.1f ms%s%s", id,
-                     r->outcome == TIDE_TASK_DONE ? "done" : "incomplete", r->ms_total,
-                     r->reason[0] ? ": " : "", r->reason);
-    } else if (it->attempts + 1 < w->o->max_attempts) {
+            tide_log(&w->o->log, TIDE_LOG_INFO, "worker", "%s: %s in %.1f ms%s%s", id, status,
+                     r->ms_total, r->reason[0] ? ": " : "", r->reason);
+    } else {
+        const int last = it->attempts + 1 >= w->o->max_attempts;
         tide_amqp_meta m = {it->attempts + 1, r->reason, id, it->submitted};
-        st = publish_and_ack(ls, w->o->queue_name, it, &m);
-        status = "retried";
+        st = src->forward(src->impl, last, it->tag, it->body, it->len, &m);
+        status = last ? "failed" : "retried";
         if (!st && stats)
-            stats->failed_retried++;
-        if (!st)
+            last ? stats->dead_lettered++ : stats->failed_retried++;
+        if (!st && last)
+            tide_log(&w->o->log, TIDE_LOG_ERROR, "worker", "%s: failed %d times, to %s: %s", id,
+                     it->attempts + 1, src->failed, r->reason);
+        else if (!st)
             tide_log(&w->o->log, TIDE_LOG_WARN, "worker", "%s: failed (attempt %d of %d): %s", id,
                      it->attempts + 1, w->o->max_attempts, r->reason);
-    } else {
-        tide_amqp_meta m = {it->attempts + 1, r->reason, id, it->submitted};
-        st = publish_and_ack(ls, ls->failed_queue, it, &m);
-        status = "failed";
-        if (!st && stats)
-            stats->dead_lettered++;
-        if (!st)
-            tide_log(&w->o->log, TIDE_LOG_ERROR, "worker", "%s: failed %d times, to %s: %s", id,
-                     it->attempts + 1, ls->failed_queue, r->reason);
     }
     if (!st) {
         (*ended)++;
@@ -281,15 +248,14 @@ static int reject_malformed(worker *w, link_state *ls, const tide_amqp_delivery 
                             tide_worker_stats *stats, int64_t *ended) {
     char reason[1024];
     snprintf(reason, sizeof reason, "%s", tide_error_detail());
-    item tmp = {.tag = d->tag, .body = d->body, .len = d->len};
     tide_amqp_meta m = {d->attempts + 1, reason, NULL, d->submitted};
-    int st = publish_and_ack(ls, ls->failed_queue, &tmp, &m);
+    int st = ls->src->forward(ls->src->impl, 1, d->tag, d->body, d->len, &m);
     if (!st) {
         if (stats)
             stats->malformed++;
         (*ended)++;
         tide_log(&w->o->log, TIDE_LOG_ERROR, "worker", "a message that is not a task, to %s: %s",
-                 ls->failed_queue, reason);
+                 ls->src->failed, reason);
     }
     return st;
 }
@@ -366,24 +332,18 @@ static void stop_runners(worker *w) {
         item_free(it);
 }
 
-int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
-                    tide_worker_stats *stats, tide_worker_task_hook hook, void *user) {
-    if (!o || !stop || !o->queue_url || !o->queue_name || !o->queue_name[0])
-        return tide_error(TIDE_E_INVAL, "worker: no queue given");
-    link_state ls;
-    memset(&ls, 0, sizeof ls);
-    int st = tide_amqp_addr_parse(o->queue_url, &ls.addr);
-    if (st)
-        return st;
-    tide_amqp_addr_text(&ls.addr, ls.where, sizeof ls.where);
-    snprintf(ls.failed_queue, sizeof ls.failed_queue, "%s.failed", o->queue_name);
+int tide_worker_loop(const tide_worker_opts *o, tide_worker_source *src, int drain,
+                     volatile sig_atomic_t *stop, tide_worker_stats *stats,
+                     tide_worker_task_hook hook, void *user) {
+    link_state ls = {src, 0, 0};
     worker w;
     memset(&w, 0, sizeof w);
     w.o = o;
     w.stop = stop;
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.more, NULL);
-    if ((st = start_runners(&w))) {
+    int st = start_runners(&w);
+    if (st) {
         stop_runners(&w);
         return st;
     }
@@ -392,7 +352,8 @@ int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
     int draining = 0;
     for (;;) {
         if (!draining && (*stop || (o->max_tasks > 0 && ended >= o->max_tasks) ||
-                          (o->idle_exit_s > 0 && mono_s() - last_msg > o->idle_exit_s))) {
+                          (o->idle_exit_s > 0 && mono_s() - last_msg > o->idle_exit_s) ||
+                          (drain && tide_worker_source_list_left(src) == 0))) {
             draining = 1;
             tide_log(&o->log, TIDE_LOG_INFO, "worker",
                      "stopping: finishing the frames in hand, giving the rest back");
@@ -404,12 +365,12 @@ int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
                 fifo_push(&back, it);
             pthread_mutex_unlock(&w.mu);
             while ((it = fifo_pop(&back))) {
-                if (ls.l && it->gen == ls.gen && !tide_amqp_requeue(ls.l, it->tag))
-                    tide_amqp_commit(ls.l);
+                if (ls.up && it->gen == ls.gen)
+                    src->requeue(src->impl, it->tag);
                 item_free(it);
             }
         }
-        if (!ls.l) {
+        if (!ls.up) {
             if (draining)
                 break; /* nothing in hand can be acked without a link; the broker requeues */
             if (link_open(&w, &ls, stats)) {
@@ -436,26 +397,31 @@ int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
                 break;
             }
         }
-        if (!ls.l)
+        if (!ls.up)
             continue;
         pthread_mutex_lock(&w.mu);
         int64_t in_hand = w.todo.n + w.running + w.settled.n;
-        int64_t queued = w.todo.n;
+        int64_t waiting = w.todo.n;
         pthread_mutex_unlock(&w.mu);
         if (stats)
             stats->in_hand = in_hand;
         if (draining) {
             if (in_hand == 0)
                 break;
-            struct timespec ts = {0, 20 * 1000 * 1000};
+            struct timespec ts = {0, 2 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
         }
-        /* always wait on the link, even with every runner busy: librabbitmq answers the
-         * broker's heartbeats only inside its calls, and the prefetch bounds what comes */
-        (void)queued;
+        /* Always wait on the link, even with every runner busy: librabbitmq answers the
+         * broker's heartbeats only inside its calls, and the prefetch bounds what comes. A
+         * list source has no prefetch: it is asked only while a runner could start. */
+        if (drain && waiting >= w.nthreads) {
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         tide_amqp_delivery d;
-        int got = tide_amqp_next(ls.l, 100, &d);
+        int got = src->next(src->impl, 100, &d);
         if (got < 0) {
             link_lost(&w, &ls, stats);
             continue;
@@ -468,15 +434,45 @@ int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
                 link_lost(&w, &ls, stats);
         } else if (in_hand > 0) {
             last_msg = mono_s();
+            if (drain) {
+                struct timespec ts = {0, 200 * 1000};
+                nanosleep(&ts, NULL);
+            }
         }
     }
     stop_runners(&w);
-    if (ls.l)
-        tide_amqp_close(ls.l);
+    src->close(src->impl);
     if (stats)
         stats->connected = 0;
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.more);
     tide_log(&o->log, TIDE_LOG_INFO, "worker", "stopped after %lld tasks", (long long)ended);
     return TIDE_OK;
+}
+
+int tide_worker_run(const tide_worker_opts *o, volatile sig_atomic_t *stop,
+                    tide_worker_stats *stats, tide_worker_task_hook hook, void *user) {
+    if (!o || !stop || !o->queue_url || !o->queue_name || !o->queue_name[0])
+        return tide_error(TIDE_E_INVAL, "worker: no queue given");
+    tide_worker_source src;
+    int st = tide_worker_source_amqp(o, &src);
+    if (st)
+        return st;
+    st = tide_worker_loop(o, &src, 0, stop, stats, hook, user);
+    src.destroy(src.impl);
+    return st;
+}
+
+int tide_worker_run_list(const tide_worker_opts *o, const char *const *messages, int64_t n,
+                         tide_worker_stats *stats, tide_worker_task_hook hook, void *user) {
+    if (!o || (n > 0 && !messages))
+        return tide_error(TIDE_E_INVAL, "worker: no messages given");
+    tide_worker_source src;
+    int st = tide_worker_source_list(messages, n, &src);
+    if (st)
+        return st;
+    static volatile sig_atomic_t never;
+    st = tide_worker_loop(o, &src, 1, &never, stats, hook, user);
+    src.destroy(src.impl);
+    return st;
 }

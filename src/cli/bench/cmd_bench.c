@@ -59,6 +59,8 @@ static const char *help =
     "  --store               instead, benchmark catalog-store inserts (tide bench --store --help)\n"
     "  --calib               instead, time the complete reduce with calibration and store\n"
     "                        (tide bench --calib --help)\n"
+    "  --worker              instead, the worker's sustained rate into a store beside cold\n"
+    "                        tide reduce (tide bench --worker --help)\n"
     "  --diff                instead, time the difference pipeline (tide diff) per stage and\n"
     "                        end to end, and its parts alone, on a simulated pair\n"
     "                        (tide bench --diff --help)\n"
@@ -397,6 +399,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_calib(argc, argv);
         if (!strcmp(argv[i], "--diff"))
             return tide_bench_diff(argc, argv);
+        if (!strcmp(argv[i], "--worker"))
+            return tide_bench_worker(argc, argv);
     }
     tide_cli_common c;
     tide_cli_common_init(&c);
