@@ -115,6 +115,8 @@ typedef struct tide_task_result {
     int64_t nsources;    /**< sources of a reduce task */
     int64_t ncandidates; /**< candidates of a diff task */
     double ms_read, ms_compute, ms_store, ms_write, ms_total; /**< wall times */
+    int fallback; /**< 1: the device ran out of memory and the task ran again on the CPU
+                       backend (the catalog's BACKEND card says cpu) */
 } tide_task_result;
 
 /** A sequence of tasks on one warm context. Used by one thread at a time. */

@@ -15,6 +15,8 @@ const char *tide_cli_common_help =
     "  --backend auto|cpu|cuda  where to compute [auto: the GPU when one is usable]\n"
     "  --device N               CUDA device ordinal [0]\n"
     "  --threads N              CPU threads, 0 = all cores [0]\n"
+    "  --device-memory-cap N    refuse device allocations beyond N bytes (suffix K, M, G):\n"
+    "                           a smaller GPU, or a test of running out [none]\n"
     "  --json                   print results as JSON on stdout\n"
     "  --log-level LEVEL        error, warn, info or debug [warn]\n"
     "  --log-json               log as JSON lines on stderr\n"
@@ -42,7 +44,8 @@ static int parse_count(const char *s, int *out) {
 int tide_cli_common_option(tide_cli_common *c, const char *cmd, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     int takes_value = !strcmp(a, "--backend") || !strcmp(a, "--device") ||
-                      !strcmp(a, "--threads") || !strcmp(a, "--log-level");
+                      !strcmp(a, "--threads") || !strcmp(a, "--log-level") ||
+                      !strcmp(a, "--device-memory-cap");
     if (!strcmp(a, "--json")) {
         c->json = 1;
         return 1;
@@ -71,6 +74,20 @@ int tide_cli_common_option(tide_cli_common *c, const char *cmd, int argc, char *
         bad = parse_count(v, &c->ctx_opt.threads) != 0;
     else if (!strcmp(a, "--log-level"))
         bad = tide_log_level_parse(v, &c->ctx_opt.log.level) != 0;
+    else if (!strcmp(a, "--device-memory-cap")) {
+        char *end;
+        double b = strtod(v, &end);
+        /* bytes, or with a suffix K, M, G (powers of 1024) */
+        double mul = *end == 'K'   ? 1024.0
+                     : *end == 'M' ? 1048576.0
+                     : *end == 'G' ? 1073741824.0
+                                   : 1;
+        if (mul > 1)
+            end++;
+        bad = end == v || *end || !(b >= 1) || b * mul > 1e18;
+        if (!bad)
+            c->ctx_opt.device_mem_cap = (size_t)(b * mul);
+    }
     if (bad) {
         tide_cli_usage_error(cmd, "bad value '%s' for %s", v, a);
         return -1;

@@ -20,6 +20,7 @@ static void on_signal(int sig) {
 /* What the metrics hooks read: the worker's families, its stats, the device. */
 typedef struct worker_watch {
     tide_worker_metrics wm;
+    tide_metric *fallbacks; /* frames run on the CPU after the device ran out of memory */
     tide_metric *malformed_seen;
     const tide_worker_stats *stats;
     int64_t malformed_counted;
@@ -31,6 +32,8 @@ static void on_task(void *user, const tide_task *t, const tide_task_result *r, c
                     double e2e_s) {
     worker_watch *w = user;
     tide_metric_add(w->wm.frames, tide_metric_index(w->wm.frames, status), 1);
+    if (r->fallback)
+        tide_metric_add(w->fallbacks, 0, 1);
     if (strcmp(status, "done") && strcmp(status, "incomplete"))
         return;
     tide_metric *sg = w->wm.stage_seconds;
@@ -200,6 +203,11 @@ int tide_cmd_worker(int argc, char **argv) {
         st = tide_metrics_create(&m);
         if (!st)
             st = tide_metrics_worker(m, &watch.wm);
+        if (!st)
+            st = tide_metrics_counter(m, "tide_device_fallbacks_total",
+                                      "frames run again on the CPU backend after the device ran "
+                                      "out of memory",
+                                      NULL, NULL, 0, &watch.fallbacks);
         if (!st) {
             tide_metrics_on_scrape(m, on_scrape, &watch);
             st = tide_metrics_serve(m, metrics, on_health, &watch, &srv);

@@ -1,7 +1,10 @@
 /* task_runner.c — task after task on one warm context (task.h): the configuration loaded
  * once, one reduce job (and its open store) and one diff job (and its prepared template)
  * kept across tasks; a task with options runs on a configuration derived from the runner's;
- * every failure classified as the task's own (FAILED) or the world's (RETRY). */
+ * every failure classified as the task's own (FAILED) or the world's (RETRY). A frame that
+ * runs the device out of memory is run again on the CPU backend (a lane of its own, made on
+ * first need), so that memory never ends a frame: the catalog's BACKEND card says cpu and the
+ * result says it fell back. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +17,20 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
+/* A context and the jobs on it. */
+typedef struct lane {
+    tide_ctx *ctx;
+    tide_reduce_job *reduce;
+    tide_diff_job *diff; /* on cfg: keeps the template of the last diff task */
+} lane;
+
 struct tide_task_runner {
     tide_ctx *ctx;
     tide_config *cfg;
     tide_reduce_job *reduce;
     tide_diff_job *diff; /* on cfg: keeps the template of the last diff task */
+    lane cpu;            /* the CPU fallback of a CUDA runner, made on first need */
+    tide_ctx_options co; /* the context's options, for the fallback's */
     tide_diff_params dparams;
     char *store;    /* the options' store, or NULL: the configuration's */
     char *outdir;   /* or NULL */
@@ -112,6 +124,7 @@ int tide_task_runner_create(const tide_task_runner_opts *o, tide_task_runner **o
         if (!st && tide_backend_parse(o->backend ? o->backend : "auto", &co.backend))
             st = tide_error(TIDE_E_INVAL, "backend \"%s\": auto, cpu or cuda", o->backend);
     }
+    r->co = co;
     if (!st)
         st = tide_ctx_create(&r->ctx, &co);
     if (!st)
@@ -139,6 +152,10 @@ void tide_task_runner_destroy(tide_task_runner *r) {
     tide_reduce_job_destroy(r->reduce);
     if (r->ctx)
         tide_ctx_destroy(r->ctx);
+    tide_diff_job_destroy(r->cpu.diff);
+    tide_reduce_job_destroy(r->cpu.reduce);
+    if (r->cpu.ctx)
+        tide_ctx_destroy(r->cpu.ctx);
     tide_config_free(r->cfg);
     free(r->store);
     free(r->outdir);
@@ -164,6 +181,28 @@ const tide_ctx *tide_task_runner_ctx(const tide_task_runner *r) {
     return r ? r->ctx : NULL;
 }
 
+/* The CPU lane of a CUDA runner, made on first need: 0, or its error. */
+static int cpu_lane(tide_task_runner *r) {
+    if (r->cpu.ctx)
+        return 0;
+    tide_ctx_options co = r->co;
+    co.backend = TIDE_BACKEND_CPU;
+    co.device_mem_cap = 0;
+    int st = tide_ctx_create(&r->cpu.ctx, &co);
+    if (!st)
+        st = tide_reduce_job_create(r->cpu.ctx, r->cfg, &r->cpu.reduce);
+    if (!st)
+        st = tide_diff_job_create(r->cpu.ctx, r->cfg, &r->cpu.diff);
+    if (st) {
+        tide_diff_job_destroy(r->cpu.diff);
+        tide_reduce_job_destroy(r->cpu.reduce);
+        if (r->cpu.ctx)
+            tide_ctx_destroy(r->cpu.ctx);
+        memset(&r->cpu, 0, sizeof r->cpu);
+    }
+    return st;
+}
+
 /* A status as an outcome: what the world did wrong (a store down, memory) is worth a retry;
  * what the task did wrong is not. */
 static tide_task_outcome classify(int st) {
@@ -183,7 +222,7 @@ static void fail(tide_task_result *res, int st) {
     snprintf(res->reason, sizeof res->reason, "%s", d && d[0] ? d : tide_strerror(st));
 }
 
-static int run_reduce(tide_task_runner *r, const tide_task *t, const tide_task_opts *to,
+static int run_reduce(tide_task_runner *r, lane *L, const tide_task *t, const tide_task_opts *to,
                       const tide_config *cfg, tide_task_result *res) {
     tide_reduce_request rq;
     tide_reduce_request_init(&rq);
@@ -196,12 +235,12 @@ static int run_reduce(tide_task_runner *r, const tide_task *t, const tide_task_o
     rq.cal.refcat = to->refcat;
     rq.cal.index_dir = to->index_dir;
     rq.cal.solve = to->solve;
-    int st = tide_reduce_job_set_config(r->reduce, cfg);
+    int st = tide_reduce_job_set_config(L->reduce, cfg);
     tide_reduce_report rep;
     memset(&rep, 0, sizeof rep);
     if (!st)
-        st = tide_reduce_job_run(r->reduce, &rq, &rep);
-    tide_reduce_job_set_config(r->reduce, r->cfg);
+        st = tide_reduce_job_run(L->reduce, &rq, &rep);
+    tide_reduce_job_set_config(L->reduce, r->cfg);
     if (st) {
         res->output[0] = 0;
         return st;
@@ -219,7 +258,7 @@ static int run_reduce(tide_task_runner *r, const tide_task *t, const tide_task_o
     return 0;
 }
 
-static int run_diff(tide_task_runner *r, const tide_task *t, const tide_config *cfg,
+static int run_diff(tide_task_runner *r, lane *L, const tide_task *t, const tide_config *cfg,
                     tide_task_result *res) {
     tide_diff_request rq;
     tide_diff_request_init(&rq);
@@ -247,8 +286,8 @@ static int run_diff(tide_task_runner *r, const tide_task *t, const tide_config *
     rq.warm = 1;
     rq.inputs = ins;
     rq.ninputs = nin;
-    tide_diff_job *job = r->diff, *own = NULL; /* a task with options: a job of its own */
-    int st = cfg == r->cfg ? 0 : tide_diff_job_create(r->ctx, cfg, &own);
+    tide_diff_job *job = L->diff, *own = NULL; /* a task with options: a job of its own */
+    int st = cfg == r->cfg ? 0 : tide_diff_job_create(L->ctx, cfg, &own);
     if (own)
         job = own;
     tide_diff_report rep;
@@ -284,10 +323,24 @@ int tide_task_run(tide_task_runner *r, const tide_task *t, tide_task_result *res
     if (!st && to.nsets)
         st = tide_task_opts_config(r->cfg, &to, &own);
     const tide_config *cfg = own ? own : r->cfg;
-    if (!st && t->kind == TIDE_TASK_REDUCE)
-        st = run_reduce(r, t, &to, cfg, res);
-    else if (!st)
-        st = run_diff(r, t, cfg, res);
+    lane main_lane = {r->ctx, r->reduce, r->diff};
+    const int parsed = !st;
+    if (parsed)
+        st = t->kind == TIDE_TASK_REDUCE ? run_reduce(r, &main_lane, t, &to, cfg, res)
+                                         : run_diff(r, &main_lane, t, cfg, res);
+    if (parsed && st == TIDE_E_NOMEM && r->ctx->backend == TIDE_BACKEND_CUDA && !cpu_lane(r)) {
+        /* the device ran out of memory (a frame larger than it, or a cap): the CPU backend
+         * gives the same answers, later */
+        tide_log(&r->ctx->log, TIDE_LOG_WARN, "task",
+                 "%s: the device ran out of memory (%s); running it on the CPU backend", t->path,
+                 tide_error_detail());
+        memset(res, 0, sizeof *res);
+        res->image_id = -1;
+        tide_error_clear();
+        st = t->kind == TIDE_TASK_REDUCE ? run_reduce(r, &r->cpu, t, &to, cfg, res)
+                                         : run_diff(r, &r->cpu, t, cfg, res);
+        res->fallback = 1;
+    }
     if (st)
         fail(res, st);
     if (st && res->outcome == TIDE_TASK_RETRY && t->kind == TIDE_TASK_REDUCE) {
@@ -297,6 +350,10 @@ int tide_task_run(tide_task_runner *r, const tide_task *t, tide_task_result *res
         if (!tide_reduce_job_create(r->ctx, r->cfg, &j)) {
             tide_reduce_job_destroy(r->reduce);
             r->reduce = j;
+        }
+        if (r->cpu.ctx && !tide_reduce_job_create(r->cpu.ctx, r->cfg, &j)) {
+            tide_reduce_job_destroy(r->cpu.reduce);
+            r->cpu.reduce = j;
         }
     }
     tide_task_opts_free(&to);
