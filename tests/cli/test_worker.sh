@@ -4,7 +4,7 @@
 # each acked after its commit; a frame that is not FITS is tried --max-attempts times and
 # dead-lettered with its reason, a message that is not a task at once; submitting the frames
 # again replaces their rows (never twice); SIGTERM finishes the frame in hand and leaves the
-# rest queued; a broker that is down is waited for; credentials in the URL are refused; the
+# rest queued; a diff task writes what tide diff --template writes; a broker that is down is waited for; credentials in the URL are refused; the
 # JSON log lines of a frame name it; its metrics pass promtool and count what it did; tide watch submits files closed or renamed into a
 # directory, not partial ones. Skipped (77) without rabbitmq-server.
 set -u
@@ -55,6 +55,19 @@ grep -q '"malformed": 2' "$T/w1.json" || bad "worker summary: $(cat "$T/w1.json"
 for i in 1 2 3 4; do [ -s "$T/out/f$i.cat.fits" ] || bad "no catalog f$i.cat.fits"; done
 grep -q "\"frame\":\"$T/in/f1.fits\"" "$T/w1.log" || bad "no log line names the frame f1"
 [ "$(depth frames)" = 0 ] || bad "queue still holds $(depth frames)"
+
+# 2b. a diff task: the outputs tide diff --template writes, byte for byte
+"$TIDE" sim -o "$T/in/tmpl.fits" --epoch2 "$T/in/new.fits" --width 384 --height 384 \
+    --nstars 150 --ngal 5 --seed 7 >/dev/null 2>&1 || bad "sim pair"
+"$TIDE" submit $Q --job diff --template "$T/in/tmpl.fits" "$T/in/new.fits" >/dev/null ||
+    bad "submit a diff task"
+"$TIDE" worker $Q --outdir "$T/dout" --idle-exit 2 2>"$T/wd.log" || bad "diff worker failed"
+"$TIDE" diff --template "$T/in/tmpl.fits" "$T/in/new.fits" -o "$T/dref" >/dev/null 2>&1 ||
+    bad "tide diff --template failed"
+for f in difference.fits candidates.fits; do
+    [ -s "$T/dout/new/$f" ] || bad "the diff task wrote no $f: $(ls "$T/dout" "$T/dout/new" 2>&1)"
+    cmp -s "$T/dout/new/$f" "$T/dref/new/$f" || bad "the diff task's $f differs from tide diff's"
+done
 
 # 3. the dead letters, with their reasons
 "$TIDE" submit $Q --failed >"$T/dlq.json" 2>/dev/null || bad "submit --failed"
