@@ -78,6 +78,7 @@ int tide_cmd_fit_dipoles(int argc, char **argv);
 int tide_cmd_solve(int argc, char **argv);
 int tide_cmd_index(int argc, char **argv);
 int tide_cmd_query(int argc, char **argv);
+int tide_cmd_xray(int argc, char **argv);
 
 /** `tide bench --xmatch` (bench_xmatch.c) and `tide bench --store` (bench_store.c): argv as
  *  tide_cmd_bench received it. */

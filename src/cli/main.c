@@ -24,6 +24,7 @@ static const tide_command commands[] = {
     {"sim", tide_cmd_sim, "simulate a realistic frame with known truth"},
     {"solve", tide_cmd_solve, "plate-solve a frame or a source list (astrometry.net)"},
     {"stats", tide_cmd_stats, "pixel statistics of an image (identical on CPU and GPU)"},
+    {"xray", tide_cmd_xray, "X-ray detector delay scans: probe, sim, traces, LPSVD fit maps"},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 
