@@ -331,7 +331,14 @@ int xray_h5_write(hid_t loc, const char *path, const char *name, int rank, const
     for (int i = 0; i < rank; i++)
         hd[i] = (hsize_t)dims[i];
     hid_t sp = H5Screate_simple(rank, hd, NULL);
-    hid_t d = sp < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    /* no modification times in the object headers: the same content gives the same bytes */
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    if (pl >= 0)
+        H5Pset_obj_track_times(pl, 0);
+    hid_t d =
+        sp < 0 || pl < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    if (pl >= 0)
+        H5Pclose(pl);
     herr_t e = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
     if (d >= 0)
         H5Dclose(d);

@@ -112,7 +112,7 @@ static int write_cube(const tide_xray_sim_params *p, int file, const char *path,
     pl = H5Pcreate(H5P_DATASET_CREATE);
     float fill = 0.0f;
     if (sp < 0 || pl < 0 || H5Pset_chunk(pl, 3, ch) < 0 ||
-        H5Pset_fill_value(pl, H5T_NATIVE_FLOAT, &fill) < 0 ||
+        H5Pset_fill_value(pl, H5T_NATIVE_FLOAT, &fill) < 0 || H5Pset_obj_track_times(pl, 0) < 0 ||
         (d = H5Dcreate2(h, leg ? "jungfrau1M_data" : "imgs", H5T_IEEE_F32LE, sp, H5P_DEFAULT, pl,
                         H5P_DEFAULT)) < 0) {
         st = tide_error(TIDE_E_IO, "%s: cannot create the cube", shown);
