@@ -557,10 +557,12 @@ TIDE_HD static inline double xray_lm_row(const double *th, int M, const int *act
 /** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
  *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
  *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
- *  that does not, stop when a step lowers χ² by less than 1e-12 of it, at λ > 1e12 or after
- *  XRAY_LM_MAXIT iterations. The result replaces @p res only when it has a lower χ² and finite
- * values; modes are re-sorted by amplitude. Returns the iterations, 0 when nothing was done (status
- *  not ok, or more than XRAY_LM_MAXMODES modes). @p w: xray_lp_work_doubles(n) doubles. */
+ *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt), stop when a step
+ * lowers χ² by less than 1e-12 of it, at λ > 1e12 or after XRAY_LM_MAXIT iterations. The result
+ * replaces
+ * @p res only when it has a lower χ² and finite values; modes are re-sorted by amplitude. Returns
+ * the iterations, 0 when nothing was done (status not ok, or more than XRAY_LM_MAXMODES modes). @p
+ * w: xray_lp_work_doubles(n) doubles. */
 TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, double *w,
                                          tide_xray_lp_result *res) {
     const int M = res->nmodes;
@@ -631,7 +633,13 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
                 const double r = s[j] - xray_lm_row(tn, M, act, na, j * dt, J);
                 cn += r * r;
             }
-            if (isfinite(cn) && cn < chi) {
+            /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
+             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span) */
+            int inband = 1;
+            for (int k = 0; k < M; k++)
+                inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
+                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1));
+            if (inband && isfinite(cn) && cn < chi) {
                 const double drop = chi - cn;
                 for (int a = 0; a <= 4 * M; a++)
                     th[a] = tn[a];
