@@ -1,38 +1,15 @@
 /* xray_lpsvd_cpu.c — the CPU twin of the batched LPSVD (the reference the CUDA kernel is held
- * to): OpenMP over traces, one workspace per thread, xray_math.h per trace; and the
- * Cramér–Rao bounds of the damped-cosine model from its Jacobian. */
-#include <math.h>
+ * to): OpenMP over traces, one workspace per thread, xray_math.h per trace. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "tide/status.h"
+#include "xray/xray_kernels.h"
 #include "xray/xray_math.h"
 
-const char *tide_xray_reason_name(int reason) {
-    switch (reason) {
-    case TIDE_XRAY_R_NONE: return "ok";
-    case TIDE_XRAY_R_SHORT: return "too few samples";
-    case TIDE_XRAY_R_NONFINITE: return "non-finite value";
-    case TIDE_XRAY_R_ZERO: return "zero trace";
-    case TIDE_XRAY_R_SVD: return "Hankel SVD failed";
-    case TIDE_XRAY_R_ROOTS: return "roots did not converge";
-    case TIDE_XRAY_R_LSQ: return "amplitude least squares failed";
-    case TIDE_XRAY_R_NOMODE: return "no damped mode";
-    case TIDE_XRAY_R_NOLIGHT: return "no light (off sum or monitor <= 0)";
-    default: return "unknown";
-    }
-}
-
-int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t ntr, int n, double dt,
-                          int components, int refine, tide_xray_lp_result *results) {
+int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job) {
     (void)ctx;
-    if (ntr < 0 || n < 1 || n > 65536 || !(dt > 0) || components < 1 ||
-        components > TIDE_XRAY_MAX_COMPONENTS || (ntr > 0 && (!traces || !results)))
-        return tide_error(TIDE_E_INVAL,
-                          "xray lpsvd: %lld traces of %d samples, dt %g, %d "
-                          "components",
-                          (long long)ntr, n, dt, components);
-    const int64_t nw = xray_lp_work_doubles(n);
+    const int n = job->n;
+    const int64_t nw = xray_lp_work_doubles(n), ntr = job->ntr;
     int fail = 0;
 #pragma omp parallel
     {
@@ -44,81 +21,13 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
 #pragma omp for schedule(dynamic, 8)
         for (int64_t i = 0; i < ntr; i++)
             if (w) {
-                xray_lpsvd(traces + i * n, n, dt, components, w, &results[i]);
-                results[i].refine_iter =
-                    refine ? xray_lm_refine(traces + i * n, n, dt, w, &results[i]) : 0;
+                const double *s = job->traces + i * n;
+                xray_lpsvd(s, n, job->dt, job->components, w, &job->out[i]);
+                job->out[i].refine_iter =
+                    job->refine ? xray_lm_refine(s, n, job->dt, w, &job->out[i]) : 0;
             }
         free(w);
     }
     return fail ? tide_error(TIDE_E_NOMEM, "xray lpsvd: workspace of %lld doubles", (long long)nw)
                 : 0;
-}
-
-/* Cholesky factor and inverse of the SPD matrix A (p × p, row-major) in place. */
-static int spd_inverse(double *A, int p) {
-    double L[27 * 27];
-    if (p > 27)
-        return -1;
-    memset(L, 0, sizeof L);
-    for (int j = 0; j < p; j++) {
-        double d = A[j * p + j];
-        for (int k = 0; k < j; k++)
-            d -= L[j * p + k] * L[j * p + k];
-        if (!(d > 0))
-            return -1;
-        L[j * p + j] = sqrt(d);
-        for (int i = j + 1; i < p; i++) {
-            double s = A[i * p + j];
-            for (int k = 0; k < j; k++)
-                s -= L[i * p + k] * L[j * p + k];
-            L[i * p + j] = s / L[j * p + j];
-        }
-    }
-    /* columns of A⁻¹ by forward and back substitution of unit vectors */
-    for (int c = 0; c < p; c++) {
-        double y[27];
-        for (int i = 0; i < p; i++) {
-            double s = i == c ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
-                s -= L[i * p + k] * y[k];
-            y[i] = s / L[i * p + i];
-        }
-        for (int i = p - 1; i >= 0; i--) {
-            double s = y[i];
-            for (int k = i + 1; k < p; k++)
-                s -= L[k * p + i] * y[k];
-            y[i] = s / L[i * p + i];
-        }
-        for (int i = 0; i < p; i++)
-            A[i * p + c] = y[i];
-    }
-    return 0;
-}
-
-int tide_xray_crb(const tide_xray_lp_result *tr, int n, double dt, double sigma, double *crb) {
-    const int M = tr->nmodes, p = 4 * M + 1;
-    if (M < 0 || p > 27 || n < p || !(sigma > 0) || !(dt > 0))
-        return tide_error(TIDE_E_INVAL, "xray crb: %d modes, %d samples", M, n);
-    double F[27 * 27], J[27];
-    memset(F, 0, sizeof F);
-    for (int j = 0; j < n; j++) {
-        const double t = j * dt;
-        for (int k = 0; k < M; k++) {
-            const double e = exp(-tr->decay[k] * t), a = tr->omega[k] * t + tr->phase[k];
-            const double A = tr->amp[k], c = cos(a), s = sin(a);
-            J[4 * k + 0] = -A * t * e * s; /* ∂/∂ω */
-            J[4 * k + 1] = -A * t * e * c; /* ∂/∂b */
-            J[4 * k + 2] = e * c;          /* ∂/∂A */
-            J[4 * k + 3] = -A * e * s;     /* ∂/∂φ */
-        }
-        J[4 * M] = 1.0;
-        for (int a = 0; a < p; a++)
-            for (int b = 0; b < p; b++)
-                F[a * p + b] += J[a] * J[b] / (sigma * sigma);
-    }
-    if (spd_inverse(F, p))
-        return tide_error(TIDE_E_RANGE, "xray crb: singular Fisher matrix");
-    for (int a = 0; a < p; a++)
-        crb[a] = sqrt(F[a * p + a]);
-    return 0;
 }

@@ -229,7 +229,8 @@ static int write_summary(const xray_write_ctx *w, const char *path, const char *
                 w->fp->modes, w->fp->refine ? "true" : "false");
     fprintf(f, "},\n  \"device\": ");
     json_str(f, w->ctx ? w->ctx->device_name : "CPU");
-    fprintf(f, ",\n  \"lpsvd_backend\": \"cpu\",\n");
+    fprintf(f, ",\n  \"lpsvd_backend\": \"%s\",\n",
+            w->ctx && w->ctx->backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu");
     fprintf(f, "  \"zero_index\": %d,\n  \"zero_from_data\": %s,\n  \"zero_delay\": %.17g,\n",
             S->zero_index, S->zero_from_data ? "true" : "false", I->delays[S->zero_index]);
     fprintf(f, "  \"fit_start\": %d,\n  \"fit_len\": %d,\n  \"grid\": [%lld, %lld],\n",
