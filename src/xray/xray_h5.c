@@ -292,7 +292,26 @@ int xray_open(const char *path, xray_file *f) {
     memset(f, 0, sizeof *f);
     f->file = f->cube = -1;
     snprintf(f->path, sizeof f->path, "%s", path);
-    return probe_open(path, &f->info, &f->file, &f->cube);
+    int st = probe_open(path, &f->info, &f->file, &f->cube);
+    if (st)
+        return st;
+    /* Reopen the cube with a chunk cache that can hold a row block's chunks across all
+     * frames: a file chunked per frame, and compressed, would otherwise decompress every
+     * frame's chunk once per row block. Only what is used is allocated. */
+    const double bytes = 4.0 * (double)f->info.nframes * (double)f->info.ny * (double)f->info.nx;
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0 &&
+        H5Pset_chunk_cache(dapl, 100003, (size_t)(bytes < 1073741824.0 ? bytes : 1073741824.0),
+                           1.0) >= 0) {
+        hid_t c = H5Dopen2(f->file, f->info.cube, dapl);
+        if (c >= 0) {
+            H5Dclose(f->cube);
+            f->cube = c;
+        }
+    }
+    if (dapl >= 0)
+        H5Pclose(dapl);
+    return 0;
 }
 
 void xray_close(xray_file *f) {
