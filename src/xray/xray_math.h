@@ -196,6 +196,37 @@ TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols
     return conv ? sweep : -1;
 }
 
+/** The R factor of the Householder QR of the rows × cols matrix A (rows >= cols, by columns,
+ *  destroyed) into @p R (cols × cols by columns, zeros below the diagonal). A and R have the
+ *  same right singular vectors and singular values, so a Jacobi SVD of the small R does the
+ *  work of one on A (the preconditioning of Drmač & Veselić). */
+TIDE_HD static inline void xray_qr_r(double *A, int lda, int rows, int cols, double *R) {
+    for (int k = 0; k < cols; k++) {
+        double *a = A + (int64_t)k * lda;
+        double nrm = 0.0;
+        for (int i = k; i < rows; i++)
+            nrm += a[i] * a[i];
+        nrm = sqrt(nrm);
+        const double alpha = a[k] > 0 ? -nrm : nrm;
+        /* v = a[k:] - alpha e_k, kept in a[k:]; H = I - 2 v vᵀ / (vᵀv) */
+        a[k] -= alpha;
+        double vv = 0.0;
+        for (int i = k; i < rows; i++)
+            vv += a[i] * a[i];
+        for (int j = k + 1; j < cols && vv > 0; j++) {
+            double *b = A + (int64_t)j * lda;
+            double d = 0.0;
+            for (int i = k; i < rows; i++)
+                d += a[i] * b[i];
+            const double f = 2.0 * d / vv;
+            for (int i = k; i < rows; i++)
+                b[i] -= f * a[i];
+        }
+        for (int i = 0; i < cols; i++)
+            R[k * cols + i] = i < k ? A[(int64_t)k * lda + i] : (i == k ? alpha : 0.0);
+    }
+}
+
 /* ---- polynomial roots -------------------------------------------------------------------- */
 
 /** Roots of the monic polynomial z^deg + a[1] z^(deg-1) + ... + a[deg] (a[0] = 1 is ignored)
@@ -300,7 +331,7 @@ TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
     int m, r;
     xray_lp_sizes(n, &m, &r);
     const int64_t p = TIDE_XRAY_MAX_COMPONENTS + 1;
-    return (int64_t)m * r + (int64_t)r * r + r + p + m + 1 + 2 * (int64_t)m + (m + 1) / 2 + 1 +
+    return (int64_t)m * r + 2 * (int64_t)r * r + r + p + m + 1 + 2 * (int64_t)m + (m + 1) / 2 + 1 +
            (int64_t)n * p + p * p + p + 4 * TIDE_XRAY_MAX_COMPONENTS + 8 +
            2 * (int64_t)XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP;
 }
@@ -316,11 +347,11 @@ TIDE_HD static inline double xray_model(const tide_xray_lp_result *r, double t) 
 /** Fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
  *  @p components singular values (the model order) into @p res; @p w has
  *  xray_lp_work_doubles(n) doubles. Steps: Hankel matrix H[i][j] = s[i+1+j] (rows × m), its
- *  SVD (Jacobi on Hᵀ), order k = min(components, rows, #σ > 1e-12 σmax), backward prediction
- *  coefficients c = V_k Σ_k⁻¹ U_kᵀ s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹ − … − c_m (signal
- *  roots are 1/z of the modes' z = e^((−b+iω)dt), so outside the unit circle; the extraneous
- *  ones fall inside, Kumaresan & Tufts 1982), decay b = ln|w|/dt and ω = |arg w|/dt, keeping
- *  one root of each conjugate pair and real roots, with b >= 0 (a real root with b·T < 0.01
+ *  SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k = min(components, rows, #σ > 1e-12
+ * σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹
+ * − … − c_m (signal roots are 1/z of the modes' z = e^((−b+iω)dt), so outside the unit circle; the
+ * extraneous ones fall inside, Kumaresan & Tufts 1982), decay b = ln|w|/dt and ω = |arg w|/dt,
+ * keeping one root of each conjugate pair and real roots, with b >= 0 (a real root with b·T < 0.01
  *  over the span T is the constant, fitted on its own); then amplitudes and phases by least
  *  squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt | e^(−bt) for real roots | 1]. Modes are
  *  returned by decreasing amplitude. Sets res->status and res->reason. */
@@ -346,9 +377,10 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
             res->reason = TIDE_XRAY_R_NONFINITE;
             return;
         }
-    double *B = w;           /* Hᵀ: r columns of length m */
-    double *V = B + m * r;   /* r × r */
-    double *sig = V + r * r; /* r, then the least squares' r + 1 at most */
+    double *B = w;            /* Hᵀ: r columns of length m */
+    double *V = B + m * r;    /* r × r */
+    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
+    double *sig = Rf + r * r; /* r, then the least squares' r + 1 at most */
     double *c = sig + r + TIDE_XRAY_MAX_COMPONENTS + 1; /* m + 1: the polynomial [1, -c] */
     double *zr = c + m + 1;                             /* m */
     double *zi = zr + m;                                /* m */
@@ -371,7 +403,10 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
     for (int i = 0; i < r; i++)
         for (int j = 0; j < m; j++)
             B[i * m + j] = s[i + 1 + j];
-    if (xray_jacobi_svd(B, m, m, r, V, sig) < 0) {
+    /* Hᵀ = Q R: the Jacobi sweeps run on the r × r factor R (3× shorter columns); Hᵀ itself
+     * is needed only as s again (below) */
+    xray_qr_r(B, m, m, r, Rf);
+    if (xray_jacobi_svd(Rf, r, r, r, V, sig) < 0) {
         res->reason = TIDE_XRAY_R_SVD;
         return;
     }
@@ -389,17 +424,24 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         res->reason = TIDE_XRAY_R_SVD;
         return;
     }
-    /* c = Σ_i B_i (v_i · s0) / σ_i²: B's columns are σ_i times H's right singular vectors */
-    c[0] = 1.0;
-    for (int j = 0; j < m; j++)
-        c[j + 1] = 0.0;
+    /* c = U_k Σ_k⁻¹ V_kᵀ s0 with Hᵀ v_i = σ_i u_i: c = Hᵀ y, y = Σ_i v_i (v_i · s0) / σ_i² */
+    double *y = B; /* r doubles: Hᵀ's columns are not needed again */
+    for (int q = 0; q < r; q++)
+        y[q] = 0.0;
     for (int i = 0; i < k; i++) {
         double g = 0.0;
         for (int q = 0; q < r; q++)
             g += V[i * r + q] * s[q];
         g /= sig[i] * sig[i];
-        for (int j = 0; j < m; j++)
-            c[j + 1] -= g * B[i * m + j];
+        for (int q = 0; q < r; q++)
+            y[q] += g * V[i * r + q];
+    }
+    c[0] = 1.0;
+    for (int j = 0; j < m; j++) {
+        double a = 0.0;
+        for (int q = 0; q < r; q++)
+            a += s[q + 1 + j] * y[q];
+        c[j + 1] = -a;
     }
     if (xray_roots(c, m, zr, zi, done) < 0) {
         res->reason = TIDE_XRAY_R_ROOTS;
