@@ -737,16 +737,29 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
     return it;
 }
 
-/** |DFT|/n of @p s (n samples) at bins 0..nb-1 (nb <= n/2), in float64 with the angles
- *  reduced exactly (k·j mod n), so every backend sums the same terms in the same order. */
-TIDE_HD static inline void xray_dft_abs(const double *s, int n, int nb, double *out) {
+/** The DFT's twiddles for @p n points: tw[2p] = cos(2πp/n), tw[2p+1] = sin(2πp/n). */
+TIDE_HD static inline void xray_dft_twiddles(int n, double *tw) {
+    for (int p = 0; p < n; p++) {
+        const double a = 6.283185307179586 * (double)p / n;
+        tw[2 * p] = cos(a);
+        tw[2 * p + 1] = sin(a);
+    }
+}
+
+/** |DFT|/n of @p s (n samples) at bins 0..nb-1 (nb <= n/2), in float64, the angle of term
+ *  (k, j) taken from the twiddles @p tw (xray_dft_twiddles) at k·j mod n, so every backend
+ *  sums the same terms in the same order. */
+TIDE_HD static inline void xray_dft_abs(const double *s, int n, int nb, const double *tw,
+                                        double *out) {
     for (int kb = 0; kb < nb; kb++) {
         double re = 0.0, im = 0.0;
+        int ph = 0;
         for (int j = 0; j < n; j++) {
-            const int64_t ph = ((int64_t)kb * j) % n;
-            const double a = 6.283185307179586 * (double)ph / n;
-            re += s[j] * cos(a);
-            im -= s[j] * sin(a);
+            re += s[j] * tw[2 * ph];
+            im -= s[j] * tw[2 * ph + 1];
+            ph += kb;
+            if (ph >= n)
+                ph -= n;
         }
         out[kb] = sqrt(re * re + im * im) / n;
     }

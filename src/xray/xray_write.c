@@ -56,6 +56,12 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
     for (int64_t k = 0; k < m->nb; k++)
         m->fft_freq[k] = (double)k / ((double)L * w->dt);
     const int64_t M = m->M, nb = m->nb;
+    double *tw = malloc(sizeof(double) * 2 * (size_t)(L > 0 ? L : 1));
+    if (!tw) {
+        maps_free(m);
+        return tide_error(TIDE_E_NOMEM, "xray: DFT twiddles");
+    }
+    xray_dft_twiddles((int)L, tw);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < np; i++) {
         const tide_xray_lp_result *r = &w->res[i];
@@ -72,10 +78,11 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
         m->reason[i] = (uint8_t)r->reason;
         double d[4096];
         const int64_t nbc = nb < 4096 ? nb : 4096;
-        xray_dft_abs(w->seg + i * L, (int)L, (int)nbc, d);
+        xray_dft_abs(w->seg + i * L, (int)L, (int)nbc, tw, d);
         for (int64_t k = 0; k < nb; k++)
             m->fft[k * np + i] = k < nbc ? (float)d[k] : 0.0f;
     }
+    free(tw);
     return 0;
 }
 
