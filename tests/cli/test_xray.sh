@@ -97,6 +97,10 @@ echo "$out" | grep -q "monitor ipm3__sum" || bad "legate monitor: $out"
 "$TIDE" xray fit "$T/l/on.h5" "$T/l/off.h5" -o "$T/lf" --tile-y 16 --zero-index 4 --no-png \
     >"$T/lf.txt" || bad "legate fit"
 grep -q "16 traces (4 x 4): 16 ok" "$T/lf.txt" || bad "legate fit: $(cat "$T/lf.txt")"
+"$TIDE" xray fit "$T/l/on.h5" "$T/l/off.h5" -o "$T/lz" --tile-y 16 --zero-delay 0.36 --no-png \
+    --json >"$T/lz.json" || bad "fit --zero-delay"
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["zero_index"]==4 and d["ok"]==16, d' "$T/lz.json" ||
+    bad "--zero-delay 0.36: $(cat "$T/lz.json")"
 
 # ---- bad inputs -------------------------------------------------------------------------------
 "$TIDE" xray sim -o "$T/m" --ny 64 --nx 48 >/dev/null || bad "sim m"
