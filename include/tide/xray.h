@@ -137,6 +137,11 @@ typedef struct tide_xray_sim_params {
     int tile;           /**< modes are constant over tile × tile pixels [16] and vary
                              across the detector: ω_k (1 + 0.2 u), A_k (1 + 0.4 v) with u,
                              v in [-1/2, 1/2] the tile centre's x and y over the cube */
+    double chirp;       /**< distortion: each mode's frequency ω (1 + chirp t), t from zero
+                             delay, in the on file [0] (truth: the ω at t = 0) */
+    double glitch_frac; /**< distortion: this fraction of (pixel, frame) samples of both files
+                             times 1 + U(0, 4), a glitch [0] */
+    double clip;        /**< distortion: samples clipped at this many counts, 0 = none [0] */
     uint64_t seed;      /**< [1] */
 } tide_xray_sim_params;
 

@@ -58,6 +58,9 @@ static const char *help =
     "  --read-noise E           read noise per pixel [0]\n"
     "  --no-noise               noiseless\n"
     "  --tile N                 modes constant per N x N pixels [16]\n"
+    "  --chirp C                distortion: frequencies w (1 + C t) in the on file [0]\n"
+    "  --glitches F             distortion: a fraction F of samples times 1 + U(0,4) [0]\n"
+    "  --clip C                 distortion: samples clipped at C counts [0: none]\n"
     "  --seed N                 [1]\n";
 
 static int parse_list(const char *s, long long *v, int n) {
@@ -197,6 +200,12 @@ static int cmd_sim(int argc, char **argv) {
             p.counts = d;
         else if (!strcmp(a, "--read-noise") && !tide_cli_parse_number(val, &d) && d >= 0)
             p.read_noise = d;
+        else if (!strcmp(a, "--chirp") && !tide_cli_parse_number(val, &d))
+            p.chirp = d;
+        else if (!strcmp(a, "--glitches") && !tide_cli_parse_number(val, &d) && d >= 0 && d <= 1)
+            p.glitch_frac = d;
+        else if (!strcmp(a, "--clip") && !tide_cli_parse_number(val, &d) && d >= 0)
+            p.clip = d;
         else
             return tide_cli_usage_error(cmd, "unknown option or bad value: %s %s", a, val);
     }

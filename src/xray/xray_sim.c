@@ -16,7 +16,7 @@
 #include "xray/xray_math.h"
 
 /* Streams of core/rng.h for tide xray (beyond the frame simulator's). */
-enum { XRAY_STREAM_PIXEL = 40, XRAY_STREAM_MONITOR = 41 };
+enum { XRAY_STREAM_PIXEL = 40, XRAY_STREAM_MONITOR = 41, XRAY_STREAM_GLITCH = 44 };
 
 void tide_xray_sim_defaults(tide_xray_sim_params *p) {
     memset(p, 0, sizeof *p);
@@ -60,6 +60,17 @@ static void tile_truth(const tide_xray_sim_params *p, int64_t ty, int64_t tx,
     }
     t->constant = p->constant * p->amp_scale;
     t->status = TIDE_XRAY_OK;
+}
+
+/* The on/off ratio - 1 of a tile at time t from zero delay, with the chirp. */
+static double signal(const tide_xray_lp_result *t, double chirp, double tt) {
+    if (chirp == 0.0)
+        return xray_model(t, tt);
+    double v = t->constant;
+    for (int k = 0; k < t->nmodes; k++)
+        v += t->amp[k] * exp(-t->decay[k] * tt) *
+             cos(t->omega[k] * tt * (1.0 + 0.5 * chirp * tt) + t->phase[k]);
+    return v;
 }
 
 static double monitor(const tide_xray_sim_params *p, int file, int64_t f) {
@@ -139,15 +150,21 @@ static int write_cube(const tide_xray_sim_params *p, int file, const char *path,
                     p->counts * (1.0 + 0.2 * cos((double)x / 37.0) * sin((double)y / 53.0));
                 sim_rng r = sim_rng_make(p->seed, XRAY_STREAM_PIXEL + 2 * (uint64_t)file,
                                          (uint64_t)(y * nx + x));
+                sim_rng rg = sim_rng_make(p->seed, XRAY_STREAM_GLITCH + (uint64_t)file,
+                                          (uint64_t)(y * nx + x));
                 for (int64_t f = 0; f < F; f++) {
                     double mean = I * mon[f];
                     if (file == 0 && f >= p->zero_index)
-                        mean *= 1.0 + xray_model(&tr, (double)(f - p->zero_index) * p->dt);
+                        mean *= 1.0 + signal(&tr, p->chirp, (double)(f - p->zero_index) * p->dt);
                     double v = mean;
                     if (p->noise) {
                         const double g = sim_rng_gauss(&r);
                         v += g * sqrt(fmax(mean, 0.0) + p->read_noise * p->read_noise);
                     }
+                    if (p->glitch_frac > 0 && sim_rng_uniform(&rg) < p->glitch_frac)
+                        v *= 1.0 + sim_rng_range(&rg, 0.0, 4.0);
+                    if (p->clip > 0 && v > p->clip)
+                        v = p->clip;
                     buf[(f * nr + (y - y0)) * aw + (x - ax0)] = (float)v;
                 }
             }
@@ -235,6 +252,8 @@ static int write_truth_json(const tide_xray_sim_params *p, const char *path, con
             p->zero_offset, p->counts, p->read_noise);
     fprintf(f, "  \"noise\": %s,\n  \"amp_scale\": %.17g,\n  \"tile\": %d,\n",
             p->noise ? "true" : "false", p->amp_scale, p->tile);
+    fprintf(f, "  \"chirp\": %.17g,\n  \"glitch_frac\": %.17g,\n  \"clip\": %.17g,\n", p->chirp,
+            p->glitch_frac, p->clip);
     fprintf(f, "  \"constant\": %.17g,\n  \"modes\": [", p->constant * p->amp_scale);
     for (int k = 0; k < p->nmodes; k++)
         fprintf(f,
@@ -256,7 +275,8 @@ static int write_truth_json(const tide_xray_sim_params *p, const char *path, con
 int tide_xray_sim(const tide_xray_sim_params *pin, const char *dir) {
     tide_xray_sim_params p = *pin;
     if (p.nframes < 8 || p.ny < 1 || p.nx < 1 || p.nmodes < 1 || p.nmodes > 2 || p.tile < 1 ||
-        !(p.dt > 0) || p.zero_index < 0 || p.zero_index >= p.nframes || !(p.counts > 0))
+        !(p.dt > 0) || p.zero_index < 0 || p.zero_index >= p.nframes || !(p.counts > 0) ||
+        !(p.glitch_frac >= 0 && p.glitch_frac <= 1) || !(p.clip >= 0) || !isfinite(p.chirp))
         return tide_error(TIDE_E_INVAL,
                           "xray sim: bad parameters (frames %lld, modes %d, tile "
                           "%d, dt %g, zero index %d, counts %g)",

@@ -102,6 +102,21 @@ grep -q "16 traces (4 x 4): 16 ok" "$T/lf.txt" || bad "legate fit: $(cat "$T/lf.
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["zero_index"]==4 and d["ok"]==16, d' "$T/lz.json" ||
     bad "--zero-delay 0.36: $(cat "$T/lz.json")"
 
+# ---- distortions: glitches and a chirp are absorbed; heavy clipping fails with a reason -------
+"$TIDE" xray sim -o "$T/d1" --ny 64 --nx 64 --glitches 0.001 --chirp 0.01 >/dev/null &&
+    "$TIDE" xray fit "$T/d1/on.h5" "$T/d1/off.h5" -o "$T/d1f" --tile-y 16 --integrate 0 --no-png \
+        >"$T/d1.txt" || bad "glitch/chirp sim or fit"
+grep -q "16 traces (4 x 4): 16 ok" "$T/d1.txt" || bad "glitches + chirp: $(cat "$T/d1.txt")"
+"$TIDE" xray sim -o "$T/d2" --ny 64 --nx 64 --clip 1300 >/dev/null &&
+    "$TIDE" xray fit "$T/d2/on.h5" "$T/d2/off.h5" -o "$T/d2f" --tile-y 16 --integrate 0 --no-png \
+        >/dev/null || bad "clip sim or fit"
+"$PY" -c '
+import sys, h5py, numpy as np
+m = h5py.File(sys.argv[1], "r")
+st, rs = m["fit_status"][...], m["reason"][...]
+assert set(np.unique(st)) <= {1, 3} and (rs[st == 3] == 7).all() and (rs[st == 1] == 0).all(), (st, rs)
+' "$T/d2f/maps.h5" || bad "clipped fit statuses"
+
 # ---- bad inputs -------------------------------------------------------------------------------
 "$TIDE" xray sim -o "$T/m" --ny 64 --nx 48 >/dev/null || bad "sim m"
 "$PY" - "$T" <<'PYEOF' || bad "cannot make bad files"
