@@ -5,14 +5,16 @@
 # per-trace loop (bench/xray_numpy.py, cuPhoton's method) on the strips' own traces.
 #
 # usage: bench/xray_bench.sh [WORKDIR] [TIDE] (WORKDIR needs ~1 GB; default $OUT or /tmp)
-# The first fit reads the files cold; run it twice to time "from HDF5 in the page cache".
+# Each fit runs twice: the second times the pair "from HDF5 in the page cache".
+# XRAY_BENCH_SIM="--ny 64 --nx 64" makes a small pair instead (a smoke run of the script).
 set -eu
 W=${1:-${OUT:-/tmp}}/xray-bench
 TIDE=${2:-build/tide}
 PY=${TIDE_PYTHON:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$W"
-[ -s "$W/sim/on.h5" ] || "$TIDE" xray sim -o "$W/sim"
+# shellcheck disable=SC2086
+[ -s "$W/sim/on.h5" ] || "$TIDE" xray sim -o "$W/sim" ${XRAY_BENCH_SIM:-}
 "$TIDE" xray probe "$W/sim/on.h5" "$W/sim/off.h5"
 run() { # run NAME ARGS...
     local name=$1
