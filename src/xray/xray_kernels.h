@@ -11,6 +11,12 @@
 extern "C" {
 #endif
 
+/** Traces of at most this many samples run on the GPU with the workspace in each thread's
+ *  local memory (a fixed-size array: the hardware interleaves it across threads, so the
+ *  threads of a warp touching the same element make one coalesced access); longer ones with
+ *  slices of a device buffer (job->work). */
+#define XRAY_GPU_NMAX 128
+
 /** One batch; traces and results live where the backend computes. */
 typedef struct xray_lp_job {
     const double *traces; /**< ntr × n */
@@ -19,7 +25,8 @@ typedef struct xray_lp_job {
     double dt;
     int components, refine;
     tide_xray_lp_result *out;
-    double *work; /**< CUDA: ntr × xray_lp_work_doubles(n) device doubles; CPU: unused */
+    double *work; /**< CUDA with n > XRAY_GPU_NMAX: ntr × xray_lp_work_doubles(n) device
+                       doubles; otherwise unused */
 } xray_lp_job;
 
 int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job);

@@ -11,7 +11,8 @@
 #include "xray/xray_kernels.h"
 #include "xray/xray_math.h"
 
-/* Traces per device chunk: the workspace is ~70 KB a trace for 100 samples. */
+/* Traces per device chunk (beyond XRAY_GPU_NMAX samples the workspace, ~75 KB a trace for
+ * 100 samples, is a device buffer of the chunk). */
 #define XRAY_CHUNK 65536
 
 const char *tide_xray_reason_name(int reason) {
@@ -48,7 +49,7 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * n), &dtr);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(tide_xray_lp_result) * (size_t)chunk, &dres);
-    if (!st)
+    if (!st && n > XRAY_GPU_NMAX)
         st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * nw), &dw);
     for (int64_t s0 = 0; !st && s0 < ntr; s0 += chunk) {
         const int64_t m = ntr - s0 < chunk ? ntr - s0 : chunk;

@@ -326,14 +326,21 @@ TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
 #define XRAY_LM_MAXP (4 * XRAY_LM_MAXMODES + 1)
 #define XRAY_LM_MAXIT 200
 
-/** Doubles of workspace xray_lpsvd (and xray_lm_refine after it) needs for @p n samples. */
+/** Doubles of workspace xray_lpsvd needs for @p n samples (xray_lm_refine, which runs after
+ *  it, reuses the start of the same workspace). */
+#define XRAY_LP_WORK(n, m, r, p)                                                                   \
+    ((m) * (r) + 2 * (r) * (r) + (r) + (p) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) +   \
+     (p) * (p) + (p) + 4 * TIDE_XRAY_MAX_COMPONENTS + 8)
+/** Doubles of workspace xray_lm_refine needs. */
+#define XRAY_LM_WORK (2 * XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP)
+
+/** Doubles of workspace xray_lpsvd and xray_lm_refine need for @p n samples. */
 TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
     int m, r;
     xray_lp_sizes(n, &m, &r);
-    const int64_t p = TIDE_XRAY_MAX_COMPONENTS + 1;
-    return (int64_t)m * r + 2 * (int64_t)r * r + r + p + m + 1 + 2 * (int64_t)m + (m + 1) / 2 + 1 +
-           (int64_t)n * p + p * p + p + 4 * TIDE_XRAY_MAX_COMPONENTS + 8 +
-           2 * (int64_t)XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP;
+    const int64_t lp =
+        XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
+    return lp > XRAY_LM_WORK ? lp : XRAY_LM_WORK;
 }
 
 /** The model of @p r at time t: sum_k A_k e^(-b_k t) cos(ω_k t + φ_k) + constant. */

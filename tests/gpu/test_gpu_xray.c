@@ -110,6 +110,31 @@ int main(void) {
             else
                 CHECK(bad * 100 < n);
         }
+    /* longer traces (beyond XRAY_GPU_NMAX samples: the device-buffer workspace) */
+    {
+        enum { N2 = 150 };
+        const int64_t n2 = 1024;
+        for (int64_t i = 0; i < n2; i++) {
+            sim_rng g = sim_rng_make(40, 2, (uint64_t)i);
+            tide_xray_lp_result t;
+            memset(&t, 0, sizeof t);
+            t.nmodes = 1;
+            t.omega[0] = sim_rng_range(&g, 0.8, 1.6);
+            t.decay[0] = 0.05;
+            t.amp[0] = 1.0;
+            t.phase[0] = 0.2;
+            t.constant = 0.1;
+            for (int j = 0; j < N2; j++)
+                s[i * N2 + j] = xray_model(&t, j * DT) + 0.002 * sim_rng_gauss(&g);
+        }
+        CHECK_OK(tide_xray_lpsvd_batch(cpu, s, n2, N2, DT, 3, 1, rc));
+        CHECK_OK(tide_xray_lpsvd_batch(gpu, s, n2, N2, DT, 3, 1, rg));
+        double worst;
+        const int64_t bad = compare(rc, rg, n2, 1e-9, &worst);
+        printf("150 samples: %lld/%lld traces beyond 1e-9, worst %.2e\n", (long long)bad,
+               (long long)n2, worst);
+        CHECK(bad == 0);
+    }
     /* speed: a Jungfrau-1M strip grid (1024 rows x 64 strips) of traces, printed only */
     make(s, 65536, 0.01, 99);
     for (int refine = 0; refine < 2; refine++) {
