@@ -22,6 +22,8 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            rabbitmq-server amqp-tools prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
            # mpirun, a scraper, systemd-analyze (issue 17)
 peer_pkgs+=(python3-yaml)  # tests/cli/test_deploy.sh parses deploy/compose.yaml (issue 17)
+# tide xray's tests (issue 20): scipy's savgol_filter, h5py's corrupt and legate-cube files.
+peer_pkgs+=(python3-scipy python3-h5py)
 
 missing=()
 for p in "${build_pkgs[@]}" "${san_pkgs[@]}" "${check_pkgs[@]}" "${peer_pkgs[@]}"; do

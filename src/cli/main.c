@@ -28,6 +28,7 @@ static const tide_command commands[] = {
     {"submit", tide_cmd_submit, "put frames on a worker's queue; take back its dead letters"},
     {"watch", tide_cmd_watch, "submit every FITS file that appears in a directory"},
     {"worker", tide_cmd_worker, "reduce and difference frames from a RabbitMQ queue, unattended"},
+    {"xray", tide_cmd_xray, "X-ray detector delay scans: probe, sim, traces, LPSVD fit maps"},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 

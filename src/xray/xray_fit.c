@@ -1,0 +1,196 @@
+/* xray_fit.c — tide xray fit and traces: probe the pair, stream the traces by row blocks, find
+ * the zero delay, smooth and fit every trace's segment after it, and hand the maps to the
+ * writers (xray_write.c). The traces of the whole ROI are kept in memory (trace grid × frames
+ * doubles) because the zero delay is found from their mean before any fit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tide/status.h"
+#include "xray/xray_internal.h"
+#include "xray/xray_math.h"
+#include "xray/xray_write.h"
+
+void tide_xray_fit_defaults(tide_xray_fit_params *p) {
+    memset(p, 0, sizeof *p);
+    p->components = 5;
+    p->modes = 2;
+    p->refine = 1;
+    p->png = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The zero-delay frame: given, nearest to a given delay, or the largest step of the mean
+ * trace of the lit traces. */
+static int find_zero(const tide_xray_trace_params *tp, const tide_xray_info *in, const double *tr,
+                     const uint8_t *reason, int64_t ntr, int *zero, int *from_data) {
+    const int64_t F = in->nframes;
+    *from_data = 0;
+    if (tp->zero_index >= 0) {
+        if (tp->zero_index >= F)
+            return tide_error(TIDE_E_RANGE, "xray: zero index %d beyond %lld frames",
+                              tp->zero_index, (long long)F);
+        *zero = tp->zero_index;
+        return 0;
+    }
+    if (isfinite(tp->zero_delay)) {
+        int b = 0;
+        for (int64_t f = 1; f < F; f++)
+            if (fabs(in->delays[f] - tp->zero_delay) < fabs(in->delays[b] - tp->zero_delay))
+                b = (int)f;
+        *zero = b;
+        return 0;
+    }
+    double *m = calloc((size_t)F, sizeof *m);
+    if (!m)
+        return tide_error(TIDE_E_NOMEM, "xray: mean trace");
+    int64_t nl = 0;
+    for (int64_t i = 0; i < ntr; i++)
+        if (reason[i] == TIDE_XRAY_R_NONE) {
+            nl++;
+            for (int64_t f = 0; f < F; f++)
+                m[f] += tr[i * F + f];
+        }
+    if (nl == 0) {
+        free(m);
+        return tide_error(TIDE_E_EMPTY, "xray: no lit trace to find the zero delay in");
+    }
+    *zero = xray_zero_from_trace(m, (int)F);
+    *from_data = 1;
+    free(m);
+    return 0;
+}
+
+int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
+                       const tide_xray_trace_params *tp, const tide_xray_fit_params *fp,
+                       const char *dir, tide_xray_fit_stats *stats) {
+    tide_xray_fit_stats st0;
+    tide_xray_fit_stats *S = stats ? stats : &st0;
+    memset(S, 0, sizeof *S);
+    if (fp && (fp->components < 1 || fp->components > TIDE_XRAY_MAX_COMPONENTS || fp->modes < 1 ||
+               fp->modes > TIDE_XRAY_MAX_COMPONENTS))
+        return tide_error(TIDE_E_INVAL, "xray fit: components %d (1..%d), modes %d", fp->components,
+                          TIDE_XRAY_MAX_COMPONENTS, fp->modes);
+    if (tp->savgol_window > 1 &&
+        (tp->savgol_window % 2 == 0 || tp->savgol_order >= tp->savgol_window ||
+         tp->savgol_order < 0 || tp->savgol_order > 10 || tp->savgol_window > 63))
+        return tide_error(TIDE_E_INVAL,
+                          "xray: Savitzky-Golay window %d (odd, <= 63) order %d "
+                          "(< window, <= 10)",
+                          tp->savgol_window, tp->savgol_order);
+    double t0 = now_s();
+    tide_xray_info ion, ioff;
+    int st = tide_xray_probe_pair(on, off, &ion, &ioff);
+    if (st)
+        return st;
+    tide_xray_info_free(&ioff);
+    xray_file fon, foff;
+    memset(&fon, 0, sizeof fon);
+    memset(&foff, 0, sizeof foff);
+    fon.file = fon.cube = foff.file = foff.cube = -1;
+    double *tr = NULL, *seg = NULL;
+    uint8_t *reason = NULL;
+    tide_xray_lp_result *res = NULL;
+    xray_trace_grid g;
+    if ((st = xray_open(on, &fon)) || (st = xray_open(off, &foff)) ||
+        (st = xray_grid(&ion, tp, on, &g)))
+        goto done;
+    if (!ion.uniform) {
+        st = tide_error(TIDE_E_UNSUPPORTED,
+                        "%s: dataset %s: delays are not equally spaced "
+                        "(linear prediction needs a uniform step)",
+                        on, ion.delays_name);
+        goto done;
+    }
+    const int64_t F = ion.nframes, ntr = g.ty * g.tx;
+    S->ty = g.ty;
+    S->tx = g.tx;
+    S->ntraces = ntr;
+    tr = malloc((size_t)(ntr * F) * sizeof *tr);
+    reason = malloc((size_t)ntr);
+    if (!tr || !reason) {
+        st = tide_error(TIDE_E_NOMEM, "xray: %lld traces of %lld frames", (long long)ntr,
+                        (long long)F);
+        goto done;
+    }
+    int64_t rows = tp->block_rows / tp->tile_y;
+    if (rows < 1)
+        rows = 1;
+    for (int64_t y0 = 0; y0 < g.ty; y0 += rows) {
+        const int64_t y1 = y0 + rows < g.ty ? y0 + rows : g.ty;
+        if ((st = xray_traces_rows(&fon, &foff, tp, &g, y0, y1, tr + y0 * g.tx * F,
+                                   reason + y0 * g.tx)))
+            goto done;
+    }
+    const double t1 = now_s();
+    S->read_s = t1 - t0;
+    int zero = 0;
+    if ((st = find_zero(tp, &ion, tr, reason, ntr, &zero, &S->zero_from_data)))
+        goto done;
+    S->zero_index = zero;
+    const int start = zero > tp->drop_leading ? zero : tp->drop_leading;
+    const int L = (int)F - tp->drop_trailing - start;
+    S->fit_start = start;
+    S->fit_len = L;
+    if (L < 8) {
+        st = tide_error(TIDE_E_RANGE,
+                        "xray: %d samples after the zero delay (frame %d) to fit; "
+                        "at least 8 are needed",
+                        L, zero);
+        goto done;
+    }
+    const int sgw = tp->savgol_window > 1 && L >= tp->savgol_window ? tp->savgol_window : 0;
+    seg = malloc((size_t)(ntr * L) * sizeof *seg);
+    if (!seg) {
+        st = tide_error(TIDE_E_NOMEM, "xray: fit segments");
+        goto done;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < ntr; i++) {
+        const double *s = tr + i * F + start;
+        double *o = seg + i * L, w[63 * 63];
+        if (!sgw || xray_savgol(s, L, sgw, tp->savgol_order, w, o))
+            memcpy(o, s, (size_t)L * sizeof *o);
+    }
+    const double t2 = now_s();
+    S->trace_s = t2 - t1;
+    if (fp) {
+        res = malloc((size_t)(ntr > 0 ? ntr : 1) * sizeof *res);
+        if (!res) {
+            st = tide_error(TIDE_E_NOMEM, "xray: %lld results", (long long)ntr);
+            goto done;
+        }
+        if ((st = tide_xray_lpsvd_batch(ctx, seg, ntr, L, ion.dt, fp->components, fp->refine, res)))
+            goto done;
+        for (int64_t i = 0; i < ntr; i++) {
+            if (reason[i] != TIDE_XRAY_R_NONE) {
+                res[i].status = TIDE_XRAY_SKIPPED;
+                res[i].reason = reason[i];
+                res[i].nmodes = 0;
+            }
+            S->nok += res[i].status == TIDE_XRAY_OK;
+            S->nskipped += res[i].status == TIDE_XRAY_SKIPPED;
+            S->nfailed += res[i].status == TIDE_XRAY_FAILED;
+        }
+    }
+    const double t3 = now_s();
+    S->fit_s = t3 - t2;
+    xray_write_ctx wc = {ctx, on, off, &ion, tp, fp, &g, S, tr, seg, res, ion.dt};
+    st = xray_write_outputs(&wc, dir);
+    S->write_s = now_s() - t3;
+done:
+    free(tr);
+    free(seg);
+    free(reason);
+    free(res);
+    xray_close(&fon);
+    xray_close(&foff);
+    tide_xray_info_free(&ion);
+    return st;
+}

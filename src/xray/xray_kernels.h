@@ -1,0 +1,40 @@
+/* xray_kernels.h — the batched LPSVD kernel's CPU and CUDA twins (DESIGN §3); the dispatch,
+ * argument checks and transfers are tide_xray_lpsvd_batch's (xray_lpsvd.c). */
+#ifndef TIDE_XRAY_KERNELS_H
+#define TIDE_XRAY_KERNELS_H
+#include <stdint.h>
+
+#include "tide/ctx.h"
+#include "tide/xray.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Traces of at most this many samples run on the GPU with the workspace in each thread's
+ *  local memory (a fixed-size array: the hardware interleaves it across threads, so the
+ *  threads of a warp touching the same element make one coalesced access); longer ones with
+ *  slices of a device buffer (job->work). */
+#define XRAY_GPU_NMAX 128
+
+/** One batch; traces and results live where the backend computes. */
+typedef struct xray_lp_job {
+    const double *traces; /**< ntr × n */
+    int64_t ntr;
+    int n;
+    double dt;
+    int components, refine;
+    tide_xray_lp_result *out;
+    double *work; /**< CUDA with n > XRAY_GPU_NMAX: ntr × xray_lp_work_doubles(n) device
+                       doubles; otherwise unused */
+} xray_lp_job;
+
+int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job);
+#ifdef TIDE_HAVE_CUDA
+int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

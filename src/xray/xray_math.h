@@ -1,0 +1,775 @@
+/* xray_math.h — the per-trace numerics of tide xray, shared by the CPU twin and the CUDA
+ * kernel (TIDE_HD): Savitzky–Golay coefficients, a one-sided Jacobi SVD, the Aberth–Ehrlich
+ * polynomial root finder, and LPSVD (Kumaresan–Tufts backward linear prediction) of one trace
+ * with the amplitudes and phases by linear least squares.
+ *
+ * Everything is float64 and sequential in a fixed order, so a trace gives the same answer on
+ * every thread of every backend that runs these functions in that order. Workspaces are the
+ * caller's (xray_lp_work_doubles), so a GPU block can hand in shared memory. */
+#ifndef TIDE_XRAY_MATH_H
+#define TIDE_XRAY_MATH_H
+#include <math.h>
+#include <stdint.h>
+
+#include "core/gpu/hd.h"
+#include "tide/xray.h"
+
+/* ---- small dense linear algebra ------------------------------------------------------- */
+
+/** Solve the n×n system A x = b in place by Gaussian elimination with partial pivoting
+ *  (A row-major, destroyed; b becomes x). Returns 0, or -1 when A is singular. */
+TIDE_HD static inline int xray_solve(double *A, double *b, int n) {
+    for (int k = 0; k < n; k++) {
+        int piv = k;
+        for (int i = k + 1; i < n; i++)
+            if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
+                piv = i;
+        if (!(fabs(A[piv * n + k]) > 0.0))
+            return -1;
+        if (piv != k) {
+            for (int j = 0; j < n; j++) {
+                const double t = A[k * n + j];
+                A[k * n + j] = A[piv * n + j];
+                A[piv * n + j] = t;
+            }
+            const double t = b[k];
+            b[k] = b[piv];
+            b[piv] = t;
+        }
+        for (int i = k + 1; i < n; i++) {
+            const double f = A[i * n + k] / A[k * n + k];
+            for (int j = k; j < n; j++)
+                A[i * n + j] -= f * A[k * n + j];
+            b[i] -= f * b[k];
+        }
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        double s = b[k];
+        for (int j = k + 1; j < n; j++)
+            s -= A[k * n + j] * b[j];
+        b[k] = s / A[k * n + k];
+    }
+    return 0;
+}
+
+/** Savitzky–Golay weights: the least-squares polynomial of degree @p order through @p window
+ *  equally spaced samples (positions 0..window-1), evaluated at position @p at, is
+ *  sum_j w[j] s[j]. Positions are scaled to [-1, 1] about the window's centre so the normal
+ *  equations stay well conditioned. Returns 0, or -1 for order >= window or order > 10. */
+TIDE_HD static inline int xray_savgol_weights(int window, int order, double at, double *w) {
+    if (window < 1 || order < 0 || order >= window || order > 10)
+        return -1;
+    const double h = 0.5 * (window - 1), sc = h > 0 ? 1.0 / h : 1.0;
+    const int p = order + 1;
+    double G[121], a[11];
+    for (int i = 0; i < p; i++)
+        for (int k = 0; k < p; k++) {
+            double s = 0.0;
+            for (int j = 0; j < window; j++)
+                s += pow((j - h) * sc, i + k);
+            G[i * p + k] = s;
+        }
+    for (int i = 0; i < p; i++)
+        a[i] = pow((at - h) * sc, i);
+    if (xray_solve(G, a, p))
+        return -1;
+    for (int j = 0; j < window; j++) {
+        double s = 0.0, x = 1.0;
+        for (int i = 0; i < p; i++) {
+            s += a[i] * x;
+            x *= (j - h) * sc;
+        }
+        w[j] = s;
+    }
+    return 0;
+}
+
+/** Savitzky–Golay smoothing of @p s (n samples) into @p out (not aliasing s), as
+ *  scipy.signal.savgol_filter(s, window, order, mode="interp"): the centred weights in the
+ *  interior, and for the first and last window/2 samples the polynomial of the first (last)
+ *  window samples evaluated there. @p w holds window*window doubles of weights. window odd,
+ *  n >= window; returns -1 otherwise. */
+TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int order, double *w,
+                                      double *out) {
+    if (window % 2 == 0 || n < window)
+        return -1;
+    for (int q = 0; q < window; q++)
+        if (xray_savgol_weights(window, order, (double)q, w + q * window))
+            return -1;
+    const int h = window / 2;
+    for (int i = 0; i < n; i++) {
+        int start, q;
+        if (i < h) {
+            start = 0;
+            q = i;
+        } else if (i >= n - h) {
+            start = n - window;
+            q = i - start;
+        } else {
+            start = i - h;
+            q = h;
+        }
+        double acc = 0.0;
+        for (int j = 0; j < window; j++)
+            acc += w[q * window + j] * s[start + j];
+        out[i] = acc;
+    }
+    return 0;
+}
+
+/** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
+ *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
+ *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
+ *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
+ *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
+ *  -1 when they ran out. */
+TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
+                                          double *sig) {
+    for (int j = 0; j < cols; j++)
+        for (int i = 0; i < cols; i++)
+            V[j * cols + i] = i == j ? 1.0 : 0.0;
+    /* columns below 1e-14 of the matrix's norm are zero: rotating rounding noise never ends */
+    double frob = 0.0;
+    for (int j = 0; j < cols; j++)
+        for (int i = 0; i < rows; i++)
+            frob += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
+    const double tiny = 1e-28 * frob;
+    int sweep = 0, conv = 0;
+    for (; sweep < 80 && !conv; sweep++) {
+        conv = 1;
+        for (int p = 0; p < cols - 1; p++)
+            for (int q = p + 1; q < cols; q++) {
+                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda;
+                double al = 0.0, be = 0.0, ga = 0.0;
+                for (int i = 0; i < rows; i++) {
+                    al += ap[i] * ap[i];
+                    be += aq[i] * aq[i];
+                    ga += ap[i] * aq[i];
+                }
+                if (!(fabs(ga) > 1e-15 * sqrt(al * be)) || ga == 0.0 || al <= tiny || be <= tiny)
+                    continue;
+                conv = 0;
+                const double zeta = (be - al) / (2.0 * ga);
+                const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                const double c = 1.0 / sqrt(1.0 + t * t), s = c * t;
+                for (int i = 0; i < rows; i++) {
+                    const double x = ap[i], y = aq[i];
+                    ap[i] = c * x - s * y;
+                    aq[i] = s * x + c * y;
+                }
+                double *vp = V + p * cols, *vq = V + q * cols;
+                for (int i = 0; i < cols; i++) {
+                    const double x = vp[i], y = vq[i];
+                    vp[i] = c * x - s * y;
+                    vq[i] = s * x + c * y;
+                }
+            }
+    }
+    for (int j = 0; j < cols; j++) {
+        double s = 0.0;
+        for (int i = 0; i < rows; i++)
+            s += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
+        sig[j] = sqrt(s);
+    }
+    /* selection sort by decreasing σ: a handful of columns, and no allocation */
+    for (int j = 0; j < cols - 1; j++) {
+        int b = j;
+        for (int k = j + 1; k < cols; k++)
+            if (sig[k] > sig[b])
+                b = k;
+        if (b == j)
+            continue;
+        const double t = sig[j];
+        sig[j] = sig[b];
+        sig[b] = t;
+        for (int i = 0; i < rows; i++) {
+            const double x = A[(int64_t)j * lda + i];
+            A[(int64_t)j * lda + i] = A[(int64_t)b * lda + i];
+            A[(int64_t)b * lda + i] = x;
+        }
+        for (int i = 0; i < cols; i++) {
+            const double x = V[j * cols + i];
+            V[j * cols + i] = V[b * cols + i];
+            V[b * cols + i] = x;
+        }
+    }
+    return conv ? sweep : -1;
+}
+
+/** The R factor of the Householder QR of the rows × cols matrix A (rows >= cols, by columns,
+ *  destroyed) into @p R (cols × cols by columns, zeros below the diagonal). A and R have the
+ *  same right singular vectors and singular values, so a Jacobi SVD of the small R does the
+ *  work of one on A (the preconditioning of Drmač & Veselić). */
+TIDE_HD static inline void xray_qr_r(double *A, int lda, int rows, int cols, double *R) {
+    for (int k = 0; k < cols; k++) {
+        double *a = A + (int64_t)k * lda;
+        double nrm = 0.0;
+        for (int i = k; i < rows; i++)
+            nrm += a[i] * a[i];
+        nrm = sqrt(nrm);
+        const double alpha = a[k] > 0 ? -nrm : nrm;
+        /* v = a[k:] - alpha e_k, kept in a[k:]; H = I - 2 v vᵀ / (vᵀv) */
+        a[k] -= alpha;
+        double vv = 0.0;
+        for (int i = k; i < rows; i++)
+            vv += a[i] * a[i];
+        for (int j = k + 1; j < cols && vv > 0; j++) {
+            double *b = A + (int64_t)j * lda;
+            double d = 0.0;
+            for (int i = k; i < rows; i++)
+                d += a[i] * b[i];
+            const double f = 2.0 * d / vv;
+            for (int i = k; i < rows; i++)
+                b[i] -= f * a[i];
+        }
+        for (int i = 0; i < cols; i++)
+            R[k * cols + i] = i < k ? A[(int64_t)k * lda + i] : (i == k ? alpha : 0.0);
+    }
+}
+
+/* ---- polynomial roots -------------------------------------------------------------------- */
+
+/** Roots of the monic polynomial z^deg + a[1] z^(deg-1) + ... + a[deg] (a[0] = 1 is ignored)
+ *  by the Aberth–Ehrlich simultaneous iteration (Gauss–Seidel updates, in index order): start
+ *  on a circle of the roots' geometric-mean radius, turned by 0.4 rad off the real axis; a root
+ *  stops moving when its correction is below 1e-15 of its modulus or its residual is within
+ *  rounding of zero. Returns the iterations taken, or -1 when 1000 did not converge or a value
+ *  was not finite. @p done: deg ints of scratch. */
+TIDE_HD static inline int xray_roots(const double *a, int deg, double *zr, double *zi, int *done) {
+    if (deg <= 0)
+        return 0;
+    double r0 = fabs(a[deg]) > 0 ? pow(fabs(a[deg]), 1.0 / deg) : 0.0;
+    if (!(r0 > 1e-8) || !isfinite(r0))
+        r0 = 1.0;
+    for (int i = 0; i < deg; i++) {
+        const double th = 6.283185307179586 * i / deg + 0.4;
+        zr[i] = r0 * cos(th);
+        zi[i] = r0 * sin(th);
+        done[i] = 0;
+    }
+    for (int it = 1; it <= 1000; it++) {
+        int left = 0;
+        for (int i = 0; i < deg; i++) {
+            if (done[i])
+                continue;
+            /* Horner for p and p', and the rounding bound of p: sum |a_k| |z|^(deg-k) */
+            const double xr = zr[i], xi = zi[i], az = sqrt(xr * xr + xi * xi);
+            double pr = 1.0, pi = 0.0, dr = 0.0, di = 0.0, bnd = 1.0;
+            for (int k = 1; k <= deg; k++) {
+                const double ndr = dr * xr - di * xi + pr, ndi = dr * xi + di * xr + pi;
+                dr = ndr;
+                di = ndi;
+                const double npr = pr * xr - pi * xi + a[k], npi = pr * xi + pi * xr;
+                pr = npr;
+                pi = npi;
+                bnd = bnd * az + fabs(a[k]);
+            }
+            if (!isfinite(pr) || !isfinite(pi) || !isfinite(dr) || !isfinite(di))
+                return -1;
+            if (sqrt(pr * pr + pi * pi) <= 4e-16 * bnd) {
+                done[i] = 1;
+                continue;
+            }
+            /* ratio = p/p' */
+            const double dd = dr * dr + di * di;
+            if (!(dd > 0))
+                return -1;
+            const double rr = (pr * dr + pi * di) / dd, ri = (pi * dr - pr * di) / dd;
+            double sr = 0.0, si = 0.0;
+            for (int j = 0; j < deg; j++) {
+                if (j == i)
+                    continue;
+                const double ur = xr - zr[j], ui = xi - zi[j], uu = ur * ur + ui * ui;
+                if (uu > 0) {
+                    sr += ur / uu;
+                    si -= ui / uu;
+                }
+            }
+            /* w = ratio / (1 - ratio * sum) */
+            const double er = 1.0 - (rr * sr - ri * si), ei = -(rr * si + ri * sr);
+            const double ee = er * er + ei * ei;
+            if (!(ee > 0))
+                return -1;
+            const double wr = (rr * er + ri * ei) / ee, wi = (ri * er - rr * ei) / ee;
+            zr[i] = xr - wr;
+            zi[i] = xi - wi;
+            if (!isfinite(zr[i]) || !isfinite(zi[i]))
+                return -1;
+            if (sqrt(wr * wr + wi * wi) <= 1e-15 * az)
+                done[i] = 1;
+            else
+                left = 1;
+        }
+        if (!left) {
+            int all = 1;
+            for (int i = 0; i < deg; i++)
+                all &= done[i];
+            if (all)
+                return it;
+        }
+    }
+    return -1;
+}
+
+/* ---- LPSVD of one trace -------------------------------------------------------------------- */
+
+/** Sizes of the Hankel matrix for @p n samples (cuPhoton's convention, for n = N + 1 samples:
+ *  m = floor(0.75 N) prediction coefficients, N - m rows). */
+TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
+    const int N = n - 1;
+    *m = (3 * N) / 4;
+    *rows = N - *m;
+}
+
+/** The most modes the Levenberg–Marquardt refinement takes (4 parameters each, plus c). */
+#define XRAY_LM_MAXMODES 8
+#define XRAY_LM_MAXP (4 * XRAY_LM_MAXMODES + 1)
+#define XRAY_LM_MAXIT 200
+
+/** Doubles of workspace xray_lpsvd needs for @p n samples (xray_lm_refine, which runs after
+ *  it, reuses the start of the same workspace). */
+#define XRAY_LP_WORK(n, m, r, p)                                                                   \
+    ((m) * (r) + 2 * (r) * (r) + (r) + (p) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) +   \
+     (p) * (p) + (p) + 4 * TIDE_XRAY_MAX_COMPONENTS + 8)
+/** Doubles of workspace xray_lm_refine needs. */
+#define XRAY_LM_WORK (2 * XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP)
+
+/** Doubles of workspace xray_lpsvd and xray_lm_refine need for @p n samples. */
+TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    const int64_t lp =
+        XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
+    return lp > XRAY_LM_WORK ? lp : XRAY_LM_WORK;
+}
+
+/** The model of @p r at time t: sum_k A_k e^(-b_k t) cos(ω_k t + φ_k) + constant. */
+TIDE_HD static inline double xray_model(const tide_xray_lp_result *r, double t) {
+    double v = r->constant;
+    for (int k = 0; k < r->nmodes; k++)
+        v += r->amp[k] * exp(-r->decay[k] * t) * cos(r->omega[k] * t + r->phase[k]);
+    return v;
+}
+
+/** Fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
+ *  @p components singular values (the model order) into @p res; @p w has
+ *  xray_lp_work_doubles(n) doubles. Steps: Hankel matrix H[i][j] = s[i+1+j] (rows × m), its
+ *  SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k = min(components, rows, #σ > 1e-12
+ * σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹
+ * − … − c_m (signal roots are 1/z of the modes' z = e^((−b+iω)dt), so outside the unit circle; the
+ * extraneous ones fall inside, Kumaresan & Tufts 1982), decay b = ln|w|/dt and ω = |arg w|/dt,
+ * keeping one root of each conjugate pair and real roots, with b >= 0 (a real root with b·T < 0.01
+ *  over the span T is the constant, fitted on its own); then amplitudes and phases by least
+ *  squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt | e^(−bt) for real roots | 1]. Modes are
+ *  returned by decreasing amplitude. Sets res->status and res->reason. */
+TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int components, double *w,
+                                      tide_xray_lp_result *res) {
+    res->status = TIDE_XRAY_FAILED;
+    res->reason = TIDE_XRAY_R_NONE;
+    res->order = 0;
+    res->nmodes = 0;
+    res->refine_iter = 0;
+    res->constant = NAN;
+    res->chi2 = NAN;
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    if (n < 8 || r < 1 || components < 1 || !(dt > 0)) {
+        res->status = TIDE_XRAY_SKIPPED;
+        res->reason = TIDE_XRAY_R_SHORT;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (!isfinite(s[i])) {
+            res->status = TIDE_XRAY_SKIPPED;
+            res->reason = TIDE_XRAY_R_NONFINITE;
+            return;
+        }
+    double *B = w;            /* Hᵀ: r columns of length m */
+    double *V = B + m * r;    /* r × r */
+    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
+    double *sig = Rf + r * r; /* r, then the least squares' r + 1 at most */
+    double *c = sig + r + TIDE_XRAY_MAX_COMPONENTS + 1; /* m + 1: the polynomial [1, -c] */
+    double *zr = c + m + 1;                             /* m */
+    double *zi = zr + m;                                /* m */
+    int *done = (int *)(zi + m);                        /* m ints in (m + 1) / 2 + 1 doubles */
+    double *X = zi + m + (m + 1) / 2 + 1;
+    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
+    double *Vx = X + (int64_t)n * pmax;
+    double *beta = Vx + pmax * pmax;
+    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
+    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
+
+    double smax = 0.0;
+    for (int i = 0; i < n; i++)
+        smax = fmax(smax, fabs(s[i]));
+    if (!(smax > 0)) {
+        res->status = TIDE_XRAY_SKIPPED;
+        res->reason = TIDE_XRAY_R_ZERO;
+        return;
+    }
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < m; j++)
+            B[i * m + j] = s[i + 1 + j];
+    /* Hᵀ = Q R: the Jacobi sweeps run on the r × r factor R (3× shorter columns); Hᵀ itself
+     * is needed only as s again (below) */
+    xray_qr_r(B, m, m, r, Rf);
+    if (xray_jacobi_svd(Rf, r, r, r, V, sig) < 0) {
+        res->reason = TIDE_XRAY_R_SVD;
+        return;
+    }
+    int k = components < r ? components : r;
+    int rank = 0;
+    for (int i = 0; i < r; i++)
+        if (isfinite(sig[i]) && sig[i] > 1e-12 * sig[0])
+            rank++;
+    if (k > rank)
+        k = rank;
+    if (k > TIDE_XRAY_MAX_COMPONENTS)
+        k = TIDE_XRAY_MAX_COMPONENTS;
+    res->order = k;
+    if (k < 1) {
+        res->reason = TIDE_XRAY_R_SVD;
+        return;
+    }
+    /* c = U_k Σ_k⁻¹ V_kᵀ s0 with Hᵀ v_i = σ_i u_i: c = Hᵀ y, y = Σ_i v_i (v_i · s0) / σ_i² */
+    double *y = B; /* r doubles: Hᵀ's columns are not needed again */
+    for (int q = 0; q < r; q++)
+        y[q] = 0.0;
+    for (int i = 0; i < k; i++) {
+        double g = 0.0;
+        for (int q = 0; q < r; q++)
+            g += V[i * r + q] * s[q];
+        g /= sig[i] * sig[i];
+        for (int q = 0; q < r; q++)
+            y[q] += g * V[i * r + q];
+    }
+    c[0] = 1.0;
+    for (int j = 0; j < m; j++) {
+        double a = 0.0;
+        for (int q = 0; q < r; q++)
+            a += s[q + 1 + j] * y[q];
+        c[j + 1] = -a;
+    }
+    if (xray_roots(c, m, zr, zi, done) < 0) {
+        res->reason = TIDE_XRAY_R_ROOTS;
+        return;
+    }
+    /* select the modes */
+    const double span = dt * (n - 1);
+    int nm = 0;
+    for (int i = 0; i < m && nm < TIDE_XRAY_MAX_COMPONENTS; i++) {
+        const double mod = sqrt(zr[i] * zr[i] + zi[i] * zi[i]);
+        if (!(mod > 0))
+            continue;
+        const double b = log(mod) / dt;
+        const int real = fabs(zi[i]) <= 1e-8 * mod;
+        if (!real && zi[i] < 0)
+            continue; /* the conjugate of a kept root */
+        if (real && zr[i] < 0)
+            continue; /* a negative real root: a Nyquist sign flip, not a mode */
+        if (!(b >= 0))
+            continue;
+        if (real && b * span < 0.01)
+            continue; /* the constant, which has its own column */
+        mb[nm] = b;
+        mo[nm] = real ? 0.0 : atan2(zi[i], zr[i]) / dt;
+        mreal[nm] = real;
+        nm++;
+    }
+    /* order by decay (cuPhoton's order), then limit to what the order k can hold */
+    for (int i = 0; i < nm - 1; i++)
+        for (int j = i + 1; j < nm; j++)
+            if (mb[j] < mb[i]) {
+                double t = mb[i];
+                mb[i] = mb[j];
+                mb[j] = t;
+                t = mo[i];
+                mo[i] = mo[j];
+                mo[j] = t;
+                const int u = mreal[i];
+                mreal[i] = mreal[j];
+                mreal[j] = u;
+            }
+    int p = 0, used = 0;
+    for (int i = 0; i < nm; i++) {
+        const int need = mreal[i] ? 1 : 2;
+        if (p + need > k)
+            break;
+        p += need;
+        used++;
+    }
+    nm = used;
+    const int np = p + 1;
+    for (int j = 0; j < n; j++) {
+        const double t = j * dt;
+        int col = 0;
+        for (int i = 0; i < nm; i++) {
+            const double e = exp(-mb[i] * t);
+            if (mreal[i]) {
+                X[(int64_t)col++ * n + j] = e;
+            } else {
+                X[(int64_t)col++ * n + j] = e * cos(mo[i] * t);
+                X[(int64_t)col++ * n + j] = -e * sin(mo[i] * t);
+            }
+        }
+        X[(int64_t)col * n + j] = 1.0;
+    }
+    if (xray_jacobi_svd(X, n, n, np, Vx, sig) < 0) {
+        res->reason = TIDE_XRAY_R_LSQ;
+        return;
+    }
+    for (int i = 0; i < np; i++)
+        beta[i] = 0.0;
+    for (int i = 0; i < np; i++) {
+        if (!(sig[i] > 1e-12 * sig[0]))
+            continue;
+        double g = 0.0;
+        for (int j = 0; j < n; j++)
+            g += X[(int64_t)i * n + j] * s[j];
+        g /= sig[i] * sig[i];
+        for (int q = 0; q < np; q++)
+            beta[q] += g * Vx[i * np + q];
+    }
+    int col = 0;
+    for (int i = 0; i < nm; i++) {
+        res->decay[i] = mb[i];
+        res->omega[i] = mo[i];
+        if (mreal[i]) {
+            const double a = beta[col++];
+            res->amp[i] = fabs(a);
+            res->phase[i] = a < 0 ? 3.141592653589793 : 0.0;
+        } else {
+            const double a = beta[col], b = beta[col + 1];
+            col += 2;
+            res->amp[i] = sqrt(a * a + b * b);
+            res->phase[i] = atan2(b, a);
+        }
+    }
+    res->constant = beta[col];
+    res->nmodes = nm;
+    /* by decreasing amplitude: the maps' mode axis */
+    for (int i = 0; i < nm - 1; i++)
+        for (int j = i + 1; j < nm; j++)
+            if (res->amp[j] > res->amp[i]) {
+                double t = res->amp[i];
+                res->amp[i] = res->amp[j];
+                res->amp[j] = t;
+                t = res->phase[i];
+                res->phase[i] = res->phase[j];
+                res->phase[j] = t;
+                t = res->omega[i];
+                res->omega[i] = res->omega[j];
+                res->omega[j] = t;
+                t = res->decay[i];
+                res->decay[i] = res->decay[j];
+                res->decay[j] = t;
+            }
+    double ss = 0.0;
+    for (int j = 0; j < n; j++) {
+        const double d = s[j] - xray_model(res, j * dt);
+        ss += d * d;
+    }
+    res->chi2 = ss / n;
+    if (!isfinite(res->chi2) || !isfinite(res->constant)) {
+        res->reason = TIDE_XRAY_R_NONFINITE;
+        return;
+    }
+    if (nm == 0) {
+        res->reason = TIDE_XRAY_R_NOMODE;
+        return;
+    }
+    res->status = TIDE_XRAY_OK;
+}
+
+/* The model's value and its derivatives in the active parameters at sample time t: theta holds
+ * (ω, b, A, φ) per mode then c; a real mode (ω = 0) keeps ω and φ fixed, so its ∂/∂ω and ∂/∂φ
+ * columns are left out (act[] lists the parameters that move). */
+TIDE_HD static inline double xray_lm_row(const double *th, int M, const int *act, int na, double t,
+                                         double *J) {
+    double f = th[4 * M];
+    double full[XRAY_LM_MAXP];
+    for (int k = 0; k < M; k++) {
+        const double om = th[4 * k], b = th[4 * k + 1], A = th[4 * k + 2], ph = th[4 * k + 3];
+        const double e = exp(-b * t), a = om * t + ph, c = cos(a), s = sin(a);
+        f += A * e * c;
+        full[4 * k + 0] = -A * t * e * s;
+        full[4 * k + 1] = -A * t * e * c;
+        full[4 * k + 2] = e * c;
+        full[4 * k + 3] = -A * e * s;
+    }
+    full[4 * M] = 1.0;
+    for (int i = 0; i < na; i++)
+        J[i] = full[act[i]];
+    return f;
+}
+
+/** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
+ *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
+ *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
+ *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt), stop when a step
+ * lowers χ² by less than 1e-12 of it, at λ > 1e12 or after XRAY_LM_MAXIT iterations. The result
+ * replaces
+ * @p res only when it has a lower χ² and finite values; modes are re-sorted by amplitude. Returns
+ * the iterations, 0 when nothing was done (status not ok, or more than XRAY_LM_MAXMODES modes). @p
+ * w: xray_lp_work_doubles(n) doubles. */
+TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, double *w,
+                                         tide_xray_lp_result *res) {
+    const int M = res->nmodes;
+    if (res->status != TIDE_XRAY_OK || M < 1 || M > XRAY_LM_MAXMODES)
+        return 0;
+    const int P = XRAY_LM_MAXP;
+    double *N = w, *g = N + P * P, *th = g + P, *tn = th + P, *J = tn + P, *d = J + P;
+    int act[XRAY_LM_MAXP], na = 0;
+    for (int k = 0; k < M; k++) {
+        th[4 * k] = res->omega[k];
+        th[4 * k + 1] = res->decay[k];
+        th[4 * k + 2] = res->amp[k];
+        th[4 * k + 3] = res->phase[k];
+        const int real = res->omega[k] == 0.0;
+        if (!real)
+            act[na++] = 4 * k;
+        act[na++] = 4 * k + 1;
+        act[na++] = 4 * k + 2;
+        if (!real)
+            act[na++] = 4 * k + 3;
+    }
+    th[4 * M] = res->constant;
+    act[na++] = 4 * M;
+    double chi = 0.0;
+    for (int j = 0; j < n; j++) {
+        const double r = s[j] - xray_lm_row(th, M, act, na, j * dt, J);
+        chi += r * r;
+    }
+    const double chi0 = chi;
+    double lam = 1e-3;
+    int it = 0;
+    for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
+        for (int a = 0; a < na * na; a++)
+            N[a] = 0.0;
+        for (int a = 0; a < na; a++)
+            g[a] = 0.0;
+        for (int j = 0; j < n; j++) {
+            const double r = s[j] - xray_lm_row(th, M, act, na, j * dt, J);
+            for (int a = 0; a < na; a++) {
+                g[a] += J[a] * r;
+                for (int b = 0; b <= a; b++)
+                    N[a * na + b] += J[a] * J[b];
+            }
+        }
+        for (int a = 0; a < na; a++)
+            for (int b = a + 1; b < na; b++)
+                N[a * na + b] = N[b * na + a];
+        int improved = 0;
+        while (lam <= 1e12) {
+            /* the damped system into d (g copied: xray_solve destroys its inputs) */
+            double *A2 = d + P; /* na × na scratch */
+            for (int a = 0; a < na * na; a++)
+                A2[a] = N[a];
+            for (int a = 0; a < na; a++) {
+                A2[a * na + a] += lam * (N[a * na + a] > 0 ? N[a * na + a] : 1e-300);
+                d[a] = g[a];
+            }
+            if (xray_solve(A2, d, na)) {
+                lam *= 5.0;
+                continue;
+            }
+            for (int a = 0; a <= 4 * M; a++)
+                tn[a] = th[a];
+            for (int a = 0; a < na; a++)
+                tn[act[a]] += d[a];
+            double cn = 0.0;
+            for (int j = 0; j < n; j++) {
+                const double r = s[j] - xray_lm_row(tn, M, act, na, j * dt, J);
+                cn += r * r;
+            }
+            /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
+             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span) */
+            int inband = 1;
+            for (int k = 0; k < M; k++)
+                inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
+                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1));
+            if (inband && isfinite(cn) && cn < chi) {
+                const double drop = chi - cn;
+                for (int a = 0; a <= 4 * M; a++)
+                    th[a] = tn[a];
+                chi = cn;
+                lam /= 3.0;
+                improved = drop > 1e-12 * cn ? 1 : 2;
+                break;
+            }
+            lam *= 5.0;
+        }
+        if (improved != 1)
+            break;
+    }
+    if (!(chi < chi0) || !isfinite(chi))
+        return it;
+    for (int k = 0; k <= 4 * M; k++)
+        if (!isfinite(th[k]))
+            return it;
+    for (int k = 0; k < M; k++) {
+        double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];
+        if (A < 0) {
+            A = -A;
+            ph += 3.141592653589793;
+        }
+        if (om < 0) { /* cos(-ωt + φ) = cos(ωt - φ) */
+            om = -om;
+            ph = -ph;
+        }
+        ph = atan2(sin(ph), cos(ph));
+        res->omega[k] = om;
+        res->decay[k] = th[4 * k + 1];
+        res->amp[k] = A;
+        res->phase[k] = ph;
+    }
+    res->constant = th[4 * M];
+    res->chi2 = chi / n;
+    for (int i = 0; i < M - 1; i++)
+        for (int j = i + 1; j < M; j++)
+            if (res->amp[j] > res->amp[i]) {
+                double t = res->amp[i];
+                res->amp[i] = res->amp[j];
+                res->amp[j] = t;
+                t = res->phase[i];
+                res->phase[i] = res->phase[j];
+                res->phase[j] = t;
+                t = res->omega[i];
+                res->omega[i] = res->omega[j];
+                res->omega[j] = t;
+                t = res->decay[i];
+                res->decay[i] = res->decay[j];
+                res->decay[j] = t;
+            }
+    return it;
+}
+
+/** The DFT's twiddles for @p n points: tw[2p] = cos(2πp/n), tw[2p+1] = sin(2πp/n). */
+TIDE_HD static inline void xray_dft_twiddles(int n, double *tw) {
+    for (int p = 0; p < n; p++) {
+        const double a = 6.283185307179586 * (double)p / n;
+        tw[2 * p] = cos(a);
+        tw[2 * p + 1] = sin(a);
+    }
+}
+
+/** |DFT|/n of @p s (n samples) at bins 0..nb-1 (nb <= n/2), in float64, the angle of term
+ *  (k, j) taken from the twiddles @p tw (xray_dft_twiddles) at k·j mod n, so every backend
+ *  sums the same terms in the same order. */
+TIDE_HD static inline void xray_dft_abs(const double *s, int n, int nb, const double *tw,
+                                        double *out) {
+    for (int kb = 0; kb < nb; kb++) {
+        double re = 0.0, im = 0.0;
+        int ph = 0;
+        for (int j = 0; j < n; j++) {
+            re += s[j] * tw[2 * ph];
+            im -= s[j] * tw[2 * ph + 1];
+            ph += kb;
+            if (ph >= n)
+                ph -= n;
+        }
+        out[kb] = sqrt(re * re + im * im) / n;
+    }
+}
+
+#endif
