@@ -19,7 +19,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-. "$SRC/tests/cli/batch_frames.sh"
+. "$SRC/tests/common/batch_frames.sh"
 make_batch_frames || { echo "FAIL: could not make the frames"; exit 1; }
 B=(--backend cpu --threads 1 --no-progress)
 MPI=(mpirun -n 4 --oversubscribe)

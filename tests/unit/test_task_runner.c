@@ -14,6 +14,7 @@
 #include "tide/fits.h"
 #include "tide/sim.h"
 #include "tide/task.h"
+#include "common/test_files.h"
 #include "tide_test.h"
 
 static char dir[256];
@@ -27,21 +28,7 @@ static const char *at(const char *name) {
 }
 
 static int same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        const int ca = getc(fa), cb = getc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    if (!same)
-        fprintf(stderr, "%s and %s differ\n", a, b);
-    return same;
+    return tide_test_same_file(a, b) >= 0;
 }
 
 static int make_frame(tide_ctx *ctx, int k) {
