@@ -237,6 +237,7 @@ int main(int argc, char **argv) {
         a.com.ctx_opt.threads = share > 0 ? share : 1;
     }
     const int dispatch_only = a.dispatch_only && size > 1;
+    const double t0 = tide_now(); /* as tide batch: the runners' start counts */
     tide_task_runner *r = rank == 0 && dispatch_only ? NULL : tide_batch_runner(&a, device);
     if (rank != 0) {
         work(&a, &m, r, rank);
@@ -245,7 +246,6 @@ int main(int argc, char **argv) {
         goto out;
     }
     /* rank 0 */
-    const double t0 = tide_now();
     dispatch d;
     memset(&d, 0, sizeof d);
     pthread_mutex_init(&d.mu, NULL);
