@@ -119,6 +119,26 @@ static void serve(dispatch *d, int nworkers) {
     free(buf);
 }
 
+/* Wait for @p rq without spinning: MPI's blocking calls poll a core at full speed, and on an
+ * oversubscribed host (more ranks than cores) a rank waiting for its next task, or for the
+ * others to finish, would take that core from a rank that computes. */
+static void wait_gently(MPI_Request *rq) {
+    const struct timespec ts = {0, 200000};
+    for (int done = 0;;) {
+        MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The exit code of rank 0 to every rank, waited for gently. */
+static void share_rc(int *rc) {
+    MPI_Request rq;
+    MPI_Ibcast(rc, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+    wait_gently(&rq);
+}
+
 /* A rank other than 0: ask, run, ask again with the result. */
 static void work(const tide_batch_args *a, const tide_batch_manifest *m, tide_task_runner *r,
                  int rank) {
@@ -133,10 +153,14 @@ static void work(const tide_batch_args *a, const tide_batch_manifest *m, tide_ta
             if (!h.has_result)
                 buf[sizeof h] = buf[sizeof h + 1] = 0;
         }
-        MPI_Send(buf ? buf : (char *)&h, buf ? len : (int)sizeof h, MPI_BYTE, 0, TAG_ASK,
-                 MPI_COMM_WORLD);
+        MPI_Request sq;
+        MPI_Isend(buf ? buf : (char *)&h, buf ? len : (int)sizeof h, MPI_BYTE, 0, TAG_ASK,
+                  MPI_COMM_WORLD, &sq);
+        wait_gently(&sq);
         int64_t idx = -1;
-        MPI_Recv(&idx, 1, MPI_INT64_T, 0, TAG_GIVE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Request rq;
+        MPI_Irecv(&idx, 1, MPI_INT64_T, 0, TAG_GIVE, MPI_COMM_WORLD, &rq);
+        wait_gently(&rq);
         if (idx < 0 || idx >= m->n)
             break;
         tide_batch_result one;
@@ -242,7 +266,7 @@ int main(int argc, char **argv) {
     if (rank != 0) {
         work(&a, &m, r, rank);
         tide_task_runner_destroy(r);
-        MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        share_rc(&rc);
         goto out;
     }
     /* rank 0 */
@@ -276,7 +300,7 @@ int main(int argc, char **argv) {
     free(d.res);
     pthread_mutex_destroy(&d.mu);
     tide_task_runner_destroy(r);
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    share_rc(&rc);
 out:
     tide_batch_manifest_free(&m);
     tide_batch_args_free(&a);
