@@ -5,6 +5,7 @@
 #                                                   # and TIDE_PG_DIR exports
 #   bash pg_cluster.sh restart "$TIDE_PG_DIR"       # stops the server (fast) and starts it again
 #   bash pg_cluster.sh stop "$TIDE_PG_DIR"          # stops the server, removes everything
+#   bash pg_cluster.sh down|up "$TIDE_PG_DIR"       # stops the server / starts it again
 #
 # The cluster lives in a fresh temporary directory, listens only on a unix socket inside it
 # (no TCP port, so parallel tests never collide) and trusts local connections. PostgreSQL
@@ -62,6 +63,7 @@ start)
     if [ "${PG_CLUSTER_DURABLE:-0}" != 1 ]; then
         opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     fi
+    echo "$opts" >"$DIR/server.opts" # for `up` after `down`
     if ! as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 -o "$opts" start \
         >/dev/null 2>&1; then
         echo "pg_cluster.sh: the server did not start:" >&2
@@ -98,8 +100,25 @@ restart)
     as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 -m fast restart \
         >/dev/null 2>&1 || { echo "pg_cluster.sh: restart failed" >&2; exit 1; }
     ;;
+down | up)
+    # Stop the server of a running cluster (a fast shutdown: clients are cut off) or start it
+    # again as `start` did, keeping the data: a database that goes away and comes back.
+    DIR=${2:-}
+    case "$DIR" in
+    /tmp/tide-pg.*) ;;
+    *) echo "pg_cluster.sh: $cmd needs the cluster directory" >&2; exit 2 ;;
+    esac
+    BIN=$(find_bin)
+    pick_owner
+    if [ "$cmd" = down ]; then
+        as_owner "$BIN/pg_ctl" -D "$DIR/data" -m fast -w stop >/dev/null 2>&1
+    else
+        as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
+            -o "$(cat "$DIR/server.opts")" start >/dev/null 2>&1
+    fi
+    ;;
 *)
-    echo "usage: pg_cluster.sh start | restart DIR | stop DIR" >&2
+    echo "usage: pg_cluster.sh start | restart DIR | stop DIR | down DIR | up DIR" >&2
     exit 2
     ;;
 esac

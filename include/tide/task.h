@@ -75,15 +75,16 @@ TIDE_API void tide_task_output(const tide_task *t, const char *outdir, char *out
 
 /** How a runner is set up; tide_task_runner_opts_init gives the values in brackets. */
 typedef struct tide_task_runner_opts {
-    const char *config_file;  /**< --config FILE [NULL: the instrument's and default's] */
-    const char *const *sets;  /**< --set KEY=VALUE overrides, applied after the file [NULL] */
-    int nsets;                /**< entries of sets [0] */
-    const char *store;        /**< store URI of reduce tasks [NULL: the configuration's or
-                                   $TIDE_STORE; "" = none] */
-    const char *outdir;       /**< where derived outputs go [NULL: reduce tasks go to the
-                                   store only; a diff task must then name "out"] */
-    const char *backend;      /**< "auto", "cpu" or "cuda" ["auto"] */
-    int device;               /**< CUDA device ordinal [0] */
+    const char *config_file; /**< --config FILE [NULL: the instrument's and default's] */
+    const char *const *sets; /**< --set KEY=VALUE overrides, applied after the file [NULL] */
+    int nsets;               /**< entries of sets [0] */
+    const char *store;       /**< store URI of reduce tasks [NULL: the configuration's or
+                                  $TIDE_STORE; "" = none] */
+    const char *outdir;      /**< where derived outputs go [NULL: reduce tasks go to the
+                                  store only; a diff task must then name "out"] */
+    const char *backend;     /**< "auto", "cpu" or "cuda" ["auto"] */
+    int device;              /**< CUDA device ordinal [0] */
+
     const char *default_file; /**< --default FILE ("" = none) [NULL: searched, as tide config] */
     const tide_ctx_options *ctx_options; /**< the context's options as a whole (threads,
                                               logger, device memory cap...), when given:

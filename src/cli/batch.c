@@ -149,12 +149,21 @@ static int parse_entry(tide_batch_entry *e, const char *s, size_t len, const cha
     if (st == TIDE_E_NOMEM)
         return st;
     if (st) {
+        /* named by its id (or path) when it has one, else by where it is */
+        json_t *o = json_loadb(s, len, 0, NULL);
+        const char *id = json_string_value(json_object_get(o, "id"));
+        if (!id)
+            id = json_string_value(json_object_get(o, "path"));
         const size_t n = strlen(where) + strlen(tide_error_detail()) + 4;
         e->bad = malloc(n);
-        e->id = strdup(where);
+        e->id = strdup(id && *id ? id : where);
+        json_decref(o);
         if (!e->bad || !e->id)
             return tide_error(TIDE_E_NOMEM, "out of memory");
-        snprintf(e->bad, n, "%s: %s", where, tide_error_detail());
+        if (strcmp(e->id, where))
+            snprintf(e->bad, n, "%s: %s", where, tide_error_detail());
+        else
+            snprintf(e->bad, n, "%s", tide_error_detail());
         return 0;
     }
     e->id = strdup(e->task.id);

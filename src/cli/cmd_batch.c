@@ -49,15 +49,13 @@ static int exec_mpi(int argc, char **argv) {
 }
 
 int tide_cmd_batch(int argc, char **argv) {
+    if (under_mpirun()) /* every rank: tide-batch-mpi parses (rank 0 reports) */
+        return exec_mpi(argc, argv);
     tide_batch_args a;
     int rc = tide_batch_parse_args(argc, argv, &a);
     if (rc) {
         tide_batch_args_free(&a);
         return rc < 0 ? 0 : rc;
-    }
-    if (under_mpirun()) {
-        tide_batch_args_free(&a);
-        return exec_mpi(argc, argv);
     }
     tide_batch_manifest m;
     int st = tide_batch_manifest_read(a.manifest, a.outdir, &m);

@@ -11,6 +11,7 @@
 #include "cli_config.h"
 #include "tide/diff.h"
 #include "tide/diff_job.h"
+#include "tide/task.h"
 
 static const char *help =
     "usage: tide diff SCIENCE.fits TEMPLATE.fits -o DIR [OPTIONS]\n"
@@ -131,18 +132,12 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
     }
 }
 
-/* The output directory of science frame @p path in batch mode: DIR/STEM. */
+/* The output directory of science frame @p path in batch mode: DIR/STEM, the stem as the
+ * task runner derives it (task.h). */
 static void batch_dir(const char *dir, const char *path, char *out, size_t cap) {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    size_t n = strlen(b);
-    static const char *const ext[] = {".fz", ".gz", ".fits", ".fit", ".fts"};
-    for (int k = 0; k < 5; k++) {
-        const size_t e = strlen(ext[k]);
-        if (n > e && !strcmp(b + n - e, ext[k]))
-            n -= e;
-    }
-    snprintf(out, cap, "%s/%.*s", dir, (int)n, b);
+    char stem[1024];
+    tide_task_stem(path, stem, sizeof stem);
+    snprintf(out, cap, "%s/%s", dir, stem);
 }
 
 /* --template: prepare the template once, then difference each science frame against it. */

@@ -67,11 +67,12 @@ int main(void) {
     CHECK(t.options && strstr(t.options, "camera.gain"));
     round_trip(&t);
     tide_task_free(&t);
-    CHECK_OK(parse("{\"path\": \"a.fits\", \"job\": \"reduce\", \"options\": {\"detect_thresh\": "
-                   "3.5, \"aper_radii\": [3, 5, 8], \"processing.clean_cosmics\": false, \"refcat\": "
-                   "\"r.fits\", \"index_dir\": \"/idx\", \"solve\": true, \"instrument.name\": "
-                   "\"x\"}}",
-                   &t));
+    CHECK_OK(
+        parse("{\"path\": \"a.fits\", \"job\": \"reduce\", \"options\": {\"detect_thresh\": "
+              "3.5, \"aper_radii\": [3, 5, 8], \"processing.clean_cosmics\": false, \"refcat\": "
+              "\"r.fits\", \"index_dir\": \"/idx\", \"solve\": true, \"instrument.name\": "
+              "\"x\"}}",
+              &t));
     CHECK(t.options != NULL);
     round_trip(&t);
     tide_task_free(&t);
