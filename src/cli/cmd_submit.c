@@ -40,19 +40,6 @@ static const char *help =
     "  --progress, --no-progress  a progress line on a terminal [on a terminal]\n"
     "  --json                   a JSON summary on stdout\n";
 
-/* Add KEY=VALUE to the options object. */
-static int add_option(json_t *opts, const char *kv) {
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv)
-        return -1;
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-    json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
-    if (!v)
-        v = json_string(eq + 1);
-    return json_object_set_new(opts, key, v);
-}
-
 /* --failed: take each dead letter, print it as a JSON line. */
 static int take_failed(tide_queue_publisher *p, int resubmit, int json) {
     int64_t n = 0;
@@ -116,7 +103,7 @@ int tide_cmd_submit(int argc, char **argv) {
         } else if (!strcmp(a, "--no-progress")) {
             progress = 0;
         } else if (!strcmp(a, "--option")) {
-            if (i + 1 >= argc || add_option(opts, argv[i + 1])) {
+            if (i + 1 >= argc || tide_submit_add_option(opts, argv[i + 1])) {
                 rc = tide_cli_usage_error(cmd, "--option needs KEY=VALUE");
                 goto done;
             }

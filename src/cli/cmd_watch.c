@@ -112,16 +112,10 @@ int tide_cmd_watch(int argc, char **argv) {
         } else if (!strcmp(a, "--existing")) {
             existing = 1;
         } else if (!strcmp(a, "--option")) {
-            const char *kv = i + 1 < argc ? argv[i + 1] : "";
-            const char *eq = strchr(kv, '=');
-            if (!eq || eq == kv) {
+            if (i + 1 >= argc || tide_submit_add_option(opts, argv[i + 1])) {
                 rc = tide_cli_usage_error(cmd, "--option needs KEY=VALUE");
                 goto done;
             }
-            char key[256];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-            json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
-            json_object_set_new(opts, key, v ? v : json_string(eq + 1));
             i++;
         } else if ((r = tide_cli_common_option(&com, cmd, argc, argv, &i)) ||
                    (r = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof *vals), argc,

@@ -81,3 +81,13 @@ int tide_submit_task(const tide_task *base, const json_t *opts, const char *id, 
     }
     return 0;
 }
+
+int tide_submit_add_option(json_t *opts, const char *kv) {
+    const char *eq = kv ? strchr(kv, '=') : NULL;
+    if (!eq || eq == kv)
+        return -1;
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+    return json_object_set_new(opts, key, v ? v : json_string(eq + 1));
+}

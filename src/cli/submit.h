@@ -14,4 +14,8 @@
 int tide_submit_task(const tide_task *base, const json_t *opts, const char *id, tide_task *out,
                      char *reason, size_t cap);
 
+/** Add a --option KEY=VALUE to the JSON object @p opts: VALUE as JSON when it parses as JSON,
+ *  else as a string. 0, or -1 when @p kv is not KEY=VALUE. */
+int tide_submit_add_option(json_t *opts, const char *kv);
+
 #endif

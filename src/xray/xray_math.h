@@ -351,6 +351,27 @@ TIDE_HD static inline double xray_model(const tide_xray_lp_result *r, double t) 
     return v;
 }
 
+/* Order the first @p n modes of @p res by decreasing amplitude (the maps' mode axis), each
+ * mode's frequency, damping and phase moving with it. */
+TIDE_HD static inline void xray_sort_modes(tide_xray_lp_result *res, int n) {
+    for (int i = 0; i < n - 1; i++)
+        for (int j = i + 1; j < n; j++)
+            if (res->amp[j] > res->amp[i]) {
+                double t = res->amp[i];
+                res->amp[i] = res->amp[j];
+                res->amp[j] = t;
+                t = res->phase[i];
+                res->phase[i] = res->phase[j];
+                res->phase[j] = t;
+                t = res->omega[i];
+                res->omega[i] = res->omega[j];
+                res->omega[j] = t;
+                t = res->decay[i];
+                res->decay[i] = res->decay[j];
+                res->decay[j] = t;
+            }
+}
+
 /** Fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
  *  @p components singular values (the model order) into @p res; @p w has
  *  xray_lp_work_doubles(n) doubles. Steps: Hankel matrix H[i][j] = s[i+1+j] (rows × m), its
@@ -548,22 +569,7 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
     res->constant = beta[col];
     res->nmodes = nm;
     /* by decreasing amplitude: the maps' mode axis */
-    for (int i = 0; i < nm - 1; i++)
-        for (int j = i + 1; j < nm; j++)
-            if (res->amp[j] > res->amp[i]) {
-                double t = res->amp[i];
-                res->amp[i] = res->amp[j];
-                res->amp[j] = t;
-                t = res->phase[i];
-                res->phase[i] = res->phase[j];
-                res->phase[j] = t;
-                t = res->omega[i];
-                res->omega[i] = res->omega[j];
-                res->omega[j] = t;
-                t = res->decay[i];
-                res->decay[i] = res->decay[j];
-                res->decay[j] = t;
-            }
+    xray_sort_modes(res, nm);
     double ss = 0.0;
     for (int j = 0; j < n; j++) {
         const double d = s[j] - xray_model(res, j * dt);
@@ -725,22 +731,7 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
     }
     res->constant = th[4 * M];
     res->chi2 = chi / n;
-    for (int i = 0; i < M - 1; i++)
-        for (int j = i + 1; j < M; j++)
-            if (res->amp[j] > res->amp[i]) {
-                double t = res->amp[i];
-                res->amp[i] = res->amp[j];
-                res->amp[j] = t;
-                t = res->phase[i];
-                res->phase[i] = res->phase[j];
-                res->phase[j] = t;
-                t = res->omega[i];
-                res->omega[i] = res->omega[j];
-                res->omega[j] = t;
-                t = res->decay[i];
-                res->decay[i] = res->decay[j];
-                res->decay[j] = t;
-            }
+    xray_sort_modes(res, M);
     return it;
 }
 
