@@ -25,6 +25,58 @@ import time
 import numpy as np
 
 
+def read_h5(path, name):
+    """One float64 dataset of an HDF5 file: through h5py where installed, else through the
+    libhdf5 that tide itself links (ctypes; the GPU machine has no h5py), found on
+    LD_LIBRARY_PATH or as TIDE_HDF5_LIB."""
+    try:
+        import h5py
+        with h5py.File(path, "r") as h:
+            return h[name][...]
+    except ImportError:
+        pass
+    import ctypes
+    import ctypes.util
+    import glob
+    lib_path = os.environ.get("TIDE_HDF5_LIB")
+    for d in ([] if lib_path else os.environ.get("LD_LIBRARY_PATH", "").split(":")):
+        hits = sorted(glob.glob(os.path.join(d, "libhdf5*.so*")))
+        hits = [h for h in hits if "hl" not in os.path.basename(h)]
+        if d and hits:
+            lib_path = hits[0]
+            break
+    lib = ctypes.CDLL(lib_path or ctypes.util.find_library("hdf5_serial") or "libhdf5.so")
+    hid = ctypes.c_int64
+    lib.H5open()
+    lib.H5Fopen.restype = hid
+    lib.H5Fopen.argtypes = [ctypes.c_char_p, ctypes.c_uint, hid]
+    lib.H5Dopen2.restype = hid
+    lib.H5Dopen2.argtypes = [hid, ctypes.c_char_p, hid]
+    lib.H5Dget_space.restype = hid
+    lib.H5Dget_space.argtypes = [hid]
+    lib.H5Sget_simple_extent_dims.argtypes = [hid, ctypes.c_void_p, ctypes.c_void_p]
+    lib.H5Dread.argtypes = [hid, hid, hid, hid, hid, ctypes.c_void_p]
+    for f in ("H5Dclose", "H5Sclose", "H5Fclose"):
+        getattr(lib, f).argtypes = [hid]
+    fid = lib.H5Fopen(path.encode(), 0, 0)  # H5F_ACC_RDONLY, H5P_DEFAULT
+    if fid < 0:
+        raise OSError(f"{path}: HDF5 open failed")
+    did = lib.H5Dopen2(fid, name.encode(), 0)
+    if did < 0:
+        raise OSError(f"{path}: no dataset {name}")
+    sid = lib.H5Dget_space(did)
+    dims = (ctypes.c_uint64 * 32)()
+    nd = lib.H5Sget_simple_extent_dims(sid, dims, None)
+    out = np.empty(tuple(dims[i] for i in range(nd)), dtype=np.float64)
+    native = hid.in_dll(lib, "H5T_NATIVE_DOUBLE_g").value
+    if lib.H5Dread(did, native, 0, 0, 0, out.ctypes.data) < 0:  # H5S_ALL, H5P_DEFAULT
+        raise OSError(f"{path}: reading {name} failed")
+    lib.H5Sclose(sid)
+    lib.H5Dclose(did)
+    lib.H5Fclose(fid)
+    return out
+
+
 def lpsvd(s, dt, k):
     """One trace: a list of (omega, decay, amp, phase) by decreasing amplitude, and the
     constant."""
@@ -88,13 +140,11 @@ def main():
     ap.add_argument("--max", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    import h5py
     with open(os.path.join(a.dir, "summary.json")) as f:
         summ = json.load(f)
     dt = summ["dt"]
     k = a.components or summ["parameters"]["components"]
-    with h5py.File(os.path.join(a.dir, "traces.h5"), "r") as h:
-        seg = h["smoothed"][...]
+    seg = read_h5(os.path.join(a.dir, "traces.h5"), "smoothed")
     ny, nx, n = seg.shape
     tr = seg.reshape(ny * nx, n)
     if a.max > 0:
@@ -116,8 +166,7 @@ def main():
            "device": summ["device"]}
     maps = os.path.join(a.dir, "maps.h5")
     if os.path.exists(maps):
-        with h5py.File(maps, "r") as h:
-            tf = h["freq"][0].reshape(-1)[:len(tr)]
+        tf = read_h5(maps, "freq")[0].reshape(-1)[:len(tr)]
         ok = np.isfinite(tf) & np.isfinite(freq)
         res["freq0_max_abs_diff"] = float(np.max(np.abs(tf[ok] - freq[ok]))) if ok.any() else None
     if a.json:

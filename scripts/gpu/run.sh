@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# run.sh [tests|reduce|diff] — there, on the GPU machine (repository root, carried .gpu/): run every
-# test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
-# With "tests", only the tests (a quick check that costs less device time); with "reduce",
-# only the reduction benchmark; with "diff", only the difference-pipeline benchmark.
+# run.sh [tests|tests-xray|reduce|diff|xray] — there, on the GPU machine (repository root,
+# carried .gpu/): run every test (GPU agreement tests included) and the benchmarks, and write a
+# report to $OUT. With "tests", only the tests (a quick check that costs less device time);
+# with "tests-xray", the tests and the xray benchmark; with "reduce",
+# only the reduction benchmark; with "diff", only the difference-pipeline benchmark; with
+# "xray", only tide xray's detector-sized benchmark beside NumPy's loop (bench/xray_bench.sh).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -43,6 +45,16 @@ if [ "${1:-all}" = diff ]; then
     --json "$out/bench-diff-cuda.json" >> "$out/report.md" 2>&1 || fail=1
   finish
 fi
+# tide xray on a Jungfrau-1M-sized pair beside NumPy's per-trace loop (issue 20).
+xray_bench() {
+  echo "## tide xray (bench/xray_bench.sh)" >> "$out/report.md"
+  TIDE_PYTHON=$(command -v python3) timeout 400 bash bench/xray_bench.sh /tmp .gpu/bin/tide \
+    >> "$out/report.md" 2>&1 || fail=1
+}
+if [ "${1:-all}" = xray ]; then
+  xray_bench
+  finish
+fi
 echo "## tests" >> "$out/report.md"
 for t in .gpu/bin/test_*; do
   [ -x "$t" ] || continue
@@ -54,9 +66,22 @@ for t in .gpu/bin/test_*; do
   echo "- $name: $r" >> "$out/report.md"
   [ "$r" = pass ] || tail -20 "$out/$name.log" >> "$out/report.md"
 done
+# The shell tests that need a GPU (the C ones above skip themselves without one).
+for t in tests/cli/test_memory_fallback.sh; do
+  name=$(basename "$t" .sh)
+  TIDE_BIN=$root/.gpu/bin/tide TIDE_PYTHON=$(command -v python3) timeout 300 bash "$t" \
+    > "$out/$name.log" 2>&1
+  case $? in 0) r=pass ;; 77) r=skip ;; *) r="FAIL"; fail=1 ;; esac
+  echo "- $name: $r" >> "$out/report.md"
+  [ "$r" = pass ] || tail -20 "$out/$name.log" >> "$out/report.md"
+done
 tar czf "$out/test-logs.tgz" -C "$out" $(cd "$out" && ls test_*.log) 2>/dev/null && rm -f "$out"/test_*.log
 
 if [ "${1:-all}" = tests ]; then
+  finish
+fi
+if [ "${1:-all}" = tests-xray ]; then
+  xray_bench
   finish
 fi
 echo >> "$out/report.md"
@@ -74,6 +99,7 @@ if [ -x .gpu/bin/detect_vs_sep ]; then
   echo "## detection beside sep (bench/detect_vs_sep.c)" >> "$out/report.md"
   timeout 300 .gpu/bin/detect_vs_sep --backend cuda >> "$out/report.md" 2>&1 || fail=1
 fi
+xray_bench
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \

@@ -23,19 +23,40 @@ printf '%s\n%s\n' "$T/a.fits" "$T/b.fits" >"$T/manifest.txt"
 "$TIDE" batch "$T/manifest.txt" --outdir "$T/capped" --backend cuda --device-memory-cap 64K \
     --no-progress --log-level warn >"$T/capped.log" 2>&1 || bad "capped batch failed: $(tail -3 "$T/capped.log")"
 grep -q "ran out of memory" "$T/capped.log" || bad "no word of the fallback: $(head -3 "$T/capped.log")"
+# Read the catalog headers without astropy (the GPU machine has none): HDU 1's BACKEND card
+# and its row count, from the primary header's END block onwards.
 "$PY" - "$T" <<'PYEOF' || bad "the capped catalogs differ from the GPU's"
 import sys
-from astropy.io import fits
+
+def hdu1(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    cards, pos, hdu = {}, 0, 0
+    while pos < len(data):
+        block = data[pos:pos + 2880].decode("ascii")
+        pos += 2880
+        for i in range(0, 2880, 80):
+            card = block[i:i + 80]
+            key = card[:8].strip()
+            if key == "END":
+                if hdu == 1:
+                    return cards
+                hdu, cards = 1, {}
+                break
+            if card[8:10] == "= ":
+                cards[key] = card[10:].split("/")[0].strip().strip("'").strip()
+        else:
+            continue
+    raise SystemExit(f"{path}: no HDU 1")
+
 t = sys.argv[1]
 ok = True
 for n in "ab":
-    g = fits.open(f"{t}/gpu/{n}.cat.fits")
-    c = fits.open(f"{t}/capped/{n}.cat.fits")
-    if g[1].header.get("BACKEND") != "cuda" or c[1].header.get("BACKEND") != "cpu":
-        print("BACKEND", g[1].header.get("BACKEND"), c[1].header.get("BACKEND")); ok = False
-    if len(g[1].data) != len(c[1].data):
-        print("rows", len(g[1].data), len(c[1].data)); ok = False
+    g, c = hdu1(f"{t}/gpu/{n}.cat.fits"), hdu1(f"{t}/capped/{n}.cat.fits")
+    if g.get("BACKEND") != "cuda" or c.get("BACKEND") != "cpu":
+        print("BACKEND", g.get("BACKEND"), c.get("BACKEND")); ok = False
+    if g.get("NAXIS2") != c.get("NAXIS2"):
+        print("rows", g.get("NAXIS2"), c.get("NAXIS2")); ok = False
 sys.exit(0 if ok else 1)
-PYEOF
-[ $fail = 0 ] && echo "PASS: frames beyond the device's memory ran on the CPU backend"
+PYEOF[ $fail = 0 ] && echo "PASS: frames beyond the device's memory ran on the CPU backend"
 exit $fail
