@@ -612,12 +612,14 @@ TIDE_HD static inline double xray_lm_row(const double *th, int M, const int *act
 /** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
  *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
  *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
- *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt), stop when a step
- * lowers χ² by less than 1e-12 of it, at λ > 1e12 or after XRAY_LM_MAXIT iterations. The result
- * replaces
- * @p res only when it has a lower χ² and finite values; modes are re-sorted by amplitude. Returns
- * the iterations, 0 when nothing was done (status not ok, or more than XRAY_LM_MAXMODES modes). @p
- * w: xray_lp_work_doubles(n) doubles. */
+ *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt, b·span >= 0.01
+ *  for a real mode). Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and
+ *  the iteration stops when a step moves no parameter by more than 1e-12 of max(|value|, 1)
+ *  (or, below 1e-9, stops shrinking), when no step is taken at λ > 1e12, or after
+ *  XRAY_LM_MAXIT iterations. The result replaces @p res only when it converged within
+ *  XRAY_LM_MAXIT iterations to a lower χ² with finite values and no mode at the band's edge;
+ *  modes are re-sorted by amplitude. Returns the iterations, 0 when nothing was done (status
+ *  not ok, or more than XRAY_LM_MAXMODES modes). @p w: xray_lp_work_doubles(n) doubles. */
 TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, double *w,
                                          tide_xray_lp_result *res) {
     const int M = res->nmodes;
@@ -641,13 +643,17 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
     }
     th[4 * M] = res->constant;
     act[na++] = 4 * M;
-    double chi = 0.0;
+    /* χ² and the bound of its rounding (16ε Σ|r|(|s| + |f|): each residual is a difference of
+     * numbers of size |s| and |f| computed to a few ε) */
+    double chi = 0.0, chb = 0.0;
     for (int j = 0; j < n; j++) {
-        const double r = s[j] - xray_lm_row(th, M, act, na, j * dt, J);
+        const double f = xray_lm_row(th, M, act, na, j * dt, J), r = s[j] - f;
         chi += r * r;
+        chb += fabs(r) * (fabs(s[j]) + fabs(f));
     }
+    chb *= 16.0 * 2.220446049250313e-16;
     const double chi0 = chi;
-    double lam = 1e-3;
+    double lam = 1e-3, last = INFINITY;
     int it = 0;
     for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
         for (int a = 0; a < na * na; a++)
@@ -683,24 +689,41 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
                 tn[a] = th[a];
             for (int a = 0; a < na; a++)
                 tn[act[a]] += d[a];
-            double cn = 0.0;
+            double cn = 0.0, cnb = 0.0;
             for (int j = 0; j < n; j++) {
-                const double r = s[j] - xray_lm_row(tn, M, act, na, j * dt, J);
+                const double f = xray_lm_row(tn, M, act, na, j * dt, J), r = s[j] - f;
                 cn += r * r;
+                cnb += fabs(r) * (fabs(s[j]) + fabs(f));
             }
+            cnb *= 16.0 * 2.220446049250313e-16;
             /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
-             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span) */
+             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span), or
+             * a real mode decaying by less than 1% over the span (LPSVD's own rule: such a
+             * mode is the constant, and the two together would be a valley without a floor) */
             int inband = 1;
             for (int k = 0; k < M; k++)
                 inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
-                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1));
-            if (inband && isfinite(cn) && cn < chi) {
-                const double drop = chi - cn;
+                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1)) &&
+                          (th[4 * k] != 0.0 || tn[4 * k + 1] * dt * (n - 1) >= 0.01);
+            /* Near the minimum χ² is flat to rounding: it resolves the parameters only to
+             * ~sqrt(ε) of their size, so a test of χ² alone would stop two backends (whose exp
+             * and cos differ in the last bit) ~1e-8 apart. There a Gauss–Newton step (λ small)
+             * is taken when χ² rises by no more than its rounding bound, and the iteration stops on
+             * the step itself: when it moves no parameter by more than 1e-12 of max(|value|,
+             * 1), or when below 1e-9 it no longer halves (the gradient's own rounding). */
+            const int gn = lam <= 1e-2;
+            if (inband && isfinite(cn) && (cn < chi || (gn && cn <= chi + chb + cnb))) {
+                double step = 0.0;
+                for (int a = 0; a < na; a++)
+                    step = fmax(step, fabs(d[a]) / fmax(fabs(tn[act[a]]), 1.0));
                 for (int a = 0; a <= 4 * M; a++)
                     th[a] = tn[a];
-                chi = cn;
+                if (cn < chi)
+                    chi = cn, chb = cnb;
+                const int done = gn && (step <= 1e-12 || (step < 1e-9 && step > 0.9 * last));
+                last = gn ? step : INFINITY;
+                improved = done ? 2 : 1;
                 lam /= 3.0;
-                improved = drop > 1e-12 * cn ? 1 : 2;
                 break;
             }
             lam *= 5.0;
@@ -708,10 +731,21 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, doub
         if (improved != 1)
             break;
     }
-    if (!(chi < chi0) || !isfinite(chi))
+    /* no better χ², or no convergence in XRAY_LM_MAXIT steps: the steps were walking a valley
+     * (a slow real mode trading with the constant at amplitudes far above the data's), and
+     * where they stopped says nothing */
+    if (!(chi < chi0) || !isfinite(chi) || it >= XRAY_LM_MAXIT)
         return it;
     for (int k = 0; k <= 4 * M; k++)
         if (!isfinite(th[k]))
+            return it;
+    /* a mode held at the band's edge is no fit: the start was a wrong mode, and the steps
+     * ended against the wall (where each backend stops at its own point) */
+    const double span = dt * (n - 1), edge = 1.0 - 1e-6;
+    for (int k = 0; k < M; k++)
+        if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
+            th[4 * k + 1] <= -2.0 * edge / span ||
+            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
             return it;
     for (int k = 0; k < M; k++) {
         double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];

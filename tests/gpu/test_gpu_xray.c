@@ -127,8 +127,8 @@ int main(void) {
             for (int j = 0; j < N2; j++)
                 s[i * N2 + j] = xray_model(&t, j * DT) + 0.002 * sim_rng_gauss(&g);
         }
-        CHECK_OK(tide_xray_lpsvd_batch(cpu, s, n2, N2, DT, 3, 1, rc));
-        CHECK_OK(tide_xray_lpsvd_batch(gpu, s, n2, N2, DT, 3, 1, rg));
+        CHECK_OK(tide_xray_lpsvd_batch(cpu, s, n2, N2, DT, 2, 1, rc));
+        CHECK_OK(tide_xray_lpsvd_batch(gpu, s, n2, N2, DT, 2, 1, rg));
         double worst;
         const int64_t bad = compare(rc, rg, n2, 1e-9, &worst);
         printf("150 samples: %lld/%lld traces beyond 1e-9, worst %.2e\n", (long long)bad,
