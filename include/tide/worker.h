@@ -16,6 +16,11 @@
  *     counted up, and after max_attempts to NAME.failed with the reason;
  *   - retry (the store is unreachable, out of device memory): kept in hand and run again with
  *     back-off (0.5 s doubling to 30 s), never acked before it is committed.
+ *   - a task that crashes the process (a fault in tide or a library it calls) is written down
+ *     in the crash ledger of state_dir before the process dies; the next worker counts those
+ *     crashes as attempts and, at max_attempts, sends the message to NAME.failed unrun with
+ *     x-tide-reason "crashed the worker N times (SIGSEGV)" — a poison message ends instead of
+ *     killing every worker forever. A worker killed from outside (SIGKILL) counts nothing.
  * Each of these publishes and its ack are one AMQP transaction: they happen together or not at
  * all. The broker going away: the worker reconnects with the same back-off; the frames in hand
  * are finished and the broker gives their messages again (running a frame twice stores it
@@ -45,6 +50,8 @@ typedef struct tide_worker_opts {
     tide_task_runner_opts runner; /**< configuration, store, outputs, backend, device */
     int64_t max_tasks;            /**< stop after this many tasks ended [0: no limit] */
     double idle_exit_s;           /**< stop after this long with no message [0: never] */
+    const char *state_dir;        /**< where the crash ledger lives (created 0700) [NULL: no
+                                       ledger, crashes are not counted] */
     tide_logger log;              /**< where the worker logs (every line names its frame) */
 } tide_worker_opts;
 

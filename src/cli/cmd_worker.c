@@ -1,9 +1,11 @@
 /* cmd_worker.c — `tide worker`: take tasks from a RabbitMQ queue and run them on warm contexts
  * until SIGTERM (worker.h). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_config.h"
@@ -77,6 +79,39 @@ static int on_health(void *user, char *reason, size_t cap) {
     return 0;
 }
 
+/* The crash ledger's directory when --state-dir is not given: systemd's StateDirectory=, else
+ * the XDG state home; its parents are made (0700). 0, or 1 with the reason printed. */
+static int default_state_dir(char *buf, size_t cap) {
+    const char *sd = getenv("STATE_DIRECTORY"), *xdg = getenv("XDG_STATE_HOME"),
+               *home = getenv("HOME");
+    int n;
+    if (sd && *sd)
+        n = snprintf(buf, cap, "%s", sd);
+    else if (xdg && *xdg)
+        n = snprintf(buf, cap, "%s/tide", xdg);
+    else if (home && *home)
+        n = snprintf(buf, cap, "%s/.local/state/tide", home);
+    else {
+        fprintf(stderr, "tide worker: no --state-dir, and neither STATE_DIRECTORY, "
+                        "XDG_STATE_HOME nor HOME is set\n");
+        return 1;
+    }
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "tide worker: the state directory's name is too long\n");
+        return 1;
+    }
+    for (char *p = buf + 1; *p; p++) /* the parents; the ledger makes the last one */
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0700) && errno != EEXIST) {
+                fprintf(stderr, "tide worker: cannot create %s: %s\n", buf, strerror(errno));
+                return 1;
+            }
+            *p = '/';
+        }
+    return 0;
+}
+
 static const char *help =
     "usage: tide worker --queue amqp://HOST[:PORT][/VHOST] [OPTIONS]\n"
     "\n"
@@ -106,7 +141,11 @@ static const char *help =
     "                           frame overlaps the next frame's computation [2]\n"
     "  --max-attempts N         runs of a failing task before it is dead-lettered [3]\n"
     "  --max-tasks N            exit 0 after N tasks ended [no limit]\n"
-    "  --idle-exit SECONDS      exit 0 after this long without a message [never]\n";
+    "  --idle-exit SECONDS      exit 0 after this long without a message [never]\n"
+    "  --state-dir DIR          the crash ledger: a task that crashes the worker is written down\n"
+    "                           there, and after --max-attempts crashes dead-lettered unrun\n"
+    "                           [$STATE_DIRECTORY (systemd), else $XDG_STATE_HOME/tide, else\n"
+    "                           ~/.local/state/tide]\n";
 
 int tide_cmd_worker(int argc, char **argv) {
     const char *cmd = "worker";
@@ -116,13 +155,15 @@ int tide_cmd_worker(int argc, char **argv) {
     tide_worker_opts o;
     tide_worker_opts_init(&o);
     double prefetch = -1, runners = -1, attempts = -1, max_tasks = -1, idle = -1;
-    const char *store = NULL, *outdir = NULL, *metrics = NULL;
+    const char *store = NULL, *outdir = NULL, *metrics = NULL, *state_dir = NULL;
+    char state_buf[4096];
     const tide_cli_valopt vals[] = {
         {"--queue", NULL, &o.queue_url},     {"--queue-name", NULL, &o.queue_name},
         {"--store", NULL, &store},           {"--outdir", NULL, &outdir},
         {"--prefetch", &prefetch, NULL},     {"--runners", &runners, NULL},
         {"--max-attempts", &attempts, NULL}, {"--max-tasks", &max_tasks, NULL},
         {"--idle-exit", &idle, NULL},        {"--metrics", NULL, &metrics},
+        {"--state-dir", NULL, &state_dir},
     };
     int rc = 0;
     for (int i = 1; i < argc; i++) {
@@ -169,6 +210,11 @@ int tide_cmd_worker(int argc, char **argv) {
         o.max_tasks = (int64_t)max_tasks;
     if (idle > 0)
         o.idle_exit_s = idle;
+    if (!state_dir && default_state_dir(state_buf, sizeof state_buf)) {
+        rc = 1;
+        goto done;
+    }
+    o.state_dir = state_dir ? state_dir : state_buf;
     o.runner.config_file = cfg.instrument;
     o.runner.default_file = cfg.def;
     o.runner.sets = (const char *const *)cfg.sets;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "crash_ledger.h"
 #include "worker_source.h"
 #include "tide/status.h"
 
@@ -39,7 +40,9 @@ typedef struct item {
     struct item *next;
     uint64_t tag;
     unsigned gen;
-    int attempts;
+    int attempts; /* x-tide-attempts: failed runs before this one */
+    int crashes;  /* runs that crashed a worker (crash_ledger.h), counted as attempts */
+    uint64_t key; /* the body's key in the crash ledger */
     double submitted;
     char *body; /* the message as it came, published again as it is */
     size_t len;
@@ -93,6 +96,7 @@ typedef struct worker {
     tide_task_runner **runners;
     pthread_t *threads;
     int nthreads;
+    const char *crash_on; /* TIDE_WORKER_CRASH_ON: tasks whose path holds it crash (tests) */
 } worker;
 
 /* Sleep @p s seconds in small steps, returning early when the worker is told to stop. */
@@ -125,8 +129,11 @@ static void *runner_main(void *p) {
         if (!it)
             break;
         tide_log_set_frame(it->task.id);
+        crash_ledger_running(it->key);
         double backoff = 0.5;
         for (;;) {
+            if (w->crash_on && strstr(it->task.path, w->crash_on))
+                raise(SIGSEGV); /* fault injection (TIDE_WORKER_CRASH_ON): a poison message */
             tide_task_run(a->r, &it->task, &it->res);
             if (it->res.outcome != TIDE_TASK_RETRY)
                 break;
@@ -140,6 +147,7 @@ static void *runner_main(void *p) {
             }
             backoff = backoff * 2 > 30 ? 30 : backoff * 2;
         }
+        crash_ledger_running(0);
         tide_log_set_frame(NULL);
         pthread_mutex_lock(&w->mu);
         w->running--;
@@ -213,6 +221,8 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
     }
     if (r->outcome == TIDE_TASK_DONE || r->outcome == TIDE_TASK_INCOMPLETE) {
         st = src->ack(src->impl, it->tag);
+        if (!st)
+            crash_ledger_settled(it->key);
         if (r->outcome == TIDE_TASK_INCOMPLETE)
             status = "incomplete";
         if (!st && stats)
@@ -221,9 +231,11 @@ static int settle(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
             tide_log(&w->o->log, TIDE_LOG_INFO, "worker", "%s: %s in %.1f ms%s%s", id, status,
                      r->ms_total, r->reason[0] ? ": " : "", r->reason);
     } else {
-        const int last = it->attempts + 1 >= w->o->max_attempts;
+        const int last = it->attempts + it->crashes + 1 >= w->o->max_attempts;
         tide_amqp_meta m = {it->attempts + 1, r->reason, id, it->submitted};
         st = src->forward(src->impl, last, it->tag, it->body, it->len, &m);
+        if (!st && last)
+            crash_ledger_settled(it->key);
         status = last ? "failed" : "retried";
         if (!st && stats)
             last ? stats->dead_lettered++ : stats->failed_retried++;
@@ -260,6 +272,28 @@ static int reject_malformed(worker *w, link_state *ls, const tide_amqp_delivery 
     return st;
 }
 
+/* A task that crashed a worker as often as it may fail: to the dead-letter queue, unrun. */
+static int reject_poison(worker *w, link_state *ls, item *it, tide_worker_stats *stats,
+                         int64_t *ended) {
+    char reason[256];
+    snprintf(reason, sizeof reason, "crashed the worker %d time%s (%s)", it->crashes,
+             it->crashes == 1 ? "" : "s", crash_ledger_signal(it->key));
+    tide_amqp_meta m = {it->attempts + it->crashes, reason, it->task.id, it->submitted};
+    int st = ls->src->forward(ls->src->impl, 1, it->tag, it->body, it->len, &m);
+    if (!st) {
+        crash_ledger_settled(it->key);
+        if (stats)
+            stats->dead_lettered++;
+        (*ended)++;
+        tide_log_set_frame(it->task.id);
+        tide_log(&w->o->log, TIDE_LOG_ERROR, "worker", "%s: %s, to %s", it->task.id, reason,
+                 ls->src->failed);
+        tide_log_set_frame(NULL);
+    }
+    item_free(it);
+    return st;
+}
+
 /* Take one delivery: parse it and hand it to the runners (or dead-letter it). */
 static int take(worker *w, link_state *ls, tide_amqp_delivery *d, tide_worker_stats *stats,
                 int64_t *ended) {
@@ -273,12 +307,16 @@ static int take(worker *w, link_state *ls, tide_amqp_delivery *d, tide_worker_st
     it->tag = d->tag;
     it->gen = ls->gen;
     it->attempts = d->attempts;
+    it->key = crash_ledger_key(d->body, d->len);
+    it->crashes = crash_ledger_count(it->key);
     it->submitted = d->submitted;
     it->body = d->body;
     it->len = d->len;
     d->body = NULL;
     if (stats && d->redelivered)
         stats->redelivered++;
+    if (it->crashes > 0 && it->attempts + it->crashes >= w->o->max_attempts)
+        return reject_poison(w, ls, it, stats, ended);
     pthread_mutex_lock(&w->mu);
     fifo_push(&w->todo, it);
     pthread_cond_signal(&w->more);
@@ -340,11 +378,18 @@ int tide_worker_loop(const tide_worker_opts *o, tide_worker_source *src, int dra
     memset(&w, 0, sizeof w);
     w.o = o;
     w.stop = stop;
+    w.crash_on = getenv("TIDE_WORKER_CRASH_ON");
+    if (w.crash_on && !*w.crash_on)
+        w.crash_on = NULL;
+    int st = o->state_dir ? crash_ledger_open(o->state_dir, o->queue_name) : TIDE_OK;
+    if (st)
+        return st;
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.more, NULL);
-    int st = start_runners(&w);
+    st = start_runners(&w);
     if (st) {
         stop_runners(&w);
+        crash_ledger_close();
         return st;
     }
     double backoff = 0.5, last_msg = mono_s();
@@ -441,6 +486,7 @@ int tide_worker_loop(const tide_worker_opts *o, tide_worker_source *src, int dra
         }
     }
     stop_runners(&w);
+    crash_ledger_close();
     src->close(src->impl);
     if (stats)
         stats->connected = 0;
