@@ -28,10 +28,12 @@
  *               1/65534 of the cutout's range (0.0015% — far under the noise of any stamp
  *               with a source in it), 2 bytes a pixel (a 63 x 63 cutout is 7.9 kB).
  *   objects     id (never reused), ra, dec (mean of its detections, as the normalised sum of
- *               their unit vectors sx, sy, sz), cell, ndet, first_mjd, last_mjd. A candidate
- *               within the association radius of an object's position joins the nearest such
- *               object (updating it), else it starts a new one: a source seen at several
- *               epochs is one object with a light curve (as Rubin's DIAObjects).
+ *               their unit vectors sx, sy, sz), cell, ndet, first_mjd, last_mjd, last_diff
+ *               (the difference that last gave it a detection). A candidate within the
+ *               association radius of an object's position joins the nearest such object
+ *               that has no detection of the same difference yet (updating it), else it
+ *               starts a new one: a source seen at several epochs is one object with a light
+ *               curve (as Rubin's DIAObjects, one detection per object and epoch).
  *   reviewers   id, name (unique), created — for the review tools.
  *   labels      id, candidate_id, reviewer_id, label ('real' | 'bogus' | 'unsure'), tags,
  *               comment, time (ISO 8601) — human labels, written by the review tools.

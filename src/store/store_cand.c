@@ -114,32 +114,33 @@ int tide_store_cand_schema(tide_store *s) {
                       i < 2 ? " NOT NULL" : "");
     }
     char tmpl[6144];
-    snprintf(tmpl, sizeof tmpl,
-             "CREATE TABLE IF NOT EXISTS diffs (id {ID}%s, grid_header {T}, "
-             "UNIQUE (sci_checksum, tmpl_checksum));"
-             "CREATE TABLE IF NOT EXISTS objects (id {ID}, ra {R}, dec {R}, cell {I} NOT NULL, "
-             "sx {R}, sy {R}, sz {R}, ndet {I} NOT NULL, first_mjd {R}, last_mjd {R});"
-             "CREATE INDEX IF NOT EXISTS objects_cell ON objects (cell);"
-             "CREATE TABLE IF NOT EXISTS candidates (id {ID}, diff_id {I} NOT NULL, seq {I} NOT "
-             "NULL, object_id {I}, mjd {R}, cell {I} NOT NULL, score {R}, "
-             "\"ALPHA_J2000\" {R}, \"DELTA_J2000\" {R});"
-             "CREATE INDEX IF NOT EXISTS candidates_diff ON candidates (diff_id);"
-             "CREATE INDEX IF NOT EXISTS candidates_cell ON candidates (cell);"
-             "CREATE INDEX IF NOT EXISTS candidates_object ON candidates (object_id);"
-             "CREATE TABLE IF NOT EXISTS cutouts (candidate_id {I} NOT NULL, kind {T} NOT NULL, "
-             "w {I} NOT NULL, h {I} NOT NULL, zero {R}, scale {R}, data {B}, "
-             "PRIMARY KEY (candidate_id, kind));"
-             "CREATE TABLE IF NOT EXISTS reviewers (id {ID}, name {T} NOT NULL UNIQUE, "
-             "created {T});"
-             "CREATE TABLE IF NOT EXISTS labels (id {ID}, candidate_id {I} NOT NULL, "
-             "reviewer_id {I} NOT NULL, label {T} NOT NULL CHECK (label IN ('real', 'bogus', "
-             "'unsure')), tags {T}, comment {T}, time {T} NOT NULL);"
-             "CREATE INDEX IF NOT EXISTS labels_candidate ON labels (candidate_id);%s",
-             cols,
-             pg ? "CREATE INDEX IF NOT EXISTS candidates_q3c ON candidates "
-                  "(q3c_ang2ipix(\"ALPHA_J2000\", \"DELTA_J2000\"));"
-                  "CREATE INDEX IF NOT EXISTS objects_q3c ON objects (q3c_ang2ipix(ra, dec));"
-                : "");
+    snprintf(
+        tmpl, sizeof tmpl,
+        "CREATE TABLE IF NOT EXISTS diffs (id {ID}%s, grid_header {T}, "
+        "UNIQUE (sci_checksum, tmpl_checksum));"
+        "CREATE TABLE IF NOT EXISTS objects (id {ID}, ra {R}, dec {R}, cell {I} NOT NULL, "
+        "sx {R}, sy {R}, sz {R}, ndet {I} NOT NULL, first_mjd {R}, last_mjd {R}, last_diff {I});"
+        "CREATE INDEX IF NOT EXISTS objects_cell ON objects (cell);"
+        "CREATE TABLE IF NOT EXISTS candidates (id {ID}, diff_id {I} NOT NULL, seq {I} NOT "
+        "NULL, object_id {I}, mjd {R}, cell {I} NOT NULL, score {R}, "
+        "\"ALPHA_J2000\" {R}, \"DELTA_J2000\" {R});"
+        "CREATE INDEX IF NOT EXISTS candidates_diff ON candidates (diff_id);"
+        "CREATE INDEX IF NOT EXISTS candidates_cell ON candidates (cell);"
+        "CREATE INDEX IF NOT EXISTS candidates_object ON candidates (object_id);"
+        "CREATE TABLE IF NOT EXISTS cutouts (candidate_id {I} NOT NULL, kind {T} NOT NULL, "
+        "w {I} NOT NULL, h {I} NOT NULL, zero {R}, scale {R}, data {B}, "
+        "PRIMARY KEY (candidate_id, kind));"
+        "CREATE TABLE IF NOT EXISTS reviewers (id {ID}, name {T} NOT NULL UNIQUE, "
+        "created {T});"
+        "CREATE TABLE IF NOT EXISTS labels (id {ID}, candidate_id {I} NOT NULL, "
+        "reviewer_id {I} NOT NULL, label {T} NOT NULL CHECK (label IN ('real', 'bogus', "
+        "'unsure')), tags {T}, comment {T}, time {T} NOT NULL);"
+        "CREATE INDEX IF NOT EXISTS labels_candidate ON labels (candidate_id);%s",
+        cols,
+        pg ? "CREATE INDEX IF NOT EXISTS candidates_q3c ON candidates "
+             "(q3c_ang2ipix(\"ALPHA_J2000\", \"DELTA_J2000\"));"
+             "CREATE INDEX IF NOT EXISTS objects_q3c ON objects (q3c_ang2ipix(ra, dec));"
+           : "");
     char sql[8192];
     typed(tmpl, pg, sql, sizeof sql);
     int st = tide_ssql_begin(s);
@@ -173,9 +174,10 @@ static void direction(const double v[3], double *ra, double *dec) {
     *ra = a < 0 ? a + 360 : a;
 }
 
-/* Write object @p id from its sums (or delete it when @p n is 0). */
+/* Write object @p id from its sums (or delete it when @p n is 0); @p diff >= 0: the
+ * difference that just gave it a detection. */
 static int object_write(tide_store *s, int64_t id, const double v[3], int64_t n, double first,
-                        double last) {
+                        double last, int64_t diff) {
     if (n <= 0) {
         const int64_t p[1] = {id};
         return tide_ssql_run_i64(s, "DELETE FROM objects WHERE id = $1", 1, p);
@@ -185,8 +187,8 @@ static int object_write(tide_store *s, int64_t id, const double v[3], int64_t n,
     tide_ssql *q = NULL;
     int st = tide_ssql_prepare(s,
                                "UPDATE objects SET ra = $1, dec = $2, cell = $3, sx = $4, sy = "
-                               "$5, sz = $6, ndet = $7, first_mjd = $8, last_mjd = $9 WHERE "
-                               "id = $10",
+                               "$5, sz = $6, ndet = $7, first_mjd = $8, last_mjd = $9, "
+                               "last_diff = coalesce($11, last_diff) WHERE id = $10",
                                &q);
     if (st)
         return st;
@@ -199,6 +201,10 @@ static int object_write(tide_store *s, int64_t id, const double v[3], int64_t n,
     tide_ssql_bind_f64(q, 8, first);
     tide_ssql_bind_f64(q, 9, last);
     tide_ssql_bind_i64(q, 10, id);
+    if (diff >= 0)
+        tide_ssql_bind_i64(q, 11, diff);
+    else
+        tide_ssql_bind_null(q, 11);
     st = tide_ssql_step(q);
     tide_ssql_finalize(q);
     return st < 0 ? st : TIDE_OK;
@@ -225,7 +231,7 @@ static int object_recompute(tide_store *s, int64_t id) {
         n++;
     }
     tide_ssql_finalize(q);
-    return st < 0 ? st : object_write(s, id, v, n, first, last);
+    return st < 0 ? st : object_write(s, id, v, n, first, last, -1);
 }
 
 /* Delete diff @p id: its cutouts, candidates and row, and recompute its objects. */
@@ -382,10 +388,11 @@ static int64_t value_i(const tide_column *c, int64_t r) {
     }
 }
 
-/* Association: the nearest object within @p radius (deg) of (ra, dec) joins the detection
- * (its sums updated), else a new object; its id into *obj. */
-static int associate(tide_store *s, tide_ssql *near, double ra, double dec, double mjd,
-                     double radius, int64_t *obj) {
+/* Association: the nearest object within @p radius (deg) of (ra, dec) that has no detection
+ * of difference @p diff yet (one detection per object and epoch, as Rubin's DIAObjects) joins
+ * the detection (its sums updated), else a new object; its id into *obj. */
+static int associate(tide_store *s, tide_ssql *near, int64_t diff, double ra, double dec,
+                     double mjd, double radius, int64_t *obj) {
     int64_t *rg = NULL, nrg = 0;
     int st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &rg, &nrg);
     int64_t best = -1, bn = 0;
@@ -398,7 +405,8 @@ static int associate(tide_store *s, tide_ssql *near, double ra, double dec, doub
             const double sep = tide_store_separation(ra, dec, tide_ssql_col_f64(near, 1),
                                                      tide_ssql_col_f64(near, 2));
             const int64_t id = tide_ssql_col_i64(near, 0);
-            if (!(sep <= radius) || sep > bsep || (sep == bsep && id > best))
+            if (!(sep <= radius) || sep > bsep || (sep == bsep && id > best) ||
+                (!tide_ssql_col_null(near, 9) && tide_ssql_col_i64(near, 9) == diff))
                 continue;
             bsep = sep;
             best = id;
@@ -421,12 +429,13 @@ static int associate(tide_store *s, tide_ssql *near, double ra, double dec, doub
         bfirst = isnan(bfirst) || mjd < bfirst ? mjd : bfirst;
         blast = isnan(blast) || mjd > blast ? mjd : blast;
         *obj = best;
-        return object_write(s, best, bv, bn + 1, bfirst, blast);
+        return object_write(s, best, bv, bn + 1, bfirst, blast, diff);
     }
     tide_ssql *q = NULL;
     st = tide_ssql_prepare(s,
                            "INSERT INTO objects (ra, dec, cell, sx, sy, sz, ndet, first_mjd, "
-                           "last_mjd) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7) RETURNING id",
+                           "last_mjd, last_diff) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7, $8) "
+                           "RETURNING id",
                            &q);
     if (st)
         return st;
@@ -436,6 +445,7 @@ static int associate(tide_store *s, tide_ssql *near, double ra, double dec, doub
     for (int k = 0; k < 3; k++)
         tide_ssql_bind_f64(q, 4 + k, u[k]);
     tide_ssql_bind_f64(q, 7, mjd);
+    tide_ssql_bind_i64(q, 8, diff);
     st = tide_ssql_step(q);
     if (st == 1)
         *obj = tide_ssql_col_i64(q, 0);
@@ -514,15 +524,15 @@ static int insert_candidates(tide_store *s, int64_t diff_id, double mjd, const t
     free(sql);
     if (!st)
         st = tide_ssql_prepare(s,
-                               "SELECT id, ra, dec, sx, sy, sz, ndet, first_mjd, last_mjd FROM "
-                               "objects WHERE cell BETWEEN $1 AND $2",
+                               "SELECT id, ra, dec, sx, sy, sz, ndet, first_mjd, last_mjd, "
+                               "last_diff FROM objects WHERE cell BETWEEN $1 AND $2",
                                &near);
     const double *ra = t->cols[cc->ira].data, *dec = t->cols[cc->idec].data;
     for (int64_t r = 0; r < t->nrows && !st; r++) {
         const int pos = isfinite(ra[r]) && isfinite(dec[r]) && fabs(dec[r]) <= 90;
         int64_t obj = -1;
         if (pos)
-            st = associate(s, near, ra[r], dec[r], mjd, radius, &obj);
+            st = associate(s, near, diff_id, ra[r], dec[r], mjd, radius, &obj);
         if (st)
             break;
         tide_ssql_reset(ins);

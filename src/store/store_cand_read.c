@@ -94,9 +94,13 @@ static int rows_add(rows *R, tide_ssql *q) {
     return TIDE_OK;
 }
 
-static const int64_t *sort_key;
+/* A row's id and its place among the gathered rows, sorted by id. */
+typedef struct keyed {
+    int64_t key, row;
+} keyed;
+
 static int by_key(const void *a, const void *b) {
-    const int64_t x = sort_key[*(const int64_t *)a], y = sort_key[*(const int64_t *)b];
+    const int64_t x = ((const keyed *)a)->key, y = ((const keyed *)b)->key;
     return x < y ? -1 : x > y;
 }
 
@@ -110,7 +114,7 @@ static int rows_finish(rows *R, tide_table *out) {
                                    NULL, NULL, NULL);
     if (!st)
         st = tide_table_resize(out, R->n);
-    int64_t *ord = malloc((size_t)(R->n + 1) * sizeof *ord);
+    keyed *ord = malloc((size_t)(R->n + 1) * sizeof *ord);
     if (!st && !ord)
         st = tide_error(TIDE_E_NOMEM, "store: candidate order");
     if (st) {
@@ -118,17 +122,14 @@ static int rows_finish(rows *R, tide_table *out) {
         return st;
     }
     for (int64_t i = 0; i < R->n; i++)
-        ord[i] = i;
-    if (R->nc > 0 && R->is_int[0] && R->n > 1) {
-        sort_key = R->iv[0];
-        qsort(ord, (size_t)R->n, sizeof *ord, by_key);
-    }
+        ord[i] = (keyed){R->nc > 0 && R->is_int[0] ? R->iv[0][i] : i, i};
+    qsort(ord, (size_t)R->n, sizeof *ord, by_key);
     for (int j = 0; j < R->nc; j++)
         for (int64_t i = 0; i < R->n; i++) {
             if (R->is_int[j])
-                ((int64_t *)out->cols[j].data)[i] = R->iv[j][ord[i]];
+                ((int64_t *)out->cols[j].data)[i] = R->iv[j][ord[i].row];
             else
-                ((double *)out->cols[j].data)[i] = R->fv[j][ord[i]];
+                ((double *)out->cols[j].data)[i] = R->fv[j][ord[i].row];
         }
     free(ord);
     return TIDE_OK;
@@ -145,17 +146,24 @@ int tide_store_candidates(tide_store *s, const tide_store_cand_query *cq, tide_t
         return tide_error(TIDE_E_INVAL, "store: bad cone RA %g Dec %g radius %g deg", cq->ra,
                           cq->dec, cq->radius_deg);
     const int pg = s->kind == TIDE_STORE_PG;
+    /* only the filters asked for, numbered as they come, so each can use its index */
     char sql[512];
-    int k = snprintf(sql, sizeof sql,
-                     "SELECT * FROM candidates WHERE (CAST($1 AS bigint) < 0 OR diff_id = $1) AND "
-                     "(CAST($2 AS bigint) < 0 OR object_id = $2)");
+    int k = snprintf(sql, sizeof sql, "SELECT * FROM candidates WHERE TRUE"), np = 0;
+    const int pdiff = cq->diff_id >= 0 ? ++np : 0, pobj = cq->object_id >= 0 ? ++np : 0;
+    const int pcone = cone ? np + 1 : 0;
+    if (pdiff)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, " AND diff_id = $%d", pdiff);
+    if (pobj)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, " AND object_id = $%d", pobj);
     if (cone && pg)
         /* q3c selects with a hair of margin; the exact test below decides (as for sources) */
         snprintf(sql + k, sizeof sql - (size_t)k,
-                 " AND q3c_radial_query(\"ALPHA_J2000\", \"DELTA_J2000\", $3::float8, "
-                 "$4::float8, $5::float8)");
+                 " AND q3c_radial_query(\"ALPHA_J2000\", \"DELTA_J2000\", $%d::float8, "
+                 "$%d::float8, $%d::float8)",
+                 pcone, pcone + 1, pcone + 2);
     else if (cone)
-        snprintf(sql + k, sizeof sql - (size_t)k, " AND cell BETWEEN $3 AND $4");
+        snprintf(sql + k, sizeof sql - (size_t)k, " AND cell BETWEEN $%d AND $%d", pcone,
+                 pcone + 1);
     int64_t *rg = NULL, nrg = 1;
     int st = TIDE_OK;
     if (cone && !pg)
@@ -168,15 +176,17 @@ int tide_store_candidates(tide_store *s, const tide_store_cand_query *cq, tide_t
     int begun = 0, jra = -1, jdec = -1;
     for (int64_t g = 0; g < nrg && !st; g++) {
         tide_ssql_reset(q);
-        tide_ssql_bind_i64(q, 1, cq->diff_id);
-        tide_ssql_bind_i64(q, 2, cq->object_id);
+        if (pdiff)
+            tide_ssql_bind_i64(q, pdiff, cq->diff_id);
+        if (pobj)
+            tide_ssql_bind_i64(q, pobj, cq->object_id);
         if (cone && pg) {
-            tide_ssql_bind_f64(q, 3, cq->ra);
-            tide_ssql_bind_f64(q, 4, cq->dec);
-            tide_ssql_bind_f64(q, 5, cq->radius_deg * (1 + 1e-9) + 1e-9);
+            tide_ssql_bind_f64(q, pcone, cq->ra);
+            tide_ssql_bind_f64(q, pcone + 1, cq->dec);
+            tide_ssql_bind_f64(q, pcone + 2, cq->radius_deg * (1 + 1e-9) + 1e-9);
         } else if (cone) {
-            tide_ssql_bind_i64(q, 3, rg[2 * g]);
-            tide_ssql_bind_i64(q, 4, rg[2 * g + 1]);
+            tide_ssql_bind_i64(q, pcone, rg[2 * g]);
+            tide_ssql_bind_i64(q, pcone + 1, rg[2 * g + 1]);
         }
         int rc;
         while ((rc = tide_ssql_step(q)) == 1) {

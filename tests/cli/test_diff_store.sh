@@ -6,7 +6,8 @@
 # difference cutout equals difference.fits around its candidate within its quantisation, a
 # re-run of the pair gives the same counts (rows replaced), a second epoch of the same field
 # makes objects of 2 detections with their light curve (tide query object), tide query
-# candidates --cone equals the rows in the cone, and the C suite test_store_candidates runs
+# candidates --cone equals the rows in the cone, a store that fails leaves no output, and the
+# C suite test_store_candidates runs
 # against the server. The PostgreSQL part is skipped without the server binaries.
 set -u
 SRC=${TIDE_SOURCE_DIR:?}
@@ -153,6 +154,16 @@ sys.exit(0 if o['ndet'] == 2 and len(d) == 2 and d[0]['MJD'] < d[1]['MJD'] and
     echo "$kind: $n1 candidates, $o1 objects, $u1 cutouts; $n2 objects of 2 detections"
     counts_of_kind="$n1 $o1 $u1 $n2"
 }
+
+# a store that cannot be written: nothing is left behind (the files are staged, then the
+# store's transaction, then the rename)
+"$TIDE" diff "$T/b.fits" "$T/a.fits" -o "$T/nostore" --backend cpu --store "$T/no/such/dir/s.db" \
+    >/dev/null 2>"$T/nostore.err"
+rc=$?
+[ $rc = 1 ] || bad "a diff into an unwritable store exited $rc"
+[ ! -e "$T/nostore" ] || bad "a diff whose store failed left $T/nostore"
+ls -a "$T" | grep -q '^\.tide-' && bad "a diff whose store failed left its staged files"
+grep -q "s.db" "$T/nostore.err" || bad "the store's failure does not name it: $(cat "$T/nostore.err")"
 
 check_store sqlite "sqlite:$T/s.db" "$T/s.db"
 sq_counts=$counts_of_kind

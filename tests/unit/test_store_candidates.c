@@ -334,6 +334,40 @@ static void run_store(const char *uri, tide_table *snap_c, tide_table *snap_o) {
         CHECK(tide_store_put_diff(s, &d, &a, NULL, 0, 1.0, NULL) == TIDE_E_INVAL);
         tide_store_close(s);
     }
+    /* two candidates of one difference 0.5" apart are two objects (one detection per object
+     * and epoch); a later one between them joins the nearer */
+    CHECK_OK(tide_store_open(uri, NULL, &s));
+    if (s) {
+        tide_table p;
+        make_cands(&p, 2, 0, 0, 0.1);
+        double *pra = tide_table_f64(&p, "ALPHA_J2000"), *pde = tide_table_f64(&p, "DELTA_J2000");
+        pra[0] = pra[1] = 200.0;
+        pde[0] = 10.0;
+        pde[1] = 10.0 + 0.5 / 3600;
+        int64_t n0 = 0, n1 = 0;
+        CHECK_OK(tide_store_count_diffs(s, NULL, NULL, NULL, &n0));
+        diff_row(&d, "pair1.fits", "tmpl.fits", 60400.0);
+        CHECK_OK(tide_store_put_diff(s, &d, &p, NULL, 0, 1.0, NULL));
+        CHECK_OK(tide_store_count_diffs(s, NULL, NULL, NULL, &n1));
+        CHECK(n1 == n0 + 2);
+        tide_table_resize(&p, 1);
+        tide_table_f64(&p, "DELTA_J2000")[0] = 10.0 + 0.4 / 3600;
+        diff_row(&d, "pair2.fits", "tmpl.fits", 60401.0);
+        int64_t pid = -1;
+        CHECK_OK(tide_store_put_diff(s, &d, &p, NULL, 0, 1.0, &pid));
+        CHECK_OK(tide_store_count_diffs(s, NULL, NULL, NULL, &n1));
+        CHECK(n1 == n0 + 2);
+        tide_store_cand_query_init(&q);
+        q.diff_id = pid;
+        CHECK_OK(tide_store_candidates(s, &q, &o));
+        CHECK(o.nrows == 1);
+        if (o.nrows == 1) {
+            CHECK_OK(tide_store_get_object(s, tide_table_i64(&o, "OBJECT_ID")[0], &ob));
+            CHECK(ob.ndet == 2 && fabs(ob.dec - (10.0 + 0.45 / 3600)) * 3600 < 1e-6);
+        }
+        tide_table_free(&p);
+        tide_store_close(s);
+    }
     tide_table_free(&o);
     tide_table_free(&a);
     tide_table_free(&a2);
