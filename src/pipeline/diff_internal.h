@@ -146,7 +146,8 @@ typedef struct tide_diffp_staged {
 } tide_diffp_staged;
 
 /** tide_diff_write's first half: every file complete in a private directory (checked and
- *  written as tide_diff_write does); on failure nothing is left. */
+ *  written as tide_diff_write does; @p ntop < 0: no candidate picture); on failure nothing
+ *  is left. */
 int tide_diffp_write_stage(const char *dir, const tide_diff_result *r, int64_t ntop,
                            tide_diffp_staged *sg);
 

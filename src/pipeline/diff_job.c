@@ -210,7 +210,9 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     tide_diffp_staged sg;
     memset(&sg, 0, sizeof sg);
     if (!st)
-        st = tide_diffp_write_stage(rq->outdir, &out->res, rq->ntop, &sg);
+        /* the stamps kept for the store are not all drawn: --top's, or none for 0 */
+        st = tide_diffp_write_stage(rq->outdir, &out->res,
+                                    use_store && rq->ntop <= 0 ? -1 : rq->ntop, &sg);
     out->ms_write = now_ms() - t1;
     out->diff_id = -1;
     if (!st && use_store) {

@@ -133,7 +133,7 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
         snprintf(pk, sizeof pk, "%s/%s.png", dir, k == 0 ? "matched" : "difference");
         st = tide_png_write_image(pk, im->pix, im->width, im->height, im->stride, &sk);
     }
-    const int64_t n = ntop > 0 && ntop < r->nstamps ? ntop : r->nstamps;
+    const int64_t n = ntop < 0 ? 0 : ntop > 0 && ntop < r->nstamps ? ntop : r->nstamps;
     if (st || n < 1)
         return st;
     const size_t s2 = (size_t)r->stamp * (size_t)r->stamp;
@@ -267,7 +267,7 @@ int tide_diffp_write_place(tide_diffp_staged *sg) {
 
 int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop) {
     tide_diffp_staged sg;
-    const int st = tide_diffp_write_stage(dir, r, ntop, &sg);
+    const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, &sg);
     return st ? st : tide_diffp_write_place(&sg);
 }
 

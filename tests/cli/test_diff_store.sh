@@ -6,9 +6,9 @@
 # difference cutout equals difference.fits around its candidate within its quantisation, a
 # re-run of the pair gives the same counts (rows replaced), a second epoch of the same field
 # makes objects of 2 detections with their light curve (tide query object), tide query
-# candidates --cone equals the rows in the cone, a store that fails leaves no output, and the
-# C suite test_store_candidates runs
-# against the server. The PostgreSQL part is skipped without the server binaries.
+# candidates --cone equals the rows in the cone, a store that fails leaves no output, the files
+# are those of a run without a store, and the C suite test_store_candidates runs against the
+# server. The PostgreSQL part is skipped without the server binaries.
 set -u
 SRC=${TIDE_SOURCE_DIR:?}
 TIDE=${TIDE_BIN:?}
@@ -167,6 +167,11 @@ grep -q "s.db" "$T/nostore.err" || bad "the store's failure does not name it: $(
 
 check_store sqlite "sqlite:$T/s.db" "$T/s.db"
 sq_counts=$counts_of_kind
+# the store changes none of the files
+"$TIDE" diff "$T/b.fits" "$T/a.fits" -o "$T/plain" --backend cpu >/dev/null 2>&1 || bad "plain diff"
+for f in "$T"/plain/*; do
+    cmp -s "$f" "$T/sqlite/d1/$(basename "$f")" || bad "$(basename "$f") differs with --store"
+done
 
 env_lines=$(bash "$SRC/tests/pg_cluster.sh" start)
 rc=$?
