@@ -388,6 +388,9 @@ static int64_t value_i(const tide_column *c, int64_t r) {
     }
 }
 
+/* Cell ranges of the association's cover per look-up (a 1" disc needs 1 to 4). */
+#define NEAR_RANGES 4
+
 /* Association: the nearest object within @p radius (deg) of (ra, dec) that has no detection
  * of difference @p diff yet (one detection per object and epoch, as Rubin's DIAObjects) joins
  * the detection (its sums updated), else a new object; its id into *obj. */
@@ -397,10 +400,12 @@ static int associate(tide_store *s, tide_ssql *near, int64_t diff, double ra, do
     int st = tide_skycell_cover(TIDE_SKYCELL_ORDER, ra, dec, radius, &rg, &nrg);
     int64_t best = -1, bn = 0;
     double bsep = INFINITY, bv[3] = {0, 0, 0}, bfirst = NAN, blast = NAN;
-    for (int64_t g = 0; g < nrg && !st; g++) {
+    for (int64_t g0 = 0; g0 < nrg && !st; g0 += NEAR_RANGES) {
         tide_ssql_reset(near);
-        tide_ssql_bind_i64(near, 1, rg[2 * g]);
-        tide_ssql_bind_i64(near, 2, rg[2 * g + 1]);
+        for (int64_t g = g0; g < g0 + NEAR_RANGES; g++) { /* an empty range pads the rest */
+            tide_ssql_bind_i64(near, 1 + 2 * (int)(g - g0), g < nrg ? rg[2 * g] : -2);
+            tide_ssql_bind_i64(near, 2 + 2 * (int)(g - g0), g < nrg ? rg[2 * g + 1] : -2);
+        }
         while ((st = tide_ssql_step(near)) == 1) {
             const double sep = tide_store_separation(ra, dec, tide_ssql_col_f64(near, 1),
                                                      tide_ssql_col_f64(near, 2));
@@ -453,48 +458,70 @@ static int associate(tide_store *s, tide_ssql *near, int64_t diff, double ra, do
     return st == 1 ? TIDE_OK : st < 0 ? st : tide_error(TIDE_E_DB, "store: no object id");
 }
 
+/* Cutouts per INSERT: one round trip to PostgreSQL for several rows. */
+#define CUT_ROWS 8
+
+static int prepare_cutout_insert(tide_store *s, int m, tide_ssql **q) {
+    char sql[1024];
+    int k = snprintf(sql, sizeof sql,
+                     "INSERT INTO cutouts (candidate_id, kind, w, h, zero, scale, data) VALUES ");
+    for (int i = 0; i < m; i++)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, "%s($%d, $%d, $%d, $%d, $%d, $%d, $%d)",
+                      i ? ", " : "", 7 * i + 1, 7 * i + 2, 7 * i + 3, 7 * i + 4, 7 * i + 5,
+                      7 * i + 6, 7 * i + 7);
+    return tide_ssql_prepare(s, sql, q);
+}
+
 static int insert_cutouts(tide_store *s, const tide_store_cutout *cuts, int64_t ncut,
                           const int64_t *cand_id, int64_t nrows) {
-    tide_ssql *q = NULL;
-    int st = tide_ssql_prepare(s,
-                               "INSERT INTO cutouts (candidate_id, kind, w, h, zero, scale, data) "
-                               "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                               &q);
+    for (int64_t i = 0; i < ncut; i++) {
+        const tide_store_cutout *c = &cuts[i];
+        if (c->row < 0 || c->row >= nrows || !tide_cutout_kind_name(c->kind) || c->w < 1 ||
+            c->h < 1 || !c->pix || (int64_t)c->w * c->h > 4096 * 4096)
+            return tide_error(TIDE_E_INVAL, "store: cutout %lld (row %lld, kind %d, %dx%d) is bad",
+                              (long long)i, (long long)c->row, c->kind, c->w, c->h);
+    }
+    tide_ssql *full = NULL, *rest = NULL;
+    const int64_t nfull = ncut / CUT_ROWS * CUT_ROWS;
+    int st = nfull ? prepare_cutout_insert(s, CUT_ROWS, &full) : 0;
+    if (!st && ncut > nfull)
+        st = prepare_cutout_insert(s, (int)(ncut - nfull), &rest);
     int16_t *buf = NULL;
     size_t bufn = 0;
-    for (int64_t i = 0; i < ncut && !st; i++) {
-        const tide_store_cutout *c = &cuts[i];
-        const char *kind = tide_cutout_kind_name(c->kind);
-        if (c->row < 0 || c->row >= nrows || !kind || c->w < 1 || c->h < 1 || !c->pix ||
-            (int64_t)c->w * c->h > 4096 * 4096) {
-            st = tide_error(TIDE_E_INVAL, "store: cutout %lld (row %lld, kind %d, %dx%d) is bad",
-                            (long long)i, (long long)c->row, c->kind, c->w, c->h);
-            break;
-        }
-        const size_t n = (size_t)c->w * (size_t)c->h;
-        if (n > bufn) {
-            free(buf);
-            bufn = (buf = malloc(n * sizeof *buf)) ? n : 0;
-            if (!buf) {
-                st = tide_error(TIDE_E_NOMEM, "store: cutout buffer");
-                break;
-            }
-        }
-        double zero, scale;
-        tide_cutout_encode(c->pix, (int64_t)n, buf, &zero, &scale);
+    for (int64_t i0 = 0; i0 < ncut && !st; i0 += CUT_ROWS) {
+        tide_ssql *q = i0 < nfull ? full : rest;
+        const int64_t i1 = i0 + CUT_ROWS < ncut ? i0 + CUT_ROWS : ncut;
         tide_ssql_reset(q);
-        tide_ssql_bind_i64(q, 1, cand_id[c->row]);
-        tide_ssql_bind_text(q, 2, kind);
-        tide_ssql_bind_i64(q, 3, c->w);
-        tide_ssql_bind_i64(q, 4, c->h);
-        tide_ssql_bind_f64(q, 5, zero);
-        tide_ssql_bind_f64(q, 6, scale);
-        tide_ssql_bind_blob(q, 7, buf, (int)(n * sizeof *buf));
-        st = tide_ssql_step(q);
-        st = st < 0 ? st : TIDE_OK;
+        for (int64_t i = i0; i < i1 && !st; i++) {
+            const tide_store_cutout *c = &cuts[i];
+            const size_t n = (size_t)c->w * (size_t)c->h;
+            if (n > bufn) {
+                free(buf);
+                bufn = (buf = malloc(n * sizeof *buf)) ? n : 0;
+                if (!buf) {
+                    st = tide_error(TIDE_E_NOMEM, "store: cutout buffer");
+                    break;
+                }
+            }
+            double zero, scale;
+            tide_cutout_encode(c->pix, (int64_t)n, buf, &zero, &scale);
+            const int b = 7 * (int)(i - i0); /* the bindings copy the values */
+            tide_ssql_bind_i64(q, b + 1, cand_id[c->row]);
+            tide_ssql_bind_text(q, b + 2, tide_cutout_kind_name(c->kind));
+            tide_ssql_bind_i64(q, b + 3, c->w);
+            tide_ssql_bind_i64(q, b + 4, c->h);
+            tide_ssql_bind_f64(q, b + 5, zero);
+            tide_ssql_bind_f64(q, b + 6, scale);
+            tide_ssql_bind_blob(q, b + 7, buf, (int)(n * sizeof *buf));
+        }
+        if (!st) {
+            st = tide_ssql_step(q);
+            st = st < 0 ? st : TIDE_OK;
+        }
     }
     free(buf);
-    tide_ssql_finalize(q);
+    tide_ssql_finalize(full);
+    tide_ssql_finalize(rest);
     return st;
 }
 
@@ -525,7 +552,9 @@ static int insert_candidates(tide_store *s, int64_t diff_id, double mjd, const t
     if (!st)
         st = tide_ssql_prepare(s,
                                "SELECT id, ra, dec, sx, sy, sz, ndet, first_mjd, last_mjd, "
-                               "last_diff FROM objects WHERE cell BETWEEN $1 AND $2",
+                               "last_diff FROM objects WHERE cell BETWEEN $1 AND $2 OR cell "
+                               "BETWEEN $3 AND $4 OR cell BETWEEN $5 AND $6 OR cell BETWEEN $7 "
+                               "AND $8",
                                &near);
     const double *ra = t->cols[cc->ira].data, *dec = t->cols[cc->idec].data;
     for (int64_t r = 0; r < t->nrows && !st; r++) {

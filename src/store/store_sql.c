@@ -29,7 +29,13 @@ struct tide_ssql {
     PGresult *r;
     int row, nrows;
     unsigned char *blob;
+    int runs;      /* executions so far: the second one prepares the statement */
+    char name[32]; /* its server-side name once prepared ("" before) */
 };
+
+/* Names of server-side statements: unique in the process (a statement whose DEALLOCATE
+ * failed in an aborted transaction must not collide with a later one). */
+static unsigned long pg_stmt_serial;
 
 static int pg_count_params(const char *sql) {
     int n = 0;
@@ -157,8 +163,22 @@ int tide_ssql_step(tide_ssql *q) {
         return tide_sq_fail(q->s, sqlite3_sql(q->q));
     }
     if (!q->r) {
-        q->r = PQexecParams(tide_store_pg_conn(q->s), q->sql, q->np, NULL,
-                            (const char *const *)q->val, q->len, q->fmt, 0);
+        /* a statement run again (one per candidate, per cutout) is prepared once on the
+         * server: parsing and planning it each time cost as much as the round trip */
+        PGconn *c = tide_store_pg_conn(q->s);
+        if (q->runs == 1 && !q->name[0]) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "tide_s%lu", ++pg_stmt_serial);
+            PGresult *pr = PQprepare(c, nm, q->sql, q->np, NULL);
+            if (PQresultStatus(pr) == PGRES_COMMAND_OK)
+                snprintf(q->name, sizeof q->name, "%s", nm);
+            PQclear(pr); /* not prepared: it simply runs unprepared, with its error if any */
+        }
+        q->runs++;
+        q->r = q->name[0] ? PQexecPrepared(c, q->name, q->np, (const char *const *)q->val, q->len,
+                                           q->fmt, 0)
+                          : PQexecParams(c, q->sql, q->np, NULL, (const char *const *)q->val,
+                                         q->len, q->fmt, 0);
         const ExecStatusType t = PQresultStatus(q->r);
         if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
             int st = tide_store_pg_fail(q->s, q->sql, q->r);
@@ -190,6 +210,11 @@ void tide_ssql_reset(tide_ssql *q) {
 void tide_ssql_finalize(tide_ssql *q) {
     if (!q)
         return;
+    if (q->name[0]) { /* the server's copy goes too (a long-lived worker prepares many) */
+        char sql[64];
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", q->name);
+        PQclear(PQexec(tide_store_pg_conn(q->s), sql));
+    }
     sqlite3_finalize(q->q);
     PQclear(q->r);
     PQfreemem(q->blob);
