@@ -42,9 +42,16 @@ typedef struct tide_diff_request {
     int warm; /**< 1: difference against the job's prepared template (prepared now when the
                    job holds none for this file), on the template's grid; 0: one pair,
                    tide_diff_run, any grid [0] */
-    const char *const *inputs; /**< further files no output may replace (the configuration
-                                    files) [NULL] */
-    int ninputs;               /**< entries of inputs [0] */
+    const char *const *inputs;   /**< further files no output may replace (the configuration
+                                      files) [NULL] */
+    int ninputs;                 /**< entries of inputs [0] */
+    const char *store;           /**< store URI (store.h) for the difference's rows
+                                      (store_cand.h): the files staged, then the store's one
+                                      transaction, then the files renamed into place [NULL or
+                                      "": none]. The job opens it on first use and keeps it */
+    double object_radius_arcsec; /**< association radius of candidates into objects [<= 0:
+                                      the configuration's store.object_radius_arcsec, 1.0] */
+    int cutout_px;               /**< side of the stored cutouts [<= 0: store.cutout_px, 63] */
 } tide_diff_request;
 
 /** Fill @p rq with the defaults in brackets. */
@@ -58,7 +65,9 @@ typedef struct tide_diff_report {
     double ms_template; /**< reading and preparing the template (0 when it was warm) */
     double ms_read;     /**< reading the science frame (and a cold pair's template) */
     double ms_diff;     /**< tide_diff_run or tide_diff_run_template */
-    double ms_write;    /**< tide_diff_write */
+    double ms_write;    /**< tide_diff_write (the files; the store's rows apart) */
+    double ms_store;    /**< the store's transaction (with opening the store on first use) */
+    int64_t diff_id;    /**< the difference's diffs.id in the store (-1 without one) */
     double ms_total;    /**< the whole call */
 } tide_diff_report;
 
@@ -83,11 +92,13 @@ TIDE_API int tide_diff_job_prepare(tide_diff_job *j, const char *tmpl, const tid
  *  nothing was written; on 0 free *out with tide_diff_report_free. Errors: TIDE_E_INVAL (a
  *  request without its files, an output that is an input), those of the frames, of
  *  tide_diff_job_prepare, tide_diff_run or tide_diff_run_template and of tide_diff_write;
- *  TIDE_E_IO when make_dir cannot be created. */
+ *  TIDE_E_IO when make_dir cannot be created; those of the store (after TIDE_E_DB the job
+ *  closes its store and the next request opens it again). */
 TIDE_API int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq,
                                tide_diff_report *out);
 
-/** Free the job and its template (not its context or configuration). NULL is a no-op. */
+/** Free the job, its template and its store (not its context or configuration). NULL is a
+ *  no-op. */
 TIDE_API void tide_diff_job_destroy(tide_diff_job *j);
 
 #ifdef __cplusplus

@@ -112,7 +112,8 @@ typedef struct tide_task_result {
     int status;          /**< the tide status of a failure (0 otherwise) */
     char reason[1024];   /**< why it failed or is incomplete ("" when done) */
     char output[4096];   /**< the catalog or directory written ("" for the store only) */
-    int64_t image_id;    /**< the frame's id in the store (-1 without one) */
+    int64_t image_id;    /**< the store id of the result: the frame's images.id (reduce), the
+                              difference's diffs.id (diff); -1 without a store */
     int64_t nsources;    /**< sources of a reduce task */
     int64_t ncandidates; /**< candidates of a diff task */
     double ms_read, ms_compute, ms_store, ms_write, ms_total; /**< wall times */

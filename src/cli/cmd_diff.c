@@ -57,6 +57,14 @@ static const char *help =
     "  --stamp N                fit stamp side, odd pixels [21]\n"
     "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
     "  --top N                  candidates drawn in candidates.png [16]\n"
+    "  --store URI              also write the difference, its candidates with their\n"
+    "                           cutouts, and their objects into a store (sqlite:PATH,\n"
+    "                           PATH.db, postgresql://... or pg:CONNINFO; tide query\n"
+    "                           candidates / object reads them); re-running a pair\n"
+    "                           replaces its rows [none]\n"
+    "  --object-radius ARCSEC   a candidate this close to a stored object is another\n"
+    "                           detection of it [store.object_radius_arcsec: 1.0]\n"
+    "  --cutout-px N            side of the stored cutouts, odd [store.cutout_px: 63]\n"
     "  --timings                print the time of every stage [off]\n";
 
 static const char *help_notes =
@@ -77,8 +85,9 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
 }
 
 static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char *sci,
-                          const char *tmpl, const char *dir, const tide_diff_result *r,
+                          const char *tmpl, const char *dir, const tide_diff_report *rep,
                           int timings) {
+    const tide_diff_result *r = &rep->res;
     FILE *f = stdout;
     const int nt = tide_timer_count(ctx);
     if (com->json) {
@@ -98,6 +107,9 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
         fprintf(f, "  \"convolved\": \"%s\",\n", r->convolved == 2 ? "science" : "template");
         fprintf(f, "  \"n_candidates\": %lld,\n  \"n_fitted\": %lld,\n", (long long)r->cands.nrows,
                 (long long)r->nfitted);
+        if (rep->diff_id >= 0)
+            fprintf(f, "  \"diff_id\": %lld,\n  \"ms_store\": %.3f,\n", (long long)rep->diff_id,
+                    rep->ms_store);
         fprintf(f, "  \"device_peak_bytes\": %zu,\n  \"ms_total\": %.3f,\n  \"timings_ms\": {",
                 r->device_peak, r->ms_total);
         for (int i = 0; i < nt; i++) {
@@ -123,6 +135,9 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
     if (ctx->backend == TIDE_BACKEND_CUDA)
         fprintf(f, ", peak device memory %.1f MiB", (double)r->device_peak / (1024.0 * 1024.0));
     fprintf(f, "\n");
+    if (rep->diff_id >= 0)
+        fprintf(f, "  stored as difference %lld (%.1f ms)\n", (long long)rep->diff_id,
+                rep->ms_store);
     for (int i = 0; timings && i < nt; i++) {
         const char *name;
         double ms;
@@ -140,10 +155,24 @@ static void batch_dir(const char *dir, const char *path, char *out, size_t cap) 
     snprintf(out, cap, "%s/%s", dir, stem);
 }
 
+/* Where the differences' rows go (--store, --object-radius, --cutout-px). */
+typedef struct diff_store_args {
+    const char *uri; /* NULL: no store */
+    double radius;   /* 0: the configuration's */
+    int cutout_px;   /* 0: the configuration's */
+} diff_store_args;
+
+static void request_store(tide_diff_request *rq, const diff_store_args *sa) {
+    rq->store = sa->uri;
+    rq->object_radius_arcsec = sa->radius;
+    rq->cutout_px = sa->cutout_px;
+}
+
 /* --template: prepare the template once, then difference each science frame against it. */
 static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpath,
                      const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
-                     int64_t ntop, int timings, const char *const *cfgs, int ncfg) {
+                     int64_t ntop, int timings, const char *const *cfgs, int ncfg,
+                     const diff_store_args *sa) {
     const char *cmd = "diff";
     char(*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
     if (!outs)
@@ -197,6 +226,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         rq.warm = 1;
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
+        request_store(&rq, sa);
         tide_diff_report rep;
         st = tide_diff_job_run(job, &rq, &rep);
         if (st) {
@@ -205,7 +235,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         } else {
             if (com->json && i > 0 && failed < i)
                 printf(",\n");
-            print_summary(com, ctx, sci[i], tpath, outs[i], &rep.res, timings);
+            print_summary(com, ctx, sci[i], tpath, outs[i], &rep, timings);
         }
         tide_diff_report_free(&rep);
     }
@@ -224,7 +254,8 @@ typedef struct diff_args {
     int npos, timings;
     const char *outp, *tpath;
     int64_t ntop;
-    tide_cli_config cfg; /* --config, --default, --set */
+    tide_cli_config cfg;   /* --config, --default, --set */
+    diff_store_args store; /* --store, --object-radius, --cutout-px */
 } diff_args;
 
 /* Parse argv into @p com, @p p and @p d: 0, 2 on a usage error (printed), -1 after --help. */
@@ -268,6 +299,18 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
                 d->outp = v;
             } else if (!strcmp(a, "--template")) {
                 d->tpath = v;
+            } else if (!strcmp(a, "--store")) {
+                d->store.uri = v;
+            } else if (!strcmp(a, "--object-radius")) {
+                if (parse_num(v, 1e-3, 3600, &x))
+                    return tide_cli_usage_error(
+                        cmd, "--object-radius needs arcseconds in [0.001, 3600] (got '%s')", v);
+                d->store.radius = x;
+            } else if (!strcmp(a, "--cutout-px")) {
+                if (parse_num(v, 5, 255, &x) || x != floor(x) || !((int)x & 1))
+                    return tide_cli_usage_error(
+                        cmd, "--cutout-px needs an odd side 5..255 (got '%s')", v);
+                d->store.cutout_px = (int)x;
             } else if (!strcmp(a, "--grid")) {
                 if (!strcmp(v, "template"))
                     p->grid = TIDE_DIFF_GRID_TEMPLATE;
@@ -351,7 +394,7 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
  * the @p ncfg configuration files @p cfgs. */
 static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
                    const char *outp, const tide_diff_params *p, int64_t ntop, int timings,
-                   const char *const *cfgs, int ncfg) {
+                   const char *const *cfgs, int ncfg, const diff_store_args *sa) {
     const char *cmd = "diff";
     tide_diff_job *job = NULL;
     tide_diff_report rep;
@@ -367,13 +410,14 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
         rq.ntop = ntop;
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
+        request_store(&rq, sa);
         st = tide_diff_job_run(job, &rq, &rep);
     }
     int rc = 0;
     if (st)
         rc = tide_cli_fail(cmd, st);
     else
-        print_summary(com, ctx, pos[0], pos[1], outp, &rep.res, timings);
+        print_summary(com, ctx, pos[0], pos[1], outp, &rep, timings);
     tide_diff_report_free(&rep);
     tide_diff_job_destroy(job);
     return rc;
@@ -437,10 +481,11 @@ int tide_cmd_diff(int argc, char **argv) {
         goto out;
     }
     if (d.tpath) {
-        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin);
+        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin,
+                       &d.store);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
-        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin);
+        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store);
     }
 out:
     if (ctx)

@@ -10,10 +10,14 @@
 #include "cli.h"
 #include "tide/refcat.h"
 #include "tide/store.h"
+#include "tide/store_cand.h"
 
 static const char *help =
     "usage: tide query cone RA DEC RADIUS [--store URI] [--json | --csv] [--limit N]\n"
     "       tide query image FILE|CHECKSUM [--store URI] [--json] [--header]\n"
+    "       tide query candidates [--cone RA DEC RADIUS] [--diff ID] [--store URI]\n"
+    "                 [--json | --csv] [--limit N]\n"
+    "       tide query object ID [--store URI] [--json | --csv]\n"
     "\n"
     "cone: every stored source within RADIUS (great circle) of RA, DEC, ordered by image id\n"
     "      then row. RA in degrees or hours as h:m:s (\"12:30:49.4\", \"12 30 49.4\"); DEC in\n"
@@ -22,6 +26,11 @@ static const char *help =
     "      and --json give every stored column plus SEP_ARCSEC.\n"
     "image: the images row of a frame, looked up by the checksum of FILE when it exists, else\n"
     "      by FILE as stored file name or as checksum.\n"
+    "candidates: difference candidates written by tide diff --store, ordered by id; --cone\n"
+    "      keeps those within RADIUS of RA, DEC (as for cone), --diff those of one difference.\n"
+    "      --csv and --json give every stored column.\n"
+    "object: one object (the candidates within the association radius of each other across\n"
+    "      epochs) and its light curve: MJD, PS_FLUX, PS_FLUX_ERR, SNR of each detection.\n"
     "\n"
     "options:\n"
     "  --store URI    the catalog store [$TIDE_STORE, else tide-catalog.db in the current\n"
@@ -31,7 +40,9 @@ static const char *help =
     "                 created or changed, a database that is not a tide store is refused\n"
     "  --csv          cone: CSV with a header row on stdout\n"
     "  --json         one JSON document on stdout\n"
-    "  --limit N      cone: at most N sources, the first in the order above [all]\n"
+    "  --limit N      cone, candidates: at most N rows, the first in the order above [all]\n"
+    "  --cone RA DEC RADIUS   candidates: only those in this cone\n"
+    "  --diff ID      candidates: only those of difference ID\n"
     "  --header       image: also print the stored catalog header\n"
     "  --help         this text\n"
     "\n"
@@ -314,12 +325,187 @@ static int cmd_image(const char *uri, int argc, char **argv, int json, int heade
     return 0;
 }
 
+/* Every column of @p t (I64 or F64) as CSV or JSON rows (the array's body), or for text the
+ * columns named in @p show that exist. */
+static void print_rows(const tide_table *t, int json, int csv, const char *const *show, int nshow,
+                       int64_t limit) {
+    const int64_t n = limit > 0 && limit < t->nrows ? limit : t->nrows;
+    if (json) {
+        for (int64_t r = 0; r < n; r++) {
+            printf("%s\n    {", r ? "," : "");
+            for (int c = 0; c < t->ncols; c++) {
+                printf("%s\"%s\": ", c ? ", " : "", t->cols[c].name);
+                print_num(stdout, &t->cols[c], r, 1);
+            }
+            printf("}");
+        }
+        printf("%s", n ? "\n  " : "");
+        return;
+    }
+    if (csv) {
+        for (int c = 0; c < t->ncols; c++)
+            printf("%s%s", c ? "," : "", t->cols[c].name);
+        printf("\n");
+        for (int64_t r = 0; r < n; r++) {
+            for (int c = 0; c < t->ncols; c++) {
+                if (c)
+                    putchar(',');
+                print_num(stdout, &t->cols[c], r, 0);
+            }
+            putchar('\n');
+        }
+        return;
+    }
+    const tide_column *cols[16];
+    for (int k = 0; k < nshow && k < 16; k++) {
+        cols[k] = tide_table_column(t, show[k]);
+        if (cols[k])
+            printf("%-14s", show[k]);
+    }
+    printf("\n");
+    for (int64_t r = 0; r < n; r++) {
+        for (int k = 0; k < nshow && k < 16; k++) {
+            if (!cols[k])
+                continue;
+            char b[64];
+            if (cols[k]->type == TIDE_COL_I64)
+                snprintf(b, sizeof b, "%lld", (long long)((int64_t *)cols[k]->data)[r]);
+            else
+                snprintf(b, sizeof b, strstr(show[k], "_J2000") ? "%.7f" : "%.6g",
+                         ((double *)cols[k]->data)[r]);
+            printf("%-14s", b);
+        }
+        putchar('\n');
+    }
+}
+
+static int parse_id(const char *v, int64_t *id) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || *end || n < 0)
+        return -1;
+    *id = n;
+    return 0;
+}
+
+static int cmd_candidates(const char *uri, int argc, const tide_store_cand_query *q, int json,
+                          int csv, int64_t limit) {
+    if (argc != 0)
+        return tide_cli_usage_error("query", "candidates takes options only (--cone, --diff)");
+    tide_store *s = NULL;
+    int rc = open_store("query", uri, &s);
+    if (rc)
+        return rc;
+    tide_table t;
+    tide_table_init(&t);
+    int st = tide_store_candidates(s, q, &t);
+    tide_store_close(s);
+    if (st) {
+        tide_table_free(&t);
+        return tide_cli_fail("query", st);
+    }
+    const int64_t n = limit > 0 && limit < t.nrows ? limit : t.nrows;
+    static const char *const show[] = {"CAND_ID",     "DIFF_ID", "OBJECT_ID", "MJD", "ALPHA_J2000",
+                                       "DELTA_J2000", "SNR",     "FLUX",      "KIND"};
+    if (json)
+        printf("{\n  \"count\": %lld,\n  \"candidates\": [", (long long)n);
+    else if (!csv)
+        printf("%lld candidate%s\n", (long long)n, n == 1 ? "" : "s");
+    print_rows(&t, json, csv, show, 9, limit);
+    if (json)
+        printf("]\n}\n");
+    tide_table_free(&t);
+    return 0;
+}
+
+static int cmd_object(const char *uri, int argc, char **argv, int json, int csv) {
+    int64_t id;
+    if (argc != 1 || parse_id(argv[0], &id))
+        return tide_cli_usage_error("query", "object needs one object ID");
+    tide_store *s = NULL;
+    int rc = open_store("query", uri, &s);
+    if (rc)
+        return rc;
+    tide_store_object o;
+    int st = tide_store_get_object(s, id, &o);
+    tide_table t;
+    tide_table_init(&t);
+    tide_store_cand_query q;
+    tide_store_cand_query_init(&q);
+    q.object_id = id;
+    if (!st)
+        st = tide_store_candidates(s, &q, &t);
+    tide_store_close(s);
+    if (st) {
+        tide_table_free(&t);
+        return tide_cli_fail("query", st);
+    }
+    /* the light curve: one row per detection, in time order (ids grow with insertion) */
+    static const char *const lc[] = {"MJD", "PS_FLUX", "PS_FLUX_ERR", "SNR", "DIFF_ID", "CAND_ID"};
+    tide_table c;
+    tide_table_init(&c);
+    st = 0;
+    for (int k = 0; k < 6 && !st; k++) {
+        const tide_column *src = tide_table_column(&t, lc[k]);
+        int idx;
+        st = tide_table_add_column(&c, lc[k],
+                                   src && src->type == TIDE_COL_I64 ? TIDE_COL_I64 : TIDE_COL_F64,
+                                   1, NULL, NULL, &idx);
+    }
+    if (!st)
+        st = tide_table_resize(&c, t.nrows);
+    for (int k = 0; k < 6 && !st; k++) {
+        const tide_column *src = tide_table_column(&t, lc[k]);
+        for (int64_t r = 0; r < t.nrows; r++)
+            if (c.cols[k].type == TIDE_COL_I64)
+                ((int64_t *)c.cols[k].data)[r] = src ? ((int64_t *)src->data)[r] : -1;
+            else
+                ((double *)c.cols[k].data)[r] = src ? ((double *)src->data)[r] : NAN;
+    }
+    /* sort by MJD (a stable insertion sort: light curves are short) */
+    for (int64_t i = 1; !st && i < c.nrows; i++)
+        for (int64_t j = i;
+             j > 0 && ((double *)c.cols[0].data)[j] < ((double *)c.cols[0].data)[j - 1]; j--)
+            for (int k = 0; k < 6; k++) {
+                if (c.cols[k].type == TIDE_COL_I64) {
+                    int64_t *a = c.cols[k].data, tmp = a[j];
+                    a[j] = a[j - 1], a[j - 1] = tmp;
+                } else {
+                    double *a = c.cols[k].data, tmp = a[j];
+                    a[j] = a[j - 1], a[j - 1] = tmp;
+                }
+            }
+    tide_table_free(&t);
+    if (st) {
+        tide_table_free(&c);
+        return tide_cli_fail("query", st);
+    }
+    if (json) {
+        printf("{\n  \"id\": %lld,\n  \"ra\": %.10f,\n  \"dec\": %.10f,\n  \"ndet\": %lld,\n"
+               "  \"first_mjd\": %.8f,\n  \"last_mjd\": %.8f,\n  \"detections\": [",
+               (long long)o.id, o.ra, o.dec, (long long)o.ndet, o.first_mjd, o.last_mjd);
+        print_rows(&c, 1, 0, lc, 6, 0);
+        printf("]\n}\n");
+    } else if (csv) {
+        print_rows(&c, 0, 1, lc, 6, 0);
+    } else {
+        printf("object %lld at (%.7f, %+.7f): %lld detection%s, MJD %.5f .. %.5f\n",
+               (long long)o.id, o.ra, o.dec, (long long)o.ndet, o.ndet == 1 ? "" : "s", o.first_mjd,
+               o.last_mjd);
+        print_rows(&c, 0, 0, lc, 6, 0);
+    }
+    tide_table_free(&c);
+    return 0;
+}
+
 int tide_cmd_query(int argc, char **argv) {
     const char *uri = getenv("TIDE_STORE");
     if (!uri || !*uri)
         uri = "tide-catalog.db";
     int json = 0, csv = 0, header = 0;
     int64_t limit = 0;
+    tide_store_cand_query cq;
+    tide_store_cand_query_init(&cq);
     char *pos[8];
     int npos = 0;
     for (int i = 1; i < argc; i++) {
@@ -333,6 +519,21 @@ int tide_cmd_query(int argc, char **argv) {
             csv = 1;
         } else if (!strcmp(a, "--header")) {
             header = 1;
+        } else if (!strcmp(a, "--cone")) {
+            if (i + 3 >= argc)
+                return tide_cli_usage_error("query", "--cone needs RA DEC RADIUS");
+            if (parse_angle(argv[i + 1], 1, &cq.ra))
+                return tide_cli_usage_error("query", "bad RA '%s'", argv[i + 1]);
+            if (parse_angle(argv[i + 2], 0, &cq.dec) || cq.dec < -90 || cq.dec > 90)
+                return tide_cli_usage_error("query", "bad DEC '%s'", argv[i + 2]);
+            if ((cq.radius_deg = parse_radius(argv[i + 3])) < 0)
+                return tide_cli_usage_error("query", "bad RADIUS '%s'", argv[i + 3]);
+            cq.ra = fmod(fmod(cq.ra, 360.0) + 360.0, 360.0);
+            i += 3;
+        } else if (!strcmp(a, "--diff")) {
+            if (i + 1 >= argc || parse_id(argv[i + 1], &cq.diff_id))
+                return tide_cli_usage_error("query", "--diff needs a difference ID");
+            i++;
         } else if (!strcmp(a, "--store") || !strcmp(a, "--limit")) {
             if (i + 1 >= argc)
                 return tide_cli_usage_error("query", "option %s needs a value", a);
@@ -357,10 +558,15 @@ int tide_cmd_query(int argc, char **argv) {
     if (json && csv)
         return tide_cli_usage_error("query", "--json and --csv exclude each other");
     if (npos == 0)
-        return tide_cli_usage_error("query", "say cone or image");
+        return tide_cli_usage_error("query", "say cone, image, candidates or object");
     if (!strcmp(pos[0], "cone"))
         return cmd_cone(uri, npos - 1, pos + 1, json, csv, limit);
     if (!strcmp(pos[0], "image"))
         return cmd_image(uri, npos - 1, pos + 1, json, header);
-    return tide_cli_usage_error("query", "unknown query '%s' (cone or image)", pos[0]);
+    if (!strcmp(pos[0], "candidates"))
+        return cmd_candidates(uri, npos - 1, &cq, json, csv, limit);
+    if (!strcmp(pos[0], "object"))
+        return cmd_object(uri, npos - 1, pos + 1, json, csv);
+    return tide_cli_usage_error("query", "unknown query '%s' (cone, image, candidates or object)",
+                                pos[0]);
 }

@@ -7,6 +7,7 @@
 #include "tide/config.h"
 #include "tide/cosmetics.h"
 #include "tide/diff.h"
+#include "tide/store.h"
 #include "tide/wcs.h"
 
 /** One input frame on its own grid, ready for reprojection or subtraction. */
@@ -136,5 +137,40 @@ float *tide_diffp_psf_stamp(tide_ctx *ctx, const tide_diffp_frame *f, double fwh
  *  cubic); then the point source instead when its χ² is not worse. */
 void tide_diffp_model_stamp(const tide_dipole_fit *f, const float *psf, int psf_side, int stamp,
                             double cx, double cy, float *out);
+
+/** A run's outputs written into a private directory beside their target, not yet in place. */
+typedef struct tide_diffp_staged {
+    char dir[4096]; /**< the target directory */
+    char tmp[4400]; /**< the private directory holding the files ("" once placed or removed) */
+    int exists;     /**< 1: the target exists (a previous run's outputs, to be replaced) */
+} tide_diffp_staged;
+
+/** tide_diff_write's first half: every file complete in a private directory (checked and
+ *  written as tide_diff_write does; @p ntop < 0: no candidate picture); on failure nothing
+ *  is left. */
+int tide_diffp_write_stage(const char *dir, const tide_diff_result *r, int64_t ntop,
+                           tide_diffp_staged *sg);
+
+/** The second half: the staged directory renamed into place (a previous run's moved aside
+ *  and removed). On failure the target is as it was and the staged files are removed. */
+int tide_diffp_write_place(tide_diffp_staged *sg);
+
+/** Remove the staged files (after a failure between the halves). */
+void tide_diffp_write_abort(tide_diffp_staged *sg);
+
+/** The store key (tide_store_file_checksum) of the file of @p spec (FILE or FILE[ext]) into
+ *  @p hex (65+ bytes). */
+int tide_diffp_file_checksum(const char *spec, char *hex);
+
+/** The store's rows of a run (diff_store.c): the diffs row from the result and both frames'
+ *  headers (@p sci_hdr, @p tmpl_hdr; MJD-OBS, FILTER), checksums of the two files, the
+ *  candidates, cutouts of side @p cutout_px (science, template, difference) and the fit
+ *  residual of each candidate whose stamp was kept, and the association with objects within
+ *  @p radius_arcsec, in one transaction of @p store. @p tmpl_sum: the template's checksum
+ *  when known ("" or NULL: computed). *diff_id gets the diffs.id. */
+int tide_diffp_store_put(tide_store *store, const char *sci, const char *tmpl, const char *tmpl_sum,
+                         const char *outdir, const tide_header *sci_hdr,
+                         const tide_header *tmpl_hdr, const tide_diff_result *r, int cutout_px,
+                         double radius_arcsec, int64_t *diff_id);
 
 #endif

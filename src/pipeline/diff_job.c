@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "diff_internal.h"
 #include "tide/diff_job.h"
 #include "tide/fits.h"
 #include "tide/status.h"
@@ -17,6 +18,9 @@ struct tide_diff_job {
     const tide_config *cfg; /* borrowed, may be NULL */
     tide_diff_template *t;  /* the warm template, or NULL */
     char *tmpl_path;        /* the file it was prepared from */
+    char tmpl_sum[72];      /* its checksum, once a store needed it ("" until then) */
+    tide_store *store;      /* the store of the last request that named one, or NULL */
+    char *store_uri;        /* its URI */
 };
 
 static double now_ms(void) {
@@ -55,13 +59,45 @@ static void drop_template(tide_diff_job *j) {
     free(j->tmpl_path);
     j->t = NULL;
     j->tmpl_path = NULL;
+    j->tmpl_sum[0] = 0;
+}
+
+static void drop_store(tide_diff_job *j) {
+    tide_store_close(j->store);
+    free(j->store_uri);
+    j->store = NULL;
+    j->store_uri = NULL;
 }
 
 void tide_diff_job_destroy(tide_diff_job *j) {
     if (!j)
         return;
     drop_template(j);
+    drop_store(j);
     free(j);
+}
+
+/* The request's store, opened on first use and kept while later requests name it. */
+static int job_store(tide_diff_job *j, const char *uri) {
+    if (j->store && !strcmp(j->store_uri, uri))
+        return 0;
+    drop_store(j);
+    if (!(j->store_uri = strdup(uri)))
+        return tide_error(TIDE_E_NOMEM, "out of memory");
+    const int st = tide_store_open(uri, NULL, &j->store);
+    if (st)
+        drop_store(j);
+    return st;
+}
+
+/* A store setting: the request's when given (> 0), else the configuration's, else @p dflt. */
+static double store_setting(const tide_diff_job *j, double given, const char *key, double dflt) {
+    double v = 0;
+    if (given > 0)
+        return given;
+    if (j->cfg && tide_config_is_set(j->cfg, key) && !tide_config_get_dbl(j->cfg, key, &v) && v > 0)
+        return v;
+    return dflt;
 }
 
 /* The parameters of a run: the request's (or the defaults) with the job's configuration. */
@@ -137,6 +173,9 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     tide_diff_params p;
     job_params(j, rq->params, &p);
     p.keep_stamps = rq->ntop;
+    const int use_store = rq->store && rq->store[0];
+    if (use_store && p.keep_stamps < p.max_fit) /* each candidate's residual cutout */
+        p.keep_stamps = p.max_fit < 5000 ? p.max_fit : 5000;
     snprintf(p.sci_name, sizeof p.sci_name, "%s", rq->science);
     snprintf(p.tmpl_name, sizeof p.tmpl_name, "%s", rq->tmpl);
     if (rq->warm) {
@@ -164,12 +203,43 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     out->ms_diff = now_ms() - t1;
     tide_image_free(j->ctx, &sci);
     tide_image_free(j->ctx, &tmpl);
+    /* The files complete in a private directory, then the store's one transaction, then the
+     * files into place (the reduce job's order): a failed transaction leaves no file, and a
+     * rename failing after the commit leaves rows that re-running the pair replaces. */
+    t1 = now_ms();
+    tide_diffp_staged sg;
+    memset(&sg, 0, sizeof sg);
+    if (!st)
+        /* the stamps kept for the store are not all drawn: --top's, or none for 0 */
+        st = tide_diffp_write_stage(rq->outdir, &out->res,
+                                    use_store && rq->ntop <= 0 ? -1 : rq->ntop, &sg);
+    out->ms_write = now_ms() - t1;
+    out->diff_id = -1;
+    if (!st && use_store) {
+        t1 = now_ms();
+        st = job_store(j, rq->store);
+        const tide_header *th = rq->warm ? &j->t->header : &ht;
+        if (!st && rq->warm && !j->tmpl_sum[0]) /* the warm template's checksum, once */
+            st = tide_diffp_file_checksum(rq->tmpl, j->tmpl_sum);
+        const char *tsum = rq->warm ? j->tmpl_sum : NULL;
+        if (!st)
+            st = tide_diffp_store_put(
+                j->store, rq->science, rq->tmpl, tsum, rq->outdir, &hs, th, &out->res,
+                (int)store_setting(j, rq->cutout_px, "store.cutout_px", 63),
+                store_setting(j, rq->object_radius_arcsec, "store.object_radius_arcsec", 1.0),
+                &out->diff_id);
+        if (st == TIDE_E_DB) /* a fresh connection for the next request */
+            drop_store(j);
+        out->ms_store = now_ms() - t1;
+    }
     tide_header_free(&hs);
     tide_header_free(&ht);
     t1 = now_ms();
     if (!st)
-        st = tide_diff_write(rq->outdir, &out->res, rq->ntop);
-    out->ms_write = now_ms() - t1;
+        st = tide_diffp_write_place(&sg);
+    else
+        tide_diffp_write_abort(&sg);
+    out->ms_write += now_ms() - t1;
     if (st) {
         tide_diff_report_free(out);
         return st;

@@ -1,6 +1,7 @@
 /* diff_write.c — tide_diff_write: the difference pipeline's outputs in one directory, all or
- * nothing (DESIGN §6): written into a fresh hidden directory beside the target, renamed into
- * place when every file is complete, removed on any failure. */
+ * nothing (DESIGN §6): written into a fresh hidden directory beside the target (staged),
+ * renamed into place when every file is complete (placed), removed on any failure. The diff
+ * job puts the store's rows between the two steps, as the reduce job does. */
 #include <dirent.h>
 #include <errno.h>
 #include <fitsio.h>
@@ -132,7 +133,7 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
         snprintf(pk, sizeof pk, "%s/%s.png", dir, k == 0 ? "matched" : "difference");
         st = tide_png_write_image(pk, im->pix, im->width, im->height, im->stride, &sk);
     }
-    const int64_t n = ntop > 0 && ntop < r->nstamps ? ntop : r->nstamps;
+    const int64_t n = ntop < 0 ? 0 : ntop > 0 && ntop < r->nstamps ? ntop : r->nstamps;
     if (st || n < 1)
         return st;
     const size_t s2 = (size_t)r->stamp * (size_t)r->stamp;
@@ -166,15 +167,16 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
     return st;
 }
 
-int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop) {
+int tide_diffp_write_stage(const char *dir_in, const tide_diff_result *r, int64_t ntop,
+                           tide_diffp_staged *sg) {
+    memset(sg, 0, sizeof *sg);
     if (!dir_in || !*dir_in || !r)
         return tide_error(TIDE_E_INVAL, "diff: no output directory given");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", dir_in);
+    char *dir = sg->dir;
+    snprintf(dir, sizeof sg->dir, "%s", dir_in);
     for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--)
         dir[l - 1] = 0;
     struct stat sb;
-    int exists = 0;
     if (lstat(dir, &sb) == 0) {
         char why[400];
         if (!S_ISDIR(sb.st_mode))
@@ -182,12 +184,12 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
         if (!replaceable(dir, why, sizeof why))
             return tide_error(TIDE_E_IO, "%s: will not replace an existing directory that %s", dir,
                               why);
-        exists = 1;
+        sg->exists = 1;
     }
     /* The new run in a private directory beside the target (outfile.h), whose name lets a
      * later writer remove it should this process die. */
-    char tmp[4400], old[4400];
-    int st = tide_outfile_mkdtemp(dir, tmp, sizeof tmp);
+    char *tmp = sg->tmp;
+    int st = tide_outfile_mkdtemp(dir, tmp, sizeof sg->tmp);
     if (st)
         return st;
     char p[4400];
@@ -216,6 +218,7 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
         st = write_pngs(tmp, r, ntop);
     if (st) {
         tide_outfile_remove_tree(tmp);
+        sg->tmp[0] = 0;
         return st;
     }
     { /* private (0700) while written; now the mode mkdir would give, as the umask decides */
@@ -223,27 +226,49 @@ int tide_diff_write(const char *dir_in, const tide_diff_result *r, int64_t ntop)
         umask(um);
         chmod(tmp, 0777 & ~um);
     }
-    if (exists) { /* move the old run aside, put the new one in place, then drop the old */
+    return 0;
+}
+
+void tide_diffp_write_abort(tide_diffp_staged *sg) {
+    if (sg->tmp[0])
+        tide_outfile_remove_tree(sg->tmp);
+    sg->tmp[0] = 0;
+}
+
+int tide_diffp_write_place(tide_diffp_staged *sg) {
+    const char *dir = sg->dir, *tmp = sg->tmp;
+    char old[4500];
+    int st = 0;
+    if (!tmp[0])
+        return tide_error(TIDE_E_INVAL, "diff: %s: nothing staged", dir);
+    if (sg->exists) { /* move the old run aside, put the new one in place, then drop the old */
         snprintf(old, sizeof old, "%s.old-XXXXXX", tmp);
         if (!mkdtemp(old) || rename(dir, old) != 0) {
             st = tide_error(TIDE_E_IO, "%s: cannot move the previous output aside: %s", dir,
                             strerror(errno));
             rmdir(old);
-            tide_outfile_remove_tree(tmp);
+            tide_diffp_write_abort(sg);
             return st;
         }
     }
     if (rename(tmp, dir) != 0) {
         st = tide_error(TIDE_E_IO, "%s: cannot rename the finished output into place: %s", dir,
                         strerror(errno));
-        if (exists)
+        if (sg->exists)
             rename(old, dir);
-        tide_outfile_remove_tree(tmp);
+        tide_diffp_write_abort(sg);
         return st;
     }
-    if (exists)
+    sg->tmp[0] = 0;
+    if (sg->exists)
         tide_outfile_remove_tree(old);
     return 0;
+}
+
+int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop) {
+    tide_diffp_staged sg;
+    const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, &sg);
+    return st ? st : tide_diffp_write_place(&sg);
 }
 
 int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin) {

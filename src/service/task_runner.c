@@ -286,6 +286,8 @@ static int run_diff(tide_task_runner *r, lane *L, const tide_task *t, const tide
     rq.warm = 1;
     rq.inputs = ins;
     rq.ninputs = nin;
+    /* the runner's store takes the difference's rows too (store_cand.h) */
+    rq.store = tide_task_runner_store(r);
     tide_diff_job *job = L->diff, *own = NULL; /* a task with options: a job of its own */
     int st = cfg == r->cfg ? 0 : tide_diff_job_create(L->ctx, cfg, &own);
     if (own)
@@ -304,6 +306,8 @@ static int run_diff(tide_task_runner *r, lane *L, const tide_task *t, const tide
     res->ms_read = rep.ms_read + rep.ms_template;
     res->ms_compute = rep.ms_diff;
     res->ms_write = rep.ms_write;
+    res->ms_store = rep.ms_store;
+    res->image_id = rep.diff_id;
     tide_diff_report_free(&rep);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "store_cand_cols.h"
 #include "store_internal.h"
 #include "tide/status.h"
 
@@ -164,6 +165,11 @@ int tide_store_open(const char *uri, const tide_store_options *opt, tide_store *
     }
     if (st) {
         free(s);
+        return st;
+    }
+    /* the difference tables (store_cand.h) beside the frames' */
+    if (!s->opt.read_only && (st = tide_store_cand_schema(s)) != 0) {
+        tide_store_close(s);
         return st;
     }
     *out = s;

@@ -13,6 +13,7 @@
 
 #include "tide/fits.h"
 #include "tide/sim.h"
+#include "tide/store_cand.h"
 #include "tide/task.h"
 #include "common/test_files.h"
 #include "tide_test.h"
@@ -189,7 +190,29 @@ int main(void) {
     snprintf(task, sizeof task, "{\"path\": \"%s\"}", at("frame1.fits"));
     CHECK(run(r, task, res) == TIDE_TASK_DONE);
     CHECK(res->image_id > 0 && res->output[0] == 0);
+    /* a diff task puts the difference, its candidates and objects into the runner's store */
+    snprintf(cmd, sizeof cmd,
+             "'%s' sim -o '%s' --epoch2 '%s' --width 384 --height 384 --nstars 150 --ngal 5 "
+             "--seed 7 >/dev/null 2>&1",
+             bin, at("tmpl.fits"), at("new.fits"));
+    CHECK(system(cmd) == 0);
+    snprintf(task, sizeof task,
+             "{\"path\": \"%s\", \"job\": \"diff\", \"template\": \"%s\", \"out\": \"%s\"}",
+             at("new.fits"), at("tmpl.fits"), at("dout"));
+    CHECK(run(r, task, res) == TIDE_TASK_DONE);
+    const int64_t did = res->image_id, ncand = res->ncandidates;
+    CHECK(did > 0 && ncand > 0);
+    CHECK(run(r, task, res) == TIDE_TASK_DONE); /* again: replaced, not added */
+    CHECK(res->image_id > did && res->ncandidates == ncand);
     tide_task_runner_destroy(r);
+    tide_store *ds = NULL;
+    CHECK_OK(tide_store_open(store, NULL, &ds));
+    int64_t nd = -1, nc = -1, no = -1;
+    if (ds)
+        CHECK_OK(tide_store_count_diffs(ds, &nd, &nc, NULL, &no));
+    CHECK(nd == 1 && nc == ncand && no > 0 && no <= ncand);
+    tide_store_close(ds);
+    snprintf(task, sizeof task, "{\"path\": \"%s\"}", at("frame1.fits"));
     r = runner("", NULL);
     CHECK(run(r, task, res) == TIDE_TASK_FAILED);
     has(res->reason, "no output");

@@ -158,6 +158,10 @@ static const tide_config_key schema[] = {
     /* ---- store: where calibrated catalogs go ------------------------------------------------ */
     {"store", "uri", TIDE_CFG_STRING, NULL, NONE_LO, NONE_HI, 0, "",
      "catalog store: sqlite:PATH or PATH.db, postgresql://... or pg:CONNINFO (unset: $TIDE_STORE)"},
+    {"store", "object_radius_arcsec", TIDE_CFG_NUMBER, "1.0", 0.0, 3600.0, 1, "arcsec",
+     "a difference candidate this close to a stored object is another detection of it"},
+    {"store", "cutout_px", TIDE_CFG_INTEGER, "63", 5.0, 255.0, 0, "pixel",
+     "side of the science, template and difference cutouts stored with each candidate"},
 };
 
 static const char *const sections[] = {"instrument", "keywords", "camera",  "processing", "site",
