@@ -6,7 +6,9 @@
  * turn every non-finite value into NaN with TIDE_MASK_NODATA. Plain (uncompressed, on-disk,
  * unsectioned) images of the common BITPIX, and tide's own MASK/VAR planes, are instead read
  * with parallel pread(2) by fits_fast_read.c, which reproduces those conversions bit for bit
- * (tests/unit/test_fits_fast.c) at memory speed rather than cfitsio's ~0.8 GB/s. */
+ * (tests/unit/test_fits_fast.c) at memory speed rather than cfitsio's ~0.8 GB/s. RICE_1 and
+ * GZIP_1/GZIP_2 compressed images are decoded by tide itself, in parallel over tiles
+ * (fits_tile_read.c, tile_decode.c; tests/unit/test_tile_decode.c). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "fits_fast.h"
 #include "fits_internal.h"
+#include "fits_tile_read.h"
 #include "tide/status.h"
 
 /* A short description of a non-image HDU for messages: "a binary table 'CAT' (12 rows)". */
@@ -287,7 +290,12 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
         if (fast < 0)
             st = fast;
     }
-    if (!st && fast) {
+    if (!st && fast) { /* RICE_1 / GZIP_1 / GZIP_2 tiles: tide's decoder (tile_decode.c) */
+        direct = tide_fits_tile_read_pixels(ctx, &src, hdu, im);
+        if (direct < 0)
+            st = direct;
+    }
+    if (!st && fast && direct) {
         direct = read_hcompress_ints(&src, hdu, im);
         if (direct < 0)
             st = direct;
