@@ -45,13 +45,16 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
     return st;
 }
 
-int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+/* Read the current HDU of @p src (HDU @p hdu, the file open on @p fd) as a compressed image
+ * tide decodes: layout and keys into @p ti, the data unit into *data. 0, 1 (not one tide
+ * decodes, or not the file cfitsio opened), or a negative TIDE_E_*. */
+static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data) {
     fitsfile *f = src->f;
     int cst = 0;
     char url[FLEN_FILENAME] = "";
-    if (src->file_size < 0 || src->section || im->location != TIDE_HOST ||
-        im->stride != im->width || fits_url_type(f, url, &cst) || strcmp(url, "file://") ||
-        !fits_is_compressed_image(f, &cst)) {
+    *data = NULL;
+    if (src->file_size < 0 || src->section || fits_url_type(f, url, &cst) ||
+        strcmp(url, "file://") || !fits_is_compressed_image(f, &cst)) {
         fits_clear_errmsg();
         return 1;
     }
@@ -60,42 +63,84 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
         fits_clear_errmsg();
         return 1;
     }
-    int fd = open(src->root, O_RDONLY);
-    if (fd < 0)
-        return 1;
     struct stat sb;
     tide_header raw;
     tide_header_init(&raw);
+    int st = 1;
+    if (fstat(fd, &sb) != 0 || (int64_t)sb.st_size != src->file_size ||
+        read_raw_header(fd, headstart, datastart, &raw)) {
+        tide_header_free(&raw);
+        return 1; /* not the file cfitsio opened: let cfitsio read */
+    }
+    st = tide_tile_image_open(ti, fd, src->root, hdu, &raw, datastart, src->file_size);
+    tide_header_free(&raw);
+    if (st)
+        return st;
+    *data = malloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
+    if (!*data)
+        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for %lld bytes of tiles", src->root,
+                          hdu, (long long)ti->lay.data_end);
+    if (pread_full(fd, *data, (size_t)ti->lay.data_end, datastart)) {
+        free(*data);
+        *data = NULL;
+        return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles: %s", src->root, hdu,
+                          errno ? strerror(errno) : "early end of file");
+    }
+    return 0;
+}
+
+int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+    if (im->location != TIDE_HOST || im->stride != im->width)
+        return 1;
+    int fd = open(src->root, O_RDONLY);
+    if (fd < 0)
+        return 1;
     tide_tile_image *ti = calloc(1, sizeof *ti);
     uint8_t *data = NULL;
-    int st = 1;
-    if (!ti || fstat(fd, &sb) != 0 || (int64_t)sb.st_size != src->file_size ||
-        read_raw_header(fd, headstart, datastart, &raw))
-        goto done; /* not the file cfitsio opened: let cfitsio read */
-    st = tide_tile_image_open(ti, fd, src->root, hdu, &raw, datastart, src->file_size);
-    if (st)
-        goto done;
-    if (ti->lay.znaxis[0] != im->width ||
-        (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height) {
+    int st = ti ? load_current(src, hdu, fd, ti, &data) : 1;
+    if (!st && (ti->lay.znaxis[0] != im->width ||
+                (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
         st = 1;
-        goto done;
-    }
-    data = malloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
-    if (!data) {
-        st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for %lld bytes of tiles", src->root,
-                        hdu, (long long)ti->lay.data_end);
-        goto done;
-    }
-    if (pread_full(fd, data, (size_t)ti->lay.data_end, datastart)) {
-        st = tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles: %s", src->root, hdu,
-                        errno ? strerror(errno) : "early end of file");
-        goto done;
-    }
-    st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
-done:
+    if (!st)
+        st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
     free(data);
     free(ti);
-    tide_header_free(&raw);
     close(fd);
+    return st;
+}
+
+int tide_fits_tile_load(const char *path, tide_tile_image **ti, uint8_t **data) {
+    *ti = NULL;
+    *data = NULL;
+    tide_fits_src src;
+    int st = tide_fits_open(path, &src);
+    if (st)
+        return st;
+    int fd = open(src.root, O_RDONLY);
+    st = fd < 0 ? tide_error(TIDE_E_IO, "%s: cannot open: %s", path, strerror(errno)) : 1;
+    for (int i = 1; st == 1; i++) {
+        int type = 0, cst = 0;
+        if (fits_movabs_hdu(src.f, i, &type, &cst)) {
+            fits_clear_errmsg();
+            st = tide_error(TIDE_E_NOTFOUND, "%s: no compressed image that tide decodes", path);
+            break;
+        }
+        if (type != IMAGE_HDU || !fits_is_compressed_image(src.f, &cst))
+            continue;
+        *ti = calloc(1, sizeof **ti);
+        st = *ti ? load_current(&src, i - 1, fd, *ti, data)
+                 : tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+        if (st) {
+            free(*ti);
+            *ti = NULL;
+        }
+        if (st == 1)
+            continue;
+        if (!st) /* the path outlives the source: keep the caller's */
+            (*ti)->lay.path = path;
+    }
+    if (fd >= 0)
+        close(fd);
+    tide_fits_close(&src);
     return st;
 }

@@ -164,8 +164,9 @@ void tide_tile_conv_for(const tide_tile_image *ti, int64_t k, const uint8_t *row
 
 /* One thread's buffers. */
 typedef struct {
-    uint8_t *raw; /* a decoded tile, up to 8 bytes a pixel */
-    float *vals;  /* the tile's floats, in tile order */
+    uint8_t *raw;  /* a decoded tile, up to 8 bytes a pixel */
+    float *vals;   /* the tile's floats, in tile order (for tiles narrower than the image) */
+    uint8_t *shuf; /* GZIP_2's shuffled bytes */
     struct libdeflate_decompressor *inflater;
     int64_t bad;
     int st;
@@ -187,27 +188,62 @@ static int tile_fail(const tide_tile_layout *t, int64_t k, const char *fmt, ...)
                       msg);
 }
 
-/* Integers of @p bytes bytes (host order) to floats under @p c. */
+static inline int64_t raw_int(const uint8_t *raw, int bytes, int64_t i) {
+    if (bytes == 1)
+        return raw[i];
+    if (bytes == 2) {
+        int16_t s;
+        memcpy(&s, raw + 2 * i, 2);
+        return s;
+    }
+    int32_t s;
+    memcpy(&s, raw + 4 * i, 4);
+    return s;
+}
+
+/* The undithered conversion with the pixel size and the null and scale tests as constants,
+ * so that each case is a loop of its own the compiler can vectorise. */
+static inline __attribute__((always_inline)) void plain_loop(const tide_tile_conv *c,
+                                                             const uint8_t *raw, const int bytes,
+                                                             const int has_null, const int scaled,
+                                                             int64_t n, float *v) {
+    const int64_t null = c->null;
+    const double scale = c->scale, zero = c->zero;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = raw_int(raw, bytes, i);
+        float f = scaled ? (float)tide_dadd(tide_dmul((double)x, scale), zero) : (float)x;
+        v[i] = has_null && x == null ? NAN : f;
+    }
+}
+
+#define PLAIN_CASES(B)                                                                             \
+    case B:                                                                                        \
+        if (c->has_null && c->scaled)                                                              \
+            plain_loop(c, raw, B, 1, 1, n, v);                                                     \
+        else if (c->has_null)                                                                      \
+            plain_loop(c, raw, B, 1, 0, n, v);                                                     \
+        else if (c->scaled)                                                                        \
+            plain_loop(c, raw, B, 0, 1, n, v);                                                     \
+        else                                                                                       \
+            plain_loop(c, raw, B, 0, 0, n, v);                                                     \
+        break
+
+/* Integers of @p bytes bytes (host order) to floats under @p c (tide_tile_value). */
 static void ints_to_floats(const tide_tile_conv *c, const uint8_t *raw, int bytes, int64_t n,
                            float *v) {
-    const float *r = c->dither ? tide_tile_random_table() : NULL;
-    int i0 = c->first_rand, idx = r ? (int)(r[i0] * 500) : 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t x;
-        if (bytes == 1)
-            x = raw[i];
-        else if (bytes == 2) {
-            int16_t s;
-            memcpy(&s, raw + 2 * i, 2);
-            x = s;
-        } else {
-            int32_t s;
-            memcpy(&s, raw + 4 * i, 4);
-            x = s;
+    if (!c->dither) {
+        switch (bytes) {
+            PLAIN_CASES(1);
+            PLAIN_CASES(2);
+        default: PLAIN_CASES(4);
         }
-        v[i] = tide_tile_value(c, x, r ? r[idx] : 0.0f);
-        if (r)
-            tide_tile_rand_next(r, &i0, &idx);
+        return;
+    }
+    const float *r = tide_tile_random_table();
+    int i0 = c->first_rand, idx = (int)(r[i0] * 500);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = tide_tile_value(c, raw_int(raw, bytes, i), r[idx]);
+        tide_tile_rand_next(r, &i0, &idx);
     }
 }
 
@@ -248,23 +284,52 @@ static void reals_to_floats(const uint8_t *raw, int bytes, int64_t n, int nullch
     }
 }
 
+/* Big-endian values of @p bytes bytes to host order, in place (one byte swap each). */
 static void swap_in_place(uint8_t *p, int bytes, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        uint8_t *q = p + (int64_t)bytes * i;
-        for (int a = 0, b = bytes - 1; a < b; a++, b--) {
-            uint8_t x = q[a];
-            q[a] = q[b];
-            q[b] = x;
+    if (bytes == 2)
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(p + 2 * i, &v, 2);
         }
-    }
+    else if (bytes == 4)
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(p + 4 * i, &v, 4);
+        }
+    else if (bytes == 8)
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, p + 8 * i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(p + 8 * i, &v, 8);
+        }
 }
 
-/* GZIP_2's planes (all first bytes, then all second bytes, ...) back to big-endian values,
- * then to host order, from @p in to @p out. */
+/* GZIP_2's planes (all first bytes, then all second bytes, ...: the most significant first)
+ * back to values in host order, from @p in to @p out. */
 static void unshuffle(const uint8_t *in, uint8_t *out, int bytes, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        for (int b = 0; b < bytes; b++)
-            out[(int64_t)bytes * i + (bytes - 1 - b)] = in[(int64_t)b * n + i];
+    if (bytes == 2) {
+        uint16_t *o = (uint16_t *)(void *)out;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = (uint16_t)((unsigned)in[i] << 8 | in[n + i]);
+    } else if (bytes == 4) {
+        uint32_t *o = (uint32_t *)(void *)out;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = (uint32_t)in[i] << 24 | (uint32_t)in[n + i] << 16 |
+                   (uint32_t)in[2 * n + i] << 8 | in[3 * n + i];
+    } else {
+        uint64_t *o = (uint64_t *)(void *)out;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t v = 0;
+            for (int b = 0; b < 8; b++)
+                v = v << 8 | in[(int64_t)b * n + i];
+            o[i] = v;
+        }
+    }
 }
 
 /* Inflate a gzip stream to exactly one of the sizes npix * {1, 2, 4, 8} that @p allowed
@@ -290,9 +355,9 @@ static int inflate_tile(const tide_tile_layout *t, tile_worker *w, int64_t k, co
                      col, got, (long long)npix);
 }
 
-/* Tile @p k into w->vals (tile order). */
+/* Tile @p k into vals (tile order). */
 static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_worker *w, int64_t k,
-                       int64_t npix) {
+                       int64_t npix, float *vals) {
     const tide_tile_layout *t = &ti->lay;
     const uint8_t *row = data + k * t->naxis1;
     const uint8_t *heap = data + t->theap;
@@ -316,10 +381,10 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
                 int b = ty == 'E' ? 4 : 8;
                 memcpy(raw, s, (size_t)(npix * b));
                 swap_in_place(raw, b, npix);
-                reals_to_floats(raw, b, npix, 1, 1.0, 0.0, w->vals);
+                reals_to_floats(raw, b, npix, 1, 1.0, 0.0, vals);
             } else {
                 for (int64_t i = 0; i < npix; i++)
-                    w->vals[i] = (float)field_int(s + i * t->unc.elem, ty);
+                    vals[i] = (float)field_int(s + i * t->unc.elem, ty);
             }
             return 0;
         }
@@ -333,7 +398,7 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
                                    "GZIP_COMPRESSED_DATA")))
                 return st;
             swap_in_place(raw, bytes, npix);
-            reals_to_floats(raw, bytes, npix, 1, 1.0, 0.0, w->vals);
+            reals_to_floats(raw, bytes, npix, 1, 1.0, 0.0, vals);
             return 0;
         }
         return TILE_FAIL(t, k, "no data (empty COMPRESSED_DATA, no uncompressed column)");
@@ -349,7 +414,7 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
         break;
     default: { /* GZIP_1 / GZIP_2 */
         /* cfitsio takes the pixel size from the inflated length; 8 bytes are doubles */
-        uint8_t *dst = t->codec == CODEC_GZIP2 ? (uint8_t *)w->vals : raw;
+        uint8_t *dst = t->codec == CODEC_GZIP2 ? w->shuf : raw;
         unsigned allowed = t->zbitpix > 0 ? 1u | 2u | 4u : 4u | 8u;
         if ((st = inflate_tile(t, w, k, s, nelem, npix, allowed, dst, &bytes, "COMPRESSED_DATA")))
             return st;
@@ -367,9 +432,9 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
     if (t->zbitpix < 0 && (ti->lossless || bytes == 8)) {
         if (bytes != 4 && bytes != 8)
             return TILE_FAIL(t, k, "lossless float tile of %d-byte values", bytes);
-        reals_to_floats(raw, bytes, npix, c.has_null, c.scale, c.zero, w->vals);
+        reals_to_floats(raw, bytes, npix, c.has_null, c.scale, c.zero, vals);
     } else {
-        ints_to_floats(&c, raw, bytes, npix, w->vals);
+        ints_to_floats(&c, raw, bytes, npix, vals);
     }
     return 0;
 }
@@ -388,9 +453,10 @@ int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *
     for (int i = 0; !st && i < nw; i++) {
         w[i].bad = INT64_MAX;
         w[i].raw = malloc(rawb);
-        w[i].vals = malloc(valb); /* doubles as GZIP_2's shuffled bytes */
+        w[i].vals = malloc(valb);
+        w[i].shuf = t->codec == CODEC_GZIP2 ? malloc(rawb) : NULL;
         w[i].inflater = libdeflate_alloc_decompressor();
-        if (!w[i].raw || !w[i].vals || !w[i].inflater)
+        if (!w[i].raw || !w[i].vals || !w[i].inflater || (t->codec == CODEC_GZIP2 && !w[i].shuf))
             st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %lld-pixel tile", t->path,
                             t->hdu, (long long)t->maxpix);
     }
@@ -405,7 +471,11 @@ int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *
             tile_worker *me = &w[omp_get_thread_num()];
             int64_t tw, th, npix;
             tide_tile_shape(t, k, &tw, &th, &npix);
-            int s = decode_tile(ti, data, me, k, npix);
+            const int64_t x0 = (k % n0) * t->ztile[0];
+            const int64_t y0 = t->ndim > 1 ? ((k / n0) % n1t) * t->ztile[1] : 0;
+            /* a tile of whole rows is decoded in place */
+            float *dst = tw == width ? out + y0 * width : me->vals;
+            int s = decode_tile(ti, data, me, k, npix, dst);
             if (s) {
                 if (k < me->bad) {
                     me->bad = k;
@@ -418,15 +488,14 @@ int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *
                 }
                 continue;
             }
-            const int64_t x0 = (k % n0) * t->ztile[0];
-            const int64_t y0 = t->ndim > 1 ? ((k / n0) % n1t) * t->ztile[1] : 0;
-            for (int64_t j = 0; j < th; j++)
+            for (int64_t j = 0; dst == me->vals && j < th; j++)
                 memcpy(out + (y0 + j) * width + x0, me->vals + j * tw, (size_t)tw * sizeof(float));
         }
     }
     for (int i = 0; w && i < nw; i++) {
         free(w[i].raw);
         free(w[i].vals);
+        free(w[i].shuf);
         if (w[i].inflater)
             libdeflate_free_decompressor(w[i].inflater);
     }
