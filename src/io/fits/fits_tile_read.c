@@ -101,8 +101,17 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
     if (!st && (ti->lay.znaxis[0] != im->width ||
                 (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
         st = 1;
+#ifdef TIDE_HAVE_CUDA
+    if (!st && ctx && ctx->backend == TIDE_BACKEND_CUDA) { /* RICE_1 on the device */
+        int g = tide_tile_decode_cuda(ctx, ti, data, im->pix);
+        if (g <= 0) /* done (2: skip the CPU twin) or failed */
+            st = g ? g : 2;
+    }
+#endif
     if (!st)
         st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
+    if (st == 2)
+        st = 0;
     free(data);
     free(ti);
     close(fd);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fits_tiles.h"
+#include "tide/ctx.h"
 #include "tide/header.h"
 #include "tile_quant_math.h"
 
@@ -51,5 +52,16 @@ void tide_tile_conv_for(const tide_tile_image *ti, int64_t k, const uint8_t *row
  *  (0: OpenMP's default). Returns 0 or TIDE_E_FORMAT "PATH[HDU n]: tile K: what" naming the
  *  first bad tile (TIDE_E_NOMEM); never reads outside @p data. */
 int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *out, int threads);
+
+#ifdef TIDE_HAVE_CUDA
+/** The CUDA twin of tide_tile_decode_cpu for RICE_1 images (tile_decode_gpu.c): @p data and
+ *  @p out are host memory; the data unit is uploaded, decoded one tile per thread and
+ *  converted one pixel per thread on the context's device, and the image downloaded: the same
+ *  bits as the CPU twin. A wrong tile (or a fallback tile) is left to the CPU twin, so the
+ *  error is the CPU's. Returns 0, 1 when the image is not one it decodes (not RICE_1, or
+ *  lossless floats), or a negative TIDE_E_*. */
+int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                          float *out);
+#endif
 
 #endif
