@@ -140,7 +140,7 @@ int tide_bench_decode(int argc, char **argv) {
         st = tide_bench_time(ctx, repeats, warmup, "bench.cfitsio", do_cfitsio, &a, &mscf);
     int same = !st && same_bits(mine, ref, npix);
     if (!st) {
-        const char *codec[] = {"RICE_1", "GZIP_1", "GZIP_2", "HCOMPRESS_1", "PLIO_1"};
+        const char *codec[] = {"RICE_1", "GZIP_1", "GZIP_2", "HCOMPRESS_1", "PLIO_1", "NOCOMPRESS"};
         double mp = (double)npix / 1e6;
         printf("%s: %lld x %lld, ZBITPIX %d, %s, %lld tiles\n", path, (long long)ti->lay.znaxis[0],
                (long long)(npix / ti->lay.znaxis[0]), ti->lay.zbitpix, codec[ti->lay.codec],

@@ -154,7 +154,9 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
         t->codec = CODEC_HCOMP;
     else if (!strcmp(s, "PLIO_1"))
         t->codec = CODEC_PLIO;
-    else if (!strcmp(s, "BZIP2_1") || !strcmp(s, "NOCOMPRESS"))
+    else if (!strcmp(s, "NOCOMPRESS")) /* tide decodes it (tile_decode.c) */
+        t->codec = CODEC_NOCOMP;
+    else if (!strcmp(s, "BZIP2_1"))
         return tile_fail(t, TIDE_E_UNSUPPORTED,
                          "ZCMPTYPE '%s' is not decoded by cfitsio's public build", s);
     else
@@ -528,6 +530,12 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
     case CODEC_GZIP2:
         ns = gzip_sizes(t, sizes);
         st = tide_tile_check_gzip(w->stream, nb, npix, sizes, ns);
+        break;
+    case CODEC_NOCOMP: /* the tile's pixels themselves, big-endian */
+        if ((int64_t)nb != npix * (t->zbitpix < 0 ? -t->zbitpix : t->zbitpix) / 8)
+            st = tide_error(TIDE_E_FORMAT,
+                            "NOCOMPRESS stream of %zu bytes for %lld pixels of %d bits", nb,
+                            (long long)npix, t->zbitpix < 0 ? -t->zbitpix : t->zbitpix);
         break;
     case CODEC_HCOMP: /* cfitsio decodes to 64-bit pixels beyond 16-bit images */
         st = tide_tile_check_hcompress(w->stream, nb, n1, n2, t->zbitpix != 8 && t->zbitpix != 16);

@@ -11,8 +11,10 @@
  *
  * Checked (each failure is TIDE_E_FORMAT, "PATH[HDU n]: what", naming the tile when one is
  * involved, or TIDE_E_UNSUPPORTED for a codec cfitsio cannot decode):
- *  - ZCMPTYPE one of RICE_1 (RICE_ONE), GZIP_1, GZIP_2, HCOMPRESS_1, PLIO_1 (BZIP2_1 and
- *    NOCOMPRESS are refused: cfitsio's public build decodes neither); ZBITPIX in
+ *  - ZCMPTYPE one of RICE_1 (RICE_ONE), GZIP_1, GZIP_2, HCOMPRESS_1, PLIO_1, NOCOMPRESS
+ *    (decoded by tide: its tiles are UNCOMPRESSED_DATA, or the pixels themselves as bytes
+ *    of COMPRESSED_DATA, which must then be exactly the tile); BZIP2_1 is refused (cfitsio's
+ *    public build does not decode it); ZBITPIX in
  *    {8,16,32,64,-32,-64}; 1 <= ZNAXIS <= 999; every ZNAXISn >= 1; every ZTILEn >= 1
  *    (defaults ZNAXIS1 and 1, as cfitsio). cfitsio itself writes ZTILEn > ZNAXISn (it does
  *    not clamp a requested tile to the image) and reads such files, clamping only the tiles
@@ -64,7 +66,7 @@
 #define TIDE_TILE_MAX_DIM 999
 
 /** The codecs (ZCMPTYPE) tide knows. */
-enum { CODEC_RICE, CODEC_GZIP1, CODEC_GZIP2, CODEC_HCOMP, CODEC_PLIO };
+enum { CODEC_RICE, CODEC_GZIP1, CODEC_GZIP2, CODEC_HCOMP, CODEC_PLIO, CODEC_NOCOMP };
 
 /** A stream column: where its descriptor lies in a row and what its elements are. */
 typedef struct {

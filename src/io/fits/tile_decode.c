@@ -374,7 +374,10 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
             if (nelem != npix)
                 return TILE_FAIL(t, k, "UNCOMPRESSED_DATA holds %lld values, the tile %lld",
                                  (long long)nelem, (long long)npix);
-            /* fits_read_col(TFLOAT, null NaN): integers cast, floats null-checked */
+            /* Floats as fits_read_col(TFLOAT, null NaN) reads them (null-checked). Integers
+             * (NOCOMPRESS tiles of integer images) get the image's BSCALE/BZERO and BLANK, as
+             * funpack applies them; cfitsio's fits_read_pixll reads them raw, a bug
+             * (docs/cfitsio-bugs.md). */
             const uint8_t *s = heap + off;
             char ty = t->unc.type;
             if (ty == 'E' || ty == 'D') {
@@ -382,9 +385,14 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
                 memcpy(raw, s, (size_t)(npix * b));
                 swap_in_place(raw, b, npix);
                 reals_to_floats(raw, b, npix, 1, 1.0, 0.0, vals);
-            } else {
+            } else if (ty == 'K' || t->zbitpix < 0) {
                 for (int64_t i = 0; i < npix; i++)
                     vals[i] = (float)field_int(s + i * t->unc.elem, ty);
+            } else {
+                tide_tile_conv c;
+                tide_tile_conv_for(ti, k, row, t->unc.elem, &c);
+                for (int64_t i = 0; i < npix; i++)
+                    vals[i] = tide_tile_value(&c, field_int(s + i * t->unc.elem, ty), 0.0f);
             }
             return 0;
         }
@@ -405,6 +413,18 @@ static int decode_tile(const tide_tile_image *ti, const uint8_t *data, tile_work
     }
     const uint8_t *s = heap + off;
     switch (t->codec) {
+    case CODEC_NOCOMP: /* the pixels themselves, big-endian (the check bounds the length) */
+        bytes = (t->zbitpix < 0 ? -t->zbitpix : t->zbitpix) / 8;
+        if (nelem != npix * bytes)
+            return TILE_FAIL(t, k, "NOCOMPRESS stream of %lld bytes for %lld pixels of %d bytes",
+                             (long long)nelem, (long long)npix, bytes);
+        memcpy(raw, s, (size_t)nelem);
+        swap_in_place(raw, bytes, npix);
+        if (t->zbitpix < 0) {
+            reals_to_floats(raw, bytes, npix, 1, 1.0, 0.0, vals);
+            return 0;
+        }
+        break;
     case CODEC_RICE:
         st = tide_rice_decode(s, (size_t)nelem, t->rice_bytepix, t->rice_block, npix, raw);
         if (st)

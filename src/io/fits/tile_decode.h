@@ -2,7 +2,7 @@
  * convention, Pence et al. 2009; FITS standard 4.0, sec. 10), in parallel over tiles.
  *
  * Decodes RICE_1 (every BYTEPIX and block size, through the bounded rice_decode.c), GZIP_1
- * and GZIP_2 (libdeflate, then GZIP_2's byte unshuffle), the uncompressed and gzipped
+ * and GZIP_2 (libdeflate, then GZIP_2's byte unshuffle), NOCOMPRESS, the uncompressed and gzipped
  * fallback tiles cfitsio writes for floats it cannot quantize (UNCOMPRESSED_DATA,
  * GZIP_COMPRESSED_DATA), and reconstructs quantized floats (ZSCALE / ZZERO per tile or as
  * keywords, ZBLANK column or keyword, BLANK, BSCALE / BZERO, ZQUANTIZ NO_DITHER /
