@@ -175,7 +175,7 @@ extern "C" int tide_tile_rice_cuda(tide_ctx *ctx, const uint8_t *d_unit,
                                    int blocksize, int32_t *d_scratch, int32_t *d_err) {
     if (ntiles <= 0)
         return 0;
-    const int block = 64; /* one tile a thread: few threads a block spread tiles over SMs */
+    const int block = 32; /* one tile a thread: one warp a block spreads tiles over the SMs */
     const unsigned grid = (unsigned)((ntiles + block - 1) / block);
     tile_rice_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(d_unit, d_jobs, ntiles, bytepix,
                                                                     blocksize, d_scratch, d_err);
