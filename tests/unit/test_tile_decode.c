@@ -6,8 +6,9 @@
  *    -qz42 / -qt, -q 0 (lossless floats), odd tiles (-t 17,23), one tile (-w); each read by
  *    tide_fits_read_image on 1 and 4 threads, by cfitsio's fits_read_pixll and, after
  *    funpack, from the unpacked file: the same bits (every NaN one NaN);
- *  - the same on every file of ../shared/data/compressed and on python3-astropy's
- *    compressed test files, where present;
+ *  - the same on every file of ../shared/data/compressed, on python3-astropy's compressed
+ *    test files, and on files astropy writes (tile_decode_astropy.py: every codec, each
+ *    quantize method and seed, odd tiles, unsigned 16-bit);
  *  - that tide's decoder, not cfitsio's, read the RICE/GZIP files (HCOMPRESS/PLIO declined);
  *  - a header cfitsio's conversion refuses (a COMMENT among the Z axes), converted by tide;
  *  - corrupted tiles (cut descriptors, descriptors past the heap, overwritten streams, zeroed
@@ -30,6 +31,10 @@
 #include "io/fits/tile_decode.h"
 #include "tide/tide.h"
 #include "tide_test.h"
+
+#ifndef TIDE_TEST_SOURCE_DIR
+#define TIDE_TEST_SOURCE_DIR "."
+#endif
 
 static char g_dir[512];
 static tide_ctx *g_ctx1, *g_ctx4;
@@ -298,6 +303,27 @@ static void fpack_sweep(void) {
     }
 }
 
+/* Files astropy writes (tile_decode_astropy.py): every codec and quantization it offers. */
+static void astropy_sweep(void) {
+    const char *py = getenv("TIDE_PYTHON"), *srcdir = getenv("TIDE_SOURCE_DIR");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s '%s/tests/unit/tile_decode_astropy.py' '%s' 2>/dev/null",
+             py ? py : "/usr/bin/python3", srcdir ? srcdir : TIDE_TEST_SOURCE_DIR, g_dir);
+    FILE *p = popen(cmd, "r");
+    char line[1024];
+    int n = 0;
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        int cfitsio_codec = strstr(line, "HCOMPRESS") || strstr(line, "PLIO");
+        check_file(line, cfitsio_codec ? 0 : 1);
+        n++;
+    }
+    if (p)
+        pclose(p);
+    fprintf(stderr, "%d files written by astropy\n", n);
+    CHECK(n > 40);
+}
+
 /* Every FITS file of @p dir (compressed or not: tide must agree with cfitsio on all). */
 static void dir_sweep(const char *dir, const char *must_contain) {
     DIR *d = opendir(dir);
@@ -550,6 +576,7 @@ int main(void) {
         dir_sweep(d, NULL);
     }
     dir_sweep("/usr/lib/python3/dist-packages/astropy/io/fits/tests/data", "comp");
+    astropy_sweep();
     corrupt_sweep();
     header_sweep();
     fprintf(stderr, "%d files compared, %d read by tide's decoder, %d where funpack is wrong\n",
