@@ -515,6 +515,48 @@ static int comment_among_axes(const char *src, const char *dst) {
     return ok ? 0 : -1;
 }
 
+/* A copy of @p src with the value of card @p key of HDU 1 replaced by @p value. */
+static int patch_card(const char *src, const char *dst, const char *key, const char *value) {
+    FILE *in = fopen(src, "rb");
+    if (!in)
+        return -1;
+    fseek(in, 0, SEEK_END);
+    long n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *b = malloc((size_t)n);
+    int ok = fread(b, 1, (size_t)n, in) == (size_t)n, found = 0;
+    fclose(in);
+    for (char *c = b + 2880; ok && c + 80 <= b + n && memcmp(c, "END     ", 8); c += 80)
+        if (!strncmp(c, key, strlen(key)) && (c[strlen(key)] == ' ' || c[strlen(key)] == '=')) {
+            char card[81];
+            snprintf(card, sizeof card, "%-8s= %20s%-50s", key, value, "");
+            memcpy(c, card, 80);
+            found = 1;
+        }
+    FILE *o = ok && found ? fopen(dst, "wb") : NULL;
+    ok = o && fwrite(b, 1, (size_t)n, o) == (size_t)n;
+    if (o)
+        fclose(o);
+    free(b);
+    return ok ? 0 : -1;
+}
+
+/* ZDITHER0 at the ends of its range decodes as cfitsio decodes it; outside, a clear error. */
+static void dither0_sweep(void) {
+    char src[700], dst[700];
+    snprintf(src, sizeof src, "%s/src5_0.fits.fz", g_dir); /* -r -q 4: SUBTRACTIVE_DITHER_1 */
+    snprintf(dst, sizeof dst, "%s/dither0.fits.fz", g_dir);
+    static const char *ok_values[] = {"1", "10000", "9999"}, *bad_values[] = {"0", "-5", "10001"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(patch_card(src, dst, "ZDITHER0", ok_values[i]) == 0);
+        check_file(dst, 1);
+        CHECK(patch_card(src, dst, "ZDITHER0", bad_values[i]) == 0);
+        tide_image im;
+        CHECK(tide_fits_read_image(g_ctx1, dst, &im, NULL) == TIDE_E_FORMAT &&
+              strstr(tide_error_detail(), "ZDITHER0") && strstr(tide_error_detail(), dst));
+    }
+}
+
 static void header_sweep(void) {
     char src[700], dst[700];
     snprintf(src, sizeof src, "%s/src1_0.fits.fz", g_dir);
@@ -579,6 +621,7 @@ int main(void) {
     astropy_sweep();
     corrupt_sweep();
     header_sweep();
+    dither0_sweep();
     fprintf(stderr, "%d files compared, %d read by tide's decoder, %d where funpack is wrong\n",
             g_files, g_tide_decoded, g_funpack_wrong);
     CHECK(g_tide_decoded > 50);

@@ -237,6 +237,17 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
         t->rice_block = (int)blk;
         t->rice_bytepix = bp == 1 ? 1 : bp == 2 ? 2 : 4; /* cfitsio decodes any other as 4 */
     }
+    /* The dither sequence has 10000 values and cfitsio indexes it with ZDITHER0 unchecked
+     * (a value below 1 reads before the table): the convention's range only, where tiles are
+     * dithered (fpack -d writes ZDITHER0 = 0 for NOCOMPRESS floats, which are not). */
+    if (t->zbitpix < 0 && t->codec != CODEC_NOCOMP && tide_header_find(h, "ZDITHER0") >= 0 &&
+        key_str(h, "ZQUANTIZ", s, sizeof s) == 0 && !strncmp(s, "SUBTRACTIVE_DITHER_", 19)) {
+        if ((st = key_int(t, h, "ZDITHER0", 1, &v)))
+            return st;
+        if (v < 1 || v > 10000)
+            return FAIL(t, "ZDITHER0 = %lld is not in 1..10000 (the dither sequence's length)",
+                        (long long)v);
+    }
     if (t->codec == CODEC_HCOMP)
         for (int i = 2; i < t->ndim; i++)
             if (t->ztile[i] != 1)

@@ -20,6 +20,8 @@
  *    not clamp a requested tile to the image) and reads such files, clamping only the tiles
  *    at the image's far edges; its per-tile buffers, though, are sized from the unclamped
  *    product of the ZTILEn (maxtilelen), so that product is bounded too.
+ *  - ZDITHER0, for floats quantized with SUBTRACTIVE_DITHER_1/_2 (not NOCOMPRESS, whose tiles
+ *    are not dithered), in 1..10000 (cfitsio indexes its dither table with it unchecked).
  *  - with overflow-checked 64-bit arithmetic (core/checked.h): the image's pixel count and
  *    byte size, the tile count (product of ceil(ZNAXISn / ZTILEn)), the nominal tile
  *    (product of ZTILEn) and the largest actual tile; a tile of more than 1 GiB

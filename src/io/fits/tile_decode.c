@@ -75,8 +75,8 @@ int tide_tile_image_open(tide_tile_image *ti, int fd, const char *path, int hdu,
     if (tide_header_find(raw, "ZDITHER0") >= 0 &&
         tide_header_get_int(raw, "ZDITHER0", &ti->dither0))
         ti->dither0 = 1;
-    if (ti->dither) /* cfitsio's dither index, (tile + ZDITHER0 - 2) mod 10000, stays an int */
-        ti->dither0 %= TIDE_TILE_NRANDOM;
+    if (ti->dither0 < 1 || ti->dither0 > TIDE_TILE_NRANDOM) /* the layout check refuses these */
+        ti->dither0 = 1;
     return 0;
 }
 
@@ -157,7 +157,7 @@ void tide_tile_conv_for(const tide_tile_image *ti, int64_t k, const uint8_t *row
     c->null = bytes == 1 ? (int64_t)(uint8_t)tnull : bytes == 2 ? (int64_t)(int16_t)tnull : tnull;
     if (t->zbitpix < 0 && ti->dither) {
         c->dither = ti->dither;
-        int64_t row1 = k + 1 + ti->dither0 - 1; /* cfitsio: nrow + dither_offset - 1 */
+        int64_t row1 = k + 1 + ti->dither0 - 1; /* cfitsio: nrow + dither_offset - 1 >= 1 */
         c->first_rand = (int)((row1 - 1) % TIDE_TILE_NRANDOM);
     }
 }

@@ -28,7 +28,7 @@ typedef struct {
     int64_t blank;        /**< its value */
     int lossless;         /**< ZQUANTIZ = 'NONE': float tiles hold IEEE values */
     int dither;           /**< TIDE_TILE_SCALE / _DITHER1 / _DITHER2 (float images only) */
-    int64_t dither0;      /**< ZDITHER0 (1 when absent) */
+    int64_t dither0;      /**< ZDITHER0 (1 when absent; 1..10000) */
 } tide_tile_image;
 
 /** Read the raw (unconverted) header @p raw of the compressed image in HDU @p hdu of the file
