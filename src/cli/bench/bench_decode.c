@@ -7,7 +7,10 @@
  *   - tide_fits_read_image on the context's threads: open, decode, no-data mask;
  *   - cfitsio's fits_read_pixll(TFLOAT, null NaN) of the whole image (one thread: cfitsio
  *     decodes tile after tile), the file opened outside the timing.
- * The decoder's pixels are checked against cfitsio's (bit for bit, NaNs alike) once. */
+ *   - on a machine with a GPU, RICE_1 through tide_tile_decode_cuda: upload of the data unit,
+ *     the kernels, download of the image (gpu_ms; -1 without a GPU).
+ * The decoder's pixels are checked against cfitsio's (bit for bit, NaNs alike) once, the
+ * GPU's against the CPU decoder's. */
 #include <fitsio.h>
 #include <math.h>
 #include <omp.h>
@@ -19,6 +22,7 @@
 #include "bench_util.h"
 #include "cli/cli.h"
 #include "io/fits/fits_tile_read.h"
+#include "tide/ctx.h"
 #include "tide/fits.h"
 
 static const char *help =
@@ -46,6 +50,16 @@ static int do_decode(tide_ctx *ctx, void *p) {
     dec_arg *a = p;
     return tide_tile_decode_cpu(a->ti, a->data, a->out, a->threads);
 }
+
+#ifdef TIDE_HAVE_CUDA
+static int do_decode_gpu(tide_ctx *ctx, void *p) {
+    dec_arg *a = p;
+    int st = tide_tile_decode_cuda(ctx, a->ti, a->data, a->out);
+    return st == 1
+               ? tide_error(TIDE_E_UNSUPPORTED, "%s: not a RICE_1 image the GPU decodes", a->path)
+               : st;
+}
+#endif
 
 static int do_read(tide_ctx *ctx, void *p) {
     dec_arg *a = p;
@@ -139,6 +153,27 @@ int tide_bench_decode(int argc, char **argv) {
     if (!st)
         st = tide_bench_time(ctx, repeats, warmup, "bench.cfitsio", do_cfitsio, &a, &mscf);
     int same = !st && same_bits(mine, ref, npix);
+    /* RICE_1 on the GPU, where there is one: upload, decode, convert, download */
+    double msgpu = -1;
+    int gpu_same = -1;
+#ifdef TIDE_HAVE_CUDA
+    tide_ctx *gctx = NULL;
+    if (!st && ti->lay.codec == CODEC_RICE && !ti->lossless && tide_cuda_available(NULL)) {
+        tide_ctx_options go = c.ctx_opt;
+        go.backend = TIDE_BACKEND_CUDA;
+        float *g = malloc(sizeof(float) * (size_t)npix);
+        if (g && !tide_ctx_create(&gctx, &go)) {
+            dec_arg ga = {ti, data, g, threads, path, NULL, npix};
+            if (!tide_bench_time(gctx, repeats, warmup, "bench.decode_gpu", do_decode_gpu, &ga,
+                                 &msgpu))
+                gpu_same = !memcmp(g, mine, sizeof(float) * (size_t)npix);
+            else
+                fprintf(stderr, "tide %s: GPU: %s\n", cmd, tide_error_detail());
+            tide_ctx_destroy(gctx);
+        }
+        free(g);
+    }
+#endif
     if (!st) {
         const char *codec[] = {"RICE_1", "GZIP_1", "GZIP_2", "HCOMPRESS_1", "PLIO_1", "NOCOMPRESS"};
         double mp = (double)npix / 1e6;
@@ -151,6 +186,9 @@ int tide_bench_decode(int argc, char **argv) {
         printf("  tide_fits_read_image, %2d    %8.2f ms  %9.1f Mpix/s\n", threads, msread,
                mp / msread * 1e3);
         printf("  cfitsio fits_read_pixll     %8.2f ms  %9.1f Mpix/s\n", mscf, mp / mscf * 1e3);
+        if (msgpu >= 0)
+            printf("  tide GPU decoder (with copies) %5.2f ms  %9.1f Mpix/s; %s the CPU's\n", msgpu,
+                   mp / msgpu * 1e3, gpu_same == 1 ? "bit for bit" : "DIFFERENT from");
         printf("  tide / cfitsio: %.1fx (1 thread), %.1fx (%d threads); pixels %s\n", mscf / ms1,
                mscf / msn, threads, same ? "bit for bit equal" : "DIFFER");
         FILE *j = !json ? NULL : strcmp(json, "-") ? fopen(json, "w") : stdout;
@@ -158,9 +196,9 @@ int tide_bench_decode(int argc, char **argv) {
             fprintf(j,
                     "{\"file\": \"%s\", \"pixels\": %lld, \"threads\": %d, "
                     "\"tide_1thread_ms\": %.4f, \"tide_ms\": %.4f, \"tide_read_ms\": %.4f, "
-                    "\"cfitsio_ms\": %.4f, \"bit_exact\": %s}\n",
-                    path, (long long)npix, threads, ms1, msn, msread, mscf,
-                    same ? "true" : "false");
+                    "\"cfitsio_ms\": %.4f, \"gpu_ms\": %.4f, \"bit_exact\": %s}\n",
+                    path, (long long)npix, threads, ms1, msn, msread, mscf, msgpu,
+                    same && gpu_same != 0 ? "true" : "false");
             if (j != stdout)
                 fclose(j);
         }
@@ -174,5 +212,5 @@ int tide_bench_decode(int argc, char **argv) {
     free(data);
     free(ti);
     tide_ctx_destroy(ctx);
-    return st ? 1 : same ? 0 : 1;
+    return st ? 1 : same && gpu_same != 0 ? 0 : 1;
 }
