@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
-build_pkgs=(build-essential cmake pkg-config libcfitsio-dev wcslib-dev libfftw3-dev
+build_pkgs=(build-essential cmake pkg-config libcfitsio-dev libdeflate-dev wcslib-dev libfftw3-dev
             libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev
             librabbitmq-dev libmicrohttpd-dev libhdf5-dev libopenmpi-dev)
 # The sanitizer build and the fuzz harnesses (scripts/test-sanitize.sh, scripts/fuzz.sh):

@@ -94,5 +94,7 @@ int tide_bench_calib(int argc, char **argv);
 int tide_bench_diff(int argc, char **argv);
 /** `tide bench --worker` (bench_worker.c): the worker's sustained rate (issue 17). */
 int tide_bench_worker(int argc, char **argv);
+/** `tide bench --decode FILE` (bench_decode.c): tile decoding beside cfitsio (issue 19). */
+int tide_bench_decode(int argc, char **argv);
 
 #endif

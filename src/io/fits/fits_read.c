@@ -6,7 +6,9 @@
  * turn every non-finite value into NaN with TIDE_MASK_NODATA. Plain (uncompressed, on-disk,
  * unsectioned) images of the common BITPIX, and tide's own MASK/VAR planes, are instead read
  * with parallel pread(2) by fits_fast_read.c, which reproduces those conversions bit for bit
- * (tests/unit/test_fits_fast.c) at memory speed rather than cfitsio's ~0.8 GB/s. */
+ * (tests/unit/test_fits_fast.c) at memory speed rather than cfitsio's ~0.8 GB/s. RICE_1 and
+ * GZIP_1/GZIP_2 compressed images are decoded by tide itself, in parallel over tiles
+ * (fits_tile_read.c, tile_decode.c; tests/unit/test_tile_decode.c). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 
 #include "fits_fast.h"
 #include "fits_internal.h"
+#include "fits_tile_bands.h"
+#include "fits_tile_read.h"
 #include "tide/status.h"
 
 /* A short description of a non-image HDU for messages: "a binary table 'CAT' (12 rows)". */
@@ -200,8 +204,37 @@ static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, i
  * out-of-range values and miss those blanks. So such images are read as raw integers (no
  * scaling), clipped to the BITPIX range, compared with BLANK, then scaled in double precision
  * exactly as cfitsio scales (value * BSCALE + BZERO, cast to float once). Rows are read in
- * whole tiles so that each tile is decoded once. Returns 1 if the image is not such a case. */
-static int read_hcompress_ints(tide_fits_src *src, int hdu, tide_image *im) {
+ * bands of whole tiles so that each tile is decoded once, on several threads
+ * (fits_tile_bands.c). */
+typedef struct hcomp_band {
+    tide_image *im;
+    double bscale, bzero;
+    long long blank, lo, hi;
+    int has_blank;
+} hcomp_band;
+
+static int read_hcomp_band(fitsfile *f, int64_t y0, int64_t nr, void *arg) {
+    const hcomp_band *a = arg;
+    const int64_t width = a->im->width;
+    int *buf = malloc((size_t)(nr * width) * sizeof *buf);
+    if (!buf)
+        return MEMORY_ALLOCATION;
+    int cst = 0, any = 0;
+    fits_set_bscale(f, 1.0, 0.0, &cst); /* raw integers */
+    LONGLONG fp[2] = {1, (LONGLONG)y0 + 1};
+    if (!fits_read_pixll(f, TINT, fp, (LONGLONG)(nr * width), NULL, buf, &any, &cst)) {
+        float *out = a->im->pix + y0 * width;
+        for (int64_t i = 0; i < nr * width; i++) {
+            long long v = buf[i] < a->lo ? a->lo : buf[i] > a->hi ? a->hi : buf[i];
+            out[i] =
+                a->has_blank && v == a->blank ? NAN : (float)((double)v * a->bscale + a->bzero);
+        }
+    }
+    free(buf);
+    return cst;
+}
+
+static int read_hcompress_ints(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
     fitsfile *f = src->f;
     int cst = 0, bitpix = 0;
     char cmp[FLEN_VALUE] = "";
@@ -211,48 +244,53 @@ static int read_hcompress_ints(tide_fits_src *src, int hdu, tide_image *im) {
         fits_clear_errmsg();
         return 1;
     }
-    double bscale = 1.0, bzero = 0.0;
-    long long blank = 0, tile_rows = 1;
-    int has_blank = 0;
-    if (fits_read_key(f, TDOUBLE, "BSCALE", &bscale, NULL, &cst))
-        bscale = 1.0;
+    hcomp_band a = {im, 1.0, 0.0, 0, bitpix == 8 ? 0 : -32768, bitpix == 8 ? 255 : 32767, 0};
+    if (fits_read_key(f, TDOUBLE, "BSCALE", &a.bscale, NULL, &cst))
+        a.bscale = 1.0;
     cst = 0;
-    if (fits_read_key(f, TDOUBLE, "BZERO", &bzero, NULL, &cst))
-        bzero = 0.0;
+    if (fits_read_key(f, TDOUBLE, "BZERO", &a.bzero, NULL, &cst))
+        a.bzero = 0.0;
     cst = 0;
-    has_blank = !fits_read_key(f, TLONGLONG, "BLANK", &blank, NULL, &cst);
+    a.has_blank = !fits_read_key(f, TLONGLONG, "BLANK", &a.blank, NULL, &cst);
     cst = 0;
-    if (!has_blank)
-        has_blank = !fits_read_key(f, TLONGLONG, "ZBLANK", &blank, NULL, &cst);
-    cst = 0;
-    if (fits_read_key(f, TLONGLONG, "ZTILE2", &tile_rows, NULL, &cst) || tile_rows < 1)
-        tile_rows = 1;
-    cst = 0;
+    if (!a.has_blank)
+        a.has_blank = !fits_read_key(f, TLONGLONG, "ZBLANK", &a.blank, NULL, &cst);
     fits_clear_errmsg();
-    const long long lo = bitpix == 8 ? 0 : -32768, hi = bitpix == 8 ? 255 : 32767;
-    int64_t rows = tile_rows * (1 + (1 << 20) / (tile_rows * im->width + 1));
-    if (rows > im->height)
-        rows = im->height;
-    int *buf = malloc((size_t)(rows * im->width) * sizeof *buf);
-    if (!buf)
-        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory to decode", src->root, hdu);
-    fits_set_bscale(f, 1.0, 0.0, &cst); /* raw integers */
-    for (int64_t y0 = 0; y0 < im->height && !cst; y0 += rows) {
-        int64_t nr = im->height - y0 < rows ? im->height - y0 : rows;
-        LONGLONG fp[2] = {1, (LONGLONG)y0 + 1};
-        int any = 0;
-        if (fits_read_pixll(f, TINT, fp, (LONGLONG)(nr * im->width), NULL, buf, &any, &cst))
-            break;
-        float *out = im->pix + y0 * im->width;
-        for (int64_t i = 0; i < nr * im->width; i++) {
-            long long v = buf[i] < lo ? lo : buf[i] > hi ? hi : buf[i];
-            out[i] = has_blank && v == blank ? NAN : (float)((double)v * bscale + bzero);
-        }
-    }
-    free(buf);
+    int st = tide_fits_tile_bands(ctx, src, hdu, im->height, read_hcomp_band, &a);
+    if (st != 1)
+        return st;
+    const int64_t rows = tide_fits_band_rows(f, im->width, im->height, 1);
+    cst = 0;
+    for (int64_t y0 = 0; y0 < im->height && !cst; y0 += rows)
+        cst = read_hcomp_band(f, y0, im->height - y0 < rows ? im->height - y0 : rows, &a);
     if (cst)
-        return tide_fits_status(cst, src->root, hdu, "cannot read the pixels");
+        return tide_fits_status(cst, src->root, hdu,
+                                cst == MEMORY_ALLOCATION ? "no memory to decode"
+                                                         : "cannot read the pixels");
     return TIDE_OK;
+}
+
+/* The other compressed images cfitsio decodes (PLIO_1, HCOMPRESS_1 of floats and 32-bit
+ * integers, any tide declines): fits_read_pixll(TFLOAT, null NaN) over bands of whole tile
+ * rows on several threads. A value beyond FLT_MAX (NUM_OVERFLOW) is noted in *overflow. */
+typedef struct float_band {
+    tide_image *im;
+    int overflow;
+} float_band;
+
+static int read_float_band(fitsfile *f, int64_t y0, int64_t nr, void *arg) {
+    float_band *a = arg;
+    int cst = 0, any = 0;
+    float nan = NAN;
+    LONGLONG fp[2] = {1, (LONGLONG)y0 + 1};
+    fits_read_pixll(f, TFLOAT, fp, (LONGLONG)(nr * a->im->width), &nan,
+                    a->im->pix + y0 * a->im->width, &any, &cst);
+    if (cst == NUM_OVERFLOW) {
+#pragma omp atomic write
+        a->overflow = 1;
+        cst = 0;
+    }
+    return cst;
 }
 
 int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr) {
@@ -287,8 +325,20 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
         if (fast < 0)
             st = fast;
     }
-    if (!st && fast) {
-        direct = read_hcompress_ints(&src, hdu, im);
+    if (!st && fast) { /* RICE_1 / GZIP_1 / GZIP_2 tiles: tide's decoder (tile_decode.c) */
+        direct = tide_fits_tile_read_pixels(ctx, &src, hdu, im);
+        if (direct < 0)
+            st = direct;
+    }
+    if (!st && fast && direct) {
+        direct = read_hcompress_ints(ctx, &src, hdu, im);
+        if (direct < 0)
+            st = direct;
+    }
+    if (!st && fast && direct) {
+        float_band fb = {im, 0};
+        direct = tide_fits_tile_bands(ctx, &src, hdu, h, read_float_band, &fb);
+        overflow = fb.overflow;
         if (direct < 0)
             st = direct;
     }

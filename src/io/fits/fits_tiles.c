@@ -18,37 +18,12 @@
 #include "rice_decode.h"
 #include "tide/status.h"
 
-#define TILE_MAX_DIM 999
 #define RICE_MAX_BLOCK (1 << 20)
 /* Rows are read this many bytes at a time (or one row's descriptors when a row is wider). */
 #define ROW_CHUNK ((int64_t)1 << 20)
 
-enum { CODEC_RICE, CODEC_GZIP1, CODEC_GZIP2, CODEC_HCOMP, CODEC_PLIO };
-
-/* A stream column: where its descriptor lies in a row and what its elements are. */
-typedef struct {
-    int col;     /* 1-based column number, 0 when the table has none */
-    int64_t off; /* byte offset of the descriptor in a row */
-    int q;       /* 1: Q descriptor (two int64), 0: P (two int32) */
-    char type;   /* element type letter */
-    int elem;    /* bytes per element */
-} tile_col;
-
-typedef struct {
-    const char *path;
-    int hdu;
-    int fd;
-    int codec;
-    int zbitpix, ndim;
-    int64_t znaxis[TILE_MAX_DIM], ztile[TILE_MAX_DIM], ntile[TILE_MAX_DIM];
-    int64_t ntiles, maxpix; /* tile count, largest actual tile's pixels */
-    int rice_block, rice_bytepix;
-    int64_t naxis1, naxis2, pcount, theap, table_bytes, data_end; /* data_end: from data start */
-    int64_t data_start;
-    tile_col cmp, gz, unc;
-    int64_t row_lo;       /* offset in a row of the first byte held of each row */
-    size_t scratch_bytes; /* one decoded RICE tile */
-} tile_check;
+typedef tide_tile_layout tile_check;
+typedef tide_tile_col tile_col;
 
 /* One thread's buffers, and the first tile it found wrong (its detail copied, since the
  * error detail is per thread). */
@@ -179,7 +154,9 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
         t->codec = CODEC_HCOMP;
     else if (!strcmp(s, "PLIO_1"))
         t->codec = CODEC_PLIO;
-    else if (!strcmp(s, "BZIP2_1") || !strcmp(s, "NOCOMPRESS"))
+    else if (!strcmp(s, "NOCOMPRESS")) /* tide decodes it (tile_decode.c) */
+        t->codec = CODEC_NOCOMP;
+    else if (!strcmp(s, "BZIP2_1"))
         return tile_fail(t, TIDE_E_UNSUPPORTED,
                          "ZCMPTYPE '%s' is not decoded by cfitsio's public build", s);
     else
@@ -194,8 +171,8 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
     t->zbitpix = (int)v;
     if ((st = key_int(t, h, "ZNAXIS", 1, &v)))
         return st;
-    if (v < 1 || v > TILE_MAX_DIM)
-        return FAIL(t, "ZNAXIS = %lld is not in 1..%d", (long long)v, TILE_MAX_DIM);
+    if (v < 1 || v > TIDE_TILE_MAX_DIM)
+        return FAIL(t, "ZNAXIS = %lld is not in 1..%d", (long long)v, TIDE_TILE_MAX_DIM);
     t->ndim = (int)v;
 
     int64_t pix = 1, nominal = 1, maxpix = 1, ntiles = 1;
@@ -259,6 +236,17 @@ static int read_image_keys(tile_check *t, const tide_header *h) {
                         RICE_MAX_BLOCK);
         t->rice_block = (int)blk;
         t->rice_bytepix = bp == 1 ? 1 : bp == 2 ? 2 : 4; /* cfitsio decodes any other as 4 */
+    }
+    /* The dither sequence has 10000 values and cfitsio indexes it with ZDITHER0 unchecked
+     * (a value below 1 reads before the table): the convention's range only, where tiles are
+     * dithered (fpack -d writes ZDITHER0 = 0 for NOCOMPRESS floats, which are not). */
+    if (t->zbitpix < 0 && t->codec != CODEC_NOCOMP && tide_header_find(h, "ZDITHER0") >= 0 &&
+        key_str(h, "ZQUANTIZ", s, sizeof s) == 0 && !strncmp(s, "SUBTRACTIVE_DITHER_", 19)) {
+        if ((st = key_int(t, h, "ZDITHER0", 1, &v)))
+            return st;
+        if (v < 1 || v > 10000)
+            return FAIL(t, "ZDITHER0 = %lld is not in 1..10000 (the dither sequence's length)",
+                        (long long)v);
     }
     if (t->codec == CODEC_HCOMP)
         for (int i = 2; i < t->ndim; i++)
@@ -384,6 +372,14 @@ static int read_table(tile_check *t, const tide_header *h, int64_t file_size) {
             if (rep < 1 || !strchr(zblank ? "BIJK" : "BIJKED", type))
                 return FAIL(t, "column %s has TFORM '%s', not a scalar %s", name, tf,
                             zblank ? "integer" : "number");
+            tide_tile_scalar *sc = zblank                        ? &t->zblank
+                                   : !strcasecmp(name, "ZSCALE") ? &t->zscale
+                                                                 : &t->zzero;
+            if (!sc->col) { /* the first of a name, as cfitsio */
+                sc->col = n;
+                sc->off = off;
+                sc->type = type;
+            }
         }
     }
     if (width != t->naxis1)
@@ -424,8 +420,8 @@ static int64_t get_be(const uint8_t *b, int nbytes) {
 
 /* A row's descriptor of column @p c: its element count and heap offset, checked to lie in
  * the heap. */
-static int descriptor(const tile_check *t, const tile_col *c, const uint8_t *row, int64_t tile,
-                      int64_t *nelem, int64_t *off) {
+int tide_tile_descriptor(const tile_check *t, const tile_col *c, const uint8_t *row, int64_t tile,
+                         int64_t *nelem, int64_t *off) {
     int w = c->q ? 8 : 4;
     const uint8_t *d = row + (c->off - t->row_lo);
     *nelem = get_be(d, w);
@@ -480,7 +476,7 @@ static int gzip_sizes(const tile_check *t, int sizes[2]) {
 }
 
 /* Tile @p k (0-based, axis 1 fastest): its sizes along axes 1 and 2 and its pixel count. */
-static void tile_shape(const tile_check *t, int64_t k, int64_t *n1, int64_t *n2, int64_t *npix) {
+void tide_tile_shape(const tile_check *t, int64_t k, int64_t *n1, int64_t *n2, int64_t *npix) {
     int64_t p = 1;
     *n1 = *n2 = 1;
     for (int i = 0; i < t->ndim; i++) {
@@ -500,14 +496,14 @@ static void tile_shape(const tile_check *t, int64_t k, int64_t *n1, int64_t *n2,
 /* One tile's streams, from its row's bytes. */
 static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint8_t *row) {
     int64_t nelem, off, n1, n2, npix;
-    int st = descriptor(t, &t->cmp, row, k, &nelem, &off);
+    int st = tide_tile_descriptor(t, &t->cmp, row, k, &nelem, &off);
     if (st)
         return st;
-    tile_shape(t, k, &n1, &n2, &npix);
+    tide_tile_shape(t, k, &n1, &n2, &npix);
     size_t nb;
     if (nelem == 0) { /* cfitsio then reads UNCOMPRESSED_DATA, else GZIP_COMPRESSED_DATA */
         if (t->unc.col) {
-            if ((st = descriptor(t, &t->unc, row, k, &nelem, &off)))
+            if ((st = tide_tile_descriptor(t, &t->unc, row, k, &nelem, &off)))
                 return st;
             if (nelem != npix)
                 return FAIL(t, "tile %lld: UNCOMPRESSED_DATA holds %lld pixels, the tile %lld",
@@ -515,7 +511,7 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
             return 0;
         }
         if (t->gz.col) {
-            if ((st = descriptor(t, &t->gz, row, k, &nelem, &off)))
+            if ((st = tide_tile_descriptor(t, &t->gz, row, k, &nelem, &off)))
                 return st;
             if (nelem == 0)
                 return FAIL(t,
@@ -545,6 +541,12 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
     case CODEC_GZIP2:
         ns = gzip_sizes(t, sizes);
         st = tide_tile_check_gzip(w->stream, nb, npix, sizes, ns);
+        break;
+    case CODEC_NOCOMP: /* the tile's pixels themselves, big-endian */
+        if ((int64_t)nb != npix * (t->zbitpix < 0 ? -t->zbitpix : t->zbitpix) / 8)
+            st = tide_error(TIDE_E_FORMAT,
+                            "NOCOMPRESS stream of %zu bytes for %lld pixels of %d bits", nb,
+                            (long long)npix, t->zbitpix < 0 ? -t->zbitpix : t->zbitpix);
         break;
     case CODEC_HCOMP: /* cfitsio decodes to 64-bit pixels beyond 16-bit images */
         st = tide_tile_check_hcompress(w->stream, nb, n1, n2, t->zbitpix != 8 && t->zbitpix != 16);
@@ -614,6 +616,11 @@ static int check_rows(tile_check *t, tile_worker *w, int nw) {
     return 0;
 }
 
+int tide_tile_layout_read(tile_check *t, const tide_header *hdr, int64_t file_size) {
+    int st = read_image_keys(t, hdr);
+    return st ? st : read_table(t, hdr, file_size);
+}
+
 int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_header *hdr,
                                   int64_t data_start, int64_t file_size, int threads) {
     tile_check *t = calloc(1, sizeof *t);
@@ -623,9 +630,7 @@ int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_
     t->hdu = hdu;
     t->fd = fd;
     t->data_start = data_start;
-    int st = read_image_keys(t, hdr);
-    if (!st)
-        st = read_table(t, hdr, file_size);
+    int st = tide_tile_layout_read(t, hdr, file_size);
     if (!st && t->codec == CODEC_RICE &&
         (tide_size_elems(t->maxpix, (size_t)t->rice_bytepix, &t->scratch_bytes) ||
          t->scratch_bytes > (size_t)TIDE_FITS_TILE_MAX_BYTES))

@@ -11,13 +11,17 @@
  *
  * Checked (each failure is TIDE_E_FORMAT, "PATH[HDU n]: what", naming the tile when one is
  * involved, or TIDE_E_UNSUPPORTED for a codec cfitsio cannot decode):
- *  - ZCMPTYPE one of RICE_1 (RICE_ONE), GZIP_1, GZIP_2, HCOMPRESS_1, PLIO_1 (BZIP2_1 and
- *    NOCOMPRESS are refused: cfitsio's public build decodes neither); ZBITPIX in
+ *  - ZCMPTYPE one of RICE_1 (RICE_ONE), GZIP_1, GZIP_2, HCOMPRESS_1, PLIO_1, NOCOMPRESS
+ *    (decoded by tide: its tiles are UNCOMPRESSED_DATA, or the pixels themselves as bytes
+ *    of COMPRESSED_DATA, which must then be exactly the tile); BZIP2_1 is refused (cfitsio's
+ *    public build does not decode it); ZBITPIX in
  *    {8,16,32,64,-32,-64}; 1 <= ZNAXIS <= 999; every ZNAXISn >= 1; every ZTILEn >= 1
  *    (defaults ZNAXIS1 and 1, as cfitsio). cfitsio itself writes ZTILEn > ZNAXISn (it does
  *    not clamp a requested tile to the image) and reads such files, clamping only the tiles
  *    at the image's far edges; its per-tile buffers, though, are sized from the unclamped
  *    product of the ZTILEn (maxtilelen), so that product is bounded too.
+ *  - ZDITHER0, for floats quantized with SUBTRACTIVE_DITHER_1/_2 (not NOCOMPRESS, whose tiles
+ *    are not dithered), in 1..10000 (cfitsio indexes its dither table with it unchecked).
  *  - with overflow-checked 64-bit arithmetic (core/checked.h): the image's pixel count and
  *    byte size, the tile count (product of ceil(ZNAXISn / ZTILEn)), the nominal tile
  *    (product of ZTILEn) and the largest actual tile; a tile of more than 1 GiB
@@ -52,12 +56,70 @@
  * checksums, and what the pixels mean. */
 #ifndef TIDE_FITS_TILES_H
 #define TIDE_FITS_TILES_H
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tide/header.h"
 
 /** Largest tile tide lets cfitsio (or its own check) decode, in bytes of image pixels. */
 #define TIDE_FITS_TILE_MAX_BYTES ((int64_t)1 << 30)
+
+/** Most axes of a compressed image (ZNAXIS). */
+#define TIDE_TILE_MAX_DIM 999
+
+/** The codecs (ZCMPTYPE) tide knows. */
+enum { CODEC_RICE, CODEC_GZIP1, CODEC_GZIP2, CODEC_HCOMP, CODEC_PLIO, CODEC_NOCOMP };
+
+/** A stream column: where its descriptor lies in a row and what its elements are. */
+typedef struct {
+    int col;     /**< 1-based column number, 0 when the table has none */
+    int64_t off; /**< byte offset of the descriptor in a row */
+    int q;       /**< 1: Q descriptor (two int64), 0: P (two int32) */
+    char type;   /**< element type letter */
+    int elem;    /**< bytes per element */
+} tide_tile_col;
+
+/** A scalar column of the table (ZSCALE, ZZERO, ZBLANK): where it lies in a row. */
+typedef struct {
+    int col;     /**< 1-based column number, 0 when the table has none */
+    int64_t off; /**< byte offset of the field in a row */
+    char type;   /**< TFORM type letter (B, I, J, K, E, D) */
+} tide_tile_scalar;
+
+/** A compressed image's layout, as its raw header and table say (read and checked by
+ *  tide_tile_layout_read). */
+typedef struct {
+    const char *path; /**< for messages */
+    int hdu;          /**< 0-based, for messages */
+    int fd;           /**< the file, read with pread */
+    int codec;        /**< CODEC_* */
+    int zbitpix, ndim;
+    int64_t znaxis[TIDE_TILE_MAX_DIM], ztile[TIDE_TILE_MAX_DIM], ntile[TIDE_TILE_MAX_DIM];
+    int64_t ntiles, maxpix; /**< tile count, largest actual tile's pixels */
+    int rice_block, rice_bytepix;
+    int64_t naxis1, naxis2, pcount, theap, table_bytes; /**< the table's layout */
+    int64_t data_end;                                   /**< the data unit's size */
+    int64_t data_start;                                 /**< its first byte in the file */
+    tide_tile_col cmp, gz, unc;
+    tide_tile_scalar zscale, zzero, zblank;
+    int64_t row_lo;       /**< offset in a row of the first byte held of each row */
+    size_t scratch_bytes; /**< one decoded RICE tile */
+} tide_tile_layout;
+
+/** Read and check the keywords and the table layout of the compressed image (as
+ *  tide_fits_check_tiles does, without reading the tiles' streams) into @p t, whose path, hdu,
+ *  fd and data_start the caller has set. 0, or TIDE_E_FORMAT / TIDE_E_UNSUPPORTED with a
+ *  detail "PATH[HDU n]: ...". */
+int tide_tile_layout_read(tide_tile_layout *t, const tide_header *hdr, int64_t file_size);
+
+/** Row @p row's (0-based tile @p tile's) descriptor of column @p c: element count and heap
+ *  offset, checked to lie in the heap (TIDE_E_FORMAT naming the tile otherwise). @p row holds
+ *  the row's bytes from t->row_lo on. */
+int tide_tile_descriptor(const tide_tile_layout *t, const tide_tile_col *c, const uint8_t *row,
+                         int64_t tile, int64_t *nelem, int64_t *off);
+
+/** Tile @p k (0-based, axis 1 fastest): its sizes along axes 1 and 2 and its pixel count. */
+void tide_tile_shape(const tide_tile_layout *t, int64_t k, int64_t *n1, int64_t *n2, int64_t *npix);
 
 /** Check the tile-compressed image in the BINTABLE HDU @p hdu (0-based, for messages) of the
  *  file open on @p fd (@p path for messages), whose raw header (the file's own cards, Z*

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fits_internal.h"
+#include "fits_tile_header.h"
 #include "tide/status.h"
 
 int tide_fits_cur_hdu(fitsfile *f) {
@@ -425,17 +426,48 @@ int tide_fits_check_file(const tide_fits_src *src) {
     return st;
 }
 
+/* The raw cards of the current HDU (for a compressed image, the table's own) converted by
+ * tide_fits_tile_header. */
+static int tide_fits_tile_header_of(fitsfile *f, const char *path, int hdu, tide_header *hdr) {
+    int nkeys = 0, more = 0, cst = 0;
+    if (fits_get_hdrspace(f, &nkeys, &more, &cst))
+        return tide_fits_status(cst, path, hdu, "cannot read the header");
+    tide_header raw;
+    tide_header_init(&raw);
+    int st = 0;
+    for (int i = 1; !st && i <= nkeys; i++) {
+        char card[FLEN_CARD];
+        if (fits_read_record(f, i, card, &cst))
+            st = tide_fits_status(cst, path, hdu, "cannot read the header");
+        else
+            st = tide_header_append_card(&raw, card);
+    }
+    if (!st)
+        st = tide_fits_tile_header(&raw, path, hdu, hdr);
+    tide_header_free(&raw);
+    return st;
+}
+
 int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hdr) {
     char *str = NULL;
     int nk = 0, cst = 0;
     tide_header_init(hdr);
     /* fits_convert_hdr2str gives the uncompressed image's header for a compressed image. */
     if (fits_convert_hdr2str(f, 0, NULL, 0, &str, &nk, &cst)) {
-        int st = tide_fits_status(cst, path, hdu, "cannot read the header");
-        int fst = 0;
+        int fst = 0, zst = 0;
         if (str) /* cfitsio may fail after allocating the string */
             fits_free_memory(str, &fst);
-        return st;
+        str = NULL;
+        /* A compressed image whose header cfitsio's conversion refuses: tide converts it. */
+        if (fits_is_compressed_image(f, &zst)) {
+            fits_clear_errmsg();
+            int st = tide_fits_tile_header_of(f, path, hdu, hdr);
+            if (!st)
+                return TIDE_OK;
+            tide_header_free(hdr);
+            return st;
+        }
+        return tide_fits_status(cst, path, hdu, "cannot read the header");
     }
     int st = tide_header_parse(hdr, str, nk);
     fits_free_memory(str, &cst);

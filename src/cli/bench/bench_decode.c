@@ -1,0 +1,216 @@
+/* bench_decode.c — `tide bench --decode FILE`: how fast tide reads a tile-compressed image,
+ * beside cfitsio reading the same file.
+ *
+ * Figures, each the median of --repeats runs after --warmup, in Mpix/s of image pixels:
+ *   - tide's CPU decoder alone (tile_decode.c), on 1 thread and on the context's threads, from
+ *     the data unit in memory (no I/O);
+ *   - tide_fits_read_image on the context's threads: open, decode, no-data mask;
+ *   - cfitsio's fits_read_pixll(TFLOAT, null NaN) of the whole image (one thread: cfitsio
+ *     decodes tile after tile), the file opened outside the timing.
+ *   - on a machine with a GPU, RICE_1 through tide_tile_decode_cuda: upload of the data unit,
+ *     the kernels, download of the image (gpu_ms; -1 without a GPU).
+ * The decoder's pixels are checked against cfitsio's (bit for bit, NaNs alike) once, the
+ * GPU's against the CPU decoder's. */
+#include <fitsio.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "cli/cli.h"
+#include "io/fits/fits_tile_read.h"
+#include "tide/ctx.h"
+#include "tide/fits.h"
+
+static const char *help =
+    "usage: tide bench --decode FILE [OPTIONS]\n\n"
+    "Time tide's decoder of the first tile-compressed image of FILE (RICE_1, GZIP_1, GZIP_2)\n"
+    "on 1 thread and on --threads threads, tide_fits_read_image, and cfitsio's fits_read_pixll\n"
+    "on the same file; print Mpix/s of each.\n\n"
+    "options:\n"
+    "  --repeats N   timed runs per figure; the median is reported [5]\n"
+    "  --warmup N    untimed runs first [1]\n"
+    "  --json FILE   also write the results as JSON to FILE ('-' = stdout)\n";
+
+typedef struct dec_arg {
+    const tide_tile_image *ti;
+    const uint8_t *data;
+    float *out;
+    int threads;
+    const char *path;
+    fitsfile *f;
+    int64_t npix;
+} dec_arg;
+
+static int do_decode(tide_ctx *ctx, void *p) {
+    (void)ctx;
+    dec_arg *a = p;
+    return tide_tile_decode_cpu(a->ti, a->data, a->out, a->threads);
+}
+
+#ifdef TIDE_HAVE_CUDA
+static int do_decode_gpu(tide_ctx *ctx, void *p) {
+    dec_arg *a = p;
+    int st = tide_tile_decode_cuda(ctx, a->ti, a->data, a->out);
+    return st == 1
+               ? tide_error(TIDE_E_UNSUPPORTED, "%s: not a RICE_1 image the GPU decodes", a->path)
+               : st;
+}
+#endif
+
+static int do_read(tide_ctx *ctx, void *p) {
+    dec_arg *a = p;
+    tide_image im;
+    int st = tide_fits_read_image(ctx, a->path, &im, NULL);
+    if (!st)
+        tide_image_free(ctx, &im);
+    return st;
+}
+
+static int do_cfitsio(tide_ctx *ctx, void *p) {
+    (void)ctx;
+    dec_arg *a = p;
+    int st = 0, any = 0;
+    float nan = NAN;
+    LONGLONG fp[3] = {1, 1, 1};
+    fits_read_pixll(a->f, TFLOAT, fp, (LONGLONG)a->npix, &nan, a->out, &any, &st);
+    if (st == NUM_OVERFLOW)
+        st = 0;
+    fits_clear_errmsg();
+    return st ? tide_error(TIDE_E_FORMAT, "%s: cfitsio cannot read it (status %d)", a->path, st)
+              : 0;
+}
+
+static int same_bits(const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(isnan(a[i]) && !isfinite(b[i])) && memcmp(&a[i], &b[i], 4))
+            return 0;
+    return 1;
+}
+
+int tide_bench_decode(int argc, char **argv) {
+    const char *cmd = "bench --decode", *path = NULL, *json = NULL;
+    tide_cli_common c;
+    tide_cli_common_init(&c);
+    int repeats = 5, warmup = 1;
+    for (int i = 1; i < argc; i++) {
+        int r = tide_bench_common_arg(cmd, "--decode", help, &c, argc, argv, &i, &json);
+        if (r == TIDE_BENCH_ARG_EXIT_OK)
+            return 0;
+        if (r == TIDE_BENCH_ARG_EXIT_USAGE)
+            return 2;
+        if (r == TIDE_BENCH_ARG_TAKEN)
+            continue;
+        if ((!strcmp(argv[i], "--repeats") || !strcmp(argv[i], "--warmup")) && i + 1 < argc) {
+            int v = atoi(argv[i + 1]);
+            if (v < (argv[i][2] == 'r') || v > TIDE_BENCH_MAX_REPEATS) {
+                fprintf(stderr, "tide %s: %s %s is out of range\n", cmd, argv[i], argv[i + 1]);
+                return 2;
+            }
+            *(argv[i][2] == 'r' ? &repeats : &warmup) = v;
+            i++;
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "tide %s: unknown option '%s' (see --help)\n", cmd, argv[i]);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "tide %s: give the FILE to decode (see --help)\n", cmd);
+        return 2;
+    }
+    c.ctx_opt.backend = TIDE_BACKEND_CPU;
+    tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
+    if (!ctx)
+        return 1;
+    int threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
+    tide_tile_image *ti = NULL;
+    uint8_t *data = NULL;
+    float *mine = NULL, *ref = NULL;
+    fitsfile *f = NULL;
+    int cst = 0;
+    int st = tide_fits_tile_load(path, &ti, &data);
+    const int64_t npix = st ? 0 : ti->lay.znaxis[0] * (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1);
+    if (!st && (!(mine = malloc(sizeof(float) * (size_t)npix)) ||
+                !(ref = malloc(sizeof(float) * (size_t)npix))))
+        st = tide_error(TIDE_E_NOMEM, "%s: no memory for %lld pixels", path, (long long)npix);
+    if (!st && fits_open_image(&f, path, READONLY, &cst))
+        st = tide_error(TIDE_E_FORMAT, "%s: cfitsio cannot open it (status %d)", path, cst);
+    double ms1 = 0, msn = 0, msread = 0, mscf = 0;
+    dec_arg a = {ti, data, mine, 1, path, f, npix};
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.decode1", do_decode, &a, &ms1);
+    a.threads = threads;
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.decodeN", do_decode, &a, &msn);
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.read", do_read, &a, &msread);
+    a.out = ref;
+    if (!st)
+        st = tide_bench_time(ctx, repeats, warmup, "bench.cfitsio", do_cfitsio, &a, &mscf);
+    int same = !st && same_bits(mine, ref, npix);
+    /* RICE_1 on the GPU, where there is one: upload, decode, convert, download */
+    double msgpu = -1;
+    int gpu_same = -1;
+#ifdef TIDE_HAVE_CUDA
+    tide_ctx *gctx = NULL;
+    if (!st && ti->lay.codec == CODEC_RICE && !ti->lossless && tide_cuda_available(NULL)) {
+        tide_ctx_options go = c.ctx_opt;
+        go.backend = TIDE_BACKEND_CUDA;
+        float *g = malloc(sizeof(float) * (size_t)npix);
+        if (g && !tide_ctx_create(&gctx, &go)) {
+            dec_arg ga = {ti, data, g, threads, path, NULL, npix};
+            if (!tide_bench_time(gctx, repeats, warmup, "bench.decode_gpu", do_decode_gpu, &ga,
+                                 &msgpu))
+                gpu_same = !memcmp(g, mine, sizeof(float) * (size_t)npix);
+            else
+                fprintf(stderr, "tide %s: GPU: %s\n", cmd, tide_error_detail());
+            tide_ctx_destroy(gctx);
+        }
+        free(g);
+    }
+#endif
+    if (!st) {
+        const char *codec[] = {"RICE_1", "GZIP_1", "GZIP_2", "HCOMPRESS_1", "PLIO_1", "NOCOMPRESS"};
+        double mp = (double)npix / 1e6;
+        printf("%s: %lld x %lld, ZBITPIX %d, %s, %lld tiles\n", path, (long long)ti->lay.znaxis[0],
+               (long long)(npix / ti->lay.znaxis[0]), ti->lay.zbitpix, codec[ti->lay.codec],
+               (long long)ti->lay.ntiles);
+        printf("  tide decoder, 1 thread      %8.2f ms  %9.1f Mpix/s\n", ms1, mp / ms1 * 1e3);
+        printf("  tide decoder, %2d threads    %8.2f ms  %9.1f Mpix/s\n", threads, msn,
+               mp / msn * 1e3);
+        printf("  tide_fits_read_image, %2d    %8.2f ms  %9.1f Mpix/s\n", threads, msread,
+               mp / msread * 1e3);
+        printf("  cfitsio fits_read_pixll     %8.2f ms  %9.1f Mpix/s\n", mscf, mp / mscf * 1e3);
+        if (msgpu >= 0)
+            printf("  tide GPU decoder (with copies) %5.2f ms  %9.1f Mpix/s; %s the CPU's\n", msgpu,
+                   mp / msgpu * 1e3, gpu_same == 1 ? "bit for bit" : "DIFFERENT from");
+        printf("  tide / cfitsio: %.1fx (1 thread), %.1fx (%d threads); pixels %s\n", mscf / ms1,
+               mscf / msn, threads, same ? "bit for bit equal" : "DIFFER");
+        FILE *j = !json ? NULL : strcmp(json, "-") ? fopen(json, "w") : stdout;
+        if (j) {
+            fprintf(j,
+                    "{\"file\": \"%s\", \"pixels\": %lld, \"threads\": %d, "
+                    "\"tide_1thread_ms\": %.4f, \"tide_ms\": %.4f, \"tide_read_ms\": %.4f, "
+                    "\"cfitsio_ms\": %.4f, \"gpu_ms\": %.4f, \"bit_exact\": %s}\n",
+                    path, (long long)npix, threads, ms1, msn, msread, mscf, msgpu,
+                    same && gpu_same != 0 ? "true" : "false");
+            if (j != stdout)
+                fclose(j);
+        }
+    }
+    if (st)
+        fprintf(stderr, "tide %s: %s\n", cmd, tide_error_detail());
+    if (f)
+        fits_close_file(f, &cst);
+    free(mine);
+    free(ref);
+    free(data);
+    free(ti);
+    tide_ctx_destroy(ctx);
+    return st ? 1 : same && gpu_same != 0 ? 0 : 1;
+}

@@ -1,0 +1,155 @@
+/* fits_tile_read.c — tide_fits_tile_read_pixels: the pixels of a tile-compressed image read
+ * by tide's own decoder (tile_decode.c) in place of cfitsio's fits_read_pixll, from the raw
+ * BINTABLE header and data unit read with pread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fits_tile_read.h"
+#include "tide/status.h"
+#include "tile_decode.h"
+
+#define CARD 80
+
+static int pread_full(int fd, void *buf, size_t n, int64_t off) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + (int64_t)got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* The raw cards from @p headstart to the END card (before @p datastart). */
+static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_header *raw) {
+    int64_t n = datastart - headstart;
+    if (n <= 0 || n % CARD || n > ((int64_t)1 << 26))
+        return 1;
+    char *buf = malloc((size_t)n);
+    if (!buf)
+        return 1;
+    int st = pread_full(fd, buf, (size_t)n, headstart) ? 1 : 0;
+    int ncards = 0;
+    while (!st && (int64_t)ncards * CARD < n && memcmp(buf + ncards * CARD, "END     ", 8))
+        ncards++;
+    if (!st && tide_header_parse(raw, buf, ncards))
+        st = 1;
+    free(buf);
+    return st;
+}
+
+/* Read the current HDU of @p src (HDU @p hdu, the file open on @p fd) as a compressed image
+ * tide decodes: layout and keys into @p ti, the data unit into *data. 0, 1 (not one tide
+ * decodes, or not the file cfitsio opened), or a negative TIDE_E_*. */
+static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data) {
+    fitsfile *f = src->f;
+    int cst = 0;
+    char url[FLEN_FILENAME] = "";
+    *data = NULL;
+    if (src->file_size < 0 || src->section || fits_url_type(f, url, &cst) ||
+        strcmp(url, "file://") || !fits_is_compressed_image(f, &cst)) {
+        fits_clear_errmsg();
+        return 1;
+    }
+    LONGLONG headstart = 0, datastart = 0, dataend = 0;
+    if (fits_get_hduaddrll(f, &headstart, &datastart, &dataend, &cst)) {
+        fits_clear_errmsg();
+        return 1;
+    }
+    struct stat sb;
+    tide_header raw;
+    tide_header_init(&raw);
+    int st = 1;
+    if (fstat(fd, &sb) != 0 || (int64_t)sb.st_size != src->file_size ||
+        read_raw_header(fd, headstart, datastart, &raw)) {
+        tide_header_free(&raw);
+        return 1; /* not the file cfitsio opened: let cfitsio read */
+    }
+    st = tide_tile_image_open(ti, fd, src->root, hdu, &raw, datastart, src->file_size);
+    tide_header_free(&raw);
+    if (st)
+        return st;
+    *data = malloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
+    if (!*data)
+        return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for %lld bytes of tiles", src->root,
+                          hdu, (long long)ti->lay.data_end);
+    if (pread_full(fd, *data, (size_t)ti->lay.data_end, datastart)) {
+        free(*data);
+        *data = NULL;
+        return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles: %s", src->root, hdu,
+                          errno ? strerror(errno) : "early end of file");
+    }
+    return 0;
+}
+
+int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+    if (im->location != TIDE_HOST || im->stride != im->width)
+        return 1;
+    int fd = open(src->root, O_RDONLY);
+    if (fd < 0)
+        return 1;
+    tide_tile_image *ti = calloc(1, sizeof *ti);
+    uint8_t *data = NULL;
+    int st = ti ? load_current(src, hdu, fd, ti, &data) : 1;
+    if (!st && (ti->lay.znaxis[0] != im->width ||
+                (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
+        st = 1;
+#ifdef TIDE_HAVE_CUDA
+    if (!st && ctx && ctx->backend == TIDE_BACKEND_CUDA) { /* RICE_1 on the device */
+        int g = tide_tile_decode_cuda(ctx, ti, data, im->pix);
+        if (g <= 0) /* done (2: skip the CPU twin) or failed */
+            st = g ? g : 2;
+    }
+#endif
+    if (!st)
+        st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
+    if (st == 2)
+        st = 0;
+    free(data);
+    free(ti);
+    close(fd);
+    return st;
+}
+
+int tide_fits_tile_load(const char *path, tide_tile_image **ti, uint8_t **data) {
+    *ti = NULL;
+    *data = NULL;
+    tide_fits_src src;
+    int st = tide_fits_open(path, &src);
+    if (st)
+        return st;
+    int fd = open(src.root, O_RDONLY);
+    st = fd < 0 ? tide_error(TIDE_E_IO, "%s: cannot open: %s", path, strerror(errno)) : 1;
+    for (int i = 1; st == 1; i++) {
+        int type = 0, cst = 0;
+        if (fits_movabs_hdu(src.f, i, &type, &cst)) {
+            fits_clear_errmsg();
+            st = tide_error(TIDE_E_NOTFOUND, "%s: no compressed image that tide decodes", path);
+            break;
+        }
+        if (type != IMAGE_HDU || !fits_is_compressed_image(src.f, &cst))
+            continue;
+        *ti = calloc(1, sizeof **ti);
+        st = *ti ? load_current(&src, i - 1, fd, *ti, data)
+                 : tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+        if (st) {
+            free(*ti);
+            *ti = NULL;
+        }
+        if (st == 1)
+            continue;
+        if (!st) /* the path outlives the source: keep the caller's */
+            (*ti)->lay.path = path;
+    }
+    if (fd >= 0)
+        close(fd);
+    tide_fits_close(&src);
+    return st;
+}

@@ -1,0 +1,24 @@
+/* fits_tile_read.h — reading a tile-compressed image's pixels with tide's decoder
+ * (tile_decode.h) instead of cfitsio's. Not public. */
+#ifndef TIDE_FITS_TILE_READ_H
+#define TIDE_FITS_TILE_READ_H
+#include "fits_internal.h"
+#include "tide/ctx.h"
+#include "tide/image.h"
+#include "tile_decode.h"
+
+/** Read the pixels of the current HDU of @p src, a tile-compressed 2-D image of @p im's size
+ *  (allocated on the host), with tide's decoder: every value as fits_read_pixll(TFLOAT, null
+ *  NaN) gives it (the caller then marks the NaNs no-data). Plain on-disk, unsectioned files
+ *  of RICE_1, GZIP_1, GZIP_2 and uncompressed or gzipped fallback tiles only; threads from
+ *  ctx->threads (0: all). Returns 0, 1 when the case is not one tide decodes (nothing was
+ *  changed: read with cfitsio), or a negative TIDE_E_* naming file, HDU and tile. */
+int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im);
+
+/** The first compressed image of the plain file @p path that tide decodes, ready for
+ *  tide_tile_decode_cpu (and its CUDA twin): its layout and keys in *ti and its data unit in
+ *  *data (both malloc'd; the caller frees them; ti->lay.path is @p path). 0 or a negative
+ *  TIDE_E_* (TIDE_E_NOTFOUND when the file holds no such image). For benchmarks and tests. */
+int tide_fits_tile_load(const char *path, tide_tile_image **ti, uint8_t **data);
+
+#endif

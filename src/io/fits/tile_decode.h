@@ -1,0 +1,67 @@
+/* tile_decode.h — tide's own decoder of tile-compressed FITS images (the tiled-image
+ * convention, Pence et al. 2009; FITS standard 4.0, sec. 10), in parallel over tiles.
+ *
+ * Decodes RICE_1 (every BYTEPIX and block size, through the bounded rice_decode.c), GZIP_1
+ * and GZIP_2 (libdeflate, then GZIP_2's byte unshuffle), NOCOMPRESS, the uncompressed and gzipped
+ * fallback tiles cfitsio writes for floats it cannot quantize (UNCOMPRESSED_DATA,
+ * GZIP_COMPRESSED_DATA), and reconstructs quantized floats (ZSCALE / ZZERO per tile or as
+ * keywords, ZBLANK column or keyword, BLANK, BSCALE / BZERO, ZQUANTIZ NO_DITHER /
+ * SUBTRACTIVE_DITHER_1 / _2 with ZDITHER0) with tile_quant_math.h. The result is what
+ * cfitsio's fits_read_pixll(TFLOAT, null NaN) gives, bit for bit. HCOMPRESS_1, PLIO_1 and
+ * 64-bit integer images are declined (cfitsio decodes those). Not public. */
+#ifndef TIDE_TILE_DECODE_H
+#define TIDE_TILE_DECODE_H
+#include <stdint.h>
+
+#include "fits_tiles.h"
+#include "tide/ctx.h"
+#include "tide/header.h"
+#include "tile_quant_math.h"
+
+/** A compressed image tide decodes: its layout and the keywords of the pixel conversion. */
+typedef struct {
+    tide_tile_layout lay;
+    double bscale, bzero; /**< BSCALE / BZERO (1, 0 when absent) */
+    int zscale_key;       /**< ZSCALE / ZZERO are keywords, not columns */
+    double zscale, zzero; /**< their values then */
+    int blank_key;        /**< a ZBLANK (else BLANK) keyword, when no ZBLANK column */
+    int64_t blank;        /**< its value */
+    int lossless;         /**< ZQUANTIZ = 'NONE': float tiles hold IEEE values */
+    int dither;           /**< TIDE_TILE_SCALE / _DITHER1 / _DITHER2 (float images only) */
+    int64_t dither0;      /**< ZDITHER0 (1 when absent; 1..10000) */
+} tide_tile_image;
+
+/** Read the raw (unconverted) header @p raw of the compressed image in HDU @p hdu of the file
+ *  open on @p fd (@p path for messages), whose data unit starts at byte @p data_start of a
+ *  file of @p file_size bytes. Returns 0, 1 when tide leaves this image to cfitsio
+ *  (HCOMPRESS_1, PLIO_1, ZBITPIX 64, more than 2 axes of more than one pixel), or
+ *  TIDE_E_FORMAT / TIDE_E_UNSUPPORTED naming the file and HDU. */
+int tide_tile_image_open(tide_tile_image *ti, int fd, const char *path, int hdu,
+                         const tide_header *raw, int64_t data_start, int64_t file_size);
+
+/** The dither sequence (tide_tile_randoms), computed once; never NULL. */
+const float *tide_tile_random_table(void);
+
+/** The conversion of tile @p k (0-based) whose table row is @p row (the whole row), for
+ *  raw values of @p bytes bytes each (1: unsigned, 2 and 4: signed). */
+void tide_tile_conv_for(const tide_tile_image *ti, int64_t k, const uint8_t *row, int bytes,
+                        tide_tile_conv *c);
+
+/** Decode every tile of @p ti from its data unit @p data (ti->lay.data_end bytes, the table
+ *  then the heap) into @p out, the ZNAXIS1 x ZNAXIS2 image row by row, on @p threads threads
+ *  (0: OpenMP's default). Returns 0 or TIDE_E_FORMAT "PATH[HDU n]: tile K: what" naming the
+ *  first bad tile (TIDE_E_NOMEM); never reads outside @p data. */
+int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *out, int threads);
+
+#ifdef TIDE_HAVE_CUDA
+/** The CUDA twin of tide_tile_decode_cpu for RICE_1 images (tile_decode_gpu.c): @p data and
+ *  @p out are host memory; the data unit is uploaded, decoded one tile per thread and
+ *  converted one pixel per thread on the context's device, and the image downloaded: the same
+ *  bits as the CPU twin. A wrong tile (or a fallback tile) is left to the CPU twin, so the
+ *  error is the CPU's. Returns 0, 1 when the image is not one it decodes (not RICE_1, or
+ *  lossless floats), or a negative TIDE_E_*. */
+int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                          float *out);
+#endif
+
+#endif
