@@ -14,6 +14,8 @@ grep -q 'TIDE_HAVE_CUDA' build-gpu/CMakeFiles/tide_obj.dir/flags.make \
 rm -rf .gpu && mkdir -p .gpu
 extra=()  # the detection-vs-sep comparison, built where libsep-dev is installed
 [ -x build-gpu/detect_vs_sep ] && extra=(build-gpu/detect_vs_sep)
+# fpack: the tile-decoding benchmark compresses its frames there (scripts/gpu/run.sh decode)
+extra+=("$(command -v fpack)")
 ../shared/device/bundle-libs.sh .gpu build-gpu/tide build-gpu/tests/test_* build-gpu/libtide.so \
   "${extra[@]}"
 mkdir -p .gpu/bin

@@ -4,7 +4,8 @@
 # report to $OUT. With "tests", only the tests (a quick check that costs less device time);
 # with "tests-xray", the tests and the xray benchmark; with "reduce",
 # only the reduction benchmark; with "diff", only the difference-pipeline benchmark; with
-# "xray", only tide xray's detector-sized benchmark beside NumPy's loop (bench/xray_bench.sh).
+# "xray", only tide xray's detector-sized benchmark beside NumPy's loop (bench/xray_bench.sh);
+# with "decode", only the tile decoders beside cfitsio; "tests-decode", the tests and those.
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -51,6 +52,26 @@ xray_bench() {
   TIDE_PYTHON=$(command -v python3) timeout 400 bash bench/xray_bench.sh /tmp .gpu/bin/tide \
     >> "$out/report.md" 2>&1 || fail=1
 }
+# tide's tile decoders beside cfitsio (issue 19): a 4096² int16 frame made here, compressed by
+# the carried fpack with RICE_1 and GZIP_2, and the real quantized-float TESS file.
+decode_bench() {
+  echo "## tile decoding (tide bench --decode)" >> "$out/report.md"
+  local d=/tmp/tide-decode
+  mkdir -p "$d"
+  python3 bench/make_int16_frame.py "$d/d16.fits" 4096 || fail=1
+  rm -f "$d/d16_rice.fits" "$d/d16_gz2.fits"
+  .gpu/bin/fpack -r -O "$d/d16_rice.fits" "$d/d16.fits" && .gpu/bin/fpack -g2 -O "$d/d16_gz2.fits" \
+    "$d/d16.fits" || fail=1
+  for f in "$d/d16_rice.fits" "$d/d16_gz2.fits" .gpu/data/compressed/tess_diff_rice_dither1.fits.fz; do
+    echo "### $(basename "$f")" >> "$out/report.md"
+    timeout 120 .gpu/bin/tide bench --decode "$f" --threads 16 --repeats 7 >> "$out/report.md" 2>&1 \
+      || fail=1
+  done
+}
+if [ "${1:-all}" = decode ]; then
+  decode_bench
+  finish
+fi
 if [ "${1:-all}" = xray ]; then
   xray_bench
   finish
@@ -84,6 +105,10 @@ if [ "${1:-all}" = tests-xray ]; then
   xray_bench
   finish
 fi
+if [ "${1:-all}" = tests-decode ]; then
+  decode_bench
+  finish
+fi
 echo >> "$out/report.md"
 echo "## benchmarks" >> "$out/report.md"
 .gpu/bin/tide bench --backend cuda --json "$out/bench-cuda.json" >> "$out/report.md" 2>&1 || fail=1
@@ -100,6 +125,7 @@ if [ -x .gpu/bin/detect_vs_sep ]; then
   timeout 300 .gpu/bin/detect_vs_sep --backend cuda >> "$out/report.md" 2>&1 || fail=1
 fi
 xray_bench
+decode_bench
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \
