@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# run.sh [tests|reduce|diff] — there, on the GPU machine (repository root, carried .gpu/): run every
-# test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
+# run.sh [tests|reduce|diff|worker] — there, on the GPU machine (repository root, carried .gpu/):
+# run every test (GPU agreement tests included) and the benchmarks, and write a report to $OUT.
 # With "tests", only the tests (a quick check that costs less device time); with "reduce",
-# only the reduction benchmark; with "diff", only the difference-pipeline benchmark.
+# only the reduction benchmark; with "diff", only the difference-pipeline benchmark; with
+# "worker", issue 17's sustained rates (scripts/gpu/run-worker.sh; needs TIDE_GPU_PG=1 at
+# prepare time for the PostgreSQL half).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -36,6 +38,10 @@ finish() {
 if [ "${1:-all}" = reduce ]; then
   timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
     --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+  finish
+fi
+if [ "${1:-all}" = worker ]; then
+  bash scripts/gpu/run-worker.sh "$out" || fail=1
   finish
 fi
 if [ "${1:-all}" = diff ]; then
