@@ -19,5 +19,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 scripts/gpu/pg-bundle.sh "$stage/pg"
 tar -C "$stage" -cf - pg | xz -T0 -6 > .gpu-calib/pg.tar.xz
+# tide and its libraries (~45 MB) + PostgreSQL (~20 MB) would be over the 64 MiB that travel:
+# they go as one xz tarball, which run-calib.sh unpacks (as prepare.sh's pack.tar.xz).
+pack=$(mktemp /tmp/tide-gpu-pack.XXXXXX)
+tar -C .gpu-calib -cf - bin lib | xz -T0 -6 > "$pack"
+rm -rf .gpu-calib/bin .gpu-calib/lib
+mv "$pack" .gpu-calib/pack.tar.xz && chmod 0644 .gpu-calib/pack.tar.xz
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +uncommitted)" > .gpu-calib/commit
 du -sh .gpu-calib | awk '{print "prepare-calib: " $2 " " $1}'

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
+if [ -f .gpu-calib/pack.tar.xz ]; then  # tide and its libraries, packed by prepare-calib.sh
+  tar xJf .gpu-calib/pack.tar.xz -C .gpu-calib || { echo "run-calib: cannot unpack" >&2; exit 1; }
+fi
 pgroot=/tmp/tide-pg-root
 rm -rf "$pgroot" && mkdir -p "$pgroot" && tar xJf .gpu-calib/pg.tar.xz -C "$pgroot"
 export LD_LIBRARY_PATH=$root/.gpu-calib/lib:${LD_LIBRARY_PATH:-}

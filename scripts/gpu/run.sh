@@ -14,6 +14,10 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
+# prepare.sh packs a .gpu/ that would not travel whole (past 48 MiB) into one tarball
+if [ -f .gpu/pack.tar.xz ]; then
+  tar xJf .gpu/pack.tar.xz -C .gpu || { echo "run.sh: cannot unpack .gpu/pack.tar.xz" >&2; exit 1; }
+fi
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
 export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
 {
