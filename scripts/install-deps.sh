@@ -22,6 +22,10 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            rabbitmq-server amqp-tools prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
            # mpirun, a scraper, systemd-analyze (issue 17)
 peer_pkgs+=(python3-yaml)  # tests/cli/test_deploy.sh parses deploy/compose.yaml (issue 17)
+# The relocatable PostgreSQL for the GPU machine (scripts/gpu/pg-bundle.sh, issue 17): patchelf
+# sets its RPATHs; strace is tests/cli/test_pg_bundle.sh's check where unshare cannot hide the
+# system's PostgreSQL.
+peer_pkgs+=(patchelf strace)
 # tide xray's tests (issue 20): scipy's savgol_filter, h5py's corrupt and legate-cube files.
 peer_pkgs+=(python3-scipy python3-h5py)
 

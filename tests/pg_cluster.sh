@@ -12,17 +12,23 @@
 # refuses to run as root, so under root (CI) the server runs as an unprivileged user
 # (`postgres` when it exists, else `nobody`) that owns the directory. Exit code 77 (the tests'
 # "skipped") when the server binaries are missing. PG_BIN overrides the binary directory
-# [/usr/lib/postgresql/15/bin, else the newest /usr/lib/postgresql/*/bin]. PG_CLUSTER_DURABLE=1
-# keeps fsync and synchronous commit on (for benchmarks).
+# [/usr/lib/postgresql/15/bin, else the newest /usr/lib/postgresql/*/bin]; it may be the bin/ of
+# a relocatable bundle (scripts/gpu/pg-bundle.sh), whose files and parent directories the
+# unprivileged user must be able to read. PG_CLUSTER_DURABLE=1 keeps fsync and synchronous
+# commit on (for benchmarks); PG_CLUSTER_OPTS adds server options ("-c shared_buffers=2GB ...").
 set -u
 
 find_bin() {
-    if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi
+    # absolute: the server's commands run from / (below)
+    if [ -n "${PG_BIN:-}" ]; then (cd "$PG_BIN" 2>/dev/null && pwd) || echo "$PG_BIN"; return; fi
     if [ -x /usr/lib/postgresql/15/bin/initdb ]; then echo /usr/lib/postgresql/15/bin; return; fi
     ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1
 }
 
-as_owner() { # run a command as the cluster's owner
+as_owner() ( # run a command as the cluster's owner
+    # from /: PostgreSQL's programs go back to the current directory after finding their own
+    # path, and complain when the owner may not enter it (root's home, under root)
+    cd /
     if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
         runuser -u "$OWNER" -- "$@"
     elif [ "$(id -u)" = 0 ]; then
@@ -30,7 +36,7 @@ as_owner() { # run a command as the cluster's owner
     else
         "$@"
     fi
-}
+)
 
 pick_owner() {
     if [ "$(id -u)" != 0 ]; then OWNER=$(id -un); return; fi
@@ -63,6 +69,7 @@ start)
     if [ "${PG_CLUSTER_DURABLE:-0}" != 1 ]; then
         opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     fi
+    opts="$opts ${PG_CLUSTER_OPTS:-}"
     echo "$opts" >"$DIR/server.opts" # for `up` after `down`
     if ! as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 -o "$opts" start \
         >/dev/null 2>&1; then

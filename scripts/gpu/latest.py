@@ -2,7 +2,8 @@
 """latest.py DIR [OUT.md] — the headline figures of one benchmark run as bench/results/LATEST.md.
 
 DIR is a run's output folder ($OUT of scripts/gpu/run.sh): report.md (date, commit, device,
-the test list) and the JSON of `tide bench --reduce` / `--diff` when they ran. The page is
+the test list) and the JSON of `tide bench --reduce` / `--diff` / `--worker` (bench-worker.json of
+`run.sh worker`) when they ran. The page is
 rewritten whole, so the repository keeps one current summary while the full reports stay
 outside git (bench/results/README.md). Without OUT.md it prints the page."""
 import json
@@ -68,6 +69,24 @@ def diff_rows(j):
     return rows
 
 
+def worker_rows(j):
+    """one row per store and runner count of bench-worker.json ({"sqlite": ..., "postgresql": ...})."""
+    rows = []
+    for store in ("sqlite", "postgresql"):
+        w = j.get(store)
+        if not w:
+            continue
+        size = "×".join(str(v) for v in w.get("size", []))
+        cold = w.get("cold_reduce_median_ms", -1)
+        cold_s = f"{1e3 / cold:.2f} frames/s" if cold and cold > 0 else "—"
+        spf = w.get("sources_per_frame")
+        extra = f", {spf:.0f} sources/frame" if spf else ""
+        for r in w.get("worker", []):
+            rows.append(f"| {store} | {size}{extra} | {r['runners']} | {r['frames_per_s']:.2f} | "
+                        f"{r['service_p50_ms']:.0f} / {r['service_p99_ms']:.0f} ms | {cold_s} |")
+    return rows
+
+
 def page(d):
     date, commit, device, c = header(d)
     out = ["# Latest GPU run", "",
@@ -87,6 +106,12 @@ def page(d):
         out += [f"## `tide bench --diff --backend cuda` ({dif.get('width')}²)", "",
                 "| figure | median |", "|---|---|"]
         out += diff_rows(dif) + [""]
+    wrk = load(d, "bench-worker.json")
+    if wrk and worker_rows(wrk):
+        out += ["## `tide bench --worker` (one worker, frame file to committed store)", "",
+                "| store | frame | runners | frames/s | service p50 / p99 | cold `tide reduce` |",
+                "|---|---|---|---|---|---|"]
+        out += worker_rows(wrk) + [""]
     return "\n".join(out)
 
 

@@ -14,20 +14,16 @@ rm -rf .gpu-calib && mkdir -p .gpu-calib/bin
 cp build-gpu/tide .gpu-calib/bin/
 strip --strip-unneeded .gpu-calib/bin/* .gpu-calib/lib/*.so* 2>/dev/null || true
 
-# PostgreSQL: the Debian layout under one root, so the server finds its share/ and lib/
-# directories relative to its binary (they are ../../../../share/postgresql/15 and ../lib).
-pg=/usr/lib/postgresql/15
+# PostgreSQL: the relocatable bundle (scripts/gpu/pg-bundle.sh), as pg/ in the tarball.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/usr/lib/postgresql/15/bin" "$stage/usr/lib/postgresql/15/lib" \
-         "$stage/usr/share/postgresql" "$stage/libs"
-for b in postgres initdb pg_ctl psql; do cp "$pg/bin/$b" "$stage/usr/lib/postgresql/15/bin/"; done
-cp "$pg"/lib/*.so "$stage/usr/lib/postgresql/15/lib/"
-rm -f "$stage/usr/lib/postgresql/15/lib/llvmjit.so"   # JIT is off: LLVM would be 100 MB
-cp -r /usr/share/postgresql/15 "$stage/usr/share/postgresql/"
-for b in "$stage"/usr/lib/postgresql/15/bin/*; do ldd "$b" | awk '/=> \//{print $3}'; done \
-  | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux|libstdc\+\+|libgcc_s)[.-]' \
-  | xargs -I{} cp -L {} "$stage/libs/"
-tar cJf .gpu-calib/pg.tar.xz -C "$stage" .
+scripts/gpu/pg-bundle.sh "$stage/pg"
+tar -C "$stage" -cf - pg | xz -T0 -6 > .gpu-calib/pg.tar.xz
+# tide and its libraries (~45 MB) + PostgreSQL (~20 MB) would be over the 64 MiB that travel:
+# they go as one xz tarball, which run-calib.sh unpacks (as prepare.sh's pack.tar.xz).
+pack=$(mktemp /tmp/tide-gpu-pack.XXXXXX)
+tar -C .gpu-calib -cf - bin lib | xz -T0 -6 > "$pack"
+rm -rf .gpu-calib/bin .gpu-calib/lib
+mv "$pack" .gpu-calib/pack.tar.xz && chmod 0644 .gpu-calib/pack.tar.xz
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +uncommitted)" > .gpu-calib/commit
 du -sh .gpu-calib | awk '{print "prepare-calib: " $2 " " $1}'

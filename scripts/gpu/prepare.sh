@@ -2,6 +2,9 @@
 # prepare.sh — here, on the build machine: build tide with the CUDA backend for sm_90 (+PTX),
 # and gather what the GPU machine lacks (cfitsio, wcslib, FFTW, jansson...) and the real test
 # data into .gpu/, so `device run` with carry [".gpu"] can run scripts/gpu/run.sh there.
+# TIDE_GPU_PG=1: also a relocatable PostgreSQL 15 + Q3C (scripts/gpu/pg-bundle.sh) as
+# .gpu/pg.tar.xz, for `run.sh worker` (~20 MB: the tree itself, ~74 MB with ICU's data, would
+# not fit the 64 MiB that travels). A .gpu/ past 48 MiB is packed (below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
@@ -24,5 +27,19 @@ cp -P build-gpu/libtide.so* .gpu/lib/
 # Debug sections are most of the size; the carried tree must stay under 64 MiB.
 strip --strip-unneeded .gpu/bin/* .gpu/lib/*.so* 2>/dev/null || true
 cp -r ../shared/data .gpu/data
+if [ "${TIDE_GPU_PG:-0}" = 1 ]; then
+  stage=$(mktemp -d)
+  scripts/gpu/pg-bundle.sh "$stage/pg"
+  tar -C "$stage" -cf - pg | xz -T0 -6 > .gpu/pg.tar.xz
+  rm -rf "$stage"
+fi
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +uncommitted)" > .gpu/commit
+# 64 MiB travel in all (the working tree included): past 48, the programs, libraries and data
+# travel as one xz tarball (157 MB -> 35 MB with 101 test programs), which run.sh unpacks.
+if [ "$(du -sm .gpu | cut -f1)" -gt 48 ]; then
+  pack=$(mktemp /tmp/tide-gpu-pack.XXXXXX)
+  tar -C .gpu -cf - --exclude=./pg.tar.xz --exclude=./commit . | xz -T0 -6 > "$pack"
+  find .gpu -mindepth 1 -maxdepth 1 ! -name pg.tar.xz ! -name commit -exec rm -rf {} +
+  mv "$pack" .gpu/pack.tar.xz && chmod 0644 .gpu/pack.tar.xz
+fi
 du -sh .gpu | awk '{print "prepare: " $2 " " $1}'

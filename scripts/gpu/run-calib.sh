@@ -9,21 +9,24 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
+if [ -f .gpu-calib/pack.tar.xz ]; then  # tide and its libraries, packed by prepare-calib.sh
+  tar xJf .gpu-calib/pack.tar.xz -C .gpu-calib || { echo "run-calib: cannot unpack" >&2; exit 1; }
+fi
 pgroot=/tmp/tide-pg-root
 rm -rf "$pgroot" && mkdir -p "$pgroot" && tar xJf .gpu-calib/pg.tar.xz -C "$pgroot"
-export LD_LIBRARY_PATH=$root/.gpu-calib/lib:$pgroot/libs:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$root/.gpu-calib/lib:${LD_LIBRARY_PATH:-}
 tide=$root/.gpu-calib/bin/tide
 owner=nobody
 id postgres >/dev/null 2>&1 && owner=postgres
 data=/tmp/tide-pg-data
 rm -rf "$data" && mkdir -p "$data" && chown "$owner" "$data" && chmod 0755 "$pgroot" /tmp
-as_owner() { if [ "$(id -u)" = 0 ]; then runuser -u "$owner" -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$@"; else "$@"; fi; }
+as_owner() { if [ "$(id -u)" = 0 ]; then (cd / && runuser -u "$owner" -- "$@"); else "$@"; fi; }
 report=$out/report-calib.md
 { echo "# tide GPU run: issue 4 (calibration, crossmatch, stores)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(cat .gpu-calib/commit 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; echo; } > "$report"
-pgbin=$pgroot/usr/lib/postgresql/15/bin
+pgbin=$pgroot/pg/bin  # the bundle finds its libraries by RPATH
 # The bulk-load settings docs/postgresql.md recommends for a facility store (durability unchanged):
 # buffers that hold a frame's pages and WAL, checkpoints by time rather than every ~9 frames.
 pgbulk=" -c shared_buffers=2GB -c wal_buffers=64MB -c max_wal_size=16GB -c checkpoint_timeout=30min"

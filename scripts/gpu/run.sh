@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# run.sh [tests|tests-xray|reduce|diff|xray] — there, on the GPU machine (repository root,
-# carried .gpu/): run every test (GPU agreement tests included) and the benchmarks, and write a
-# report to $OUT. With "tests", only the tests (a quick check that costs less device time);
-# with "tests-xray", the tests and the xray benchmark; with "reduce",
-# only the reduction benchmark; with "diff", only the difference-pipeline benchmark; with
+# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker] — there, on the GPU
+# machine (repository root, carried .gpu/): run every test (GPU agreement tests included) and
+# the benchmarks, and write a report to $OUT. With "tests", only the tests (a quick check that
+# costs less device time); "tests-xray" and "tests-decode", the tests and that benchmark;
+# "reduce", only the reduction benchmark; "diff", only the difference-pipeline benchmark;
 # "xray", only tide xray's detector-sized benchmark beside NumPy's loop (bench/xray_bench.sh);
-# with "decode", only the tile decoders beside cfitsio; "tests-decode", the tests and those.
+# "decode", only the tile decoders beside cfitsio; "worker", issue 17's sustained rates
+# (scripts/gpu/run-worker.sh; needs TIDE_GPU_PG=1 at prepare time for the PostgreSQL half).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -15,6 +16,10 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/bench/results/local}
 mkdir -p "$out"
 root=$PWD
+# prepare.sh packs a .gpu/ that would not travel whole (past 48 MiB) into one tarball
+if [ -f .gpu/pack.tar.xz ]; then
+  tar xJf .gpu/pack.tar.xz -C .gpu || { echo "run.sh: cannot unpack .gpu/pack.tar.xz" >&2; exit 1; }
+fi
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
 export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
 {
@@ -39,6 +44,10 @@ finish() {
 if [ "${1:-all}" = reduce ]; then
   timeout 500 .gpu/bin/tide bench --reduce --backend cuda --repeats 5 \
     --json "$out/bench-reduce-cuda.json" >> "$out/report.md" 2>&1 || fail=1
+  finish
+fi
+if [ "${1:-all}" = worker ]; then
+  bash scripts/gpu/run-worker.sh "$out" || fail=1
   finish
 fi
 if [ "${1:-all}" = diff ]; then

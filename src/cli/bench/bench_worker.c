@@ -97,7 +97,8 @@ static double cold_reduce(const char *frame, const char *cat, const char *store,
     return tide_bench_now_ms() - t0;
 }
 
-/* Empty a store before a measurement: a new SQLite file, or PostgreSQL's tables emptied. */
+/* Empty a store before a measurement: a new SQLite file, or PostgreSQL's tables truncated
+ * (not deleted from: the next measurement would insert among dead rows and bloated indexes). */
 static int fresh_store(const char *uri, int is_file) {
     if (is_file) {
         remove(uri);
@@ -108,7 +109,7 @@ static int fresh_store(const char *uri, int is_file) {
     tide_store_options_init(&so);
     int st = tide_store_open(uri, &so, &s);
     if (!st)
-        st = tide_store_exec(s, "DELETE FROM sources; DELETE FROM images;");
+        st = tide_store_exec(s, "TRUNCATE sources, images");
     tide_store_close(s);
     return st;
 }
@@ -132,9 +133,10 @@ int tide_bench_worker(int argc, char **argv) {
             printf("%s\n%s", help, tide_cli_common_help);
             return 0;
         }
-        if ((r = tide_cli_common_option(&c, cmd, argc, argv, &i)) ||
-            (r = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof *vals), argc, argv,
-                                       &i))) {
+        /* ours first: the common options' --json is a flag, ours takes the file */
+        if ((r = tide_cli_value_option(cmd, vals, (int)(sizeof vals / sizeof *vals), argc, argv,
+                                       &i)) ||
+            (r = tide_cli_common_option(&c, cmd, argc, argv, &i))) {
             if (r < 0)
                 return 2;
             continue;
