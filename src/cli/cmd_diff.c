@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "progress.h"
 #include "tide/diff.h"
 #include "tide/diff_job.h"
 #include "tide/task.h"
@@ -57,6 +58,8 @@ static const char *help =
     "  --stamp N                fit stamp side, odd pixels [21]\n"
     "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
     "  --top N                  candidates drawn in candidates.png [16]\n"
+    "  --progress, --no-progress  with --template and many frames: a progress line on\n"
+    "                           standard error [on a terminal; never with --json]\n"
     "  --store URI              also write the difference, its candidates with their\n"
     "                           cutouts, and their objects into a store (sqlite:PATH,\n"
     "                           PATH.db, postgresql://... or pg:CONNINFO; tide query\n"
@@ -168,12 +171,25 @@ static void request_store(tide_diff_request *rq, const diff_store_args *sa) {
     rq->cutout_px = sa->cutout_px;
 }
 
-/* --template: prepare the template once, then difference each science frame against it. */
-static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpath,
-                     const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
-                     int64_t ntop, int timings, const char *const *cfgs, int ncfg,
-                     const diff_store_args *sa) {
+/* The command line of tide diff. */
+typedef struct diff_args {
+    const char **pos; /* the frames, argc entries of room */
+    int npos, timings;
+    const char *outp, *tpath;
+    int64_t ntop;
+    tide_cli_config cfg;   /* --config, --default, --set */
+    diff_store_args store; /* --store, --object-radius, --cutout-px */
+    int progress;          /* --progress 1, --no-progress 0, else -1: on a terminal */
+} diff_args;
+
+/* --template: prepare the template once, then difference each science frame against it, with
+ * a progress line on a terminal. */
+static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const diff_args *d,
+                     tide_diff_params *p, const char *const *cfgs, int ncfg) {
     const char *cmd = "diff";
+    const char *tpath = d->tpath, *dir = d->outp;
+    const char *const *sci = d->pos;
+    const int nsci = d->npos;
     char(*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
     if (!outs)
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
@@ -213,6 +229,8 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
     else
         printf("[\n");
     int failed = 0;
+    tide_progress pg;
+    tide_progress_start(&pg, nsci, "frames", d->progress, com->json);
     for (int i = 0; i < nsci; i++) {
         tide_timer_clear(ctx);
         tide_diff_request rq;
@@ -222,12 +240,13 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         rq.outdir = outs[i];
         rq.make_dir = dir; /* only once there is work to put in it */
         rq.params = p;
-        rq.ntop = ntop;
+        rq.ntop = d->ntop;
         rq.warm = 1;
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
-        request_store(&rq, sa);
+        request_store(&rq, &d->store);
         tide_diff_report rep;
+        tide_progress_clear(&pg); /* the job's log lines and the summary start lines of their own */
         st = tide_diff_job_run(job, &rq, &rep);
         if (st) {
             tide_cli_fail(cmd, st);
@@ -235,10 +254,13 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         } else {
             if (com->json && i > 0 && failed < i)
                 printf(",\n");
-            print_summary(com, ctx, sci[i], tpath, outs[i], &rep, timings);
+            print_summary(com, ctx, sci[i], tpath, outs[i], &rep, d->timings);
+            fflush(stdout);
         }
         tide_diff_report_free(&rep);
+        tide_progress_step(&pg, st != TIDE_OK);
     }
+    tide_progress_end(&pg);
     if (com->json)
         printf("]\n");
     tide_diff_job_destroy(job);
@@ -247,16 +269,6 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         fprintf(stderr, "tide diff: %d of %d science frames failed\n", failed, nsci);
     return failed ? 1 : 0;
 }
-
-/* The command line of tide diff. */
-typedef struct diff_args {
-    const char **pos; /* the frames, argc entries of room */
-    int npos, timings;
-    const char *outp, *tpath;
-    int64_t ntop;
-    tide_cli_config cfg;   /* --config, --default, --set */
-    diff_store_args store; /* --store, --object-radius, --cutout-px */
-} diff_args;
 
 /* Parse argv into @p com, @p p and @p d: 0, 2 on a usage error (printed), -1 after --help. */
 static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_params *p,
@@ -280,6 +292,10 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
             continue;
         if (!strcmp(a, "--timings")) {
             d->timings = 1;
+            continue;
+        }
+        if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+            d->progress = !strcmp(a, "--progress");
             continue;
         }
         if (!strcmp(a, "--no-cosmetics")) {
@@ -450,6 +466,7 @@ int tide_cmd_diff(int argc, char **argv) {
     memset(&d, 0, sizeof d);
     d.pos = calloc((size_t)argc, sizeof(const char *));
     d.ntop = 16;
+    d.progress = -1;
     if (!d.pos)
         return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
     int rc = parse_args(argc, argv, &com, &p, &d);
@@ -481,8 +498,7 @@ int tide_cmd_diff(int argc, char **argv) {
         goto out;
     }
     if (d.tpath) {
-        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin,
-                       &d.store);
+        rc = run_batch(&com, ctx, &d, &p, ins, nin);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
         rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store);

@@ -67,8 +67,18 @@ void tide_progress_step(tide_progress *p, int failed) {
 void tide_progress_end(tide_progress *p) {
     if (!p->f)
         return;
-    draw(p, tide_now());
+    if (!p->width || p->done < p->total) /* the last step drew the final line already */
+        draw(p, tide_now());
     fputc('\n', p->f);
     fflush(p->f);
     p->f = NULL;
+}
+
+void tide_progress_clear(tide_progress *p) {
+    if (!p->f || !p->width)
+        return;
+    fprintf(p->f, "\r%*s\r", p->width, "");
+    fflush(p->f);
+    p->width = 0;
+    p->last_draw = 0; /* the next step draws at once */
 }

@@ -30,6 +30,10 @@ void tide_progress_step(tide_progress *p, int failed);
 /** Redraw now and end the line (a newline), so what is printed next starts on its own line. */
 void tide_progress_end(tide_progress *p);
 
+/** Blank the line, for output of the caller's own to start on a clean line; the next step
+ *  draws it again. */
+void tide_progress_clear(tide_progress *p);
+
 /** The line as it would be drawn, into @p buf (for tests and logs). */
 void tide_progress_format(const tide_progress *p, double now, char *buf, size_t cap);
 

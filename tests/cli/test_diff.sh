@@ -124,6 +124,16 @@ if [ $rc -eq 1 ] && grep -q "gone.fits" "$tmp/batch2.out" &&
 else
     cat "$tmp/batch2.out"; bad "--template with a missing frame (exit $rc)"
 fi
+# the progress line: asked for, "2/2 frames done, 1 failed" at the end on standard error;
+# standard error not a terminal, none
+"$TIDE" diff --template "$tmp/a.fits" "$tmp/b.fits" "$tmp/gone.fits" -o "$tmp/batch3" \
+    --backend cpu --progress >/dev/null 2>"$tmp/batch3.err"
+if grep -q "2/2 frames done, 1 failed" "$tmp/batch3.err" &&
+    ! grep -q "frames done" "$tmp/batch2.out"; then
+    ok "--template --progress: a progress line, and none when not on a terminal"
+else
+    cat "$tmp/batch3.err"; bad "--template --progress"
+fi
 
 # expect_fail NAME EXITCODE PATTERN ARGS...: the run fails with that code, says PATTERN,
 # leaves no $tmp/bad* directory and no hidden temporary directory.
