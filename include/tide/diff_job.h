@@ -45,6 +45,9 @@ typedef struct tide_diff_request {
     const char *const *inputs; /**< further files no output may replace (the configuration
                                     files) [NULL] */
     int ninputs;               /**< entries of inputs [0] */
+    const char *rb_model;      /**< a real/bogus model file (rb.h): the candidates get an
+                                    RB_SCORE column, the headers RBMODEL; loaded once per job
+                                    and before the frames are read [NULL: none] */
 } tide_diff_request;
 
 /** Fill @p rq with the defaults in brackets. */
@@ -58,6 +61,7 @@ typedef struct tide_diff_report {
     double ms_template; /**< reading and preparing the template (0 when it was warm) */
     double ms_read;     /**< reading the science frame (and a cold pair's template) */
     double ms_diff;     /**< tide_diff_run or tide_diff_run_template */
+    double ms_rb;       /**< real/bogus features and scores (0 without a model) */
     double ms_write;    /**< tide_diff_write */
     double ms_total;    /**< the whole call */
 } tide_diff_report;

@@ -83,6 +83,7 @@ int tide_cmd_worker(int argc, char **argv);
 int tide_cmd_submit(int argc, char **argv);
 int tide_cmd_watch(int argc, char **argv);
 int tide_cmd_xray(int argc, char **argv);
+int tide_cmd_rb(int argc, char **argv);
 
 /** `tide bench --xmatch` (bench_xmatch.c) and `tide bench --store` (bench_store.c): argv as
  *  tide_cmd_bench received it. */

@@ -57,6 +57,8 @@ static const char *help =
     "  --stamp N                fit stamp side, odd pixels [21]\n"
     "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
     "  --top N                  candidates drawn in candidates.png [16]\n"
+    "  --rb-model MODEL.json    score the candidates with a real/bogus model (tide rb train):\n"
+    "                           column RB_SCORE, 0 bogus .. 1 real [none]\n"
     "  --timings                print the time of every stage [off]\n";
 
 static const char *help_notes =
@@ -143,7 +145,8 @@ static void batch_dir(const char *dir, const char *path, char *out, size_t cap) 
 /* --template: prepare the template once, then difference each science frame against it. */
 static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpath,
                      const char *const *sci, int nsci, const char *dir, tide_diff_params *p,
-                     int64_t ntop, int timings, const char *const *cfgs, int ncfg) {
+                     int64_t ntop, int timings, const char *const *cfgs, int ncfg,
+                     const char *rb_model) {
     const char *cmd = "diff";
     char(*outs)[4096] = malloc(sizeof *outs * (size_t)nsci);
     if (!outs)
@@ -197,6 +200,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
         rq.warm = 1;
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
+        rq.rb_model = rb_model;
         tide_diff_report rep;
         st = tide_diff_job_run(job, &rq, &rep);
         if (st) {
@@ -222,7 +226,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const char *tpat
 typedef struct diff_args {
     const char **pos; /* the frames, argc entries of room */
     int npos, timings;
-    const char *outp, *tpath;
+    const char *outp, *tpath, *rb_model;
     int64_t ntop;
     tide_cli_config cfg; /* --config, --default, --set */
 } diff_args;
@@ -268,6 +272,8 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
                 d->outp = v;
             } else if (!strcmp(a, "--template")) {
                 d->tpath = v;
+            } else if (!strcmp(a, "--rb-model")) {
+                d->rb_model = v;
             } else if (!strcmp(a, "--grid")) {
                 if (!strcmp(v, "template"))
                     p->grid = TIDE_DIFF_GRID_TEMPLATE;
@@ -351,7 +357,7 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
  * the @p ncfg configuration files @p cfgs. */
 static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
                    const char *outp, const tide_diff_params *p, int64_t ntop, int timings,
-                   const char *const *cfgs, int ncfg) {
+                   const char *const *cfgs, int ncfg, const char *rb_model) {
     const char *cmd = "diff";
     tide_diff_job *job = NULL;
     tide_diff_report rep;
@@ -367,6 +373,7 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
         rq.ntop = ntop;
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
+        rq.rb_model = rb_model;
         st = tide_diff_job_run(job, &rq, &rep);
     }
     int rc = 0;
@@ -414,7 +421,7 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = 0;
     tide_config *cfg = NULL;
     tide_ctx *ctx = NULL;
-    const char *ins[2];
+    const char *ins[3];
     int nin = 0;
     if (!go)
         goto out;
@@ -431,16 +438,19 @@ int tide_cmd_diff(int argc, char **argv) {
         ins[nin++] = d.cfg.instrument;
     if (d.cfg.def && *d.cfg.def)
         ins[nin++] = d.cfg.def;
+    if (d.rb_model) /* the model too */
+        ins[nin++] = d.rb_model;
     ctx = tide_cli_make_ctx(&com, cmd);
     if (!ctx) {
         rc = 1;
         goto out;
     }
     if (d.tpath) {
-        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin);
+        rc = run_batch(&com, ctx, d.tpath, d.pos, d.npos, d.outp, &p, d.ntop, d.timings, ins, nin,
+                       d.rb_model);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
-        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin);
+        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, d.rb_model);
     }
 out:
     if (ctx)

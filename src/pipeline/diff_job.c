@@ -2,6 +2,7 @@
  * against the inputs, the frames read, the difference run against a template read for the
  * pair or prepared once and kept warm on the job, and the outputs written all or nothing. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "tide/diff_job.h"
 #include "tide/fits.h"
+#include "tide/rb.h"
 #include "tide/status.h"
 #include "tide/timer.h"
 
@@ -17,7 +19,29 @@ struct tide_diff_job {
     const tide_config *cfg; /* borrowed, may be NULL */
     tide_diff_template *t;  /* the warm template, or NULL */
     char *tmpl_path;        /* the file it was prepared from */
+    tide_rb_model *rb;      /* the real/bogus model of the requests, loaded once */
+    char *rb_path;          /* the file it was loaded from */
 };
+
+/* The request's real/bogus model, loaded when the job holds no model of that file. */
+static int job_rb_model(tide_diff_job *j, const char *path) {
+    if (j->rb && !strcmp(j->rb_path, path))
+        return 0;
+    tide_rb_model_free(j->rb);
+    free(j->rb_path);
+    j->rb = NULL;
+    j->rb_path = NULL;
+    tide_rb_model *m = NULL;
+    int st = tide_rb_model_load(path, &m);
+    if (st)
+        return st;
+    if (!(j->rb_path = strdup(path))) {
+        tide_rb_model_free(m);
+        return tide_error(TIDE_E_NOMEM, "out of memory");
+    }
+    j->rb = m;
+    return 0;
+}
 
 static double now_ms(void) {
     return 1e3 * tide_now();
@@ -61,6 +85,8 @@ void tide_diff_job_destroy(tide_diff_job *j) {
     if (!j)
         return;
     drop_template(j);
+    tide_rb_model_free(j->rb);
+    free(j->rb_path);
     free(j);
 }
 
@@ -134,6 +160,9 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     if (st)
         return st;
     const double t0 = now_ms();
+    /* a model that cannot be used fails the request before any pixel is read */
+    if (rq->rb_model && (st = job_rb_model(j, rq->rb_model)))
+        return st;
     tide_diff_params p;
     job_params(j, rq->params, &p);
     p.keep_stamps = rq->ntop;
@@ -166,6 +195,15 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     tide_image_free(j->ctx, &tmpl);
     tide_header_free(&hs);
     tide_header_free(&ht);
+    t1 = now_ms();
+    if (!st && rq->rb_model) {
+        st = tide_rb_score_table(j->rb, &out->res.diff, &out->res.cands,
+                                 fmax(out->res.fwhm_sci, out->res.fwhm_tmpl), NULL, 0);
+        if (!st)
+            st = tide_header_set_str(&out->res.header, "RBMODEL", rq->rb_model,
+                                     "real/bogus model of RB_SCORE");
+    }
+    out->ms_rb = now_ms() - t1;
     t1 = now_ms();
     if (!st)
         st = tide_diff_write(rq->outdir, &out->res, rq->ntop);
