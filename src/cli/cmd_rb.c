@@ -42,7 +42,8 @@ static const char *help_train =
     "  --depth N            tree depth [5]\n"
     "  --eta X              learning rate [0.1]\n"
     "  --train-threads N    threads of training (results do not depend on others) [2]\n"
-    "  --examples CSV       also write every example: group, label, held-out flag, features\n";
+    "  --examples CSV       also write every example: group, label, held-out flag, the\n"
+    "                       held-out score, features\n";
 
 static const char *help_score =
     "usage: tide rb score CANDIDATES.fits --model MODEL.json [-o OUT.fits] [OPTIONS]\n"
@@ -118,18 +119,21 @@ static int write_summary(const char *path, const char *model, const rb_set *s, c
 }
 
 /* --examples: every row of the set as CSV, for a look at what the model learns from. */
-static int write_examples(const char *path, const rb_set *s) {
+static int write_examples(const char *path, const rb_set *s, const float *heldout_score) {
     tide_outfile of;
     FILE *f = NULL;
     int st = tide_outfile_open(&of, path, &f);
     if (st)
         return st;
-    fprintf(f, "GROUP,LABEL,HELDOUT");
+    fprintf(f, "GROUP,LABEL,HELDOUT,SCORE");
     for (int i = 0; i < TIDE_RB_NFEAT; i++)
         fprintf(f, ",%s", tide_rb_feature_name(i));
     fprintf(f, "\n");
+    int64_t k = 0;
     for (int64_t r = 0; r < s->n; r++) {
-        fprintf(f, "%lld,%d,%d", (long long)s->group[r], s->y[r] > 0.5f, held_out(s->group[r]));
+        const int t = held_out(s->group[r]);
+        fprintf(f, "%lld,%d,%d,%.6g", (long long)s->group[r], s->y[r] > 0.5f, t,
+                t ? heldout_score[k++] : NAN);
         for (int i = 0; i < TIDE_RB_NFEAT; i++)
             fprintf(f, ",%.6g", s->x[(size_t)r * TIDE_RB_NFEAT + i]);
         fprintf(f, "\n");
@@ -139,7 +143,7 @@ static int write_examples(const char *path, const rb_set *s) {
 
 /* Train on the kept part of @p s, measure it on the held-out part, write everything. */
 static int train_and_write(const rb_set *s, const tide_rb_train_params *tp, const char *model,
-                           train_out *o) {
+                           const char *examples, train_out *o) {
     memset(o, 0, sizeof *o);
     const int64_t n = s->n;
     float *xa = malloc((size_t)(n + 1) * TIDE_RB_NFEAT * sizeof *xa),
@@ -186,6 +190,8 @@ static int train_and_write(const rb_set *s, const tide_rb_train_params *tp, cons
         goto out;
     int64_t npts = 0;
     o->auc = tide_rb_auc(sc, yb, o->ntest, fpr, tpr, &npts);
+    if (examples && (st = write_examples(examples, s, sc)))
+        goto out;
     /* 10,000 candidates scored, from the examples repeated: the best of five runs */
     for (int64_t i = 0; i < 10000; i++)
         memcpy(big + (size_t)i * TIDE_RB_NFEAT, s->x + (size_t)(i % n) * TIDE_RB_NFEAT,
@@ -299,10 +305,8 @@ static int cmd_train(int argc, char **argv) {
     if (!st && labels)
         st = rb_source_labels(ctx, cands, labels, diff, 1000000, &s);
     train_out o;
-    if (!st && examples)
-        st = write_examples(examples, &s);
     if (!st)
-        st = train_and_write(&s, &tp, model, &o);
+        st = train_and_write(&s, &tp, model, examples, &o);
     if (!st) {
         if (com.json) {
             char stem[4096];

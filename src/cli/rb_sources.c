@@ -112,7 +112,12 @@ static int sim_pair(tide_ctx *ctx, int k, uint64_t seed, int size, int64_t group
         goto out;
     tide_diff_params dp;
     tide_diff_params_default(&dp);
-    dp.cosmetics = k % 2 == 0;
+    /* Every other pair keeps the candidates on flagged pixels (cosmic rays, hot pixels,
+     * bleed trails, bad columns) that tide diff drops by default, so that the model meets
+     * them: a pipeline without cosmetics would pass them on (its kernel fit, corrupted by
+     * them, mis-subtracts every star, which no score can mend). */
+    if (k % 2)
+        dp.reject_bits = 0;
     dp.keep_stamps = 0;
     snprintf(dp.sci_name, sizeof dp.sci_name, "sim seed %llu epoch 2", (unsigned long long)seed);
     snprintf(dp.tmpl_name, sizeof dp.tmpl_name, "sim seed %llu epoch 1", (unsigned long long)seed);
@@ -161,20 +166,29 @@ static int sim_pair(tide_ctx *ctx, int k, uint64_t seed, int size, int64_t group
                                 k % 3 == 2 ? 0 : nstars, x);
     if (st)
         goto out;
-    const double rmatch = fmax(2.0, fwhm);
-    int64_t nr = 0;
+    /* Real within max(2, FWHM) of a change; between that and 3 FWHM a candidate may be a
+     * fragment of one (a lobe, a blend) that a person would not call bogus: such are left
+     * out rather than taught either way. */
+    const double rmatch = fmax(2.0, fwhm), rnear = fmax(rmatch, 3.0 * fwhm);
+    int64_t nr = 0, nskip = 0;
     for (int64_t c = 0; c < r.cands.nrows && !st; c++) {
         const double cx = num_at(&r.cands, "X_IMAGE", c), cy = num_at(&r.cands, "Y_IMAGE", c);
-        int is_real = 0;
-        for (int64_t j = 0; j < nreal && !is_real; j++)
-            is_real = hypot(real[2 * j] - cx, real[2 * j + 1] - cy) <= rmatch;
-        nr += is_real;
-        st = rb_set_add(s, x + (size_t)c * TIDE_RB_NFEAT, (float)is_real, group);
+        double dmin = INFINITY;
+        for (int64_t j = 0; j < nreal; j++)
+            dmin = fmin(dmin, hypot(real[2 * j] - cx, real[2 * j + 1] - cy));
+        if (dmin > rmatch && dmin <= rnear) {
+            nskip++;
+            continue;
+        }
+        nr += dmin <= rmatch;
+        st = rb_set_add(s, x + (size_t)c * TIDE_RB_NFEAT, (float)(dmin <= rmatch), group);
     }
     if (!quiet)
-        fprintf(stderr, "rb train: pair %d (seed %llu%s): %lld candidates, %lld real\n", k,
-                (unsigned long long)seed, dp.cosmetics ? "" : ", no cosmetics",
-                (long long)r.cands.nrows, (long long)nr);
+        fprintf(stderr,
+                "rb train: pair %d (seed %llu%s): %lld candidates, %lld real, %lld beside a "
+                "real one left out\n",
+                k, (unsigned long long)seed, dp.reject_bits ? "" : ", flagged pixels kept",
+                (long long)r.cands.nrows, (long long)nr, (long long)nskip);
 out:
     free(real);
     free(stars);

@@ -28,10 +28,11 @@ int rb_set_add(rb_set *s, const float *x, float y, int64_t group);
 
 /** Simulated pairs with truth: @p npairs pairs of @p size² pixels from seeds seed, seed + 1,
  *  ... differenced by tide_diff_run; a candidate within max(2, FWHM) pixels of a transient,
- *  variable star or moving object (either epoch) is real, every other one bogus (cosmic
- *  rays, hot pixels, bleed trails, satellite trails, mis-subtracted stars, noise). Every
- *  other pair is differenced without cosmetics, so the artifacts reach the candidates as
- *  they do in a pipeline that does not flag them; one pair in three has no star catalog.
+ *  variable star or moving object (either epoch) is real, one farther than 3 FWHM from all
+ *  of them bogus (cosmic rays, hot pixels, bleed trails, satellite trails, mis-subtracted
+ *  stars, noise), one in between left out. Every other pair keeps the candidates on flagged
+ *  pixels (reject_bits 0), so that the artifacts reach the model; one pair in three has no
+ *  star catalog.
  *  Groups are @p group0 + pair. Prints a line per pair unless @p quiet. */
 int rb_source_sim(tide_ctx *ctx, int npairs, uint64_t seed, int size, int64_t group0, int quiet,
                   rb_set *s);
