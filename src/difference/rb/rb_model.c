@@ -350,6 +350,16 @@ int tide_rb_model_load(const char *path, tide_rb_model **out) {
     }
     mm->b = b;
     mm->nthread = -1;
+    /* XGBoost configures a loaded booster and starts its threads on the first prediction
+     * (~20-40 ms here): pay that now, not in the first frame's scores. */
+    float row[TIDE_RB_NFEAT], score;
+    for (int i = 0; i < TIDE_RB_NFEAT; i++)
+        row[i] = NAN;
+    st = tide_rb_predict(mm, row, 1, 0, &score);
+    if (st) {
+        tide_rb_model_free(mm);
+        return tide_error_prefix(st, "%s: ", path);
+    }
     *out = mm;
     return 0;
 }
