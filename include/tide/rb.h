@@ -61,6 +61,8 @@ TIDE_API const char *tide_rb_feature_name(int i);
  *  nearest the candidate's centre; pixels off the image NaN), and its fit row. */
 typedef struct tide_rb_candidate {
     int side;             /**< stamp side, odd */
+    int64_t stride;       /**< elements between the stamp's rows in pix, var and mask (0:
+                               side): a stamp may be read in place in its image */
     const float *pix;     /**< difference pixels */
     const float *var;     /**< their variance (NULL: unknown, the stamp's robust scatter²) */
     const uint16_t *mask; /**< mask bits (NULL: none) */

@@ -95,5 +95,7 @@ int tide_bench_calib(int argc, char **argv);
 int tide_bench_diff(int argc, char **argv);
 /** `tide bench --worker` (bench_worker.c): the worker's sustained rate (issue 17). */
 int tide_bench_worker(int argc, char **argv);
+/** `tide bench --rb` (bench_rb.c): real/bogus scoring of 10,000 candidates (issue 18). */
+int tide_bench_rb(int argc, char **argv);
 
 #endif
