@@ -34,8 +34,9 @@
  *                   (bleed trails and bad columns run along columns)
  *
  * The model. XGBoost is loaded at run time (dlopen of libxgboost.so.0, Debian's
- * libxgboost-dev), so only the programs that train or score need it; without it the calls
- * fail with TIDE_E_UNSUPPORTED naming the library. Training is deterministic: fixed seed, no
+ * libxgboost-dev; TIDE_XGBOOST_LIB in the environment names another file), so only the
+ * programs that train or score need it; without it the calls fail with TIDE_E_UNSUPPORTED
+ * naming the library. Training is deterministic: fixed seed, no
  * subsampling, the exact tree method on a fixed number of threads. */
 #ifndef TIDE_RB_H
 #define TIDE_RB_H

@@ -121,6 +121,13 @@ err=$("$TIDE" rb score "$T/d0/candidates.fits" --model "$T/v9.json" -o "$T/y.fit
 err=$("$TIDE" diff "$T/e2.fits" "$T/e1.fits" -o "$T/d9" --rb-model "$T/v9.json" 2>&1)
 [ $? -eq 1 ] && [ ! -e "$T/d9" ] || bad "tide diff ran with a refused model: $err"
 
+# Without libxgboost: rb fails naming it, tide diff without a model does not need it.
+err=$(TIDE_XGBOOST_LIB=/nonexistent/libxgboost.so.0 "$TIDE" rb score "$T/d0/candidates.fits" \
+    --model "$T/m.json" -o "$T/z.fits" 2>&1)
+[ $? -eq 1 ] && echo "$err" | grep -q "libxgboost" || bad "no libxgboost is not reported: $err"
+TIDE_XGBOOST_LIB=/nonexistent/libxgboost.so.0 "$TIDE" diff "$T/e2.fits" "$T/e1.fits" \
+    -o "$T/dz" --log-level error >/dev/null || bad "tide diff without a model needs libxgboost"
+
 # The DECam pairs: no candidate reaches S/N 5 there (no transient in these cutouts), so the
 # S/N 3 candidates are scored and printed: every one of them is noise (FIT_STATUS 6: the
 # fitted dipole has no signal), and most must score bogus.

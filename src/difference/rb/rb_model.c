@@ -7,6 +7,7 @@
  * tide's: tide_rb_version, features, and what the trainer adds (training_set, auc). */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,23 +41,23 @@ typedef struct xgb_api {
 } xgb_api;
 
 static xgb_api api;
-static int api_state; /* 0 not tried, 1 loaded, -1 missing */
+static int api_state; /* 1 loaded, -1 missing */
+static char api_why[512];
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
-static int load_api(void) {
-    if (api_state)
-        return api_state > 0
-                   ? 0
-                   : tide_error(TIDE_E_UNSUPPORTED, "rb: libxgboost.so.0 cannot be loaded (Debian: "
-                                                    "apt-get install libxgboost-dev)");
-    void *h = dlopen("libxgboost.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        h = dlopen("libxgboost.so", RTLD_NOW | RTLD_LOCAL);
+/* Open the library and look up every entry point, once per process (worker threads may ask
+ * at the same time). */
+static void open_api(void) {
     api_state = -1;
-    if (!h)
-        return tide_error(TIDE_E_UNSUPPORTED,
-                          "rb: libxgboost.so.0 cannot be loaded (%s; Debian: apt-get install "
-                          "libxgboost-dev)",
-                          dlerror());
+    /* TIDE_XGBOOST_LIB names another build of the library (or, in the tests, none) */
+    const char *lib = getenv("TIDE_XGBOOST_LIB");
+    void *h = dlopen(lib && *lib ? lib : "libxgboost.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h && !(lib && *lib))
+        h = dlopen("libxgboost.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(api_why, sizeof api_why, "%s", dlerror());
+        return;
+    }
     struct {
         const char *name;
         void **slot;
@@ -81,12 +82,22 @@ static int load_api(void) {
         /* POSIX dlsym returns an object pointer; storing it through void ** is the sanctioned
          * way to get a function pointer out of it. */
         *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot)
-            return tide_error(TIDE_E_UNSUPPORTED, "rb: libxgboost has no %s (need 1.6 or later)",
-                              syms[i].name);
+        if (!*syms[i].slot) {
+            snprintf(api_why, sizeof api_why, "it has no %s (need 1.6 or later)", syms[i].name);
+            return;
+        }
     }
     api_state = 1;
-    return 0;
+}
+
+static int load_api(void) {
+    pthread_once(&api_once, open_api);
+    if (api_state > 0)
+        return 0;
+    return tide_error(TIDE_E_UNSUPPORTED,
+                      "rb: libxgboost.so.0 cannot be used (%s; Debian: apt-get install "
+                      "libxgboost-dev)",
+                      api_why);
 }
 
 static int xgb_fail(const char *what) {
