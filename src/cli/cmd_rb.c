@@ -213,18 +213,28 @@ static int train_and_write(const rb_set *s, const tide_rb_train_params *tp, cons
         st = tide_rb_model_set(m, "training_set", buf);
     if (!st)
         st = tide_rb_model_importance(m, o->gain);
-    if (!st)
-        st = tide_rb_model_save(m, model);
+    /* The four outputs as one set: each written whole into its staging place, then all
+     * renamed into place together, or none (DESIGN §6). */
+    tide_outset set;
+    tide_outset_init(&set);
+    tide_outfile *of[4] = {NULL};
+    static const char *const ext[4] = {"", ".roc.png", ".importance.png", ".summary.json"};
     stem_of(model, stem, sizeof stem);
-    snprintf(path, sizeof path, "%s.roc.png", stem);
+    for (int k = 0; k < 4 && !st; k++) {
+        snprintf(path, sizeof path, "%s%s", k ? stem : model, ext[k]);
+        st = tide_outset_add(&set, path, &of[k]);
+    }
     if (!st)
-        st = tide_rb_plot_roc(path, fpr, tpr, npts);
-    snprintf(path, sizeof path, "%s.importance.png", stem);
+        st = tide_rb_model_save(m, of[0]->tmp);
     if (!st)
-        st = tide_rb_plot_bars(path, o->gain, TIDE_RB_NFEAT);
-    snprintf(path, sizeof path, "%s.summary.json", stem);
+        st = tide_rb_plot_roc(of[1]->tmp, fpr, tpr, npts);
     if (!st)
-        st = write_summary(path, model, s, o, tp);
+        st = tide_rb_plot_bars(of[2]->tmp, o->gain, TIDE_RB_NFEAT);
+    if (!st)
+        st = write_summary(of[3]->tmp, model, s, o, tp);
+    if (!st)
+        st = tide_outset_commit(&set);
+    tide_outset_abort(&set);
 out:
     tide_rb_model_free(m);
     free(xa), free(ya), free(xb), free(yb), free(sc), free(big), free(bs), free(fpr), free(tpr);

@@ -107,6 +107,12 @@ done
 cmp -s "$T/lab1.json" "$T/lab2.json" || bad "two trainings on the same labels differ"
 grep -q 'labels: [0-9]* rows of' "$T/lab1.json" || bad "the labelled source is not recorded"
 
+# The four outputs are one set: one that cannot be written leaves none of the others.
+mkdir -p "$T/set/m.roc.png"
+"$TIDE" rb train --labels "$T/labels.csv" --candidates "$T/d/candidates.fits" --rounds 5 \
+    -o "$T/set/m.json" >/dev/null 2>&1
+[ $? -eq 1 ] && [ "$(ls -A "$T/set")" = "m.roc.png" ] || bad "a failed set left: $(ls -A "$T/set")"
+
 # Refusals: no source (2), labels without their candidates (2), a model of another version (1)
 "$TIDE" rb train -o "$T/x.json" 2>/dev/null
 [ $? -eq 2 ] || bad "rb train without a source is not a usage error"
