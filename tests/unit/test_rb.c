@@ -162,6 +162,16 @@ static void test_table(void) {
     for (int i = 10; i < 16; i++) /* the stamp features: the same pixels and centre */
         CHECK_CLOSE(f[i], g[i], 1e-6);
     CHECK_CLOSE(f[feature_index("STAR_DIST")], 2.0, 1e-6);
+    /* many stars, in no order: the nearest, as a brute-force search finds it */
+    double many[2 * 200], best = INFINITY;
+    uint64_t sd = 5;
+    for (int k = 0; k < 200; k++) {
+        many[2 * k] = 1 + 63 * (0.5 + 0.2 * gauss_noise(&sd));
+        many[2 * k + 1] = 1 + 47 * (0.5 + 0.2 * gauss_noise(&sd));
+        best = fmin(best, hypot(many[2 * k] - 31.3, many[2 * k + 1] - 20.8));
+    }
+    CHECK_OK(tide_rb_table_features(&im, &t, 3.0, many, 200, f));
+    CHECK_CLOSE(f[feature_index("STAR_DIST")], best / 3.0, 1e-6);
     CHECK_CLOSE(f[feature_index("MASK_FRAC")], 0, 0);
     tide_table_free(&t);
     tide_image_free(NULL, &im);
