@@ -96,7 +96,7 @@ typedef struct tide_rb_model tide_rb_model;
 
 /** Training parameters; tide_rb_train_params_default gives the values in brackets. */
 typedef struct tide_rb_train_params {
-    int rounds;       /**< boosting rounds [200] */
+    int rounds;       /**< boosting rounds [100] */
     int max_depth;    /**< tree depth [5] */
     double eta;       /**< learning rate [0.1] */
     double min_child; /**< min_child_weight [1] */

@@ -84,6 +84,8 @@ int tide_cmd_submit(int argc, char **argv);
 int tide_cmd_watch(int argc, char **argv);
 int tide_cmd_xray(int argc, char **argv);
 int tide_cmd_rb(int argc, char **argv);
+/** `tide rb score` (cmd_rb_score.c), argv from the word "score". */
+int tide_cmd_rb_score(int argc, char **argv);
 
 /** `tide bench --xmatch` (bench_xmatch.c) and `tide bench --store` (bench_store.c): argv as
  *  tide_cmd_bench received it. */

@@ -134,7 +134,7 @@ static int name_features(xgb_handle b) {
 }
 
 void tide_rb_train_params_default(tide_rb_train_params *p) {
-    p->rounds = 200;
+    p->rounds = 100;
     p->max_depth = 5;
     p->eta = 0.1;
     p->min_child = 1.0;
