@@ -6,7 +6,8 @@ set -euo pipefail
 # Build: compilers, CMake, the libraries of DESIGN §11 that tide links today.
 build_pkgs=(build-essential cmake pkg-config libcfitsio-dev libdeflate-dev wcslib-dev libfftw3-dev
             libjansson-dev libpng-dev zlib1g-dev liberfa-dev libsqlite3-dev libpq-dev libastrometry-dev
-            librabbitmq-dev libmicrohttpd-dev libhdf5-dev libopenmpi-dev)
+            librabbitmq-dev libmicrohttpd-dev libhdf5-dev libopenmpi-dev
+            libxgboost-dev)  # real/bogus models (issue 18), opened at run time (rb_model.c)
 # The sanitizer build and the fuzz harnesses (scripts/test-sanitize.sh, scripts/fuzz.sh):
 # clang with its sanitizer and libFuzzer runtimes, LLVM's OpenMP, llvm-symbolizer for stacks.
 san_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)

@@ -52,6 +52,9 @@ typedef struct tide_diff_request {
     double object_radius_arcsec; /**< association radius of candidates into objects [<= 0:
                                       the configuration's store.object_radius_arcsec, 1.0] */
     int cutout_px;               /**< side of the stored cutouts [<= 0: store.cutout_px, 63] */
+    const char *rb_model;        /**< a real/bogus model file (rb.h): the candidates get an
+                                      RB_SCORE column, the headers RBMODEL; loaded once per job
+                                      and before the frames are read [NULL: none] */
 } tide_diff_request;
 
 /** Fill @p rq with the defaults in brackets. */
@@ -68,6 +71,7 @@ typedef struct tide_diff_report {
     double ms_write;    /**< tide_diff_write (the files; the store's rows apart) */
     double ms_store;    /**< the store's transaction (with opening the store on first use) */
     int64_t diff_id;    /**< the difference's diffs.id in the store (-1 without one) */
+    double ms_rb;       /**< real/bogus features and scores (0 without a model) */
     double ms_total;    /**< the whole call */
 } tide_diff_report;
 

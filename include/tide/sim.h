@@ -96,6 +96,8 @@ typedef struct tide_sim_params {
     int64_t e2_ntransient;  /**< new transients (epoch 2 only) [1] */
     int64_t e2_nvariable;   /**< variable stars (brightness changes) [1] */
     double moving_rate;     /**< moving-object speed, arcsec/hour [30] */
+    int64_t e2_nsatellite;  /**< satellite trails across epoch 2 (bogus changes; a truth row
+                                 each, TYPE satellite) [0] */
 } tide_sim_params;
 
 /** Fill @p p with the defaults documented in brackets above. */
@@ -112,10 +114,16 @@ typedef enum {
     TIDE_SIM_GALAXY = 1,
     TIDE_SIM_MOVING = 2,    /**< a solar-system object: another position each epoch */
     TIDE_SIM_TRANSIENT = 3, /**< absent in epoch 1, present in epoch 2 */
-    TIDE_SIM_VARIABLE = 4   /**< a star whose magnitude differs between epochs */
+    TIDE_SIM_VARIABLE = 4,  /**< a star whose magnitude differs between epochs */
+    TIDE_SIM_SATELLITE = 5  /**< a satellite trail of epoch 2 (truth row: a point on the trail,
+                                 THETA its angle, RE its length in the frame, FLUX its total) */
 } tide_sim_type;
 
-/** Name of an object type ("star", "galaxy", "moving", "transient", "variable"). */
+/* Which changes are real: transients, variables and moving objects are; satellite trails,
+ * cosmic rays, hot pixels, bleed trails and mis-subtracted stars are bogus. */
+
+/** Name of an object type ("star", "galaxy", "moving", "transient", "variable",
+ *  "satellite"). */
 TIDE_API const char *tide_sim_type_name(int type);
 
 /** The simulated sky (opaque): objects with RA, Dec and magnitudes, plus the detector's

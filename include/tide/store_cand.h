@@ -15,7 +15,8 @@
  *   candidates  one row per candidate: id (never reused), diff_id, seq (1-based row of
  *               candidates.fits), object_id, mjd (the science frame's), cell (HEALPix NESTED
  *               order 11 of the position, -1 without one, as the sources' CELL), score
- *               (NULL: for a later real/bogus classifier), then every numeric column of the
+ *               (the real/bogus score RB_SCORE when the table has one, tide diff
+ *               --rb-model; else NULL), then every numeric column of the
  *               candidate table under its FITS name, quoted ("X_IMAGE", "SNR", "FLAGS",
  *               "DIP_FLUX", "PS_FLUX", "ALPHA_J2000"...): integer columns as INTEGER /
  *               bigint, real ones as REAL / double precision, NaN stored as NULL. A column

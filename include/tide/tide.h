@@ -30,6 +30,7 @@
 #include "tide/catalog.h"
 #include "tide/png.h"
 #include "tide/diff.h"
+#include "tide/rb.h"
 #include "tide/subtract.h"
 #include "tide/reproject.h"
 #include "tide/dipole.h"

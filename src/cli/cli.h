@@ -83,6 +83,9 @@ int tide_cmd_worker(int argc, char **argv);
 int tide_cmd_submit(int argc, char **argv);
 int tide_cmd_watch(int argc, char **argv);
 int tide_cmd_xray(int argc, char **argv);
+int tide_cmd_rb(int argc, char **argv);
+/** `tide rb score` (cmd_rb_score.c), argv from the word "score". */
+int tide_cmd_rb_score(int argc, char **argv);
 
 /** `tide bench --xmatch` (bench_xmatch.c) and `tide bench --store` (bench_store.c): argv as
  *  tide_cmd_bench received it. */
@@ -96,5 +99,7 @@ int tide_bench_diff(int argc, char **argv);
 int tide_bench_worker(int argc, char **argv);
 /** `tide bench --decode FILE` (bench_decode.c): tile decoding beside cfitsio (issue 19). */
 int tide_bench_decode(int argc, char **argv);
+/** `tide bench --rb` (bench_rb.c): real/bogus scoring of 10,000 candidates (issue 18). */
+int tide_bench_rb(int argc, char **argv);
 
 #endif

@@ -68,6 +68,8 @@ static const char *help =
     "  --object-radius ARCSEC   a candidate this close to a stored object is another\n"
     "                           detection of it [store.object_radius_arcsec: 1.0]\n"
     "  --cutout-px N            side of the stored cutouts, odd [store.cutout_px: 63]\n"
+    "  --rb-model MODEL.json    score the candidates with a real/bogus model (tide rb train):\n"
+    "                           column RB_SCORE, 0 bogus .. 1 real [none]\n"
     "  --timings                print the time of every stage [off]\n";
 
 static const char *help_notes =
@@ -180,6 +182,7 @@ typedef struct diff_args {
     tide_cli_config cfg;   /* --config, --default, --set */
     diff_store_args store; /* --store, --object-radius, --cutout-px */
     int progress;          /* --progress 1, --no-progress 0, else -1: on a terminal */
+    const char *rb_model;  /* --rb-model */
 } diff_args;
 
 /* --template: prepare the template once, then difference each science frame against it, with
@@ -245,6 +248,7 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const diff_args 
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
         request_store(&rq, &d->store);
+        rq.rb_model = d->rb_model;
         tide_diff_report rep;
         tide_progress_clear(&pg); /* the job's log lines and the summary start lines of their own */
         st = tide_diff_job_run(job, &rq, &rep);
@@ -327,6 +331,8 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
                     return tide_cli_usage_error(
                         cmd, "--cutout-px needs an odd side 5..255 (got '%s')", v);
                 d->store.cutout_px = (int)x;
+            } else if (!strcmp(a, "--rb-model")) {
+                d->rb_model = v;
             } else if (!strcmp(a, "--grid")) {
                 if (!strcmp(v, "template"))
                     p->grid = TIDE_DIFF_GRID_TEMPLATE;
@@ -410,7 +416,8 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
  * the @p ncfg configuration files @p cfgs. */
 static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
                    const char *outp, const tide_diff_params *p, int64_t ntop, int timings,
-                   const char *const *cfgs, int ncfg, const diff_store_args *sa) {
+                   const char *const *cfgs, int ncfg, const diff_store_args *sa,
+                   const char *rb_model) {
     const char *cmd = "diff";
     tide_diff_job *job = NULL;
     tide_diff_report rep;
@@ -427,6 +434,7 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
         rq.inputs = cfgs;
         rq.ninputs = ncfg;
         request_store(&rq, sa);
+        rq.rb_model = rb_model;
         st = tide_diff_job_run(job, &rq, &rep);
     }
     int rc = 0;
@@ -475,7 +483,7 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = 0;
     tide_config *cfg = NULL;
     tide_ctx *ctx = NULL;
-    const char *ins[2];
+    const char *ins[3];
     int nin = 0;
     if (!go)
         goto out;
@@ -492,6 +500,8 @@ int tide_cmd_diff(int argc, char **argv) {
         ins[nin++] = d.cfg.instrument;
     if (d.cfg.def && *d.cfg.def)
         ins[nin++] = d.cfg.def;
+    if (d.rb_model) /* the model too */
+        ins[nin++] = d.rb_model;
     ctx = tide_cli_make_ctx(&com, cmd);
     if (!ctx) {
         rc = 1;
@@ -501,7 +511,7 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = run_batch(&com, ctx, &d, &p, ins, nin);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
-        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store);
+        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store, d.rb_model);
     }
 out:
     if (ctx)

@@ -70,6 +70,7 @@ static const sim_opt sim_opts[] = {
     {"--nmoving", "N", OPT_I64, P(e2_nmoving), 0, "moving objects"},
     {"--ntransient", "N", OPT_I64, P(e2_ntransient), 0, "transients new in epoch 2"},
     {"--nvariable", "N", OPT_I64, P(e2_nvariable), 0, "variable stars"},
+    {"--nsatellite", "N", OPT_I64, P(e2_nsatellite), 0, "satellite trails across epoch 2"},
     {"--moving-rate", "AS/H", OPT_DBL, P(moving_rate), 0, "moving-object speed, arcsec/hour"},
 };
 #undef P

@@ -23,7 +23,8 @@ enum {
     SIM_STREAM_READ = 7,     /* per pixel, per epoch */
     SIM_STREAM_COSMIC = 8,   /* per track, per epoch */
     SIM_STREAM_DETECTOR = 9, /* hot pixels and bad columns: the same in every epoch */
-    SIM_STREAM_REFCAT = 10
+    SIM_STREAM_REFCAT = 10,
+    SIM_STREAM_TRAIL = 11 /* satellite trails of epoch 2 */
 };
 
 typedef struct sim_rng {

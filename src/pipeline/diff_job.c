@@ -2,6 +2,7 @@
  * against the inputs, the frames read, the difference run against a template read for the
  * pair or prepared once and kept warm on the job, and the outputs written all or nothing. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "diff_internal.h"
 #include "tide/diff_job.h"
 #include "tide/fits.h"
+#include "tide/rb.h"
 #include "tide/status.h"
 #include "tide/timer.h"
 
@@ -21,7 +23,29 @@ struct tide_diff_job {
     char tmpl_sum[72];      /* its checksum, once a store needed it ("" until then) */
     tide_store *store;      /* the store of the last request that named one, or NULL */
     char *store_uri;        /* its URI */
+    tide_rb_model *rb;      /* the real/bogus model of the requests, loaded once */
+    char *rb_path;          /* the file it was loaded from */
 };
+
+/* The request's real/bogus model, loaded when the job holds no model of that file. */
+static int job_rb_model(tide_diff_job *j, const char *path) {
+    if (j->rb && !strcmp(j->rb_path, path))
+        return 0;
+    tide_rb_model_free(j->rb);
+    free(j->rb_path);
+    j->rb = NULL;
+    j->rb_path = NULL;
+    tide_rb_model *m = NULL;
+    int st = tide_rb_model_load(path, &m);
+    if (st)
+        return st;
+    if (!(j->rb_path = strdup(path))) {
+        tide_rb_model_free(m);
+        return tide_error(TIDE_E_NOMEM, "out of memory");
+    }
+    j->rb = m;
+    return 0;
+}
 
 static double now_ms(void) {
     return 1e3 * tide_now();
@@ -74,6 +98,8 @@ void tide_diff_job_destroy(tide_diff_job *j) {
         return;
     drop_template(j);
     drop_store(j);
+    tide_rb_model_free(j->rb);
+    free(j->rb_path);
     free(j);
 }
 
@@ -170,6 +196,9 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     if (st)
         return st;
     const double t0 = now_ms();
+    /* a model that cannot be used fails the request before any pixel is read */
+    if (rq->rb_model && (st = job_rb_model(j, rq->rb_model)))
+        return st;
     tide_diff_params p;
     job_params(j, rq->params, &p);
     p.keep_stamps = rq->ntop;
@@ -203,6 +232,16 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     out->ms_diff = now_ms() - t1;
     tide_image_free(j->ctx, &sci);
     tide_image_free(j->ctx, &tmpl);
+    /* the scores before the files and the rows, which both carry them */
+    t1 = now_ms();
+    if (!st && rq->rb_model) {
+        st = tide_rb_score_table(j->rb, &out->res.diff, &out->res.cands,
+                                 fmax(out->res.fwhm_sci, out->res.fwhm_tmpl), NULL, 0);
+        if (!st)
+            st = tide_header_set_str(&out->res.header, "RBMODEL", rq->rb_model,
+                                     "real/bogus model of RB_SCORE");
+    }
+    out->ms_rb = now_ms() - t1;
     /* The files complete in a private directory, then the store's one transaction, then the
      * files into place (the reduce job's order): a failed transaction leaves no file, and a
      * rename failing after the commit leaves rows that re-running the pair replaces. */

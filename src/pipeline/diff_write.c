@@ -198,8 +198,8 @@ int tide_diffp_write_stage(const char *dir_in, const tide_diff_result *r, int64_
     if (!st) {
         tide_header th;
         tide_header_init(&th);
-        static const char *keys[] = {"DIFFSCI",  "DIFFTMPL", "DIFFGRID", "FWHMSCI",
-                                     "FWHMTMPL", "KSUM",     "NCAND",    "NFIT"};
+        static const char *keys[] = {"DIFFSCI", "DIFFTMPL", "DIFFGRID", "FWHMSCI", "FWHMTMPL",
+                                     "KSUM",    "NCAND",    "NFIT",     "RBMODEL"};
         for (size_t i = 0; !st && i < sizeof keys / sizeof keys[0]; i++) {
             const int at = tide_header_find(&r->header, keys[i]);
             if (at >= 0)

@@ -103,7 +103,8 @@ int tide_sim_params_check(const tide_sim_params *p) {
     BAD(!(fabs(p->sip_amp) <= 50), "sim: sip_amp %g is out of range (|amp| <= 50 px)", p->sip_amp);
     BAD(!(p->cr_rate >= 0), "sim: cr_rate %g must be >= 0", p->cr_rate);
     BAD(p->nhot < 0 || p->nbadcols < 0 || p->e2_nmoving < 0 || p->e2_ntransient < 0 ||
-            p->e2_nvariable < 0 || p->e2_nmoving + p->e2_ntransient + p->e2_nvariable > 100000,
+            p->e2_nvariable < 0 || p->e2_nsatellite < 0 || p->e2_nsatellite > 10000 ||
+            p->e2_nmoving + p->e2_ntransient + p->e2_nvariable > 100000,
         "sim: negative or too many defects / epoch-2 objects");
     BAD(!(p->e2_fwhm_scale > 0.1 && p->e2_fwhm_scale < 10), "sim: e2_fwhm_scale %g out of range",
         p->e2_fwhm_scale);
@@ -113,8 +114,8 @@ int tide_sim_params_check(const tide_sim_params *p) {
 }
 
 const char *tide_sim_type_name(int type) {
-    static const char *names[] = {"star", "galaxy", "moving", "transient", "variable"};
-    return type >= 0 && type <= 4 ? names[type] : "unknown";
+    static const char *names[] = {"star", "galaxy", "moving", "transient", "variable", "satellite"};
+    return type >= 0 && type <= 5 ? names[type] : "unknown";
 }
 
 double sim_pixel_scale_deg(const tide_sim_params *p) {
@@ -279,6 +280,8 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
     int64_t nsrc = 0;
     uint16_t *mask = NULL;
     uint8_t *rowsat = NULL;
+    sim_trail *trails = NULL;
+    int64_t ntrails = 0;
     int st = tide_image_alloc(ctx, &out->image, p->width, p->height, TIDE_HOST,
                               p->with_mask ? TIDE_IMAGE_MASK : 0);
     if (st)
@@ -286,7 +289,9 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
     const size_t npix = (size_t)p->width * (size_t)p->height;
     mask = p->with_mask ? out->image.mask : calloc(npix, sizeof *mask);
     rowsat = calloc((size_t)p->height, 1);
-    if (!mask || !rowsat) {
+    if (epoch == 2 && p->e2_nsatellite > 0)
+        trails = calloc((size_t)p->e2_nsatellite, sizeof *trails);
+    if (!mask || !rowsat || (epoch == 2 && p->e2_nsatellite > 0 && !trails)) {
         st = tide_error(TIDE_E_NOMEM, "sim: out of memory for the mask");
         goto fail;
     }
@@ -294,6 +299,7 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
         goto fail;
     if ((st = sim_render(out->image.pix, p->width, p->height, src, nsrc, nthreads)))
         goto fail;
+    ntrails = sim_trails_render(out->image.pix, sky, epoch, trails); /* light: before noise */
     const double t1 = tide_now();
     sim_noise_photons(out->image.pix, sky, epoch, &sky->geom[e], rowsat, nthreads);
     out->ncosmics = sim_defects_cosmics(out->image.pix, mask, rowsat, sky, epoch);
@@ -301,7 +307,8 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
     sim_defects_mask(mask, sky);
     sim_noise_readout(out->image.pix, mask, sky, epoch, nthreads);
     const double t2 = tide_now();
-    if ((st = sim_catalog_truth(sky, epoch, src, nsrc, mask, &out->truth, &out->nsaturated)))
+    if ((st = sim_catalog_truth(sky, epoch, src, nsrc, mask, &out->truth, &out->nsaturated)) ||
+        (st = sim_trails_truth(sky, epoch, trails, ntrails, &out->truth)))
         goto fail;
     if ((st = sim_header_make(sky, epoch, out->ncosmics, &out->header)))
         goto fail;
@@ -311,6 +318,7 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
     if (!p->with_mask)
         free(mask);
     free(rowsat);
+    free(trails);
     out->ms_render = (t1 - t0) * 1e3;
     out->ms_noise = (t2 - t1) * 1e3;
     out->ms_total = (tide_now() - t0) * 1e3;
@@ -322,6 +330,7 @@ fail:
     if (!p->with_mask)
         free(mask);
     free(rowsat);
+    free(trails);
     tide_sim_frame_free(ctx, out);
     return st;
 }

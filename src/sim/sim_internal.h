@@ -162,6 +162,18 @@ void sim_defects_bleed(float *e, uint16_t *mask, int64_t width, int64_t height, 
 /** Electrons → ADU: read noise, bias, bad columns, quantisation, saturation; writes the mask. */
 void sim_noise_readout(float *pix, uint16_t *mask, const tide_sim_sky *sky, int epoch,
                        int nthreads);
+/** One satellite trail (sim_trails.c): a point on it (0-based pixels), its angle (radians
+ *  from +x), its length (drawn; after rendering, the length inside the frame) and its
+ *  brightness, electrons per pixel of length. */
+typedef struct sim_trail {
+    double x, y, theta, len, sb;
+} sim_trail;
+/** Add epoch @p epoch's satellite trails (epoch 2 only, e2_nsatellite of them) to the electron
+ *  image, describing them in @p trails (room for e2_nsatellite); returns how many. */
+int64_t sim_trails_render(float *e, const tide_sim_sky *sky, int epoch, sim_trail *trails);
+/** Append the truth rows of @p n trails (TYPE "satellite") to the truth table @p t. */
+int sim_trails_truth(const tide_sim_sky *sky, int epoch, const sim_trail *trails, int64_t n,
+                     tide_table *t);
 /** Mark the detector's hot pixels and bad columns in the mask. */
 void sim_defects_mask(uint16_t *mask, const tide_sim_sky *sky);
 

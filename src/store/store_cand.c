@@ -532,18 +532,26 @@ static int insert_candidates(tide_store *s, int64_t diff_id, double mjd, const t
     char *sql = malloc(cap);
     if (!sql)
         return tide_error(TIDE_E_NOMEM, "store: candidate insert");
-    if (cc->n + 8 > TIDE_SSQL_MAXP) {
+    /* a real/bogus score (tide rb, tide diff --rb-model) is also the candidate's score, the
+     * column the review queues read */
+    int isc = -1;
+    for (int i = 0; i < t->ncols && isc < 0; i++)
+        if (!strcmp(t->cols[i].name, "RB_SCORE") && !is_int_type(t->cols[i].type))
+            isc = i;
+    if (cc->n + 9 > TIDE_SSQL_MAXP) {
         free(sql);
         return tide_error(TIDE_E_RANGE, "store: %d candidate columns (%d at most)", cc->n,
-                          TIDE_SSQL_MAXP - 8);
+                          TIDE_SSQL_MAXP - 9);
     }
     size_t k = (size_t)snprintf(sql, cap,
                                 "INSERT INTO candidates (diff_id, seq, object_id, mjd, cell, "
                                 "\"ALPHA_J2000\", \"DELTA_J2000\"");
     for (int i = 0; i < cc->n; i++)
         k += (size_t)snprintf(sql + k, cap - k, ", \"%s\"", t->cols[cc->col[i]].name);
+    if (isc >= 0)
+        k += (size_t)snprintf(sql + k, cap - k, ", score");
     k += (size_t)snprintf(sql + k, cap - k, ") VALUES ($1, $2, $3, $4, $5, $6, $7");
-    for (int i = 0; i < cc->n; i++)
+    for (int i = 0; i < cc->n + (isc >= 0); i++)
         k += (size_t)snprintf(sql + k, cap - k, ", $%d", 8 + i);
     snprintf(sql + k, cap - k, ") RETURNING id");
     tide_ssql *ins = NULL, *near = NULL;
@@ -583,6 +591,8 @@ static int insert_candidates(tide_store *s, int64_t diff_id, double mjd, const t
             else
                 tide_ssql_bind_f64(ins, 8 + i, value_f(c, r));
         }
+        if (isc >= 0)
+            tide_ssql_bind_f64(ins, 8 + cc->n, value_f(&t->cols[isc], r));
         st = tide_ssql_step(ins);
         if (st == 1) {
             cand_id[r] = tide_ssql_col_i64(ins, 0);
