@@ -19,11 +19,18 @@ extra=()  # the detection-vs-sep comparison, built where libsep-dev is installed
 [ -x build-gpu/detect_vs_sep ] && extra=(build-gpu/detect_vs_sep)
 # fpack: the tile-decoding benchmark compresses its frames there (scripts/gpu/run.sh decode)
 extra+=("$(command -v fpack)")
+# libxgboost: tide rb opens it at run time (dlopen), so the bundler cannot see it in tide
+xgb=$(ls /usr/lib/x86_64-linux-gnu/libxgboost.so.0 2>/dev/null || true)
+[ -n "$xgb" ] && extra+=("$(readlink -f "$xgb")")
 ../shared/device/bundle-libs.sh .gpu build-gpu/tide build-gpu/tests/test_* build-gpu/libtide.so \
   "${extra[@]}"
 mkdir -p .gpu/bin
 cp build-gpu/tide build-gpu/tests/test_* "${extra[@]}" .gpu/bin/
 cp -P build-gpu/libtide.so* .gpu/lib/
+if [ -n "$xgb" ]; then # under its soname, and out of bin/
+  rm -f ".gpu/bin/$(basename "$(readlink -f "$xgb")")"
+  cp "$(readlink -f "$xgb")" .gpu/lib/libxgboost.so.0
+fi
 # Debug sections are most of the size; the carried tree must stay under 64 MiB.
 strip --strip-unneeded .gpu/bin/* .gpu/lib/*.so* 2>/dev/null || true
 cp -r ../shared/data .gpu/data

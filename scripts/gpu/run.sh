@@ -5,7 +5,8 @@
 # costs less device time); "tests-xray" and "tests-decode", the tests and that benchmark;
 # "reduce", only the reduction benchmark; "diff", only the difference-pipeline benchmark;
 # "xray", only tide xray's detector-sized benchmark beside NumPy's loop (bench/xray_bench.sh);
-# "decode", only the tile decoders beside cfitsio; "worker", issue 17's sustained rates
+# "decode", only the tile decoders beside cfitsio ("tests-decode": the tests, those and the
+# real/bogus scoring); "rb", only the real/bogus scoring; "worker", issue 17's sustained rates
 # (scripts/gpu/run-worker.sh; needs TIDE_GPU_PG=1 at prepare time for the PostgreSQL half).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
@@ -77,6 +78,21 @@ decode_bench() {
       || fail=1
   done
 }
+# real/bogus scoring of 10,000 candidates (issue 18: <= 10 ms): a model trained there on 10
+# simulated pairs, then tide bench --rb on every core. libxgboost travels in .gpu/lib.
+rb_bench() {
+  echo "## real/bogus scoring (tide bench --rb)" >> "$out/report.md"
+  local d=/tmp/tide-rb
+  mkdir -p "$d"
+  timeout 200 .gpu/bin/tide rb train --sim 10 --size 512 --train-threads 16 -o "$d/m.json" \
+    >> "$out/report.md" 2>&1 || fail=1
+  timeout 100 .gpu/bin/tide bench --rb --model "$d/m.json" --threads 16 >> "$out/report.md" 2>&1 \
+    || fail=1
+}
+if [ "${1:-all}" = rb ]; then
+  rb_bench
+  finish
+fi
 if [ "${1:-all}" = decode ]; then
   decode_bench
   finish
@@ -116,6 +132,7 @@ if [ "${1:-all}" = tests-xray ]; then
 fi
 if [ "${1:-all}" = tests-decode ]; then
   decode_bench
+  rb_bench
   finish
 fi
 echo >> "$out/report.md"
@@ -135,6 +152,7 @@ if [ -x .gpu/bin/detect_vs_sep ]; then
 fi
 xray_bench
 decode_bench
+rb_bench
 echo "## simulator" >> "$out/report.md"
 TIMEFORMAT="sim 14200x10650, 150000 stars: %R s wall"
 { time .gpu/bin/tide sim -o /tmp/big.fits --width 14200 --height 10650 --nstars 150000 \
