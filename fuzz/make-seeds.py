@@ -124,7 +124,7 @@ def compressed_seeds():
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "img.fits")
             fits.PrimaryHDU(ints).writeto(src)
-            for flag in ("-r", "-g", "-h", "-p"):
+            for flag in ("-r", "-g", "-h", "-p", "-d"):  # -d: NOCOMPRESS (tide decodes it)
                 dst = os.path.join(d, "img.fits.fz")
                 if os.path.exists(dst):
                     os.remove(dst)

@@ -17,6 +17,8 @@ static float g_randoms[TIDE_TILE_NRANDOM];
 static int g_randoms_ready;
 
 const float *tide_tile_random_table(void) {
+    if (__atomic_load_n(&g_randoms_ready, __ATOMIC_ACQUIRE))
+        return g_randoms; /* every dithered tile asks: no lock once it is made */
 #pragma omp critical(tide_tile_randoms)
     if (!__atomic_load_n(&g_randoms_ready, __ATOMIC_ACQUIRE)) {
         tide_tile_randoms(g_randoms);
