@@ -32,10 +32,11 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
     int64_t n = datastart - headstart;
     if (n <= 0 || n % CARD || n > ((int64_t)1 << 26))
         return 1;
-    char *buf = malloc((size_t)n);
+    char *buf = malloc((size_t)n + 1); /* tide_header_parse reads a card as a string */
     if (!buf)
         return 1;
     int st = pread_full(fd, buf, (size_t)n, headstart) ? 1 : 0;
+    buf[n] = 0;
     int ncards = 0;
     while (!st && (int64_t)ncards * CARD < n && memcmp(buf + ncards * CARD, "END     ", 8))
         ncards++;
