@@ -136,6 +136,7 @@ typedef struct tide_store_cand_query {
                                      no cone] */
     int64_t diff_id;            /**< only this difference [-1: any] */
     int64_t object_id;          /**< only this object's detections [-1: any] */
+    int64_t cand_id;            /**< only this candidate [-1: any] */
 } tide_store_cand_query;
 
 /** No filter. */
