@@ -15,7 +15,7 @@
  *   disagreement  candidates whose labels differ (two reviewers, or real against unsure...),
  *                 or with a label that contradicts the score (real with score < 0.5, bogus
  *                 with score > 0.5), those with the most distinct labels first;
- *   audit         a random sample, fixed by a seed (a multiplicative hash of id and seed),
+ *   audit         a random sample, fixed by a seed (the Lehmer generator from id + seed),
  *                 candidates not yet labelled by the reviewer first. */
 #ifndef TIDE_STORE_REVIEW_H
 #define TIDE_STORE_REVIEW_H

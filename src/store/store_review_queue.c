@@ -22,9 +22,11 @@ static const char *const queue_sql[3] = {
     "WHERE l.candidate_id = c.id AND ((l.label = 'real' AND c.score < 0.5) OR (l.label = "
     "'bogus' AND c.score > 0.5)))) ORDER BY (SELECT count(DISTINCT l.label) FROM labels l "
     "WHERE l.candidate_id = c.id) DESC, c.id LIMIT $2",
-    /* audit: a seeded multiplicative hash of the id (a prime modulus below 2^31) */
+    /* audit: a seeded hash of the id, two steps of the Lehmer generator (modulus 2^31 - 1,
+     * every product below 2^47) from id + seed */
     "SELECT c.id FROM candidates c ORDER BY " MINE
-    " > 0, ((c.id % 2147483647) * 48271 + $3) % 2147483647, c.id LIMIT $2"};
+    " > 0, ((((c.id + $3) % 2147483647) * 48271 % 2147483647) * 48271) % 2147483647, c.id "
+    "LIMIT $2"};
 
 int tide_store_review_queue(tide_store *s, int kind, int64_t reviewer_id, int64_t limit,
                             uint64_t seed, int64_t *ids, int64_t *n) {
