@@ -1,7 +1,8 @@
 /* review_page.c — the review page (review.h): one HTML document with its script and style,
  * built into tide so that nothing comes from the network. Its source is this string; it talks
  * to the JSON API (docs/review.md) with the session cookie and the CSRF token of POST
- * /api/login. Keys: r real, b bogus, u unsure, n / right next, p / left previous. */
+ * /api/login. Keys: r real, b bogus, u unsure, n / right next, p / left previous; /#ID opens
+ * candidate ID in its queue. */
 #include "service/review_internal.h"
 
 const char review_page_html[] =
@@ -100,6 +101,8 @@ const char review_page_html[] =
     " const q=await "
     "api(\"GET\",\"/api/queue?by=\"+encodeURIComponent($(\"queue-by\").value)+\"&limit=500\");\n"
     " queue=q.ids;at=0;say(queue.length+\" in the \"+q.by+\" queue\");\n"
+    " const m=/^#(\\d+)$/.exec(location.hash);\n"
+    " if(m){const id=+m[1];at=queue.indexOf(id);if(at<0){queue.unshift(id);at=0;}}\n"
     " if(queue.length)await load();else{text($(\"cand-id\"),\"(queue "
     "empty)\");$(\"stamps\").replaceChildren();}}\n"
     "async function load(){\n"
