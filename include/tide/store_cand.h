@@ -35,9 +35,11 @@
  *               that has no detection of the same difference yet (updating it), else it
  *               starts a new one: a source seen at several epochs is one object with a light
  *               curve (as Rubin's DIAObjects, one detection per object and epoch).
- *   reviewers   id, name (unique), created — for the review tools.
+ *   reviewers   id, name (unique), created, token_hash (the SHA-256 of the reviewer's token)
+ *               — for the review tools (store_review.h).
  *   labels      id, candidate_id, reviewer_id, label ('real' | 'bogus' | 'unsure'), tags,
- *               comment, time (ISO 8601) — human labels, written by the review tools.
+ *               comment, time (ISO 8601) — human labels, written by the review tools (one
+ *               per reviewer and candidate).
  *
  * A difference is written in one transaction (tide_store_put_diff): the rows of the same
  * pair (science and template checksums) are deleted first with their cutouts, the objects

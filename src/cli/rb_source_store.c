@@ -1,13 +1,13 @@
 /* rb_source_store.c — `tide rb train --store URI`: the store's human labels (store_review.h)
  * as training examples. A candidate is an example when its real and bogus labels are not
  * tied (the majority wins; unsure labels do not count). Its features are computed from what
- * the store keeps of it: the difference cutout (63 × 63 around the candidate, so the 21 × 21
- * stamp of rb.h lies inside it) and its fit row, the positions moved onto the cutout, the PSF
- * FWHM from its diffs row (the broader of the two, as rb_header_fwhm). The store has no
- * variance or mask plane nor star catalog: the variance is the stamp's robust scatter², the
- * mask fraction 0 and STAR_DIST missing (NaN), as rb.h allows. The group of an example is
- * its candidate (as --labels' rows): a store reviewed on one difference still has a
- * held-out part. */
+ * the store keeps of it: the difference cutout (store.cutout_px, 63 × 63 by default, so the
+ * 21 × 21 stamp of rb.h lies inside it) and its fit row, the positions moved onto the
+ * cutout, the PSF FWHM from its diffs row (the broader of the two, as rb_header_fwhm). The
+ * store has no variance or mask plane nor star catalog: the variance is the stamp's robust
+ * scatter², the mask fraction 0 and STAR_DIST missing (NaN), as rb.h allows. The group of an
+ * example is its candidate (as --labels' rows): a store reviewed on one difference still has
+ * a held-out part. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
