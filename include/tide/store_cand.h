@@ -20,7 +20,9 @@
  *               candidate table under its FITS name, quoted ("X_IMAGE", "SNR", "FLAGS",
  *               "DIP_FLUX", "PS_FLUX", "ALPHA_J2000"...): integer columns as INTEGER /
  *               bigint, real ones as REAL / double precision, NaN stored as NULL. A column
- *               that appears for the first time is added. PostgreSQL also indexes
+ *               that appears for the first time is added. tide diff --store adds
+ *               RBF_VERSION and RBF_<NAME>, the real/bogus features of rb.h (training
+ *               from the labels, docs/review.md). PostgreSQL also indexes
  *               q3c_ang2ipix("ALPHA_J2000", "DELTA_J2000").
  *   cutouts     candidate_id, kind ('science', 'template', 'diff', 'residual'), w, h, zero,
  *               scale, data: w*h little-endian int16 q, row after row (y upwards), the pixel

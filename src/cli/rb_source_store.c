@@ -1,13 +1,14 @@
 /* rb_source_store.c — `tide rb train --store URI`: the store's human labels (store_review.h)
  * as training examples. A candidate is an example when its real and bogus labels are not
- * tied (the majority wins; unsure labels do not count). Its features are computed from what
- * the store keeps of it: the difference cutout (store.cutout_px, 63 × 63 by default, so the
- * 21 × 21 stamp of rb.h lies inside it) and its fit row, the positions moved onto the
- * cutout, the PSF FWHM from its diffs row (the broader of the two, as rb_header_fwhm). The
- * store has no variance or mask plane nor star catalog: the variance is the stamp's robust
- * scatter², the mask fraction 0 and STAR_DIST missing (NaN), as rb.h allows. The group of an
- * example is its candidate (as --labels' rows): a store reviewed on one difference still has
- * a held-out part. */
+ * tied (the majority wins; unsure labels do not count). Its features are those tide diff
+ * --store kept beside it (RBF_* columns, diff_store.c: computed on the whole difference with
+ * its variance and mask, as tide diff --rb-model scores). A store written before them gets
+ * them from what it keeps of the candidate: the difference cutout (store.cutout_px, 63 × 63
+ * by default, so the 21 × 21 stamp of rb.h lies inside it) and its fit row, positions moved
+ * onto the cutout, the FWHM from its diffs row; without variance and mask there, the
+ * pixel features differ (z from the stamp's robust scatter: FWHM_RATIO, ELLIP, SHARPNESS
+ * by 5-14 % at the median on seed 777's pair). The group of an example is its candidate (as
+ * --labels' rows): a store reviewed on one difference still has a held-out part. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,26 @@
 static const char *const xcols[] = {"X_IMAGE", "DIP_XPOS", "DIP_XNEG", "PS_X"};
 static const char *const ycols[] = {"Y_IMAGE", "DIP_YPOS", "DIP_YNEG", "PS_Y"};
 
-/* The features of candidate @p id into @p x. */
-static int store_features(tide_store *st, int64_t id, float *x) {
+/* The features tide diff --store kept (RBF_*, diff_store.c) of row 0 of @p t into @p x: 0, or
+ * -1 when the row has none of this version (a store written before them). */
+static int kept_features(const tide_table *t, float *x) {
+    const int64_t *ver = tide_table_i64(t, "RBF_VERSION");
+    if (!ver || ver[0] != TIDE_RB_FEATURES_VERSION)
+        return -1;
+    for (int k = 0; k < TIDE_RB_NFEAT; k++) {
+        char name[72];
+        snprintf(name, sizeof name, "RBF_%s", tide_rb_feature_name(k));
+        const double *v = tide_table_f64(t, name);
+        if (!v)
+            return -1;
+        x[k] = (float)v[0];
+    }
+    return 0;
+}
+
+/* The features of candidate @p id into @p x: those tide diff --store kept, else from the
+ * stored cutout. *kept: 1 when kept. */
+static int store_features(tide_store *st, int64_t id, float *x, int *kept) {
     tide_store_cand_query q;
     tide_store_cand_query_init(&q);
     q.cand_id = id;
@@ -34,6 +53,11 @@ static int store_features(tide_store *st, int64_t id, float *x) {
     int rc = tide_store_candidates(st, &q, &t);
     if (!rc && t.nrows != 1)
         rc = tide_error(TIDE_E_NOTFOUND, "rb train: no candidate %lld", (long long)id);
+    *kept = !rc && !kept_features(&t, x);
+    if (*kept) {
+        tide_table_free(&t);
+        return 0;
+    }
     if (!rc)
         rc = tide_store_get_cutout(st, id, TIDE_CUTOUT_DIFF, &pix, &w, &h);
     const double *X = rc ? NULL : tide_table_f64(&t, "X_IMAGE");
@@ -83,7 +107,7 @@ int rb_source_store(const char *uri, int64_t group0, rb_set *s) {
     tide_table_init(&L);
     if (!rc)
         rc = tide_store_labels(st, -1, &L);
-    int64_t nused = 0, nreal = 0, nskip = 0;
+    int64_t nused = 0, nreal = 0, nskip = 0, nkept = 0;
     if (!rc) {
         /* labels by candidate: one pass over them sorted by candidate */
         const int64_t n = L.nrows, *cand = tide_table_i64(&L, "CAND_ID");
@@ -106,7 +130,9 @@ int rb_source_store(const char *uri, int64_t group0, rb_set *s) {
             }
             if (real != bogus) {
                 float x[TIDE_RB_NFEAT];
-                rc = store_features(st, cand[ord[i]], x);
+                int kept = 0;
+                rc = store_features(st, cand[ord[i]], x, &kept);
+                nkept += kept;
                 if (!rc)
                     rc = rb_set_add(s, x, real > bogus ? 1.0f : 0.0f, group0 + cand[ord[i]]);
                 nused++, nreal += real > bogus;
@@ -123,9 +149,10 @@ int rb_source_store(const char *uri, int64_t group0, rb_set *s) {
                  "%sstore labels: %lld candidates (%lld real) of %s", k ? "; " : "",
                  (long long)nused, (long long)nreal, uri);
         fprintf(stderr,
-                "rb train: %lld labelled candidates of %s (%lld real), %lld tied or "
-                "unsure left out\n",
-                (long long)nused, uri, (long long)nreal, (long long)nskip);
+                "rb train: %lld labelled candidates of %s (%lld real; features: %lld kept by "
+                "tide diff, %lld from cutouts), %lld tied or unsure left out\n",
+                (long long)nused, uri, (long long)nreal, (long long)nkept,
+                (long long)(nused - nkept), (long long)nskip);
     }
     tide_table_free(&L);
     tide_store_close(st);

@@ -6,7 +6,8 @@
 # write without the CSRF token or with another, labels saved with reviewer and time (read
 # back with sqlite3), the API's queues equal `tide review queue`, a disagreement between the
 # reviewers in the disagreement queue, stamps as PNG (no request value reaches a path),
-# export as CSV and FITS equal to the labels table (astropy), `tide rb train --store`; then
+# export as CSV and FITS equal to the labels table (astropy), `tide rb train --store` on the
+# features tide diff --store kept (equal to those --labels computes on the difference); then
 # the C suite test_store_review and the same API on a real PostgreSQL (tests/pg_cluster.sh;
 # skipped without the server binaries).
 set -u
@@ -168,10 +169,27 @@ assert any("DROP TABLE" in r["TAGS"] for r in rows)
 print(f"{len(rows)} labels exported")
 PYEOF
     if [ $xgb = 1 ]; then
-        "$TIDE" rb train --store "$uri" --rounds 30 -o "$T/m2-$kind.json" >"$T/retrain.out" 2>&1 ||
+        "$TIDE" rb train --store "$uri" --rounds 30 -o "$T/m2-$kind.json" \
+            --examples "$T/ex-store.csv" >"$T/retrain.out" 2>&1 ||
             bad "$kind: rb train --store: $(tail -2 "$T/retrain.out")"
         grep -q "store labels" "$T/m2-$kind.json" || bad "$kind: the model does not name its labels"
+        grep -q "44 kept by tide diff\|[1-9][0-9]* kept by tide diff, 0 from" "$T/retrain.out" ||
+            bad "$kind: features not kept: $(head -1 "$T/retrain.out")"
         grep "held-out AUC" "$T/retrain.out"
+        # the kept features are those of the whole difference: the same labels through
+        # --labels and candidates.fits give the same feature rows
+        echo "SELECT c.seq || ',' || l.label FROM labels l JOIN candidates c ON c.id = l.candidate_id WHERE l.candidate_id <> $c1 ORDER BY c.seq;" | $sql >"$T/lab.csv"
+        "$TIDE" rb train --labels "$T/lab.csv" --candidates "$T/d-$kind/candidates.fits" --rounds 30 \
+            -o "$T/m3-$kind.json" --examples "$T/ex-file.csv" >/dev/null 2>&1 || bad "$kind: rb train --labels"
+        "$PY" - "$T/ex-store.csv" "$T/ex-file.csv" <<'PYEOF' || bad "$kind: store features differ from the file's"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+assert len(a) == len(b) >= 40, (len(a), len(b))
+for x, y in zip(a, b):
+    for k in list(x)[4:]:
+        assert x[k] == y[k] and x["LABEL"] == y["LABEL"], (k, x[k], y[k])
+print(f"{len(a)} examples: store features equal the difference image's")
+PYEOF
     fi
 }
 
