@@ -208,8 +208,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         review_error(&r, 404, "not found");
         return send_reply(c, &r, NULL);
     }
-    if (!strcmp(url, "/api/login") && post)
+    if (!strcmp(url, "/api/login") && post) {
+        /* JSON only: a cross-site form cannot send it without a preflight, which is never
+         * answered, so no other site signs a browser in (login CSRF) */
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        if (!ct || strncmp(ct, "application/json", 16)) {
+            review_error(&r, 415, "POST /api/login takes Content-Type: application/json");
+            return send_reply(c, &r, NULL);
+        }
         return login(s, c, body);
+    }
     /* who: a bearer token, else the session cookie */
     review_who who = {-1, ""};
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");

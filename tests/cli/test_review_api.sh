@@ -73,7 +73,10 @@ check_store() {
     grep -q '"ids"\|"score"' "$T/body" && bad "$kind: a 401 says something"
     [ "$(code -X POST -d '{"label":"real"}' "$URL/api/candidates/1/label")" = 401 ] ||
         bad "$kind: a label without a token"
-    [ "$(code -X POST -d '{"token":"nope"}' "$URL/api/login")" = 401 ] || bad "$kind: bad login"
+    local J="Content-Type: application/json"
+    [ "$(code -H "$J" -X POST -d '{"token":"nope"}' "$URL/api/login")" = 401 ] || bad "$kind: bad login"
+    [ "$(code -X POST -d "{\"token\":\"$ta\"}" "$URL/api/login")" = 415 ] ||
+        bad "$kind: a login that is not JSON (a cross-site form)"
     # the queues: the API's equal the command's
     for q in uncertainty disagreement audit; do
         curl -s -H "$A" "$URL/api/queue?by=$q&limit=30" >"$T/q-api.json"
@@ -115,7 +118,7 @@ PYEOF
     [ "$(code -H "$A" -X POST -d '{"label":"real"}' "$URL/api/candidates/999999/label")" = 404 ] ||
         bad "$kind: a missing candidate"
     # the cookie session: CSRF needed on writes
-    [ "$(code -c "$T/jar" -X POST -d "{\"token\":\"$tb\"}" "$URL/api/login")" = 200 ] || bad "$kind: login"
+    [ "$(code -c "$T/jar" -H "$J" -X POST -d "{\"token\":\"$tb\"}" "$URL/api/login")" = 200 ] || bad "$kind: login"
     local csrf
     csrf=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['csrf'])" "$T/body")
     grep -q "HttpOnly_127.0.0.1" "$T/jar" || bad "$kind: the cookie is not HttpOnly"
