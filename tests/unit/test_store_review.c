@@ -4,7 +4,8 @@
  * label replaces the reviewer's previous one, the uncertainty queue is |score − 0.5|
  * ascending with the reviewer's labelled candidates and the unscored last, the disagreement
  * queue holds exactly the candidates with differing labels or a label against the score,
- * the audit sample is fixed by its seed, and the summary counts agree with the labels.
+ * the audit sample is fixed by its seed, the summary counts agree with the labels, and a
+ * store made before the token column gets it when opened.
  * Public API only. */
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +66,13 @@ static void run_store(const char *uri) {
         if (!s)
             return;
     }
+    /* a store made before the tokens: reopening adds token_hash */
+    CHECK_OK(tide_store_exec(s, "ALTER TABLE reviewers DROP COLUMN token_hash"));
+    tide_store_close(s);
+    s = NULL;
+    CHECK_OK(tide_store_open(uri, NULL, &s));
+    if (!s)
+        return;
     one_diff(s);
     /* candidate ids: 1..10 in row order */
     char ta[TIDE_REVIEW_TOKEN_LEN + 1], tb[TIDE_REVIEW_TOKEN_LEN + 1], name[64];
