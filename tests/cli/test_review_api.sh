@@ -62,12 +62,14 @@ check_store() {
     echo "SELECT * FROM reviewers;" | $sql | grep -q "$ta" && bad "$kind: the token is stored"
 
     serve "$uri"
-    local A="Authorization: Bearer $ta" B="Authorization: Bearer $tb"
+    local A="Authorization: Bearer $ta" B="Authorization: Bearer $tb" wrong
+    # alice's token with its last digit changed
+    wrong=${ta%?}$([ "${ta: -1}" = 0 ] && echo 1 || echo 0)
     # without a valid token: 401 and nothing else
     for u in /api/queue "/api/queue?by=audit" /api/candidates/1 /api/candidates/1/stamp/diff.png \
         /api/summary /api/me; do
         [ "$(code "$URL$u")" = 401 ] || bad "$kind: $u without a token: not 401"
-        [ "$(code -H "Authorization: Bearer ${ta%?}0" "$URL$u")" = 401 ] || bad "$kind: $u bad token"
+        [ "$(code -H "Authorization: Bearer $wrong" "$URL$u")" = 401 ] || bad "$kind: $u bad token"
         [ "$(code -b "tide_session=$ta" "$URL$u")" = 401 ] || bad "$kind: $u bad cookie"
     done
     grep -q '"ids"\|"score"' "$T/body" && bad "$kind: a 401 says something"
@@ -125,7 +127,7 @@ PYEOF
     [ "$(code -b "$T/jar" "$URL/api/queue")" = 200 ] || bad "$kind: a cookie read"
     [ "$(code -b "$T/jar" -X POST -d '{"label":"bogus"}' "$URL/api/candidates/$c1/label")" = 403 ] ||
         bad "$kind: a cookie write without CSRF"
-    [ "$(code -b "$T/jar" -H "X-CSRF-Token: ${csrf%?}0" -X POST -d '{"label":"bogus"}' \
+    [ "$(code -b "$T/jar" -H "X-CSRF-Token: ${csrf%?}$([ "${csrf: -1}" = 0 ] && echo 1 || echo 0)" -X POST -d '{"label":"bogus"}' \
         "$URL/api/candidates/$c1/label")" = 403 ] || bad "$kind: a cookie write with a bad CSRF"
     [ "$(echo "SELECT count(*) FROM labels WHERE reviewer_id = (SELECT id FROM reviewers WHERE name = 'bob');" | $sql)" = 0 ] ||
         bad "$kind: a refused write was saved"
