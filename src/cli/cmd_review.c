@@ -1,5 +1,6 @@
 /* cmd_review.c — `tide review add-reviewer|queue|serve|export` (issue 18): the review tools
  * over a candidate store (store_review.h) and the review page (review.h, docs/review.md). */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +86,7 @@ static int write_csv(const char *path, const tide_table *t) {
                 fprintf(f, "%lld", (long long)((const int64_t *)c->data)[r]);
             else if (c->type == TIDE_COL_F64) {
                 const double v = ((const double *)c->data)[r];
-                if (v == v)
+                if (isfinite(v))
                     fprintf(f, "%.17g", v);
             } else
                 write_csv_field(f, (const char *)c->data + r * c->repeat, (size_t)c->repeat);
@@ -197,16 +198,16 @@ int tide_cmd_review(int argc, char **argv) {
             q.cand_id = ids[i];
             tide_table t;
             tide_table_init(&t);
-            double score = 0.0 / 0.0;
+            double score = NAN;
             if (!tide_store_candidates(s, &q, &t) && t.nrows == 1)
                 score = tide_table_f64(&t, "SCORE")[0];
             tide_table_free(&t);
-            if (json && score == score)
+            if (json && isfinite(score))
                 printf("%s{\"id\": %lld, \"score\": %.6f}", i ? ", " : "[", (long long)ids[i],
                        score);
             else if (json)
                 printf("%s{\"id\": %lld, \"score\": null}", i ? ", " : "[", (long long)ids[i]);
-            else if (score == score)
+            else if (isfinite(score))
                 printf("%lld %.6f\n", (long long)ids[i], score);
             else
                 printf("%lld -\n", (long long)ids[i]);
