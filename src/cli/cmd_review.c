@@ -167,6 +167,11 @@ int tide_cmd_review(int argc, char **argv) {
         return tide_cli_usage_error(cmd, "--limit 1..10000000");
     if (export && (!out || !format || (strcmp(format, "csv") && strcmp(format, "fits"))))
         return tide_cli_usage_error(cmd, "needs --format csv|fits and -o FILE");
+    if (export && !tide_store_uri_is_pg(uri)) { /* never write the labels over the store */
+        const char *db = strncmp(uri, "sqlite:", 7) ? uri : uri + 7;
+        if (tide_cli_check_outputs(cmd, &db, 1, &out, 1))
+            return 1;
+    }
     tide_store *s = NULL;
     int rc = open_store(cmd, uri, queue || export, &s);
     if (rc)

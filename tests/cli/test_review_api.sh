@@ -154,6 +154,11 @@ PYEOF
     [ "$(code -b "$T/jar" -H "X-CSRF-Token: $csrf" -X POST "$URL/api/logout")" = 200 ] || bad "$kind: logout"
     [ "$(code -b "$T/jar" "$URL/api/queue")" = 401 ] || bad "$kind: the session outlived its logout"
     stop
+    if [ "$kind" = sqlite ]; then
+        "$TIDE" review export --store "$uri" --format csv -o "$uri" 2>/dev/null &&
+            bad "export over the store itself"
+        echo "SELECT count(*) FROM labels;" | $sql >/dev/null || bad "the store was overwritten"
+    fi
     # export: CSV and FITS equal the labels table
     "$TIDE" review export --store "$uri" --format csv -o "$T/l-$kind.csv" 2>/dev/null || bad "$kind: export csv"
     "$TIDE" review export --store "$uri" --format fits -o "$T/l-$kind.fits" 2>/dev/null || bad "$kind: export fits"
