@@ -22,6 +22,8 @@ peer_pkgs=(libcfitsio-bin python3 python3-numpy python3-astropy python3-sep libs
            netpbm  # netpbm: the gauntlet turns astrometry.net's demo JPEGs into FITS
            rabbitmq-server amqp-tools prometheus openmpi-bin curl systemd)  # the worker's servers, promtool,
            # mpirun, a scraper, systemd-analyze (issue 17)
+peer_pkgs+=(chromium chromium-driver python3-selenium)  # the review page in a real browser
+# (tests/browser/test_review_page.py, issue 18)
 peer_pkgs+=(python3-yaml)  # tests/cli/test_deploy.sh parses deploy/compose.yaml (issue 17)
 # The relocatable PostgreSQL for the GPU machine (scripts/gpu/pg-bundle.sh, issue 17): patchelf
 # sets its RPATHs; strace is tests/cli/test_pg_bundle.sh's check where unshare cannot hide the

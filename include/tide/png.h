@@ -21,6 +21,7 @@
 #ifndef TIDE_PNG_H
 #define TIDE_PNG_H
 #include "tide/export.h"
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -62,6 +63,16 @@ TIDE_API void tide_png_stretch_default(tide_png_stretch *s);
  *  widened to lo − 0.5, lo + 0.5. */
 TIDE_API void tide_png_limits(const float *pix, int64_t w, int64_t h, int64_t stride,
                               const tide_png_stretch *s, double *lo, double *hi);
+
+/** The candidate stamps' stretch, shared by tide diff's candidates.png and the review page
+ *  (so both show the same stamps): asinh with softening 0.1 between symmetric limits from the
+ *  99th percentile of |value| (zero mid-grey, lobes of either sign not clipped), scale 1. */
+TIDE_API void tide_png_stamp_stretch(tide_png_stretch *s);
+
+/** tide_png_write_image into memory: the PNG file's bytes into *out (malloc'd; free() it) and
+ *  their count into *n. Errors as tide_png_write_image (TIDE_E_IO: the memory stream). */
+TIDE_API int tide_png_encode_image(const float *pix, int64_t w, int64_t h, int64_t stride,
+                                   const tide_png_stretch *s, unsigned char **out, size_t *n);
 
 /** Write a w × h float image as an 8-bit greyscale PNG at @p path (atomic).
  *  Errors: TIDE_E_INVAL (no pixels, sizes), TIDE_E_IO (cannot create, write or rename; the

@@ -20,7 +20,9 @@
  *               candidate table under its FITS name, quoted ("X_IMAGE", "SNR", "FLAGS",
  *               "DIP_FLUX", "PS_FLUX", "ALPHA_J2000"...): integer columns as INTEGER /
  *               bigint, real ones as REAL / double precision, NaN stored as NULL. A column
- *               that appears for the first time is added. PostgreSQL also indexes
+ *               that appears for the first time is added. tide diff --store adds
+ *               RBF_VERSION and RBF_<NAME>, the real/bogus features of rb.h (training
+ *               from the labels, docs/review.md). PostgreSQL also indexes
  *               q3c_ang2ipix("ALPHA_J2000", "DELTA_J2000").
  *   cutouts     candidate_id, kind ('science', 'template', 'diff', 'residual'), w, h, zero,
  *               scale, data: w*h little-endian int16 q, row after row (y upwards), the pixel
@@ -35,9 +37,11 @@
  *               that has no detection of the same difference yet (updating it), else it
  *               starts a new one: a source seen at several epochs is one object with a light
  *               curve (as Rubin's DIAObjects, one detection per object and epoch).
- *   reviewers   id, name (unique), created — for the review tools.
+ *   reviewers   id, name (unique), created, token_hash (the SHA-256 of the reviewer's token)
+ *               — for the review tools (store_review.h).
  *   labels      id, candidate_id, reviewer_id, label ('real' | 'bogus' | 'unsure'), tags,
- *               comment, time (ISO 8601) — human labels, written by the review tools.
+ *               comment, time (ISO 8601) — human labels, written by the review tools (one
+ *               per reviewer and candidate).
  *
  * A difference is written in one transaction (tide_store_put_diff): the rows of the same
  * pair (science and template checksums) are deleted first with their cutouts, the objects
@@ -136,6 +140,7 @@ typedef struct tide_store_cand_query {
                                      no cone] */
     int64_t diff_id;            /**< only this difference [-1: any] */
     int64_t object_id;          /**< only this object's detections [-1: any] */
+    int64_t cand_id;            /**< only this candidate [-1: any] */
 } tide_store_cand_query;
 
 /** No filter. */

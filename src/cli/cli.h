@@ -84,6 +84,8 @@ int tide_cmd_submit(int argc, char **argv);
 int tide_cmd_watch(int argc, char **argv);
 int tide_cmd_xray(int argc, char **argv);
 int tide_cmd_rb(int argc, char **argv);
+/** `tide review` (cmd_review.c): reviewers, queues, the review page, export. */
+int tide_cmd_review(int argc, char **argv);
 /** `tide rb score` (cmd_rb_score.c), argv from the word "score". */
 int tide_cmd_rb_score(int argc, char **argv);
 

@@ -14,6 +14,7 @@
 
 static const char *help_train =
     "usage: tide rb train -o MODEL.json [--sim N] [--labels CSV --candidates FILE.fits]\n"
+    "                     [--store URI]\n"
     "                     [OPTIONS]\n"
     "\n"
     "Train the real/bogus model of difference candidates: a gradient-boosted tree model\n"
@@ -30,6 +31,9 @@ static const char *help_train =
     "  --labels CSV         ROW,LABEL lines (1-based row of --candidates, 1/0/real/bogus)\n"
     "  --candidates FILE    the candidates.fits the labels refer to\n"
     "  --difference FILE    its difference image [difference.fits beside it]\n"
+    "  --store URI          the human labels of a candidate store (tide review): each\n"
+    "                       candidate by its majority real/bogus label, features from its\n"
+    "                       stored difference cutout and fit row\n"
     "\n"
     "outputs (MODEL's stem: MODEL without .json):\n"
     "  MODEL                the model (XGBoost JSON with tide's attributes)\n"
@@ -235,7 +239,8 @@ static int cmd_train(int argc, char **argv) {
     tide_cli_common_init(&com);
     tide_rb_train_params tp;
     tide_rb_train_params_default(&tp);
-    const char *model = NULL, *labels = NULL, *cands = NULL, *diff = NULL, *examples = NULL;
+    const char *model = NULL, *labels = NULL, *cands = NULL, *diff = NULL, *examples = NULL,
+               *store = NULL;
     double nsim = 0, seed = 1, size = 768, v = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -260,6 +265,8 @@ static int cmd_train(int argc, char **argv) {
             cands = val;
         else if (!strcmp(a, "--difference"))
             diff = val;
+        else if (!strcmp(a, "--store"))
+            store = val;
         else if (!strcmp(a, "--examples"))
             examples = val;
         else if (!strcmp(a, "--sim"))
@@ -286,8 +293,8 @@ static int cmd_train(int argc, char **argv) {
     }
     if (!model)
         return tide_cli_usage_error(cmd, "needs -o MODEL.json");
-    if (nsim < 1 && !labels)
-        return tide_cli_usage_error(cmd, "needs a source: --sim N or --labels CSV");
+    if (nsim < 1 && !labels && !store)
+        return tide_cli_usage_error(cmd, "needs a source: --sim N, --labels CSV or --store URI");
     if (!labels != !cands)
         return tide_cli_usage_error(cmd, "--labels and --candidates go together");
     if (nsim != floor(nsim) || size != floor(size) || seed != floor(seed))
@@ -302,6 +309,8 @@ static int cmd_train(int argc, char **argv) {
         st = rb_source_sim(ctx, (int)nsim, (uint64_t)seed, (int)size, 0, com.json, &s);
     if (!st && labels)
         st = rb_source_labels(ctx, cands, labels, diff, 1000000, &s);
+    if (!st && store)
+        st = rb_source_store(store, 2000000000, &s);
     train_out o;
     if (!st)
         st = train_and_write(&s, &tp, model, examples, &o);

@@ -20,6 +20,7 @@ static const tide_command commands[] = {
     {"index", tide_cmd_index, "build astrometry.net index files from a reference catalog"},
     {"info", tide_cmd_info, "describe a FITS file: HDUs, shape, compression, WCS, key values"},
     {"query", tide_cmd_query, "cone search and image lookup in a catalog store"},
+    {"review", tide_cmd_review, "review difference candidates: queues, the review page, export"},
     {"rb", tide_cmd_rb, "real/bogus scores of difference candidates: train a model, score"},
     {"reduce", tide_cmd_reduce, "reduce a frame to a source catalog (detection, PSF, photometry)"},
     {"reproject", tide_cmd_reproject, "resample frames onto one pixel grid (Lanczos-3)"},

@@ -44,6 +44,11 @@ int rb_source_sim(tide_ctx *ctx, int npairs, uint64_t seed, int size, int64_t gr
 int rb_source_labels(tide_ctx *ctx, const char *cands, const char *labels, const char *diff,
                      int64_t group0, rb_set *s);
 
+/** Human labels of a candidate store (`--store URI`, rb_source_store.c): every candidate
+ *  whose real and bogus labels are not tied, its features from the stored difference cutout
+ *  and fit row. The group of each row is @p group0 + its candidate id. */
+int rb_source_store(const char *uri, int64_t group0, rb_set *s);
+
 /** The PSF FWHM of a tide diff difference.fits header: the broader of FWHMSCI and FWHMTMPL
  *  (3 when neither is there). */
 double rb_header_fwhm(const tide_header *h);

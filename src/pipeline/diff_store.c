@@ -1,12 +1,15 @@
 /* diff_store.c — a difference's rows in the store (store_cand.h): the diffs row from the
- * result and the frames' headers, the candidate table as written to candidates.fits, and
- * each candidate's cutouts cut from the result's images on the output grid. */
+ * result and the frames' headers, the candidate table as written to candidates.fits plus
+ * each candidate's real/bogus features (RBF_*, rb.h, computed as tide diff --rb-model does,
+ * so that `tide rb train --store` learns from the features the scores are made of), and each
+ * candidate's cutouts cut from the result's images on the output grid. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "diff_internal.h"
+#include "tide/rb.h"
 #include "tide/status.h"
 #include "tide/store_cand.h"
 
@@ -137,6 +140,46 @@ static int make_cutouts(const tide_diff_result *r, int side, float **pix, tide_s
     return 0;
 }
 
+/* @p c (the candidates as written) into @p out, with RBF_VERSION and an RBF_<NAME> column per
+ * feature of rb.h on the difference, the FWHM and the missing catalog of tide diff
+ * --rb-model's scoring (diff_job.c). Candidates without the fit columns (none fitted) go
+ * without features. */
+static int with_features(const tide_diff_result *r, const tide_table *c, tide_table *out) {
+    tide_table_init(out);
+    int st = TIDE_OK;
+    for (int j = 0; j < c->ncols && !st; j++) {
+        const tide_column *a = &c->cols[j];
+        st = tide_table_add_column(out, a->name, a->type, a->repeat, a->unit, a->comment, NULL);
+    }
+    if (!st)
+        st = tide_table_resize(out, c->nrows);
+    for (int j = 0; j < c->ncols && !st; j++)
+        memcpy(out->cols[j].data, c->cols[j].data,
+               (size_t)(c->nrows * c->cols[j].repeat * tide_col_type_size(c->cols[j].type)));
+    if (st || c->nrows < 1 || !r->diff.pix || r->diff.location != TIDE_HOST ||
+        !tide_table_column(c, "KIND"))
+        return st;
+    float *x = malloc((size_t)c->nrows * TIDE_RB_NFEAT * sizeof *x);
+    if (!x)
+        return tide_error(TIDE_E_NOMEM, "diff: features of %lld candidates", (long long)c->nrows);
+    st = tide_rb_table_features(&r->diff, c, fmax(r->fwhm_sci, r->fwhm_tmpl), NULL, 0, x);
+    if (!st)
+        st = tide_table_add_column(out, "RBF_VERSION", TIDE_COL_I32, 1, NULL,
+                                   "version of the real/bogus features (rb.h)", NULL);
+    for (int k = 0; k < TIDE_RB_NFEAT && !st; k++) {
+        char name[72];
+        snprintf(name, sizeof name, "RBF_%s", tide_rb_feature_name(k));
+        st = tide_table_add_column(out, name, TIDE_COL_F64, 1, NULL, NULL, NULL);
+        double *v = st ? NULL : tide_table_f64(out, name);
+        for (int64_t i = 0; v && i < c->nrows; i++)
+            v[i] = x[i * TIDE_RB_NFEAT + k];
+    }
+    for (int64_t i = 0; !st && i < c->nrows; i++)
+        tide_table_i32(out, "RBF_VERSION")[i] = TIDE_RB_FEATURES_VERSION;
+    free(x);
+    return st;
+}
+
 /* The frame values a header gives (MJD-OBS, FILTER...) through the store's own reading. */
 static int frame_of(const tide_header *h, tide_store_frame *f) {
     tide_store_frame_init(f);
@@ -200,8 +243,13 @@ int tide_diffp_store_put(tide_store *store, const char *sci, const char *tmpl, c
     int64_t ncut = 0;
     st = hdr ? make_cutouts(r, cutout_px, &pix, &cuts, &ncut)
              : tide_error(TIDE_E_NOMEM, "diff: header text");
+    tide_table rows;
+    tide_table_init(&rows);
     if (!st)
-        st = tide_store_put_diff(store, &d, &r->cands, cuts, ncut, radius_arcsec, diff_id);
+        st = with_features(r, &r->cands, &rows);
+    if (!st)
+        st = tide_store_put_diff(store, &d, &rows, cuts, ncut, radius_arcsec, diff_id);
+    tide_table_free(&rows);
     free(pix);
     free(cuts);
     free(hdr);

@@ -154,12 +154,8 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
     }
     /* Symmetric limits per row from the stamp's brightest pixels, asinh: lobes of either sign
      * and the faint residual around them on one scale. */
-    tide_png_stretch_default(&s);
+    tide_png_stamp_stretch(&s); /* the review page's too */
     s.scale = 6;
-    s.kind = TIDE_STRETCH_ASINH;
-    s.softening = 0.1;
-    s.limits = TIDE_LIMITS_SYMMETRIC_PCT;
-    s.hi_pct = 99.0;
     snprintf(p, sizeof p, "%s/candidates.png", dir);
     st = tide_png_write_mosaic(p, n, 3, r->stamp, tiles, &s);
     free(resid);

@@ -131,7 +131,7 @@ int tide_store_cand_schema(tide_store *s) {
         "w {I} NOT NULL, h {I} NOT NULL, zero {R}, scale {R}, data {B}, "
         "PRIMARY KEY (candidate_id, kind));"
         "CREATE TABLE IF NOT EXISTS reviewers (id {ID}, name {T} NOT NULL UNIQUE, "
-        "created {T});"
+        "created {T}, token_hash {T});"
         "CREATE TABLE IF NOT EXISTS labels (id {ID}, candidate_id {I} NOT NULL, "
         "reviewer_id {I} NOT NULL, label {T} NOT NULL CHECK (label IN ('real', 'bogus', "
         "'unsure')), tags {T}, comment {T}, time {T} NOT NULL);"
@@ -148,6 +148,8 @@ int tide_store_cand_schema(tide_store *s) {
         st = tide_ssql_exec(s, "SELECT pg_advisory_xact_lock(7346915013)");
     if (!st)
         st = tide_ssql_exec(s, sql);
+    if (!st) /* stores made before the review tools' tokens */
+        st = tide_store_review_schema(s);
     if (!st)
         st = tide_ssql_commit(s);
     return st ? tide_ssql_rollback(s, st, " (creating the candidate tables)") : TIDE_OK;

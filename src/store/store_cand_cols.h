@@ -22,6 +22,8 @@ extern const int tide_scand_ndiff_cols;
 
 /* Create the tables of store_cand.h when missing (a store opened for writing). */
 int tide_store_cand_schema(tide_store *s);
+/* Add the reviewers' token_hash column to a store made before it (store_review.c). */
+int tide_store_review_schema(tide_store *s);
 
 /* Candidate columns the store names itself (not taken from a candidate table). */
 int tide_scand_reserved(const char *name);

@@ -16,6 +16,7 @@ void tide_store_cand_query_init(tide_store_cand_query *q) {
     q->radius_deg = -1;
     q->diff_id = -1;
     q->object_id = -1;
+    q->cand_id = -1;
 }
 
 /* Rows gathered from one or more runs of a statement, as int64 or double per column. */
@@ -150,11 +151,14 @@ int tide_store_candidates(tide_store *s, const tide_store_cand_query *cq, tide_t
     char sql[512];
     int k = snprintf(sql, sizeof sql, "SELECT * FROM candidates WHERE TRUE"), np = 0;
     const int pdiff = cq->diff_id >= 0 ? ++np : 0, pobj = cq->object_id >= 0 ? ++np : 0;
+    const int pcand = cq->cand_id >= 0 ? ++np : 0;
     const int pcone = cone ? np + 1 : 0;
     if (pdiff)
         k += snprintf(sql + k, sizeof sql - (size_t)k, " AND diff_id = $%d", pdiff);
     if (pobj)
         k += snprintf(sql + k, sizeof sql - (size_t)k, " AND object_id = $%d", pobj);
+    if (pcand)
+        k += snprintf(sql + k, sizeof sql - (size_t)k, " AND id = $%d", pcand);
     if (cone && pg)
         /* q3c selects with a hair of margin; the exact test below decides (as for sources) */
         snprintf(sql + k, sizeof sql - (size_t)k,
@@ -180,6 +184,8 @@ int tide_store_candidates(tide_store *s, const tide_store_cand_query *cq, tide_t
             tide_ssql_bind_i64(q, pdiff, cq->diff_id);
         if (pobj)
             tide_ssql_bind_i64(q, pobj, cq->object_id);
+        if (pcand)
+            tide_ssql_bind_i64(q, pcand, cq->cand_id);
         if (cone && pg) {
             tide_ssql_bind_f64(q, pcone, cq->ra);
             tide_ssql_bind_f64(q, pcone + 1, cq->dec);

@@ -71,6 +71,26 @@ int main(void) {
         CHECK(px[(size_t)(h - 4) * w + 3] < px[3]); /* and with y (upwards) */
     }
     free(px);
+    /* in memory: the same bytes as the file (the review page's stamps) */
+    {
+        unsigned char *mem = NULL;
+        size_t n = 0;
+        CHECK_OK(tide_png_encode_image(im, W, H, W, &s, &mem, &n));
+        FILE *f = fopen(path, "rb");
+        unsigned char *file = malloc(n + 1);
+        const size_t got = f && file ? fread(file, 1, n + 1, f) : 0;
+        if (f)
+            fclose(f);
+        CHECK(n > 8 && got == n && mem && !memcmp(file, mem, n));
+        free(file);
+        free(mem);
+        CHECK(tide_png_encode_image(im, 0, H, W, &s, &mem, &n) == TIDE_E_INVAL && !mem);
+    }
+    /* the stamps' stretch (tide diff's candidates.png and the review page) */
+    tide_png_stretch ss;
+    tide_png_stamp_stretch(&ss);
+    CHECK(ss.kind == TIDE_STRETCH_ASINH && ss.limits == TIDE_LIMITS_SYMMETRIC_PCT);
+    CHECK(ss.hi_pct == 99.0 && ss.softening == 0.1 && ss.scale == 1);
 
     /* limits */
     double lo, hi;

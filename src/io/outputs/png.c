@@ -188,6 +188,41 @@ static unsigned char grey(float x, const tide_png_stretch *s, double lo, double 
     return (unsigned char)floor(t * 255.0 + 0.5);
 }
 
+void tide_png_stamp_stretch(tide_png_stretch *s) {
+    tide_png_stretch_default(s);
+    s->kind = TIDE_STRETCH_ASINH;
+    s->softening = 0.1;
+    s->limits = TIDE_LIMITS_SYMMETRIC_PCT;
+    s->hi_pct = 99.0;
+}
+
+/* Where write_rows puts the picture: a file (path) or memory (mem, memn). */
+typedef struct {
+    const char *path;
+    unsigned char **mem;
+    size_t *memn;
+} png_sink;
+
+/* Write 8-bit grey rows (row 0 at the top) into memory through a memory stream. */
+static int write_rows_mem(const unsigned char *rows, int64_t w, int64_t h, unsigned char **out,
+                          size_t *n) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return tide_error(TIDE_E_IO, "(png in memory): cannot open a memory stream");
+    int st = tide_png_encode_grey(f, "(png in memory)", rows, w, h, 1);
+    if (fclose(f) != 0 && st == TIDE_OK)
+        st = tide_error(TIDE_E_IO, "(png in memory): write failed");
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *out = (unsigned char *)buf;
+    *n = len;
+    return TIDE_OK;
+}
+
 /* Write 8-bit grey rows (row 0 is drawn at the top) to @p path atomically. */
 static int write_rows(const char *path, const unsigned char *rows, int64_t w, int64_t h) {
     if (!path || !*path)
@@ -217,15 +252,17 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
     return st;
 }
 
-int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h, int64_t stride,
-                         const tide_png_stretch *s) {
+/* A w × h image as grey rows into @p sink (a file or memory). */
+static int draw_image(png_sink sink, const float *pix, int64_t w, int64_t h, int64_t stride,
+                      const tide_png_stretch *s) {
+    const char *path = sink.path ? sink.path : "(png in memory)";
     tide_png_stretch d;
     if (!s) {
         tide_png_stretch_default(&d);
         s = &d;
     }
     if (!pix || w <= 0 || h <= 0 || stride < w)
-        return tide_error(TIDE_E_INVAL, "%s: no pixels to draw", path ? path : "(png)");
+        return tide_error(TIDE_E_INVAL, "%s: no pixels to draw", path);
     const int sc = s->scale < 1 ? 1 : (s->scale > 64 ? 64 : s->scale);
     double lo = s->lo, hi = s->hi;
     if (!isfinite(lo) || !isfinite(hi) || !(hi > lo))
@@ -243,9 +280,29 @@ int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t 
         for (int64_t X = 0; X < W; X++)
             rows[Y * W + X] = grey(src[X / sc], s, lo, hi);
     }
-    const int st = write_rows(path, rows, W, H);
+    const int st = sink.path ? write_rows(sink.path, rows, W, H)
+                             : write_rows_mem(rows, W, H, sink.mem, sink.memn);
     free(rows);
     return st;
+}
+
+int tide_png_write_image(const char *path, const float *pix, int64_t w, int64_t h, int64_t stride,
+                         const tide_png_stretch *s) {
+    if (!path || !*path)
+        return tide_error(TIDE_E_INVAL, "no PNG file name given");
+    return draw_image((png_sink){path, NULL, NULL}, pix, w, h, stride, s);
+}
+
+int tide_png_encode_image(const float *pix, int64_t w, int64_t h, int64_t stride,
+                          const tide_png_stretch *s, unsigned char **out, size_t *n) {
+    if (!out || !n)
+        return tide_error(TIDE_E_INVAL, "(png in memory): nowhere to put it");
+    *out = NULL;
+    *n = 0;
+    if (w > 1000000 || h > 1000000)
+        return tide_error(TIDE_E_INVAL, "(png in memory): bad PNG size %lldx%lld", (long long)w,
+                          (long long)h);
+    return draw_image((png_sink){NULL, out, n}, pix, w, h, stride, s);
 }
 
 int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
