@@ -73,7 +73,34 @@ static int write_image(const char *path, int bitpix, long tx, long ty, int dithe
         for (int64_t i = 0; i < (int64_t)W * H; i += 97)
             v[i] = -1000;
     }
-    fits_write_img(f, TDOUBLE, 1, (LONGLONG)W * H, v, &st);
+    /* cfitsio converts no type when it writes a compressed image: integers go as they are */
+    if (bitpix == 8 || bitpix == 16) {
+        void *raw = malloc((size_t)W * H * (bitpix == 8 ? 1 : 2));
+        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
+            if (bitpix == 8)
+                ((unsigned char *)raw)[i] = (unsigned char)v[i];
+            else
+                ((short *)raw)[i] = (short)v[i];
+        fits_write_img(f, bitpix == 8 ? TBYTE : TSHORT, 1, (LONGLONG)W * H, raw, &st);
+        free(raw);
+    } else if (bitpix == 32) {
+        int *raw = malloc(sizeof(int) * W * H);
+        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
+            raw[i] = (int)v[i];
+        fits_write_img(f, TINT, 1, (LONGLONG)W * H, raw, &st);
+        free(raw);
+    } else if (bitpix == -32) {
+        /* floats as floats: given doubles, cfitsio 4.2 writes a tile it cannot quantize (row 7,
+         * all zeros) as gzipped doubles, which neither it nor funpack reads back (status 302)
+         * and tide refuses by name */
+        float *raw = malloc(sizeof(float) * W * H);
+        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
+            raw[i] = (float)v[i];
+        fits_write_img(f, TFLOAT, 1, (LONGLONG)W * H, raw, &st);
+        free(raw);
+    } else {
+        fits_write_img(f, TDOUBLE, 1, (LONGLONG)W * H, v, &st);
+    }
     fits_close_file(f, &st);
     free(v);
     return st;
@@ -109,11 +136,15 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     tide_image_free(gpu, &ig);
     /* corrupted: the same verdict and detail on both */
     int64_t naxis1 = ti->lay.naxis1, theap = ti->lay.theap, end = ti->lay.data_end;
+    const int64_t cut_tile = ti->lay.ntiles > 1 ? 2 : 1;
+    char cut_name[32];
+    snprintf(cut_name, sizeof cut_name, "tile %lld:", (long long)cut_tile);
     uint8_t *keep = malloc((size_t)end);
     memcpy(keep, data, (size_t)end);
     for (int mode = 0; mode < 4; mode++) {
-        if (mode == 0) { /* tile 2's stream cut to 2 bytes (P descriptor: nelem first) */
-            uint8_t *d = data + naxis1;
+        if (mode == 0) { /* tile 2's stream (tile 1's when it is the only one) cut to 2 bytes
+                          * (P descriptor: nelem first) */
+            uint8_t *d = data + (cut_tile - 1) * naxis1;
             d[0] = d[1] = d[2] = 0;
             d[3] = 2;
         } else {
@@ -131,7 +162,7 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
         if (!sc && !sg)
             CHECK(same_bits(a, b, (int64_t)W * H, what));
         if (mode == 0)
-            CHECK(sc == TIDE_E_FORMAT && strstr(dc, "tile 2"));
+            CHECK(sc == TIDE_E_FORMAT && strstr(dc, cut_name));
         memcpy(data, keep, (size_t)end);
     }
     free(keep);
