@@ -175,6 +175,7 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no usable GPU");
+    setenv("TIDE_GPU_TILE_DECODE", "1", 1); /* whole reads on the CUDA context decode there */
     tide_ctx *cpu = NULL, *gpu = NULL;
     tide_ctx_options o = {0};
     o.backend = TIDE_BACKEND_CPU;
