@@ -57,6 +57,11 @@ int tide_cli_value_option(const char *cmd, const tide_cli_valopt *opts, int n, i
 /** A whole string as a finite number: 0, or -1 (and *out untouched). */
 int tide_cli_parse_number(const char *s, double *out);
 
+/** Parse the value @p v of option @p opt of @p cmd as a number in [@p lo, @p hi] into @p out:
+ *  0, or the usage error (printed, exit code 2) naming the option, the range and the value. */
+int tide_cli_parse_range(const char *cmd, const char *opt, const char *v, double lo, double hi,
+                         double *out);
+
 /** Write @p s as a JSON string literal (quotes and escapes) to @p f. */
 void tide_cli_json_string(FILE *f, const char *s);
 

@@ -160,6 +160,16 @@ int tide_cli_parse_number(const char *s, double *out) {
     return 0;
 }
 
+int tide_cli_parse_range(const char *cmd, const char *opt, const char *v, double lo, double hi,
+                         double *out) {
+    double x;
+    if (tide_cli_parse_number(v, &x) || x < lo || x > hi)
+        return tide_cli_usage_error(cmd, "%s needs a number in [%g, %g] (got '%s')", opt, lo, hi,
+                                    v);
+    *out = x;
+    return 0;
+}
+
 int tide_cli_value_option(const char *cmd, const tide_cli_valopt *opts, int n, int argc,
                           char **argv, int *i) {
     const char *a = argv[*i];

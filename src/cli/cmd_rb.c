@@ -49,16 +49,6 @@ static const char *help_train =
     "  --examples CSV       also write every example: group, label, held-out flag, the\n"
     "                       held-out score, features\n";
 
-static int parse_pos(const char *cmd, const char *opt, const char *v, double lo, double hi,
-                     double *out) {
-    double x;
-    if (tide_cli_parse_number(v, &x) || x < lo || x > hi)
-        return tide_cli_usage_error(cmd, "%s needs a number in [%g, %g] (got '%s')", opt, lo, hi,
-                                    v);
-    *out = x;
-    return 0;
-}
-
 /* MODEL's stem: the path without a trailing .json. */
 static void stem_of(const char *model, char *out, size_t n) {
     snprintf(out, n, "%s", model);
@@ -270,16 +260,21 @@ static int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--examples"))
             examples = val;
         else if (!strcmp(a, "--sim"))
-            rc = parse_pos(cmd, a, val, 0, 100000, &nsim);
+            rc = tide_cli_parse_range(cmd, a, val, 0, 100000, &nsim);
         else if (!strcmp(a, "--seed"))
-            rc = parse_pos(cmd, a, val, 0, 1e15, &seed);
+            rc = tide_cli_parse_range(cmd, a, val, 0, 1e15, &seed);
         else if (!strcmp(a, "--size"))
-            rc = parse_pos(cmd, a, val, 128, 8192, &size);
+            rc = tide_cli_parse_range(cmd, a, val, 128, 8192, &size);
         else if (!strcmp(a, "--rounds") || !strcmp(a, "--depth") || !strcmp(a, "--eta") ||
                  !strcmp(a, "--train-threads")) {
             const int r = !strcmp(a, "--rounds"), d = !strcmp(a, "--depth"),
                       e = !strcmp(a, "--eta");
-            rc = parse_pos(cmd, a, val, e ? 1e-4 : 1, r ? 100000 : d ? 20 : e ? 1 : 1024, &v);
+            rc = tide_cli_parse_range(cmd, a, val, e ? 1e-4 : 1,
+                                      r   ? 100000
+                                      : d ? 20
+                                      : e ? 1
+                                          : 1024,
+                                      &v);
             if (!rc && !e && v != floor(v))
                 rc = tide_cli_usage_error(cmd, "%s takes an integer (got '%s')", a, val);
             if (!rc && !e)

@@ -21,16 +21,6 @@ static const char *help_score =
     "                       distance to the nearest star [none]\n"
     "  --print-above X      list the candidates scoring above X [none]\n";
 
-static int parse_pos(const char *cmd, const char *opt, const char *v, double lo, double hi,
-                     double *out) {
-    double x;
-    if (tide_cli_parse_number(v, &x) || x < lo || x > hi)
-        return tide_cli_usage_error(cmd, "%s needs a number in [%g, %g] (got '%s')", opt, lo, hi,
-                                    v);
-    *out = x;
-    return 0;
-}
-
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -94,7 +84,7 @@ int tide_cmd_rb_score(int argc, char **argv) {
         else if (!strcmp(a, "--stars"))
             starf = v;
         else if (!strcmp(a, "--print-above")) {
-            const int rc = parse_pos(cmd, a, v, 0, 1, &above);
+            const int rc = tide_cli_parse_range(cmd, a, v, 0, 1, &above);
             if (rc)
                 return rc;
         } else

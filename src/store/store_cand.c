@@ -176,6 +176,15 @@ static void direction(const double v[3], double *ra, double *dec) {
     *ra = a < 0 ? a + 360 : a;
 }
 
+/* An object's position into $1..$6 of @p q: ra, dec, its sky cell, its summed unit vectors. */
+static void bind_position(tide_ssql *q, double ra, double dec, const double u[3]) {
+    tide_ssql_bind_f64(q, 1, ra);
+    tide_ssql_bind_f64(q, 2, dec);
+    tide_ssql_bind_i64(q, 3, tide_skycell_index(TIDE_SKYCELL_ORDER, ra, dec));
+    for (int k = 0; k < 3; k++)
+        tide_ssql_bind_f64(q, 4 + k, u[k]);
+}
+
 /* Write object @p id from its sums (or delete it when @p n is 0); @p diff >= 0: the
  * difference that just gave it a detection. */
 static int object_write(tide_store *s, int64_t id, const double v[3], int64_t n, double first,
@@ -194,11 +203,7 @@ static int object_write(tide_store *s, int64_t id, const double v[3], int64_t n,
                                &q);
     if (st)
         return st;
-    tide_ssql_bind_f64(q, 1, ra);
-    tide_ssql_bind_f64(q, 2, dec);
-    tide_ssql_bind_i64(q, 3, tide_skycell_index(TIDE_SKYCELL_ORDER, ra, dec));
-    for (int k = 0; k < 3; k++)
-        tide_ssql_bind_f64(q, 4 + k, v[k]);
+    bind_position(q, ra, dec, v);
     tide_ssql_bind_i64(q, 7, n);
     tide_ssql_bind_f64(q, 8, first);
     tide_ssql_bind_f64(q, 9, last);
@@ -446,11 +451,7 @@ static int associate(tide_store *s, tide_ssql *near, int64_t diff, double ra, do
                            &q);
     if (st)
         return st;
-    tide_ssql_bind_f64(q, 1, ra);
-    tide_ssql_bind_f64(q, 2, dec);
-    tide_ssql_bind_i64(q, 3, tide_skycell_index(TIDE_SKYCELL_ORDER, ra, dec));
-    for (int k = 0; k < 3; k++)
-        tide_ssql_bind_f64(q, 4 + k, u[k]);
+    bind_position(q, ra, dec, u);
     tide_ssql_bind_f64(q, 7, mjd);
     tide_ssql_bind_i64(q, 8, diff);
     st = tide_ssql_step(q);
