@@ -5,8 +5,12 @@
 # TIDE_GPU_PG=1: also a relocatable PostgreSQL 15 + Q3C (scripts/gpu/pg-bundle.sh) as
 # .gpu/pg.tar.xz, for `run.sh worker` (~20 MB: the tree itself, ~74 MB with ICU's data, would
 # not fit the 64 MiB that travels). A .gpu/ past 48 MiB is packed (below).
+# --base COMMIT: also build that commit's tide (a worktree under /tmp) and pack it as
+# .gpu/base-tide.xz for `run.sh ab` (the speed A/B of two builds in one device call).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+base=""
+[ "${1:-}" = --base ] && base=$(git rev-parse --short "${2:?--base needs a commit}")
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
 grep -qx '/.gpu/' "$ex" 2>/dev/null || echo '/.gpu/' >> "$ex"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -48,5 +52,15 @@ if [ "$(du -sm .gpu | cut -f1)" -gt 48 ]; then
   tar -C .gpu -cf - --exclude=./pg.tar.xz --exclude=./commit . | xz -T0 -6 > "$pack"
   find .gpu -mindepth 1 -maxdepth 1 ! -name pg.tar.xz ! -name commit -exec rm -rf {} +
   mv "$pack" .gpu/pack.tar.xz && chmod 0644 .gpu/pack.tar.xz
+fi
+if [ -n "$base" ]; then
+  bt=/tmp/tide-base-$base
+  [ -d "$bt" ] || git worktree add --detach "$bt" "$base" >/dev/null
+  cmake -S "$bt" -B "$bt/build-gpu" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DTIDE_SHARED_DATA=/nonexistent >/dev/null
+  cmake --build "$bt/build-gpu" -j"$(nproc)" --target tide
+  strip --strip-unneeded -o /tmp/tide-base-exe "$bt/build-gpu/tide"
+  xz -T0 -6 -c /tmp/tide-base-exe > .gpu/base-tide.xz && rm -f /tmp/tide-base-exe
+  echo "$base" > .gpu/base-commit
 fi
 du -sh .gpu | awk '{print "prepare: " $2 " " $1}'

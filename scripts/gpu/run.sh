@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker] — there, on the GPU
+# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker|ab|gpu-tests] — there, on the GPU
 # machine (repository root, carried .gpu/): run every test (GPU agreement tests included) and
 # the benchmarks, and write a report to $OUT. With "tests", only the tests (a quick check that
 # costs less device time); "tests-xray" and "tests-decode", the tests and that benchmark;
@@ -8,6 +8,11 @@
 # "decode", only the tile decoders beside cfitsio ("tests-decode": the tests, those and the
 # real/bogus scoring); "rb", only the real/bogus scoring; "worker", issue 17's sustained rates
 # (scripts/gpu/run-worker.sh; needs TIDE_GPU_PG=1 at prepare time for the PostgreSQL half).
+# "ab": the reduce and diff benchmarks of this build and of a base build alternating, two runs
+# each (a base tide binary packed by `scripts/gpu/prepare.sh --base COMMIT` as
+# .gpu/base-tide.xz), issue 15's "no speed target regresses" check. "gpu-tests": only the
+# test programs named test_gpu_* (the CUDA twins), each also under compute-sanitizer memcheck
+# when TIDE_GPU_MEMCHECK names them (comma-separated).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -89,6 +94,56 @@ rb_bench() {
   timeout 100 .gpu/bin/tide bench --rb --model "$d/m.json" --threads 16 >> "$out/report.md" 2>&1 \
     || fail=1
 }
+# Two builds side by side in one call: base, this, base, this (reduce, then diff).
+ab_bench() {
+  local base=/tmp/tide-base
+  xz -dc .gpu/base-tide.xz > "$base" && chmod +x "$base" || { echo "no base build" >&2; fail=1; return; }
+  echo "## A/B: base $(cat .gpu/base-commit 2>/dev/null) and this build" >> "$out/report.md"
+  for kind in reduce diff; do
+    for run in 1 2; do
+      for b in base this; do
+        local exe=.gpu/bin/tide
+        [ $b = base ] && exe=$base
+        echo "### $kind, $b, run $run" >> "$out/report.md"
+        local sizes=()  # the two frames issue 3's targets name
+        [ $kind = reduce ] && sizes=(--sizes 2048x2048,14200x10650)
+        timeout 280 "$exe" bench --$kind --backend cuda --repeats 5 "${sizes[@]}" \
+          --json "$out/ab-$kind-$b-$run.json" >> "$out/report.md" 2>&1 || fail=1
+      done
+    done
+  done
+}
+# The CUDA twins' tests alone, some under compute-sanitizer's memcheck.
+gpu_tests() {
+  echo "## GPU tests" >> "$out/report.md"
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  for t in .gpu/bin/test_gpu_*; do
+    local name r
+    name=$(basename "$t")
+    (cd .gpu/bin && timeout 200 "./$name") > "$out/$name.log" 2>&1
+    case $? in 0) r=pass ;; 77) r=skip ;; *) r="FAIL"; fail=1 ;; esac
+    echo "- $name: $r" >> "$out/report.md"
+    [ "$r" = pass ] || tail -20 "$out/$name.log" >> "$out/report.md"
+    if [ -n "$cs" ] && [[ ",${TIDE_GPU_MEMCHECK:-}," == *",$name,"* ]]; then
+      (cd .gpu/bin && timeout 300 "$cs" --tool memcheck --error-exitcode 9 "./$name") \
+        > "$out/$name.memcheck.log" 2>&1
+      case $? in 0) r=clean ;; 77) r=skip ;; *) r="ERRORS"; fail=1 ;; esac
+      echo "- $name under memcheck: $r" >> "$out/report.md"
+      tail -5 "$out/$name.memcheck.log" >> "$out/report.md"
+    fi
+  done
+  tar czf "$out/gpu-test-logs.tgz" -C "$out" $(cd "$out" && ls test_gpu_*.log) 2>/dev/null \
+    && rm -f "$out"/test_gpu_*.log
+}
+if [ "${1:-all}" = ab ]; then
+  ab_bench
+  finish
+fi
+if [ "${1:-all}" = gpu-tests ]; then
+  gpu_tests
+  finish
+fi
 if [ "${1:-all}" = rb ]; then
   rb_bench
   finish
