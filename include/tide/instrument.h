@@ -11,6 +11,10 @@
  *   4. otherwise the value is missing                     -> TIDE_INST_MISSING
  *
  * and the pixel scale is derived from the pixel size and focal length (TIDE_INST_DERIVED).
+ * A missing saturation level of an 8- or 16-bit integer image (BITPIX 8 or 16, BSCALE 1) is
+ * derived as the type's ceiling plus BZERO (255; 32767 + BZERO, so 65535 for unsigned data):
+ * a pixel there was clipped by the ADC or by the conversion that wrote the file, as an 8-bit
+ * JPEG's stars are, and must not be taken for a cosmic ray or measured as a star's true peak.
  *
  * Conventions: the pixel size is that of a *binned* pixel, as MaxIm DL and NINA write XPIXSZ;
  * from the camera default (an unbinned pixel) it is multiplied by the x binning. A numeric RA is

@@ -211,8 +211,47 @@ static void test_sexagesimal(void) {
     CHECK(strcmp(tide_instrument_source_name(TIDE_INST_OVERRIDE), "override") == 0);
 }
 
+/* Without SATURATE, an 8- or 16-bit integer image's ceiling is its saturation (instrument.h). */
+static void test_integer_ceiling(void) {
+    tide_config *c = NULL;
+    CHECK_OK(tide_config_create(&c));
+    tide_header h;
+    make_header(&h);
+    tide_header_remove(&h, "SATURATE");
+    tide_instrument in;
+    static const struct {
+        int bitpix;
+        double bscale, bzero, want; /* bscale 0: no BSCALE card; want NaN: none derived */
+    } cases[] = {
+        {16, 0, 32768, 65535}, {16, 1, 0, 32767}, {8, 0, 0, 255},   {8, 1, -128, 127},
+        {16, 2, 32768, NAN},   {32, 1, 0, NAN},   {-32, 0, 0, NAN}, {-64, 1, 0, NAN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_header_set_int(&h, "BITPIX", cases[i].bitpix, NULL);
+        tide_header_remove(&h, "BSCALE");
+        if (cases[i].bscale)
+            tide_header_set_dbl(&h, "BSCALE", cases[i].bscale, NULL);
+        tide_header_set_dbl(&h, "BZERO", cases[i].bzero, NULL);
+        CHECK_OK(tide_instrument_resolve(c, &h, "int.fits", &in));
+        if (isnan(cases[i].want)) {
+            CHECK(isnan(in.saturate) && in.source[TIDE_INST_SATURATE] == TIDE_INST_MISSING);
+        } else {
+            CHECK(in.saturate == cases[i].want);
+            CHECK(in.source[TIDE_INST_SATURATE] == TIDE_INST_DERIVED);
+        }
+    }
+    /* the frame's own SATURATE wins over the type's ceiling */
+    tide_header_set_int(&h, "BITPIX", 16, NULL);
+    tide_header_set_dbl(&h, "SATURATE", 60000.0, NULL);
+    CHECK_OK(tide_instrument_resolve(c, &h, "int.fits", &in));
+    CHECK(in.saturate == 60000.0 && in.source[TIDE_INST_SATURATE] == TIDE_INST_HEADER);
+    tide_header_free(&h);
+    tide_config_free(c);
+}
+
 int main(void) {
     test_header_and_defaults();
+    test_integer_ceiling();
     test_instrument_file_and_override();
     test_header_formats();
     test_sexagesimal();

@@ -46,7 +46,7 @@ static const tide_config_key schema[] = {
      "gain (unset: unknown, the noise is measured from the frame with no Poisson term)"},
     {"camera", "rdnoise", TIDE_CFG_NUMBER, "0.0", 0.0, NONE_HI, 0, "e-", "read noise"},
     {"camera", "saturate", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "ADU",
-     "saturation level (unset: no saturation masking unless the frame says)"},
+     "saturation level (unset: the frame's SATURATE, else the ceiling of an 8- or 16-bit image)"},
     {"camera", "pixsize_um", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "um",
      "physical (unbinned) pixel size; multiplied by the binning when used"},
     {"camera", "focallen_mm", TIDE_CFG_NUMBER, NULL, 0.0, NONE_HI, 1, "mm", "focal length"},

@@ -248,6 +248,22 @@ static int from_camera(const quantity *q, const tide_config *cfg, tide_instrumen
     return st ? st : 1;
 }
 
+/* The ceiling of an 8- or 16-bit integer image's values (instrument.h), or NaN: a scaled
+ * (BSCALE != 1) or wider type has no ceiling a detector reaches. */
+static double integer_ceiling(const tide_header *hdr) {
+    int64_t bitpix = 0;
+    double bscale = 1.0, bzero = 0.0;
+    if (tide_header_find(hdr, "BITPIX") < 0 || tide_header_get_int(hdr, "BITPIX", &bitpix))
+        return NAN;
+    if (tide_header_find(hdr, "BSCALE") >= 0 && tide_header_get_dbl(hdr, "BSCALE", &bscale))
+        return NAN;
+    if (tide_header_find(hdr, "BZERO") >= 0 && tide_header_get_dbl(hdr, "BZERO", &bzero))
+        return NAN;
+    if (bscale != 1.0 || (bitpix != 8 && bitpix != 16))
+        return NAN;
+    return (bitpix == 8 ? 255.0 : 32767.0) + bzero;
+}
+
 int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr, const char *source,
                             tide_instrument *out) {
     if (!cfg || !out)
@@ -289,6 +305,12 @@ int tide_instrument_resolve(const tide_config *cfg, const tide_header *hdr, cons
             inst.source[q->id] = TIDE_INST_CAMERA;
         if (st < 0)
             return st;
+    }
+    if (!inst.source[TIDE_INST_SATURATE] && hdr) {
+        inst.saturate = integer_ceiling(hdr);
+        if (isfinite(inst.saturate))
+            inst.source[TIDE_INST_SATURATE] = TIDE_INST_DERIVED;
+        tide_error_clear(); /* a malformed BITPIX/BSCALE/BZERO is the reader's to report */
     }
     /* The camera's pixel size is unbinned; the frame's pixel is binned (instrument.h). */
     if (inst.source[TIDE_INST_PIXSIZE] == TIDE_INST_CAMERA ||
