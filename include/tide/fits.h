@@ -113,6 +113,36 @@ TIDE_API int tide_fits_write_table(const char *path, const tide_table *t, const 
 TIDE_API int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
                                       const tide_header *hdr, const char *extname);
 
+/** A multi-extension FITS file being written HDU after HDU (opaque): an empty primary HDU
+ *  with the exposure's cards, then image and table extensions in the order they are added,
+ *  so a mosaic of many CCDs is written one CCD at a time. The file is staged as every output
+ *  is (outfile.h) and appears complete under its name on tide_fits_mef_commit, or not at
+ *  all. */
+typedef struct tide_fits_mef tide_fits_mef;
+
+/** Begin a multi-extension file at @p path, or into the staged output @p of of an output set
+ *  when non-NULL (it then appears when the set is committed), its primary HDU carrying the
+ *  cards of @p primary (may be NULL; structural and EXTNAME cards are not copied). */
+TIDE_API int tide_fits_mef_begin(const char *path, struct tide_outfile *of,
+                                 const tide_header *primary, tide_fits_mef **out);
+
+/** Append host image @p im as a float32 image extension named @p extname with the cards of
+ *  @p hdr (may be NULL). Its pixels only: a mask or variance plane is not written. */
+TIDE_API int tide_fits_mef_add_image(tide_fits_mef *m, const tide_image *im, const tide_header *hdr,
+                                     const char *extname);
+
+/** Append table @p t as a BINTABLE named @p extname with the cards of @p hdr (may be NULL),
+ *  columns as tide_fits_write_table writes them. */
+TIDE_API int tide_fits_mef_add_table(tide_fits_mef *m, const tide_table *t, const tide_header *hdr,
+                                     const char *extname);
+
+/** Complete the file: renamed into place (or, when staged, left for its set to rename).
+ *  Frees @p m; on failure the temporary is removed. */
+TIDE_API int tide_fits_mef_commit(tide_fits_mef *m);
+
+/** Give up the file: its temporary is removed and @p m freed. NULL is a no-op. */
+TIDE_API void tide_fits_mef_abort(tide_fits_mef *m);
+
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
  *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /
  *  TSCAL applied: B→U8, signed bytes and I→I16, unsigned 16-bit and J→I32, unsigned 32-bit and
