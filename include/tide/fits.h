@@ -123,9 +123,9 @@ typedef struct tide_fits_mosaic_ccd {
 
 /** An HDU of a mosaic exposure that is not a CCD, and why. */
 typedef struct tide_fits_mosaic_skip {
-    int hdu;          /**< 0-based HDU number */
-    char what[96];    /**< its kind and EXTNAME ("bintable 'OBJECTS'") */
-    char why[64];     /**< "the empty primary", "a table", "not a 2-D image", ... */
+    int hdu;       /**< 0-based HDU number */
+    char what[96]; /**< its kind and EXTNAME ("bintable 'OBJECTS'") */
+    char why[64];  /**< "the empty primary", "a table", "not a 2-D image", ... */
 } tide_fits_mosaic_skip;
 
 /** The CCDs of a mosaic exposure, in file order. */

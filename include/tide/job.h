@@ -152,9 +152,10 @@ TIDE_API int tide_reduce_ccd_path(const char *path, const tide_fits_mosaic_ccd *
  *  thread of its own while one is reduced. Each CCD is reduced exactly as tide_reduce_job_run
  *  reduces FILE[hdu] alone (the same catalog, row for row and bit for bit). Outputs, all
  *  staged and appearing together:
- *  - rq->catalog: an empty primary HDU with the exposure's primary cards and NCCDS, then one BINTABLE per CCD in file order, EXTNAME the CCD's (or "HDUn"), holding the CCD's
- *    keywords (CCDNUM, DETPOS, DETSEC, DATASEC, ...), CCDSTAT ('OK' or 'FAILED') and the
- *    catalog header of tide_reduce_job_run; FITS-LDAC is refused (TIDE_E_UNSUPPORTED);
+ *  - rq->catalog: an empty primary HDU with the exposure's primary cards and NCCDS, then one
+ * BINTABLE per CCD in file order, EXTNAME the CCD's (or "HDUn"), holding the CCD's keywords
+ * (CCDNUM, DETPOS, DETSEC, DATASEC, ...), CCDSTAT ('OK' or 'FAILED') and the catalog header of
+ * tide_reduce_job_run; FITS-LDAC is refused (TIDE_E_UNSUPPORTED);
  *  - rq->csv, rq->back, rq->rms: one file per CCD, named by tide_reduce_ccd_path ("-" is
  *    refused);
  *  - the store: each CCD is a frame of its own, file FILE[hdu], keyed CHECKSUM[hdu] (the

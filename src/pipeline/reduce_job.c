@@ -64,8 +64,7 @@ void tide_reduce_report_free(tide_reduce_report *r) {
 /* The pipeline's parameters of the frame: the request's, or the configuration's with the
  * frame's instrument values, then the request's overrides. */
 static int pipeline_params(const tide_reduce_job *j, const tide_reduce_request *rq,
-                           const char *spec, const tide_instrument *inst,
-                           tide_pipeline_params *p) {
+                           const char *spec, const tide_instrument *inst, tide_pipeline_params *p) {
     int st = 0;
     if (rq->params) {
         *p = *rq->params;
@@ -113,8 +112,8 @@ void tide_reduce_report_incomplete(const char *spec, tide_reduce_report *out) {
 }
 
 int tide_reduce_frame_setup(tide_reduce_job *j, const tide_reduce_request *rq, const char *spec,
-                            const tide_header *hdr, tide_pipeline_params *p,
-                            tide_calib_params *cp, int *calibrated) {
+                            const tide_header *hdr, tide_pipeline_params *p, tide_calib_params *cp,
+                            int *calibrated) {
     tide_instrument inst;
     int st = tide_instrument_resolve(j->cfg, hdr, spec, &inst);
     if (!st)

@@ -28,8 +28,8 @@ void tide_reduce_job_close_store(tide_reduce_job *j);
  *  values, the pipeline's and the calibration's parameters, whether a calibration is asked
  *  for, and the reference catalog readable. The part of a job a mosaic repeats per CCD. */
 int tide_reduce_frame_setup(tide_reduce_job *j, const tide_reduce_request *rq, const char *spec,
-                            const tide_header *hdr, tide_pipeline_params *p,
-                            tide_calib_params *cp, int *calibrated);
+                            const tide_header *hdr, tide_pipeline_params *p, tide_calib_params *cp,
+                            int *calibrated);
 
 /** Reduce a frame read and set up, and calibrate it when out->calibrated: out->res, out->cal,
  *  ms_reduce and ms_calibrate. */

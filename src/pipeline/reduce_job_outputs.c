@@ -94,9 +94,9 @@ static int store_view(const tide_table *cat, tide_table *view, double **nan) {
     return 0;
 }
 
-int tide_reduce_store_put(const char *uri, tide_store **store, const char *spec, const char *checksum,
-                     const tide_header *frame_hdr, const tide_pipeline_result *res,
-                     int64_t *image_id, double *ms) {
+int tide_reduce_store_put(const char *uri, tide_store **store, const char *spec,
+                          const char *checksum, const tide_header *frame_hdr,
+                          const tide_pipeline_result *res, int64_t *image_id, double *ms) {
     const double t0 = now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);

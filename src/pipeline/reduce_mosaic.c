@@ -33,9 +33,9 @@ void tide_reduce_mosaic_report_free(tide_reduce_mosaic_report *r) {
 /* An error of the CCD's own data: the CCD is flagged and the exposure goes on. Anything else
  * (memory, the device, files, the store, the configuration) would fail every CCD alike. */
 static int ccd_own_error(int st) {
-    return st == TIDE_E_EMPTY || st == TIDE_E_INVAL || st == TIDE_E_FORMAT ||
-           st == TIDE_E_RANGE || st == TIDE_E_UNSUPPORTED || st == TIDE_E_WCS ||
-           st == TIDE_E_NOSOLVE || st == TIDE_E_NOTFOUND;
+    return st == TIDE_E_EMPTY || st == TIDE_E_INVAL || st == TIDE_E_FORMAT || st == TIDE_E_RANGE ||
+           st == TIDE_E_UNSUPPORTED || st == TIDE_E_WCS || st == TIDE_E_NOSOLVE ||
+           st == TIDE_E_NOTFOUND;
 }
 
 /* What the whole exposure is checked for before any CCD is read. */
@@ -58,8 +58,7 @@ static int check_request(const tide_reduce_job *j, const tide_reduce_request *rq
 }
 
 /* The side outputs of a reduced CCD, each under its per-CCD name, staged in @p set. */
-static int side_outputs(tide_outset *set, const tide_reduce_request *rq,
-                        const tide_reduce_ccd *c) {
+static int side_outputs(tide_outset *set, const tide_reduce_request *rq, const tide_reduce_ccd *c) {
     const char *paths[3] = {rq->csv, rq->back, rq->rms};
     int st = 0;
     for (int i = 0; i < 3 && !st; i++) {
@@ -81,9 +80,8 @@ static int side_outputs(tide_outset *set, const tide_reduce_request *rq,
 }
 
 /* Read (from the prefetch), set up, reduce and calibrate one CCD into c->rep. */
-static int reduce_ccd(tide_reduce_job *j, const tide_reduce_request *rq,
-                      tide_reduce_prefetch *pf, const char *next, tide_reduce_ccd *c,
-                      tide_header *hdr) {
+static int reduce_ccd(tide_reduce_job *j, const tide_reduce_request *rq, tide_reduce_prefetch *pf,
+                      const char *next, tide_reduce_ccd *c, tide_header *hdr) {
     const double t0 = now_ms();
     tide_image im;
     int st = tide_reduce_prefetch_wait(pf, &im, hdr);
@@ -208,15 +206,14 @@ static int plan_ccds(tide_reduce_job *j, const tide_reduce_request *rq,
                      tide_reduce_mosaic_report *out) {
     int st = tide_fits_mosaic_plan_make(rq->frame, &out->plan);
     if (!st && out->plan.nccd == 0)
-        st = tide_error(TIDE_E_INVAL,
-                        "%s: not a mosaic (an empty primary and two or more image HDUs)",
-                        rq->frame);
+        st =
+            tide_error(TIDE_E_INVAL,
+                       "%s: not a mosaic (an empty primary and two or more image HDUs)", rq->frame);
     if (st)
         return st;
     for (int i = 0; i < out->plan.nskipped; i++)
-        tide_log(&j->ctx->log, TIDE_LOG_INFO, "reduce", "%s: HDU %d (%s) skipped: %s",
-                 rq->frame, out->plan.skipped[i].hdu, out->plan.skipped[i].what,
-                 out->plan.skipped[i].why);
+        tide_log(&j->ctx->log, TIDE_LOG_INFO, "reduce", "%s: HDU %d (%s) skipped: %s", rq->frame,
+                 out->plan.skipped[i].hdu, out->plan.skipped[i].what, out->plan.skipped[i].why);
     out->nccd = out->plan.nccd;
     out->ccd = calloc((size_t)out->nccd, sizeof *out->ccd);
     if (!out->ccd)

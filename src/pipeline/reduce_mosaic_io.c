@@ -18,7 +18,8 @@ int tide_reduce_ccd_path(const char *path, const tide_fits_mosaic_ccd *c, char *
         snprintf(tag, sizeof tag, ".hdu%d", c->hdu);
     const char *base = strrchr(path, '/');
     const char *dot = strrchr(base ? base + 1 : path, '.');
-    const size_t stem = dot && dot != (base ? base + 1 : path) ? (size_t)(dot - path) : strlen(path);
+    const size_t stem =
+        dot && dot != (base ? base + 1 : path) ? (size_t)(dot - path) : strlen(path);
     const int k =
         snprintf(out, n, "%.*s%s%s", (int)stem, path, tag, stem < strlen(path) ? path + stem : "");
     return k < 0 || (size_t)k >= n ? tide_error(TIDE_E_RANGE, "%s: per-CCD name too long", path)
@@ -58,7 +59,7 @@ int tide_reduce_ccd_key(char hex[72], int hdu) {
 
 /* The keywords that say which CCD a catalog HDU is and where it sits (DECam's and LSSTCam's
  * names), copied from the CCD's header when present. */
-static const char *const ccd_keys[] = {"CCDNUM", "DETPOS", "CCDNAME", "DETECTOR", "DETSIZE",
+static const char *const ccd_keys[] = {"CCDNUM", "DETPOS",  "CCDNAME", "DETECTOR", "DETSIZE",
                                        "DETSEC", "DATASEC", "TRIMSEC", "CCDSEC",   "EXTVER"};
 
 int tide_reduce_ccd_header(const tide_header *ccd_hdr, const tide_reduce_ccd *c,

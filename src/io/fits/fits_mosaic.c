@@ -101,10 +101,10 @@ int tide_fits_mosaic_plan_make(const char *spec, tide_fits_mosaic_plan *out) {
             c++;
         } else {
             skip(out, h,
-                 i == 0                                                    ? "the empty primary"
+                 i == 0 ? "the empty primary"
                  : h->kind == TIDE_HDU_BINTABLE || h->kind == TIDE_HDU_ASCIITABLE ? "a table"
-                 : h->kind == TIDE_HDU_EMPTY                               ? "no data"
-                                                                           : "not a 2-D image");
+                 : h->kind == TIDE_HDU_EMPTY                                      ? "no data"
+                                             : "not a 2-D image");
         }
     }
     out->nccd = kept;
