@@ -113,6 +113,76 @@ TIDE_API int tide_fits_write_table(const char *path, const tide_table *t, const 
 TIDE_API int tide_fits_write_table_to(struct tide_outfile *of, const tide_table *t,
                                       const tide_header *hdr, const char *extname);
 
+/** One CCD of a mosaic exposure: an image HDU of the file. */
+typedef struct tide_fits_mosaic_ccd {
+    int hdu;               /**< 0-based HDU number (read it as FILE[hdu]) */
+    char extname[72];      /**< EXTNAME or "" */
+    int64_t ccdnum;        /**< CCDNUM, or -1 when the header has none */
+    int64_t width, height; /**< NAXIS1, NAXIS2 */
+} tide_fits_mosaic_ccd;
+
+/** An HDU of a mosaic exposure that is not a CCD, and why. */
+typedef struct tide_fits_mosaic_skip {
+    int hdu;       /**< 0-based HDU number */
+    char what[96]; /**< its kind and EXTNAME ("bintable 'OBJECTS'") */
+    char why[64];  /**< "the empty primary", "a table", "not a 2-D image", ... */
+} tide_fits_mosaic_skip;
+
+/** The CCDs of a mosaic exposure, in file order. */
+typedef struct tide_fits_mosaic_plan {
+    int nccd;                       /**< CCDs (0: the file is not a mosaic) */
+    tide_fits_mosaic_ccd *ccd;      /**< nccd of them */
+    int nskipped;                   /**< HDUs that are not CCDs */
+    tide_fits_mosaic_skip *skipped; /**< nskipped of them */
+} tide_fits_mosaic_plan;
+
+/** Find the CCDs of the file @p spec names. A mosaic is an empty primary HDU followed by two
+ *  or more 2-D image HDUs (plain or tile-compressed; extra axes of length 1 allowed), as
+ *  DECam and LSSTCam write an exposure; the MASK and VAR planes an image's TIDEMASK and
+ *  TIDEVAR name, tables, cubes and empty HDUs are not CCDs and are listed in skipped. A file
+ *  that is not a mosaic (a frame in the primary, one image extension, or a spec that selects
+ *  one HDU, FILE[N] or FILE[EXTNAME]) gives nccd = 0 and status 0. Free with
+ *  tide_fits_mosaic_plan_free. Errors: those of tide_fits_inventory. */
+TIDE_API int tide_fits_mosaic_plan_make(const char *spec, tide_fits_mosaic_plan *out);
+
+/** Release a plan and zero it. NULL is a no-op. */
+TIDE_API void tide_fits_mosaic_plan_free(tide_fits_mosaic_plan *p);
+
+/** The index in @p p of the CCD named @p extname (when non-empty), else of CCD number
+ *  @p ccdnum; -1 when there is none. How a science CCD finds its template's. */
+TIDE_API int tide_fits_mosaic_find(const tide_fits_mosaic_plan *p, const char *extname,
+                                   int64_t ccdnum);
+
+/** A multi-extension FITS file being written HDU after HDU (opaque): an empty primary HDU
+ *  with the exposure's cards, then image and table extensions in the order they are added,
+ *  so a mosaic of many CCDs is written one CCD at a time. The file is staged as every output
+ *  is (outfile.h) and appears complete under its name on tide_fits_mef_commit, or not at
+ *  all. */
+typedef struct tide_fits_mef tide_fits_mef;
+
+/** Begin a multi-extension file at @p path, or into the staged output @p of of an output set
+ *  when non-NULL (it then appears when the set is committed), its primary HDU carrying the
+ *  cards of @p primary (may be NULL; structural and EXTNAME cards are not copied). */
+TIDE_API int tide_fits_mef_begin(const char *path, struct tide_outfile *of,
+                                 const tide_header *primary, tide_fits_mef **out);
+
+/** Append host image @p im as a float32 image extension named @p extname with the cards of
+ *  @p hdr (may be NULL). Its pixels only: a mask or variance plane is not written. */
+TIDE_API int tide_fits_mef_add_image(tide_fits_mef *m, const tide_image *im, const tide_header *hdr,
+                                     const char *extname);
+
+/** Append table @p t as a BINTABLE named @p extname with the cards of @p hdr (may be NULL),
+ *  columns as tide_fits_write_table writes them. */
+TIDE_API int tide_fits_mef_add_table(tide_fits_mef *m, const tide_table *t, const tide_header *hdr,
+                                     const char *extname);
+
+/** Complete the file: renamed into place (or, when staged, left for its set to rename).
+ *  Frees @p m; on failure the temporary is removed. */
+TIDE_API int tide_fits_mef_commit(tide_fits_mef *m);
+
+/** Give up the file: its temporary is removed and @p m freed. NULL is a no-op. */
+TIDE_API void tide_fits_mef_abort(tide_fits_mef *m);
+
 /** Read a binary (or ASCII) table HDU into a new table. Without an HDU selector the first table
  *  HDU that is not a compressed image is read. Column types follow the stored type with TZERO /
  *  TSCAL applied: B→U8, signed bytes and I→I16, unsigned 16-bit and J→I32, unsigned 32-bit and

@@ -26,6 +26,7 @@
 #include "tide/config.h"
 #include "tide/ctx.h"
 #include "tide/export.h"
+#include "tide/fits.h"
 #include "tide/reduce.h"
 
 #ifdef __cplusplus
@@ -111,6 +112,63 @@ TIDE_API int tide_reduce_job_create(tide_ctx *ctx, const tide_config *cfg, tide_
  *  store. */
 TIDE_API int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
                                  tide_reduce_report *out);
+
+/** One CCD of a mosaic exposure reduced by tide_reduce_job_run_mosaic. */
+typedef struct tide_reduce_ccd {
+    tide_fits_mosaic_ccd where; /**< its HDU, EXTNAME, CCDNUM and size */
+    char spec[1100];            /**< FILE[hdu]: the name it was reduced as (its FRAME) */
+    int failed;                 /**< 1: not reduced (error says why): its catalog HDU is an
+                                     empty table with CCDSTAT = 'FAILED' and CCDMSG, it has no
+                                     side outputs, and its earlier store rows are removed */
+    char error[512];            /**< why, when failed */
+    tide_reduce_report rep;     /**< its report (the catalog kept, the maps freed) */
+} tide_reduce_ccd;
+
+/** What a mosaic exposure gave. Free with tide_reduce_mosaic_report_free. */
+typedef struct tide_reduce_mosaic_report {
+    tide_fits_mosaic_plan plan; /**< the CCDs, and the HDUs that are not CCDs with why */
+    int nccd;                   /**< = plan.nccd */
+    tide_reduce_ccd *ccd;       /**< nccd of them, in file order */
+    int nfailed;                /**< CCDs that failed */
+    int nincomplete;            /**< CCDs written without the calibration asked for */
+    const char *store;          /**< the store used ("" = none) */
+    char warning[512];          /**< the first failed or incomplete CCD, when any */
+    double ms_total;            /**< the whole call, milliseconds */
+} tide_reduce_mosaic_report;
+
+/** Release a mosaic report and zero it. */
+TIDE_API void tide_reduce_mosaic_report_free(tide_reduce_mosaic_report *r);
+
+/** The per-CCD name of a side output (CSV, maps, difference products): @p path with
+ *  ".EXTNAME" (or ".hduN" for a CCD without EXTNAME) before its last extension
+ *  ("back.fits" -> "back.CCD07.fits"), or at its end when it has none. TIDE_E_RANGE when it
+ *  does not fit in @p n bytes. */
+TIDE_API int tide_reduce_ccd_path(const char *path, const tide_fits_mosaic_ccd *c, char *out,
+                                  size_t n);
+
+/** Reduce every CCD of the mosaic exposure rq->frame (tide_fits_mosaic_plan_make; the HDUs
+ *  that are not CCDs are logged at level info, with why) on the job's one context, CCD after
+ *  CCD, so device buffers, FFT plans and the open store are reused; the next CCD is read on a
+ *  thread of its own while one is reduced. Each CCD is reduced exactly as tide_reduce_job_run
+ *  reduces FILE[hdu] alone (the same catalog, row for row and bit for bit). Outputs, all
+ *  staged and appearing together:
+ *  - rq->catalog: an empty primary HDU with the exposure's primary cards and NCCDS, then one
+ * BINTABLE per CCD in file order, EXTNAME the CCD's (or "HDUn"), holding the CCD's keywords
+ * (CCDNUM, DETPOS, DETSEC, DATASEC, ...), CCDSTAT ('OK' or 'FAILED') and the catalog header of
+ * tide_reduce_job_run; FITS-LDAC is refused (TIDE_E_UNSUPPORTED);
+ *  - rq->csv, rq->back, rq->rms: one file per CCD, named by tide_reduce_ccd_path ("-" is
+ *    refused);
+ *  - the store: each CCD is a frame of its own, file FILE[hdu], keyed CHECKSUM[hdu] (the
+ *    file's checksum and the HDU), one transaction per CCD after every file is complete, so
+ *    re-running the exposure (or one CCD as FILE[hdu]) replaces its rows.
+ *  A CCD that fails with an error of its own data (TIDE_E_EMPTY, _INVAL, _FORMAT, _RANGE,
+ *  _UNSUPPORTED, _WCS, _NOSOLVE, _NOTFOUND: an empty, broken or strange CCD) is flagged, logged
+ *  at level warn, and the others are still written; any other error (memory, device, files,
+ *  store, configuration) or every CCD failing fails the exposure, and nothing is written.
+ *  TIDE_E_INVAL when rq->frame is not a mosaic. On 0 free *out with
+ *  tide_reduce_mosaic_report_free; on an error it is empty. */
+TIDE_API int tide_reduce_job_run_mosaic(tide_reduce_job *j, const tide_reduce_request *rq,
+                                        tide_reduce_mosaic_report *out);
 
 /** Run the following frames with configuration @p cfg (borrowed, as for
  *  tide_reduce_job_create): a task with options of its own (task.h). The store stays open

@@ -86,8 +86,9 @@ TIDE_API int tide_outfile_mkdtemp(const char *path, char *priv, size_t n);
  *  are removed, not followed). For private directories. */
 TIDE_API void tide_outfile_remove_tree(const char *dir);
 
-/** The largest number of outputs in one set. */
-#define TIDE_OUTSET_MAX 16
+/** The largest number of outputs in one set: a mosaic's per-CCD side outputs (three for
+ *  each of LSSTCam's 189 CCDs) are one set. */
+#define TIDE_OUTSET_MAX 1024
 
 /** The outputs of one command, committed together. */
 typedef struct tide_outset {

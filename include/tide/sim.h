@@ -191,6 +191,63 @@ TIDE_API int tide_sim_pix2sky(const tide_sim_sky *sky, int epoch, int64_t n, con
 TIDE_API int tide_sim_sky2pix(const tide_sim_sky *sky, int epoch, int64_t n, const double *ra,
                               const double *dec, double *x, double *y);
 
+/* ---- mosaics: a multi-CCD exposure ------------------------------------------------------ */
+
+/** Most CCDs of a simulated mosaic (LSSTCam has 189 science CCDs). */
+#define TIDE_SIM_MAX_CCDS 999
+
+/** One CCD of a simulated mosaic: its name and where it sits in the focal plane. */
+typedef struct tide_sim_ccd {
+    int ccdnum;       /**< CCDNUM, 1-based, row after row from the bottom of the plane */
+    char extname[16]; /**< EXTNAME and DETPOS: "CCD01" ... ("CCD001" ... past 99 CCDs) */
+    int64_t x0, y0;   /**< 0-based focal-plane position of the CCD's pixel (0, 0) */
+} tide_sim_ccd;
+
+/** The layout of @p nccd CCDs of @p p->width × @p p->height pixels on a grid, @p gap pixels
+ *  apart: columns so the plane is about as wide as high, rows filled from the bottom, a short
+ *  last row centred. Fills @p ccds (room for nccd) and the plane's size. TIDE_E_INVAL for
+ *  nccd outside 1..TIDE_SIM_MAX_CCDS or a gap outside 0..100000. */
+TIDE_API int tide_sim_mosaic_layout(const tide_sim_params *p, int nccd, int64_t gap,
+                                    tide_sim_ccd *ccds, int64_t *plane_w, int64_t *plane_h);
+
+/** A simulated multi-CCD exposure (opaque): one sky over the focal plane, its CCDs. */
+typedef struct tide_sim_mosaic tide_sim_mosaic;
+
+/** Make a mosaic of @p nccd CCDs, each of @p p's size, @p gap pixels apart
+ *  (tide_sim_mosaic_layout), from one sky drawn over the whole focal plane, so a star near a
+ *  gap has one position and magnitude whichever CCD sees it. @p p->nstars and ngalaxies are
+ *  per CCD (the plane gets the same density); the pointing, PSF field (FWHM growing towards
+ *  the plane's corners), sky gradient and SIP distortion are the plane's; hot pixels, bad
+ *  columns, cosmic rays and noise are each CCD's own. Free with tide_sim_mosaic_free. */
+TIDE_API int tide_sim_mosaic_make(tide_ctx *ctx, const tide_sim_params *p, int nccd, int64_t gap,
+                                  tide_sim_mosaic **out);
+
+/** Release a mosaic. NULL is a no-op. */
+TIDE_API void tide_sim_mosaic_free(tide_sim_mosaic *m);
+
+/** Number of CCDs (0 for NULL). */
+TIDE_API int tide_sim_mosaic_count(const tide_sim_mosaic *m);
+
+/** CCD @p k (0-based), or NULL when out of range. */
+TIDE_API const tide_sim_ccd *tide_sim_mosaic_ccd(const tide_sim_mosaic *m, int k);
+
+/** The focal plane's sky (for tide_sim_refcat: the reference stars of the whole exposure). */
+TIDE_API const tide_sim_sky *tide_sim_mosaic_sky(const tide_sim_mosaic *m);
+
+/** The exposure's primary header for epoch @p epoch: what a camera writes once per exposure
+ *  (DATE-OBS, MJD-OBS, EXPTIME, FILTER, pointing, SIM*), NEXTEND, NCCDS and DETSIZE; no WCS
+ *  and no detector values (those are each CCD's). @p h is overwritten. */
+TIDE_API int tide_sim_mosaic_primary(const tide_sim_mosaic *m, int epoch, tide_header *h);
+
+/** Render CCD @p k (0-based) of epoch @p epoch into @p out, as tide_sim_epoch renders a
+ *  frame (free with tide_sim_frame_free). Its header holds its own WCS (the plane's, CRPIX
+ *  moved to the CCD's origin), GAIN, RDNOISE, SATURATE, EXTNAME, DETPOS, CCDNUM, DETSIZE,
+ *  DETSEC (the CCD in the focal plane, 1-based, gaps counted, as DECam writes it), DATASEC
+ *  and TRIMSEC (the whole array: no overscan); its truth table holds the objects whose
+ *  centres fall on it, with the IDs of the plane's sky. */
+TIDE_API int tide_sim_mosaic_epoch(tide_ctx *ctx, const tide_sim_mosaic *m, int epoch, int k,
+                                   tide_sim_frame *out);
+
 #ifdef __cplusplus
 }
 #endif

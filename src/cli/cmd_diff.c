@@ -38,6 +38,12 @@ static const char *help =
     "into DIR/STEM (STEM: the frame's file name without .fits/.fit/.fz); a frame that fails\n"
     "is reported and the others go on (exit code 1 if any failed).\n"
     "\n"
+    "A mosaic SCIENCE exposure (an empty primary and two or more image HDUs) is differenced\n"
+    "CCD by CCD against a TEMPLATE mosaic: each CCD against the template's CCD of the same\n"
+    "EXTNAME (else CCDNUM), exactly as SCIENCE[N] TEMPLATE[M] would be, into DIR/EXTNAME; a\n"
+    "CCD the template lacks is reported and skipped; a CCD that fails is reported and the\n"
+    "others go on (exit code 1 if any failed).\n"
+    "\n"
     "options:\n"
     "  -o, --output DIR         output directory [required]; an existing DIR is replaced\n"
     "                           only when it holds nothing but a previous run's files\n"
@@ -447,6 +453,77 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
     return rc;
 }
 
+/* A mosaic science exposure against a template mosaic: CCD by CCD, each science CCD against
+ * the template's of the same EXTNAME (else CCDNUM), into DIR/EXTNAME; a CCD the template lacks
+ * is reported and skipped, a CCD that fails is reported and the others go on (exit 1). */
+static int run_mosaic(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
+                      const tide_fits_mosaic_plan *sci, const char *outp, const tide_diff_params *p,
+                      int64_t ntop, int timings, const char *const *cfgs, int ncfg,
+                      const diff_store_args *sa, const char *rb_model) {
+    const char *cmd = "diff";
+    tide_fits_mosaic_plan tpl;
+    int st = tide_fits_mosaic_plan_make(pos[1], &tpl);
+    if (!st && tpl.nccd == 0)
+        st = tide_error(TIDE_E_INVAL, "%s is a mosaic of %d CCDs but the template %s is not",
+                        pos[0], sci->nccd, pos[1]);
+    tide_diff_job *job = NULL;
+    if (!st)
+        st = tide_diff_job_create(ctx, p->config, &job);
+    if (st) {
+        tide_fits_mosaic_plan_free(&tpl);
+        return tide_cli_fail(cmd, st);
+    }
+    int failed = 0, missing = 0, done = 0;
+    for (int k = 0; k < sci->nccd; k++) {
+        const tide_fits_mosaic_ccd *c = &sci->ccd[k];
+        const int t = tide_fits_mosaic_find(&tpl, c->extname, c->ccdnum);
+        char sspec[4200], tspec[4200], dir[4200];
+        snprintf(sspec, sizeof sspec, "%s[%d]", pos[0], c->hdu);
+        if (t < 0) {
+            fprintf(stderr, "tide diff: %s (%s): no such CCD in the template %s: skipped\n", sspec,
+                    c->extname, pos[1]);
+            missing++;
+            continue;
+        }
+        snprintf(tspec, sizeof tspec, "%s[%d]", pos[1], tpl.ccd[t].hdu);
+        if (c->extname[0])
+            snprintf(dir, sizeof dir, "%s/%s", outp, c->extname);
+        else
+            snprintf(dir, sizeof dir, "%s/hdu%d", outp, c->hdu);
+        tide_timer_clear(ctx);
+        tide_diff_request rq;
+        tide_diff_request_init(&rq);
+        rq.science = sspec;
+        rq.tmpl = tspec;
+        rq.outdir = dir;
+        rq.make_dir = outp; /* made once there is a CCD to put in it */
+        rq.params = p;
+        rq.ntop = ntop;
+        rq.inputs = cfgs;
+        rq.ninputs = ncfg;
+        request_store(&rq, sa);
+        rq.rb_model = rb_model;
+        tide_diff_report rep;
+        memset(&rep, 0, sizeof rep);
+        const int rs = tide_diff_job_run(job, &rq, &rep);
+        if (rs) {
+            fprintf(stderr, "tide diff: %s: %s: %s\n", sspec, tide_strerror(rs),
+                    tide_error_detail());
+            failed++;
+        } else {
+            print_summary(com, ctx, sspec, tspec, dir, &rep, timings);
+            done++;
+        }
+        tide_diff_report_free(&rep);
+    }
+    if (!com->json)
+        printf("%s: %d CCDs differenced, %d missing from the template, %d failed\n", pos[0], done,
+               missing, failed);
+    tide_diff_job_destroy(job);
+    tide_fits_mosaic_plan_free(&tpl);
+    return failed || !done ? 1 : 0;
+}
+
 /* The command line's checks beyond parsing: 0 to go on, else the exit code (printed). */
 static int check_args(const tide_diff_params *p, const diff_args *d) {
     const char *cmd = "diff";
@@ -511,7 +588,17 @@ int tide_cmd_diff(int argc, char **argv) {
         rc = run_batch(&com, ctx, &d, &p, ins, nin);
     } else {
         const char *pos[2] = {d.pos[0], d.pos[1]};
-        rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store, d.rb_model);
+        tide_fits_mosaic_plan plan;
+        const int pst = tide_fits_mosaic_plan_make(pos[0], &plan);
+        if (pst)
+            rc = tide_cli_fail(cmd, pst);
+        else if (plan.nccd > 0)
+            rc = run_mosaic(&com, ctx, pos, &plan, d.outp, &p, d.ntop, d.timings, ins, nin,
+                            &d.store, d.rb_model);
+        else
+            rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store,
+                         d.rb_model);
+        tide_fits_mosaic_plan_free(&plan);
     }
 out:
     if (ctx)

@@ -17,6 +17,7 @@
 
 static const char *help =
     "usage: tide reduce FRAME -o CATALOG.fits [OPTIONS]\n"
+    "       tide reduce EXPOSURE.fits -o CATALOG.fits [OPTIONS]   (a mosaic)\n"
     "\n"
     "Reduce one calibrated frame to an instrumental source catalog: cosmetics (saturation,\n"
     "bleed trails, hot pixels, cosmic rays), background and noise maps, a first detection\n"
@@ -30,6 +31,14 @@ static const char *help =
     "write MAG_*/MAGERR_* for every flux, limiting magnitudes, airmass, Sun and Moon.\n"
     "Columns use Source Extractor's names and FITS 1-based pixel coordinates (README,\n"
     "\"Catalog columns\"). A frame without sources gives an empty catalog (exit 0).\n"
+    "\n"
+    "A mosaic exposure (an empty primary and two or more image HDUs, as DECam and LSSTCam\n"
+    "write one; FILE[N] reduces one CCD) is one job: every CCD is reduced as FILE[N] alone\n"
+    "would be, and -o gets one table per CCD (EXTNAME the CCD's, with CCDNUM, DETSEC...\n"
+    "and CCDSTAT); --csv, --back and --rms are written per CCD as NAME.EXTNAME.ext; the\n"
+    "store gets each CCD as an image of its own (FILE[N]). A CCD that cannot be reduced\n"
+    "(empty, broken) is flagged CCDSTAT = 'FAILED' and the others are written (exit 3).\n"
+    "HDUs that are not CCDs (tables, cubes) are skipped and logged (--log-level info).\n"
     "\n"
     "outputs:\n"
     "  -o, --output FILE        the catalog (FITS binary table in HDU 1) [required unless\n"
@@ -202,6 +211,65 @@ static void print_summary(const tide_cli_common *com, tide_ctx *ctx, const char 
                         calls == 1 ? "" : "s");
         }
     }
+}
+
+/* The summary of a mosaic exposure: one line (or JSON object) per CCD. */
+static void print_mosaic(const tide_cli_common *com, tide_ctx *ctx, const tide_reduce_request *rq,
+                         const tide_reduce_mosaic_report *m) {
+    if (com->json) {
+        printf("{\n  \"frame\": ");
+        tide_cli_json_string(stdout, rq->frame);
+        printf(",\n  \"backend\": \"%s\",\n  \"ccds\": %d,\n  \"failed\": %d,\n"
+               "  \"ms_total\": %.3f,\n  \"ccd\": [",
+               tide_backend_name(ctx->backend), m->nccd, m->nfailed, m->ms_total);
+        for (int k = 0; k < m->nccd; k++) {
+            const tide_reduce_ccd *c = &m->ccd[k];
+            printf("%s\n    {\"hdu\": %d, \"extname\": ", k ? "," : "", c->where.hdu);
+            tide_cli_json_string(stdout, c->where.extname);
+            printf(", \"ccdnum\": %lld, \"n_sources\": %lld, \"failed\": %s, \"error\": ",
+                   (long long)c->where.ccdnum, (long long)c->rep.res.n_sources,
+                   c->failed ? "true" : "false");
+            tide_cli_json_string(stdout, c->error);
+            printf(", \"ms_reduce\": %.3f}", c->rep.ms_reduce);
+        }
+        printf("\n  ]\n}\n");
+        return;
+    }
+    long long nsrc = 0;
+    for (int k = 0; k < m->nccd; k++) {
+        const tide_reduce_ccd *c = &m->ccd[k];
+        nsrc += (long long)c->rep.res.n_sources;
+        if (c->failed)
+            printf("%s (%s): FAILED, flagged in its HDU: %s\n", c->spec, c->where.extname,
+                   c->error);
+        else
+            printf("%s (%s): %lldx%lld, %lld sources, %.1f ms\n", c->spec, c->where.extname,
+                   (long long)c->rep.width, (long long)c->rep.height,
+                   (long long)c->rep.res.n_sources, c->rep.ms_reduce);
+    }
+    printf("%s: %d CCDs (%d failed), %lld sources -> %s; %s backend (%s), %.1f ms\n", rq->frame,
+           m->nccd, m->nfailed, nsrc, rq->catalog ? rq->catalog : "(no FITS output)",
+           tide_backend_name(ctx->backend), ctx->device_name, m->ms_total);
+}
+
+/* `tide reduce EXPOSURE.fits` of a mosaic: every CCD on one job (job.h). */
+static int reduce_mosaic(const tide_cli_common *com, tide_ctx *ctx, tide_reduce_job *job,
+                         const tide_reduce_request *rq) {
+    tide_reduce_mosaic_report m;
+    int st = tide_reduce_job_run_mosaic(job, rq, &m);
+    if (st)
+        return tide_cli_fail("reduce", st);
+    print_mosaic(com, ctx, rq, &m);
+    char shown[1300];
+    if (m.store[0] && !com->json)
+        printf("  stored as %d images in %s\n", m.nccd - m.nfailed,
+               tide_redact_uri(m.store, shown, sizeof shown));
+    const int rc = m.nfailed || m.nincomplete ? 3 : 0;
+    if (rc)
+        fprintf(stderr, "tide reduce: warning: %d CCD(s) failed, %d incomplete: %s\n", m.nfailed,
+                m.nincomplete, m.warning);
+    tide_reduce_mosaic_report_free(&m);
+    return rc;
 }
 
 int tide_cmd_reduce(int argc, char **argv) {
@@ -383,6 +451,16 @@ int tide_cmd_reduce(int argc, char **argv) {
     memset(&rep, 0, sizeof rep);
     rc = 1;
     st = tide_reduce_job_create(ctx, cfg, &job);
+    tide_fits_mosaic_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (!st)
+        st = tide_fits_mosaic_plan_make(rq.frame, &plan);
+    const int mosaic = plan.nccd > 0;
+    tide_fits_mosaic_plan_free(&plan);
+    if (!st && mosaic) {
+        rc = reduce_mosaic(&com, ctx, job, &rq);
+        goto done;
+    }
     if (!st)
         st = tide_reduce_job_run(job, &rq, &rep);
     if (st) {

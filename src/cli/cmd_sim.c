@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sim_write.h"
 
 typedef enum { OPT_DBL, OPT_I64, OPT_U64, OPT_INT, OPT_STR, OPT_OFF } opt_kind;
 
@@ -95,8 +96,17 @@ static void print_help(void) {
            "  --epoch2 FILE           also make a second epoch: offset, rotated, other seeing\n"
            "                          and transparency, a moving object, transients, variables\n"
            "  --truth2 FILE           truth catalog of the second epoch [none]\n"
-           "  --mask                  add the truth defect mask as a MASK extension [off]\n\n"
-           "simulation options [defaults]:\n");
+           "  --mask                  add the truth defect mask as a MASK extension [off]\n"
+           "  --ccds N                a mosaic exposure of N CCDs (1..%d) of --width x\n"
+           "                          --height each: an empty primary with the exposure's\n"
+           "                          keywords, then one image extension per CCD (EXTNAME\n"
+           "                          CCD01..., CCDNUM, DETSEC, DATASEC, its own WCS) on a\n"
+           "                          grid of the focal plane, stars from one sky; --nstars\n"
+           "                          and --ngal are per CCD; --truth has one table per CCD\n"
+           "                          [off: one frame]\n"
+           "  --ccd-gap PX            gap between neighbouring CCDs, pixels [100]\n\n"
+           "simulation options [defaults]:\n",
+           TIDE_SIM_MAX_CCDS);
     for (int i = 0; i < n_sim_opts; i++) {
         const sim_opt *o = &sim_opts[i];
         const char *f = (const char *)&d + o->off;
@@ -168,18 +178,7 @@ static int write_table(const char *path, const tide_table *t, const tide_sim_fra
                        const char *extname) {
     tide_header h;
     tide_header_init(&h);
-    int st = 0;
-    if (f) {
-        const char *keys[] = {"SIMSEED", "SIMEPOCH", "DATE-OBS", "MJD-OBS", "FILTER",
-                              "EXPTIME", "GAIN",     "SIMZPADU", "SIMZP",   "SIMCOLT"};
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !st; i++) {
-            int k = tide_header_find(&f->header, keys[i]);
-            if (k >= 0)
-                st = tide_header_append_card(&h, f->header.cards[k]);
-        }
-    }
-    if (!st)
-        st = tide_header_set_str(&h, "FLUXUNIT", "adu", "FLUX is ADU above sky and bias");
+    int st = tide_cli_sim_table_header(f ? &f->header : NULL, &h);
     if (!st)
         st = tide_fits_write_table(path, t, &h, extname);
     tide_header_free(&h);
@@ -213,6 +212,57 @@ static void json_frame(const char *key, const frame_summary *m) {
            m->rows, m->saturated, m->cosmics, m->render, m->noise, m->total, m->write);
 }
 
+/* `tide sim --ccds N`: the exposure (and a second epoch) written CCD by CCD. */
+static int sim_mosaic(const tide_cli_common *com0, const tide_sim_params *p, int nccd, int64_t gap,
+                      const char *out, const char *truth, const char *refcat, const char *out2,
+                      const char *truth2) {
+    const char *cmd = "sim";
+    tide_cli_common com = *com0;
+    com.ctx_opt.backend = TIDE_BACKEND_CPU; /* the simulator runs on the CPU */
+    tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);
+    if (!ctx)
+        return 1;
+    tide_sim_mosaic *m = NULL;
+    tide_table ref;
+    tide_table_init(&ref);
+    tide_cli_sim_mosaic_summary s1, s2;
+    memset(&s1, 0, sizeof s1);
+    memset(&s2, 0, sizeof s2);
+    const double t0 = tide_now();
+    int st = tide_sim_mosaic_make(ctx, p, nccd, gap, &m);
+    if (!st)
+        st = tide_cli_sim_mosaic_write(ctx, m, 1, out, truth, &s1);
+    if (!st && refcat && !(st = tide_sim_refcat(tide_sim_mosaic_sky(m), &ref)))
+        st = write_table(refcat, &ref, NULL, "REFCAT");
+    if (!st && out2)
+        st = tide_cli_sim_mosaic_write(ctx, m, 2, out2, truth2, &s2);
+    int rc = 0;
+    if (st) {
+        rc = tide_cli_fail(cmd, st);
+    } else if (com.json) {
+        printf("{\n  \"command\": \"sim\",\n  \"seed\": %llu,\n  \"ccds\": %d,\n"
+               "  \"width\": %lld,\n  \"height\": %lld,\n  \"gap\": %lld,\n"
+               "  \"sky_objects\": %lld,\n  \"truth_rows\": %lld,\n  \"refcat_rows\": %lld,\n"
+               "  \"seconds_total\": %.3f\n}\n",
+               (unsigned long long)p->seed, nccd, (long long)p->width, (long long)p->height,
+               (long long)gap, (long long)tide_sim_sky_count(tide_sim_mosaic_sky(m)), s1.rows,
+               (long long)ref.nrows, tide_now() - t0);
+    } else {
+        printf("tide sim: %s: %d CCDs of %lld x %lld, %lld objects on them (%lld saturated), "
+               "%lld cosmic rays, %.2f s\n",
+               out, nccd, (long long)p->width, (long long)p->height, s1.rows, s1.saturated,
+               s1.cosmics, s1.seconds);
+        if (out2)
+            printf("tide sim: %s: epoch 2, %lld objects on the CCDs, %.2f s\n", out2, s2.rows,
+                   s2.seconds);
+        printf("tide sim: total %.2f s on %d thread(s)\n", tide_now() - t0, ctx->threads);
+    }
+    tide_table_free(&ref);
+    tide_sim_mosaic_free(m);
+    tide_ctx_destroy(ctx);
+    return rc;
+}
+
 int tide_cmd_sim(int argc, char **argv) {
     const char *cmd = "sim";
     tide_cli_common com;
@@ -220,6 +270,8 @@ int tide_cmd_sim(int argc, char **argv) {
     tide_sim_params p;
     tide_sim_params_default(&p);
     const char *out = "sim.fits", *truth = NULL, *refcat = NULL, *out2 = NULL, *truth2 = NULL;
+    int nccd = 0;
+    int64_t gap = 100;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -233,6 +285,22 @@ int tide_cmd_sim(int argc, char **argv) {
             continue;
         if (!strcmp(a, "--mask")) {
             p.with_mask = 1;
+            continue;
+        }
+        if (!strcmp(a, "--ccds") || !strcmp(a, "--ccd-gap")) {
+            double v;
+            const int ccds = !strcmp(a, "--ccds");
+            if (i + 1 >= argc)
+                return tide_cli_usage_error(cmd, "option %s needs a value", a);
+            if (tide_cli_parse_range(cmd, a, argv[++i], ccds ? 1 : 0,
+                                     ccds ? TIDE_SIM_MAX_CCDS : 100000, &v))
+                return 2;
+            if (v != floor(v))
+                return tide_cli_usage_error(cmd, "%s needs a whole number (got '%s')", a, argv[i]);
+            if (ccds)
+                nccd = (int)v;
+            else
+                gap = (int64_t)v;
             continue;
         }
         const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
@@ -270,6 +338,11 @@ int tide_cmd_sim(int argc, char **argv) {
     int st = tide_sim_params_check(&p);
     if (st)
         return tide_cli_usage_error(cmd, "%s", tide_error_detail());
+    if (nccd > 0 && p.with_mask)
+        return tide_cli_usage_error(cmd, "--mask is for one frame: a mosaic's CCDs have no "
+                                         "MASK planes");
+    if (nccd > 0)
+        return sim_mosaic(&com, &p, nccd, gap, out, truth, refcat, out2, truth2);
     /* The simulator runs on the CPU; the context gives it threads and logging. */
     com.ctx_opt.backend = TIDE_BACKEND_CPU;
     tide_ctx *ctx = tide_cli_make_ctx(&com, cmd);

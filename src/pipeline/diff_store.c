@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "diff_internal.h"
+#include "reduce_job_internal.h"
 #include "tide/rb.h"
 #include "tide/status.h"
 #include "tide/store_cand.h"
@@ -28,7 +29,9 @@ static void spec_file(const char *spec, char *out, size_t n) {
 int tide_diffp_file_checksum(const char *spec, char *hex) {
     char path[4096];
     spec_file(spec, path, sizeof path);
-    return tide_store_file_checksum(path, hex);
+    int st = tide_store_file_checksum(path, hex);
+    /* a CCD of a mosaic is keyed as the reduction keys it, so an exposure's CCDs stay apart */
+    return st ? st : tide_reduce_frame_key(spec, hex);
 }
 
 static int cmp_float(const void *a, const void *b) {

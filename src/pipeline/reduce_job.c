@@ -14,13 +14,6 @@
 #include "tide/status.h"
 #include "tide/timer.h"
 
-struct tide_reduce_job {
-    tide_ctx *ctx;          /* borrowed: plans, pools, the solver's index files */
-    const tide_config *cfg; /* borrowed */
-    tide_store *store;      /* open since the first frame that named store_uri, or NULL */
-    char *store_uri;
-};
-
 static double now_ms(void) {
     return 1e3 * tide_now();
 }
@@ -47,7 +40,7 @@ int tide_reduce_job_set_config(tide_reduce_job *j, const tide_config *cfg) {
     return 0;
 }
 
-static void close_store(tide_reduce_job *j) {
+void tide_reduce_job_close_store(tide_reduce_job *j) {
     tide_store_close(j->store);
     free(j->store_uri);
     j->store = NULL;
@@ -57,7 +50,7 @@ static void close_store(tide_reduce_job *j) {
 void tide_reduce_job_destroy(tide_reduce_job *j) {
     if (!j)
         return;
-    close_store(j);
+    tide_reduce_job_close_store(j);
     free(j);
 }
 
@@ -71,7 +64,7 @@ void tide_reduce_report_free(tide_reduce_report *r) {
 /* The pipeline's parameters of the frame: the request's, or the configuration's with the
  * frame's instrument values, then the request's overrides. */
 static int pipeline_params(const tide_reduce_job *j, const tide_reduce_request *rq,
-                           const tide_instrument *inst, tide_pipeline_params *p) {
+                           const char *spec, const tide_instrument *inst, tide_pipeline_params *p) {
     int st = 0;
     if (rq->params) {
         *p = *rq->params;
@@ -81,7 +74,7 @@ static int pipeline_params(const tide_reduce_job *j, const tide_reduce_request *
     }
     if (st)
         return st;
-    snprintf(p->source, sizeof p->source, "%s", rq->frame);
+    snprintf(p->source, sizeof p->source, "%s", spec);
     if (rq->naper) {
         p->naper = rq->naper;
         memcpy(p->aper_radii, rq->aper_radii, sizeof(double) * (size_t)rq->naper);
@@ -98,27 +91,53 @@ static int pipeline_params(const tide_reduce_job *j, const tide_reduce_request *
         p->psffit.fit_background = 1;
     p->keep_maps = rq->back || rq->rms;
     st = tide_pipeline_params_check(p);
-    return st ? tide_error_prefix(st, "%s: ", rq->frame) : 0;
+    return st ? tide_error_prefix(st, "%s: ", spec) : 0;
 }
 
-/* The store of this frame, kept open from an earlier one when it names the same. */
-static int use_store(tide_reduce_job *j, const char *uri) {
+int tide_reduce_job_use_store(tide_reduce_job *j, const char *uri) {
     if (!uri[0] || (j->store_uri && !strcmp(j->store_uri, uri)))
         return 0;
-    close_store(j);
+    tide_reduce_job_close_store(j);
     j->store_uri = strdup(uri);
     return j->store_uri ? 0 : tide_error(TIDE_E_NOMEM, "out of memory");
 }
 
-/* Calibration asked for but not complete: the catalog was written without sky positions or
- * without a zero point (not an error; `tide reduce` exits 3). */
-static void incomplete(const char *spec, tide_reduce_report *out) {
+void tide_reduce_report_incomplete(const char *spec, tide_reduce_report *out) {
     const tide_calib_result *c = &out->cal;
     if (!out->calibrated || (c->wcs_ok && !(c->nref > 0 && !c->zp_ok)))
         return;
     out->incomplete = 1;
     snprintf(out->warning, sizeof out->warning, "%s: catalog written without %s: %s", spec,
              !c->wcs_ok ? "sky positions" : "a zero point", !c->wcs_ok ? c->astrmsg : c->zpmsg);
+}
+
+int tide_reduce_frame_setup(tide_reduce_job *j, const tide_reduce_request *rq, const char *spec,
+                            const tide_header *hdr, tide_pipeline_params *p, tide_calib_params *cp,
+                            int *calibrated) {
+    tide_instrument inst;
+    int st = tide_instrument_resolve(j->cfg, hdr, spec, &inst);
+    if (!st)
+        st = pipeline_params(j, rq, spec, &inst, p);
+    /* Calibration and store settings are checked before the frame is reduced, so a missing
+     * reference catalog fails in milliseconds, not after the reduction. */
+    if (!st)
+        st = tide_reduce_calib_params(&rq->cal, j->cfg, &inst, spec, cp);
+    *calibrated = !st && tide_reduce_calib_wanted(&rq->cal, cp);
+    if (!st && cp->refcat[0] && !tide_store_uri_is_pg(cp->refcat) && access(cp->refcat, R_OK))
+        st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp->refcat, strerror(errno));
+    return st;
+}
+
+int tide_reduce_frame_compute(tide_reduce_job *j, const tide_image *im, const tide_header *hdr,
+                              const tide_pipeline_params *p, const tide_calib_params *cp,
+                              tide_reduce_report *out) {
+    const double t0 = now_ms();
+    int st = tide_pipeline_run(j->ctx, im, hdr, p, &out->res);
+    const double t1 = now_ms();
+    if (!st && out->calibrated)
+        st = tide_calibrate_run(j->ctx, hdr, im->width, im->height, cp, &out->res, &out->cal);
+    out->ms_reduce = t1 - t0, out->ms_calibrate = now_ms() - t1;
+    return st;
 }
 
 int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
@@ -137,21 +156,11 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
     memset(&im, 0, sizeof im);
     tide_header_init(&hdr);
     int st = tide_fits_read_image(j->ctx, spec, &im, &hdr);
-    tide_instrument inst;
-    if (!st)
-        st = tide_instrument_resolve(j->cfg, &hdr, spec, &inst);
     tide_pipeline_params p;
-    if (!st)
-        st = pipeline_params(j, rq, &inst, &p);
-    out->width = im.width, out->height = im.height;
-    /* Calibration and store settings are checked before the frame is reduced, so a missing
-     * reference catalog fails in milliseconds, not after the reduction. */
     tide_calib_params cp;
+    out->width = im.width, out->height = im.height;
     if (!st)
-        st = tide_reduce_calib_params(&rq->cal, j->cfg, &inst, spec, &cp);
-    out->calibrated = !st && tide_reduce_calib_wanted(&rq->cal, &cp);
-    if (!st && cp.refcat[0] && !tide_store_uri_is_pg(cp.refcat) && access(cp.refcat, R_OK))
-        st = tide_error(TIDE_E_IO, "reference catalog %s: %s", cp.refcat, strerror(errno));
+        st = tide_reduce_frame_setup(j, rq, spec, &hdr, &p, &cp, &out->calibrated);
     const char *store = tide_reduce_store_uri(&rq->cal, j->cfg);
     out->store = store;
     const char *const outs[4] = {rq->catalog, rq->csv, rq->back, rq->rms};
@@ -172,16 +181,15 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
     if (store[0])
         tide_reduce_checksum_start(&sum, spec);
     const double t1 = now_ms();
-    st = tide_pipeline_run(j->ctx, &im, &hdr, &p, &out->res);
-    const double t2 = now_ms();
-    if (!st && out->calibrated)
-        st = tide_calibrate_run(j->ctx, &hdr, im.width, im.height, &cp, &out->res, &out->cal);
+    st = tide_reduce_frame_compute(j, &im, &hdr, &p, &cp, out);
     const double t3 = now_ms();
     const int sum_st = store[0] ? tide_reduce_checksum_wait(&sum) : 0;
     if (!st)
         st = sum_st;
+    if (!st && store[0])
+        st = tide_reduce_frame_key(spec, sum.hex);
     if (!st)
-        st = use_store(j, store);
+        st = tide_reduce_job_use_store(j, store);
     const double t4 = now_ms();
     /* Every file and the store together: the files appear only when all are complete and
      * the store has committed (reduce_job_internal.h). */
@@ -189,15 +197,15 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
         st = tide_reduce_outputs_commit(&staged, store, &j->store, spec, sum.hex, &hdr, &out->res,
                                         &out->image_id, &out->ms_store, &out->ms_write);
         if (st) /* the next frame opens the store afresh */
-            close_store(j);
+            tide_reduce_job_close_store(j);
     } else {
         tide_reduce_outputs_abort(&staged);
     }
     const double t5 = now_ms();
-    out->ms_read = t1 - t0, out->ms_reduce = t2 - t1, out->ms_calibrate = t3 - t2;
+    out->ms_read = t1 - t0;
     out->ms_checksum_wait = t4 - t3, out->ms_outputs = t5 - t4;
     if (!st)
-        incomplete(spec, out);
+        tide_reduce_report_incomplete(spec, out);
 done:
     tide_image_free(j->ctx, &im);
     tide_header_free(&hdr);

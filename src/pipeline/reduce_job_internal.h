@@ -10,6 +10,43 @@
 #include "tide/outfile.h"
 #include "tide/store.h"
 
+/** The job (job.h): what a sequence of frames keeps. */
+struct tide_reduce_job {
+    tide_ctx *ctx;          /**< borrowed: plans, pools, the solver's index files */
+    const tide_config *cfg; /**< borrowed */
+    tide_store *store;      /**< open since the first frame that named store_uri, or NULL */
+    char *store_uri;
+};
+
+/** The store of a frame, kept open from an earlier one when it names the same ("" = none). */
+int tide_reduce_job_use_store(tide_reduce_job *j, const char *uri);
+
+/** Close the job's store (after a failed write: the next frame opens it afresh). */
+void tide_reduce_job_close_store(tide_reduce_job *j);
+
+/** A frame's parameters from its header (@p spec names it in messages): the instrument's
+ *  values, the pipeline's and the calibration's parameters, whether a calibration is asked
+ *  for, and the reference catalog readable. The part of a job a mosaic repeats per CCD. */
+int tide_reduce_frame_setup(tide_reduce_job *j, const tide_reduce_request *rq, const char *spec,
+                            const tide_header *hdr, tide_pipeline_params *p, tide_calib_params *cp,
+                            int *calibrated);
+
+/** Reduce a frame read and set up, and calibrate it when out->calibrated: out->res, out->cal,
+ *  ms_reduce and ms_calibrate. */
+int tide_reduce_frame_compute(tide_reduce_job *j, const tide_image *im, const tide_header *hdr,
+                              const tide_pipeline_params *p, const tide_calib_params *cp,
+                              tide_reduce_report *out);
+
+/** Set out->incomplete and the warning when the calibration asked for was not complete: the
+ *  catalog was written without sky positions or a zero point (`tide reduce` exits 3). */
+void tide_reduce_report_incomplete(const char *spec, tide_reduce_report *out);
+
+/** The store key of a frame whose file's checksum is @p hex (rewritten in place): a CCD of a
+ *  mosaic (@p spec selects one HDU of a file that tide_reduce_mosaic_plan calls a mosaic) is
+ *  keyed "CHECKSUM[HDU]", so the CCDs of one exposure are kept apart and a re-run of one
+ *  replaces only its rows; any other frame keeps the file's checksum. */
+int tide_reduce_frame_key(const char *spec, char hex[72]);
+
 /** 1 when the options or the configuration ask for calibration. */
 int tide_reduce_calib_wanted(const tide_reduce_calib_opts *o, const tide_calib_params *p);
 
@@ -62,6 +99,13 @@ int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_sto
                                const char *spec, const char *checksum, const tide_header *frame_hdr,
                                const tide_pipeline_result *res, int64_t *image_id, double *ms_store,
                                double *ms_write);
+
+/** Put one frame's catalog into *@p store (opened from @p uri when NULL, and kept): its
+ *  images row from @p frame_hdr and the catalog header, keyed @p checksum (computed from
+ *  the file of @p spec when NULL), replacing an earlier run of the same key. */
+int tide_reduce_store_put(const char *uri, tide_store **store, const char *spec,
+                          const char *checksum, const tide_header *frame_hdr,
+                          const tide_pipeline_result *res, int64_t *image_id, double *ms);
 
 /** Remove every staged temporary (a failure before the commit). */
 void tide_reduce_outputs_abort(tide_reduce_outputs *o);

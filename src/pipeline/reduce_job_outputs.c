@@ -94,10 +94,9 @@ static int store_view(const tide_table *cat, tide_table *view, double **nan) {
     return 0;
 }
 
-/* Put the frame's catalog into *store (opened from @p uri when NULL, and kept). */
-static int store_put(const char *uri, tide_store **store, const char *spec, const char *checksum,
-                     const tide_header *frame_hdr, const tide_pipeline_result *res,
-                     int64_t *image_id, double *ms) {
+int tide_reduce_store_put(const char *uri, tide_store **store, const char *spec,
+                          const char *checksum, const tide_header *frame_hdr,
+                          const tide_pipeline_result *res, int64_t *image_id, double *ms) {
     const double t0 = now_ms();
     tide_store_frame f;
     tide_store_frame_init(&f);
@@ -212,7 +211,7 @@ int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_sto
         st = tide_error(j.status, "%s", j.err);
     /* 2. The store's one transaction, only once every file is complete. */
     if (!st && uri && uri[0])
-        st = store_put(uri, store, spec, checksum, frame_hdr, res, image_id, ms_store);
+        st = tide_reduce_store_put(uri, store, spec, checksum, frame_hdr, res, image_id, ms_store);
     /* 3. Every file into place (or none). A rename failing after the store committed leaves
      * the frame's rows in the store (re-running replaces them); the files are as before. */
     if (!st)

@@ -73,10 +73,11 @@ void tide_sim_params_default(tide_sim_params *p) {
             return tide_error(TIDE_E_INVAL, __VA_ARGS__);                                          \
     } while (0)
 
-int tide_sim_params_check(const tide_sim_params *p) {
+/* The checks of tide_sim_params_check; the pixel count only of a frame rendered whole. */
+static int params_check(const tide_sim_params *p, int whole_frame) {
     BAD(!p, "sim: no parameters");
     BAD(p->width < 1 || p->height < 1 || p->width > 1000000 || p->height > 1000000 ||
-            p->width * p->height > ((int64_t)1 << 31),
+            (whole_frame && p->width * p->height > ((int64_t)1 << 31)),
         "sim: frame size %lld x %lld is out of range (each 1..1000000, at most 2^31 pixels)",
         (long long)p->width, (long long)p->height);
     BAD(p->nstars < 0 || p->nstars > 50000000, "sim: nstars %lld is out of range (0..5e7)",
@@ -113,6 +114,10 @@ int tide_sim_params_check(const tide_sim_params *p) {
     return 0;
 }
 
+int tide_sim_params_check(const tide_sim_params *p) {
+    return params_check(p, 1);
+}
+
 const char *tide_sim_type_name(int type) {
     static const char *names[] = {"star", "galaxy", "moving", "transient", "variable", "satellite"};
     return type >= 0 && type <= 5 ? names[type] : "unknown";
@@ -136,8 +141,12 @@ int sim_sky_reserve(tide_sim_sky *sky, int64_t extra) {
 
 int tide_sim_sky_make(tide_ctx *ctx, const tide_sim_params *p, tide_sim_sky **out) {
     (void)ctx;
+    return sim_sky_make(p, 1, out);
+}
+
+int sim_sky_make(const tide_sim_params *p, int whole_frame, tide_sim_sky **out) {
     *out = NULL;
-    int st = tide_sim_params_check(p);
+    int st = params_check(p, whole_frame);
     if (st)
         return st;
     tide_sim_sky *sky = calloc(1, sizeof *sky);
@@ -213,9 +222,10 @@ static double angle_in_epoch(const tide_sim_sky *sky, int e, double x1, double y
     return atan2(yb - ya, xb - xa);
 }
 
-/* Sources of an epoch: every present object within reach of the frame, with its PSF. */
-static int make_sources(const tide_sim_sky *sky, int e, int nthreads, sim_src **out,
-                        int64_t *nout) {
+/* Sources of an epoch: every present object within reach of the frame, with its PSF; where
+ * the objects are comes from @p pos when given. */
+static int make_sources(const tide_sim_sky *sky, int e, const sim_placed *pos, int nthreads,
+                        sim_src **out, int64_t *nout) {
     const tide_sim_params *p = &sky->p;
     const sim_epoch_geom *g = &sky->geom[e];
     const double W = (double)p->width, H = (double)p->height, reach = 450.0;
@@ -227,8 +237,15 @@ static int make_sources(const tide_sim_sky *sky, int e, int nthreads, sim_src **
     for (int64_t i = 0; i < sky->nobj; i++) {
         const sim_object *o = &sky->obj[i];
         double x, y;
-        if (!isfinite(o->mag[e]) || sim_wcs_sky2pix(&g->wcs, o->ra[e], o->dec[e], &x, &y))
+        if (!isfinite(o->mag[e]))
             continue;
+        if (pos) {
+            x = pos->x[i] - pos->x0, y = pos->y[i] - pos->y0;
+            if (!isfinite(x) || !isfinite(y))
+                continue;
+        } else if (sim_wcs_sky2pix(&g->wcs, o->ra[e], o->dec[e], &x, &y)) {
+            continue;
+        }
         if (x < -reach || y < -reach || x > W + reach || y > H + reach)
             continue;
         sim_src *s = &src[n++];
@@ -265,6 +282,11 @@ static int make_sources(const tide_sim_sky *sky, int e, int nthreads, sim_src **
 }
 
 int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_frame *out) {
+    return sim_epoch_frame(ctx, sky, epoch, NULL, out);
+}
+
+int sim_epoch_frame(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, const sim_placed *pos,
+                    tide_sim_frame *out) {
     memset(out, 0, sizeof *out);
     if (!sky || (epoch != 1 && epoch != 2))
         return tide_error(TIDE_E_INVAL, "sim: epoch %d (must be 1 or 2)", epoch);
@@ -295,7 +317,7 @@ int tide_sim_epoch(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, tide_sim_f
         st = tide_error(TIDE_E_NOMEM, "sim: out of memory for the mask");
         goto fail;
     }
-    if ((st = make_sources(sky, e, nthreads, &src, &nsrc)))
+    if ((st = make_sources(sky, e, pos, nthreads, &src, &nsrc)))
         goto fail;
     if ((st = sim_render(out->image.pix, p->width, p->height, src, nsrc, nthreads)))
         goto fail;

@@ -66,7 +66,22 @@ typedef struct sim_epoch_geom {
     double transparency;
     double mjd;
     char date_obs[32];
+    /* The field the PSF and the sky vary over, when the frame is one CCD of a focal plane
+     * (sim_mosaic.c): the frame's 0-based origin in it and its size; field_w = 0: the frame
+     * is the field. */
+    double field_x0, field_y0;
+    int64_t field_w, field_h;
 } sim_epoch_geom;
+
+/** Map frame coordinates (x, y) and the frame size (w, h) to the field's, so a CCD of a
+ *  mosaic sees the focal plane's PSF and sky pattern rather than one centred on itself. */
+static inline void sim_field_coords(const sim_epoch_geom *g, int64_t *w, int64_t *h, double *x,
+                                    double *y) {
+    if (g->field_w <= 0)
+        return;
+    *x += g->field_x0, *y += g->field_y0;
+    *w = g->field_w, *h = g->field_h;
+}
 
 struct tide_sim_sky {
     tide_sim_params p;
@@ -96,6 +111,21 @@ int sim_epoch_specials(tide_sim_sky *sky);
 int sim_defects_detector(tide_sim_sky *sky);
 /** Grow sky->obj to hold @p extra more objects. */
 int sim_sky_reserve(tide_sim_sky *sky, int64_t extra);
+/** tide_sim_sky_make, with the frame's pixel count unchecked when @p whole_frame is 0: a
+ *  focal plane's sky is drawn over its whole extent but rendered CCD by CCD. */
+int sim_sky_make(const tide_sim_params *p, int whole_frame, tide_sim_sky **out);
+
+/** Where the objects of a sky fall in the frame being rendered, computed once for every CCD
+ *  of a focal plane: each object's 0-based position in the field (NaN: not on the tangent
+ *  plane, or absent), and the frame's origin in the field. */
+typedef struct sim_placed {
+    const double *x, *y;
+    double x0, y0;
+} sim_placed;
+/** tide_sim_epoch with the objects' positions given by @p pos (NULL: computed from the
+ *  epoch's WCS, as tide_sim_epoch does). */
+int sim_epoch_frame(tide_ctx *ctx, const tide_sim_sky *sky, int epoch, const sim_placed *pos,
+                    tide_sim_frame *out);
 
 /* ---- PSF (sim_psf.c) ----------------------------------------------------------------- */
 

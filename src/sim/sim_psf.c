@@ -13,6 +13,7 @@
 
 void sim_psf_at(const sim_epoch_geom *g, int64_t width, int64_t height, double x, double y,
                 double *fwhm, double *ellip, double *theta) {
+    sim_field_coords(g, &width, &height, &x, &y);
     double cx = 0.5 * (double)(width - 1), cy = 0.5 * (double)(height - 1);
     double rn = 0.5 * sqrt((double)width * width + (double)height * height);
     double xn = (x - cx) / rn, yn = (y - cy) / rn, r2 = xn * xn + yn * yn;

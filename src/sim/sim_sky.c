@@ -6,6 +6,7 @@
 #include "sim_internal.h"
 
 double sim_sky_at(const sim_epoch_geom *g, int64_t width, int64_t height, double x, double y) {
+    sim_field_coords(g, &width, &height, &x, &y);
     const double hx = 0.5 * (double)width, hy = 0.5 * (double)height;
     const double xn = (x - 0.5 * (double)(width - 1)) / hx;
     const double yn = (y - 0.5 * (double)(height - 1)) / hy;

@@ -63,6 +63,8 @@ static const char *help =
     "                        tide reduce (tide bench --worker --help)\n"
     "  --decode FILE         instead, time tide's tile decoder beside cfitsio on FILE\n"
     "                        (tide bench --decode --help)\n"
+    "  --mosaic              instead, time the reduction of a simulated 62-CCD exposure\n"
+    "                        (tide bench --mosaic --help)\n"
     "  --rb                  instead, time real/bogus scoring of 10,000 candidates\n"
     "                        (tide bench --rb --help)\n"
     "  --diff                instead, time the difference pipeline (tide diff) per stage and\n"
@@ -409,6 +411,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_decode(argc, argv);
         if (!strcmp(argv[i], "--rb"))
             return tide_bench_rb(argc, argv);
+        if (!strcmp(argv[i], "--mosaic"))
+            return tide_bench_mosaic(argc, argv);
     }
     tide_cli_common c;
     tide_cli_common_init(&c);

@@ -77,4 +77,15 @@ int tide_fits_out_commit(tide_fits_out *o);
 /** Close and remove the temporary file (after a failure). Keeps the current error detail. */
 void tide_fits_out_abort(tide_fits_out *o);
 
+/** Append table @p t as a BINTABLE HDU (number @p hdu, for messages) with the cards of
+ *  @p hdr (EXTNAME from @p extname, NULL or "" = none), the rows in one block or, with
+ *  @p by_column, column by column through cfitsio. */
+int tide_fits_table_hdu(tide_fits_out *o, const tide_table *t, const tide_header *hdr,
+                        const char *extname, int by_column, int hdu);
+
+/** Append host image @p im (pixels only: a mask or variance plane is not written) as a
+ *  float32 image extension, number @p hdu, with the cards of @p hdr and EXTNAME @p extname. */
+int tide_fits_image_hdu(tide_fits_out *o, const tide_image *im, const tide_header *hdr,
+                        const char *extname, int hdu);
+
 #endif

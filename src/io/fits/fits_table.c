@@ -55,9 +55,15 @@ static int write_string_column(tide_fits_out *o, const tide_column *c, int colnu
 static int write_table_all(tide_fits_out *o, const tide_table *t, const tide_header *hdr,
                            const char *extname, int by_column) {
     int cst = 0;
-    const char *p = o->path;
     if (fits_create_img(o->f, BYTE_IMG, 0, NULL, &cst))
-        return tide_fits_status(cst, p, 0, "cannot create the primary HDU");
+        return tide_fits_status(cst, o->path, 0, "cannot create the primary HDU");
+    return tide_fits_table_hdu(o, t, hdr, extname, by_column, 1);
+}
+
+int tide_fits_table_hdu(tide_fits_out *o, const tide_table *t, const tide_header *hdr,
+                        const char *extname, int by_column, int hdu) {
+    int cst = 0;
+    const char *p = o->path;
     int nc = t->ncols;
     char **ttype = calloc((size_t)(nc ? nc : 1), sizeof *ttype);
     char **tform = calloc((size_t)(nc ? nc : 1), sizeof *tform);
@@ -85,7 +91,7 @@ static int write_table_all(tide_fits_out *o, const tide_table *t, const tide_hea
     }
     if (!st && fits_create_tbl(o->f, BINARY_TBL, (LONGLONG)t->nrows, nc, ttype, tform, tunit,
                                extname && *extname ? extname : NULL, &cst))
-        st = tide_fits_status(cst, p, 1, "cannot create the binary table");
+        st = tide_fits_status(cst, p, hdu, "cannot create the binary table");
     for (int i = 0; !st && i < nc; i++) {
         const tide_column *c = &t->cols[i];
         char key[16];
@@ -98,7 +104,7 @@ static int write_table_all(tide_fits_out *o, const tide_table *t, const tide_hea
             fits_write_key_str(o->f, key, c->disp, "display format", &cst);
         }
         if (cst)
-            st = tide_fits_status(cst, p, 1, "cannot write the column keywords");
+            st = tide_fits_status(cst, p, hdu, "cannot write the column keywords");
     }
     free(ttype);
     free(tform);
@@ -122,7 +128,7 @@ static int write_table_all(tide_fits_out *o, const tide_table *t, const tide_hea
                            &cst)) {
             char what[128];
             snprintf(what, sizeof what, "cannot write column %s", c->name);
-            st = tide_fits_status(cst, p, 1, what);
+            st = tide_fits_status(cst, p, hdu, what);
         }
     }
     return st;

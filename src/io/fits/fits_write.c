@@ -82,6 +82,20 @@ static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *
     return TIDE_OK;
 }
 
+int tide_fits_image_hdu(tide_fits_out *o, const tide_image *im, const tide_header *hdr,
+                        const char *extname, int hdu) {
+    int cst = 0;
+    LONGLONG naxes[2] = {im->width, im->height};
+    if (fits_create_imgll(o->f, FLOAT_IMG, 2, naxes, &cst))
+        return tide_fits_status(cst, o->path, hdu, "cannot create the image extension");
+    if (extname && *extname && fits_write_key_str(o->f, "EXTNAME", extname, "extension name", &cst))
+        return tide_fits_status(cst, o->path, hdu, "cannot write EXTNAME");
+    int st = tide_fits_put_cards(o->f, hdr, extname && *extname, o->path);
+    return st ? st
+              : write_plane(o, TFLOAT, im->pix, sizeof(float), im->width, im->height, im->stride,
+                            "cannot write the pixels");
+}
+
 static int check_image(const char *path, const tide_image *im) {
     if (!im || !im->pix || im->width <= 0 || im->height <= 0 || im->stride < im->width)
         return tide_error(TIDE_E_INVAL, "%s: no image to write", path ? path : "(null)");
