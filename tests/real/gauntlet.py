@@ -107,17 +107,27 @@ EXCLUDE = {
 
 SE_PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "FLUX_APER", "FLUXERR_APER", "FLUX_AUTO",
              "FLUXERR_AUTO", "FLAGS", "XPEAK_IMAGE", "YPEAK_IMAGE", "BACKGROUND"]
-# A clean peer source is a pixel defect (hot pixel, cosmic-ray hit), not light through optics,
-# when its brightest pixel holds more of the background-subtracted 3x3 sum around it than any
-# star of the frame could: more than 90 % (a Gaussian PSF puts 58 % there at FWHM 1 px and
-# 83 % at FWHM 0.7 px), or more than 50 % and DEFECT_LOCUS times the median share of the
-# frame's other sources (FLAGS 0, S/N > 10: mostly stars), i.e. far off the frame's own
-# stellar locus (wcs/sipsample.fits: 2-pixel hits holding 76 % on a frame whose sources hold
-# a few %). Source Extractor keeps such pixels as clean sources (its FWHM_IMAGE reads ~4 px
-# for them); tide masks them. They are counted apart ("SE defects"), out of the recall.
+# A clean peer source is a pixel defect (hot pixel, cosmic-ray hit or track), not light through
+# optics, when it is sharper than any star of the frame could be:
+# - its brightest pixel holds more of the background-subtracted 3x3 sum around it than a PSF
+#   puts there: more than 90 % (a Gaussian PSF puts 58 % there at FWHM 1 px and 83 % at FWHM
+#   0.7 px), or more than 50 % and DEFECT_LOCUS times the median share of the frame's other
+#   sources (FLAGS 0, S/N > 10: mostly stars), i.e. far off the frame's own stellar locus
+#   (wcs/sipsample.fits: 2-pixel hits holding 76 % on a frame whose sources hold a few %);
+# - or its light is narrower than a PSF across its minor axis: the minor-axis rms of the
+#   background-subtracted pixels above 10 % of the peak in the 5x5 box about it is below
+#   DEFECT_MINOR_PX (a star of FWHM 1 px gives ~0.44 px, one centred on a pixel corner 0.5 px;
+#   a track one pixel wide or a 2-pixel hit gives 0), or below DEFECT_MINOR_LOCUS times the
+#   median of the frame's other sources (prim/ccd.fits and wcs/tnx.fits: tracks 1-2 px wide
+#   at 0.30-0.41 px among stars of 1.22-1.27 px; the undersampled stars of the 8-bit
+#   astrometry/apod4.jpg reach 0.32 px against 0.52, and stay in).
+# Source Extractor keeps such pixels as clean sources (its FWHM_IMAGE reads ~4 px for them);
+# tide masks them. They are counted apart ("SE defects"), out of the recall.
 DEFECT_PEAK_SHARE = 0.9
 DEFECT_PEAK_SHARE_LOCUS = 0.5
 DEFECT_LOCUS = 2.5
+DEFECT_MINOR_PX = 0.25
+DEFECT_MINOR_LOCUS = 0.5
 # Source Extractor's default.conv (3x3 pyramid, "all-ground" filter), as it ships.
 DEFAULT_CONV = "CONV NORM\n# 3x3 ``all-ground'' convolution mask with FWHM = 2 pixels.\n" \
                "1 2 1\n2 4 2\n1 2 1\n"
@@ -314,11 +324,31 @@ def run_se(path, h, d):
                                              "YPEAK_IMAGE", "BACKGROUND")}, dt
 
 
+def minor_rms(img, x, y, b):
+    """Minor-axis rms (px) of the pixels above 10 % of the peak (x, y) in the 5x5 box about it,
+    background b subtracted, weighted by value; NaN near the edge or without signal."""
+    ny, nx = img.shape
+    if x < 2 or y < 2 or x >= nx - 2 or y >= ny - 2:
+        return np.nan
+    box = img[y - 2:y + 3, x - 2:x + 3] - b
+    w = np.where(box > 0.1 * box[2, 2], box, 0.0)
+    t = w.sum()
+    if not (np.isfinite(t) and t > 0):
+        return np.nan
+    yy, xx = np.mgrid[-2:3, -2:3]
+    mx, my = (w * xx).sum() / t, (w * yy).sum() / t
+    cxx, cyy = (w * (xx - mx) ** 2).sum() / t, (w * (yy - my) ** 2).sum() / t
+    cxy = (w * (xx - mx) * (yy - my)).sum() / t
+    half = (cxx + cyy) / 2
+    return float(np.sqrt(max(half - np.sqrt(max(half * half - (cxx * cyy - cxy * cxy), 0)), 0)))
+
+
 def pixel_defects(path, se, snr):
-    """Boolean array: which peer sources are single-pixel defects (DEFECT_PEAK_SHARE and
-    the locus rule above). All False where astropy cannot read the frame's pixels."""
+    """Boolean array: which peer sources are pixel defects (the peak-share and minor-axis rules
+    above). All False where astropy cannot read the frame's pixels."""
     n = len(se["FLAGS"])
     share = np.full(n, np.nan)
+    minor = np.full(n, np.nan)
     try:
         img = np.asarray(fits.getdata(path), dtype=np.float64)
     except Exception:
@@ -335,12 +365,18 @@ def pixel_defects(path, se, snr):
         tot = box.sum()
         if np.isfinite(tot) and tot > 0:
             share[i] = box[1, 1] / tot
-    locus = share[(se["FLAGS"] == 0) & (snr > 10) & np.isfinite(share)]
-    med = float(np.median(locus)) if len(locus) >= 5 else np.nan
+        minor[i] = minor_rms(img, x, y, b)
+    stars = (se["FLAGS"] == 0) & (snr > 10)
+    out = np.zeros(n, bool)
     with np.errstate(invalid="ignore"):
-        out = share > DEFECT_PEAK_SHARE
-        if np.isfinite(med):
-            out |= (share > DEFECT_PEAK_SHARE_LOCUS) & (share > DEFECT_LOCUS * med)
+        out |= share > DEFECT_PEAK_SHARE
+        out |= minor < DEFECT_MINOR_PX
+        for v, rule in ((share, lambda v, med: (v > DEFECT_PEAK_SHARE_LOCUS) &
+                         (v > DEFECT_LOCUS * med)),
+                        (minor, lambda v, med: v < DEFECT_MINOR_LOCUS * med)):
+            locus = v[stars & np.isfinite(v)]
+            if len(locus) >= 5:
+                out |= rule(v, float(np.median(locus)))
     return out
 
 
