@@ -302,7 +302,8 @@ static size_t gzip_wrap(const bitw *w, const uint8_t *d, size_t n, uint8_t **out
     size_t len = 10 + w->n + (w->k ? 1 : 0) + 8;
     uint8_t *o = malloc(len);
     memcpy(o, hdr, 10);
-    memcpy(o + 10, w->b, w->n);
+    if (w->n)
+        memcpy(o + 10, w->b, w->n);
     if (w->k)
         o[10 + w->n] = (uint8_t)w->acc;
     uint32_t crc = libdeflate_crc32(0, d, n), isz = (uint32_t)n;

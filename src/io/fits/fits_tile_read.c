@@ -103,9 +103,9 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
                 (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
         st = 1;
 #ifdef TIDE_HAVE_CUDA
-    /* RICE_1 on the device, only when asked (TIDE_GPU_TILE_DECODE=1) until the kernel has
-     * been run against its CPU twin on a GPU: its first test run there failed in the test's
-     * own setup, and the corrected test has not run there yet */
+    /* RICE_1, GZIP_1 and GZIP_2 on the device, only when asked (TIDE_GPU_TILE_DECODE=1) until
+     * the kernels have been run against their CPU twin on a GPU: the RICE test's first run
+     * there failed in the test's own setup, and the corrected tests have not run there yet */
     const char *gpu_decode = getenv("TIDE_GPU_TILE_DECODE");
     if (!st && ctx && ctx->backend == TIDE_BACKEND_CUDA && gpu_decode && !strcmp(gpu_decode, "1")) {
         int g = tide_tile_decode_cuda(ctx, ti, data, im->pix);

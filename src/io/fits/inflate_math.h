@@ -36,10 +36,13 @@
 
 #include "core/gpu/hd.h"
 
+/* A test may define TIDE_INFL_SYNC itself (test_inflate_lanes: a barrier of host threads). */
+#ifndef TIDE_INFL_SYNC
 #ifdef __CUDA_ARCH__
 #define TIDE_INFL_SYNC() __syncwarp()
 #else
 #define TIDE_INFL_SYNC() ((void)0)
+#endif
 #endif
 
 /** Direct-lookup bits of the literal/length and of the distance (and precode) tables. */

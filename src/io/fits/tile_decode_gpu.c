@@ -16,6 +16,8 @@
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out) {
     const tide_tile_layout *t = &ti->lay;
+    if (t->codec == CODEC_GZIP1 || t->codec == CODEC_GZIP2)
+        return tide_tile_inflate_cuda(ctx, ti, data, out);
     if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
         return 1;
     const int64_t width = t->znaxis[0], height = t->ndim > 1 ? t->znaxis[1] : 1;
