@@ -696,15 +696,20 @@ static int fpack_file(const char *fz, const char *opt, int bitpix, int w, int h)
 static void real_files(void) {
     const char *names[] = {"m13_gzip.fits", "compressed_with_nan.fits", "m13_rice.fits",
                            "tess_diff_rice_dither1.fits.fz", "test_rice_dither2_seed42.fits.fz"};
-    int ntiles = 0;
+    int ntiles = 0, present = 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         const char *p = tide_test_data("compressed");
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", p, names[i]);
-        if (access(path, R_OK) == 0)
+        if (access(path, R_OK) == 0) {
+            present += i == 0;
             ntiles += file_tiles(path, 0);
+        }
     }
-    CHECK(ntiles > 0); /* m13_gzip.fits at least */
+    if (present)
+        CHECK(ntiles > 0); /* m13_gzip.fits at least */
+    else
+        fprintf(stderr, "no ../shared/data/compressed/m13_gzip.fits: the shared files skipped\n");
     printf("%d gzip tiles of ../shared/data/compressed\n", ntiles);
     if (system("command -v fpack >/dev/null") != 0) {
         fprintf(stderr, "fpack not installed (libcfitsio-bin): its files skipped\n");
