@@ -7,8 +7,8 @@
  *   - tide_fits_read_image on the context's threads: open, decode, no-data mask;
  *   - cfitsio's fits_read_pixll(TFLOAT, null NaN) of the whole image (one thread: cfitsio
  *     decodes tile after tile), the file opened outside the timing.
- *   - on a machine with a GPU, RICE_1 through tide_tile_decode_cuda: upload of the data unit,
- *     the kernels, download of the image (gpu_ms; -1 without a GPU).
+ *   - on a machine with a GPU, RICE_1, GZIP_1 and GZIP_2 through tide_tile_decode_cuda: upload
+ *     of the data unit, the kernels, download of the image (gpu_ms; -1 without a GPU).
  * The decoder's pixels are checked against cfitsio's (bit for bit, NaNs alike) once, the
  * GPU's against the CPU decoder's. */
 #include <fitsio.h>
@@ -153,12 +153,14 @@ int tide_bench_decode(int argc, char **argv) {
     if (!st)
         st = tide_bench_time(ctx, repeats, warmup, "bench.cfitsio", do_cfitsio, &a, &mscf);
     int same = !st && same_bits(mine, ref, npix);
-    /* RICE_1 on the GPU, where there is one: upload, decode, convert, download */
+    /* RICE_1 / GZIP on the GPU, where there is one: upload, decode, convert, download */
     double msgpu = -1;
     int gpu_same = -1;
 #ifdef TIDE_HAVE_CUDA
     tide_ctx *gctx = NULL;
-    if (!st && ti->lay.codec == CODEC_RICE && !ti->lossless && tide_cuda_available(NULL)) {
+    const int on_gpu = (ti->lay.codec == CODEC_RICE && !ti->lossless) ||
+                       ti->lay.codec == CODEC_GZIP1 || ti->lay.codec == CODEC_GZIP2;
+    if (!st && on_gpu && tide_cuda_available(NULL)) {
         tide_ctx_options go = c.ctx_opt;
         go.backend = TIDE_BACKEND_CUDA;
         float *g = malloc(sizeof(float) * (size_t)npix);

@@ -249,40 +249,19 @@ static void ints_to_floats(const tide_tile_conv *c, const uint8_t *raw, int byte
     }
 }
 
-/* IEEE floats or doubles (host order) to floats as cfitsio's fffr4r4 / fffr8r4: with the null
- * check, a NaN or Inf is null (NaN) and a zero or denormal (exponent 0) underflows to 0 (or
- * to @p zero when scaled); without it the values are copied (or scaled). */
+/* IEEE floats or doubles (host order) to floats (tide_tile_real_value). */
 static void reals_to_floats(const uint8_t *raw, int bytes, int64_t n, int nullcheck, double scale,
                             double zero, float *v) {
-    const int scaled = scale != 1.0 || zero != 0.0;
     for (int64_t i = 0; i < n; i++) {
-        double d;
-        int cls = 0; /* 1: NaN/Inf, 2: underflow */
+        uint64_t u;
         if (bytes == 4) {
-            uint32_t u;
-            float f;
-            memcpy(&u, raw + 4 * i, 4);
-            memcpy(&f, &u, 4);
-            d = f;
-            uint32_t e = u & 0x7f800000u;
-            cls = e == 0x7f800000u ? 1 : e == 0 ? 2 : 0;
-            if (!scaled && !(nullcheck && cls)) {
-                v[i] = f; /* the bits themselves */
-                continue;
-            }
+            uint32_t w;
+            memcpy(&w, raw + 4 * i, 4);
+            u = w;
         } else {
-            uint64_t u;
             memcpy(&u, raw + 8 * i, 8);
-            memcpy(&d, &u, 8);
-            uint64_t e = u & 0x7ff0000000000000ull;
-            cls = e == 0x7ff0000000000000ull ? 1 : e == 0 ? 2 : 0;
         }
-        if (nullcheck && cls == 1)
-            v[i] = NAN;
-        else if (nullcheck && cls == 2)
-            v[i] = scaled ? (float)zero : 0.0f;
-        else
-            v[i] = scaled ? (float)(d * scale + zero) : (float)d;
+        v[i] = tide_tile_real_value(u, bytes, nullcheck, scale, zero);
     }
 }
 

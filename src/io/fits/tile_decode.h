@@ -54,14 +54,28 @@ void tide_tile_conv_for(const tide_tile_image *ti, int64_t k, const uint8_t *row
 int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *out, int threads);
 
 #ifdef TIDE_HAVE_CUDA
-/** The CUDA twin of tide_tile_decode_cpu for RICE_1 images (tile_decode_gpu.c): @p data and
- *  @p out are host memory; the data unit is uploaded, decoded one tile per thread and
- *  converted one pixel per thread on the context's device, and the image downloaded: the same
- *  bits as the CPU twin. A wrong tile (or a fallback tile) is left to the CPU twin, so the
- *  error is the CPU's. Returns 0, 1 when the image is not one it decodes (not RICE_1, or
- *  lossless floats), or a negative TIDE_E_*. */
+/** The CUDA twin of tide_tile_decode_cpu for RICE_1, GZIP_1 and GZIP_2 images
+ *  (tile_decode_gpu.c): @p data and @p out are host memory; the data unit is uploaded, decoded
+ *  on the context's device and the image downloaded: the same bits as the CPU twin. RICE_1:
+ *  one tile per thread, then one pixel per thread; GZIP: tide_tile_inflate_cuda. A wrong tile
+ *  (or a fallback tile of a RICE image) is left to the CPU twin, so the error is the CPU's.
+ *  Returns 0, 1 when the image is not one it decodes (another codec, or lossless RICE floats),
+ *  or a negative TIDE_E_*. */
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out);
+
+/** GZIP_1 / GZIP_2 images on the device (tile_inflate_gpu.c): every tile, and the gzipped
+ *  fallback tiles of floats, inflated by inflate_math.h one warp per tile in one launch and
+ *  converted straight into the image; any tile it does not take or refuses hands the image to
+ *  the CPU twin. Returns as tide_tile_decode_cuda (1: not a GZIP image). */
+int tide_tile_inflate_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                           float *out);
+
+/** tide_tile_inflate_cuda without the CPU twin: 0 when the device decoded every tile, 2 when
+ *  it did not take or refused one (@p out then holds no image), 1 when the image is not a
+ *  GZIP one, or a negative TIDE_E_*. For tests that must know the device did the work. */
+int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                             float *out);
 #endif
 
 #endif

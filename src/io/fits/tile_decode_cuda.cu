@@ -142,18 +142,6 @@ __global__ void tile_rice_kernel(const uint8_t *unit, const tide_tile_job *jobs,
     err[k] = status;
 }
 
-/* The dither value of pixel @p p of a tile whose sequence starts at @p i0 (cfitsio's walk,
- * tide_tile_rand_next, jumped over whole runs). */
-__device__ static inline float dither_at(const float *r, int i0, int64_t p) {
-    int idx = (int)(r[i0] * 500);
-    while (p >= TIDE_TILE_NRANDOM - idx) {
-        p -= TIDE_TILE_NRANDOM - idx;
-        i0 = i0 + 1 == TIDE_TILE_NRANDOM ? 0 : i0 + 1;
-        idx = (int)(r[i0] * 500);
-    }
-    return r[idx + p];
-}
-
 __global__ void tile_convert_kernel(const int32_t *scratch, const tide_tile_job *jobs,
                                     const tide_tile_conv *conv, const float *rand, int64_t width,
                                     int64_t height, int64_t zt1, int64_t zt2, int64_t n1,
@@ -165,7 +153,7 @@ __global__ void tile_convert_kernel(const int32_t *scratch, const tide_tile_job 
         const int64_t k = (y / zt2) * n1 + x / zt1;
         const int64_t p = (y - jobs[k].y0) * jobs[k].tw + (x - jobs[k].x0);
         const tide_tile_conv c = conv[k];
-        const float rv = c.dither ? dither_at(rand, c.first_rand, p) : 0.0f;
+        const float rv = c.dither ? tide_tile_dither_at(rand, c.first_rand, p) : 0.0f;
         out[i] = tide_tile_value(&c, scratch[jobs[k].scratch_off + p], rv);
     }
 }

@@ -16,6 +16,12 @@
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out) {
     const tide_tile_layout *t = &ti->lay;
+    if (t->codec == CODEC_GZIP1 || t->codec == CODEC_GZIP2) {
+        /* GZIP on the device only when asked (TIDE_GPU_TILE_DECODE=1) until
+         * test_gpu_tile_inflate has passed on a GPU; RICE_1 is on by default */
+        const char *on = getenv("TIDE_GPU_TILE_DECODE");
+        return on && !strcmp(on, "1") ? tide_tile_inflate_cuda(ctx, ti, data, out) : 1;
+    }
     if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
         return 1;
     const int64_t width = t->znaxis[0], height = t->ndim > 1 ? t->znaxis[1] : 1;

@@ -19,6 +19,7 @@
 #define TIDE_TILE_QUANT_MATH_H
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/gpu/hd.h"
 #include "core/gpu/unfused.h"
@@ -87,6 +88,48 @@ TIDE_HD static inline void tide_tile_rand_next(const float *r, int *i0, int *idx
             *i0 = 0;
         *idx = (int)(r[*i0] * 500);
     }
+}
+
+/** The dither value of pixel @p p (0-based, tile order) of a tile whose sequence starts at
+ *  @p i0: tide_tile_rand_next's walk from the tile's first pixel, jumped over whole runs (the
+ *  GPU converts pixels independently). */
+TIDE_HD static inline float tide_tile_dither_at(const float *r, int i0, int64_t p) {
+    int idx = (int)(r[i0] * 500);
+    while (p >= TIDE_TILE_NRANDOM - idx) {
+        p -= TIDE_TILE_NRANDOM - idx;
+        i0 = i0 + 1 == TIDE_TILE_NRANDOM ? 0 : i0 + 1;
+        idx = (int)(r[i0] * 500);
+    }
+    return r[idx + p];
+}
+
+/** The float of an IEEE value of @p bytes (4 or 8) bytes whose bits are @p bits, as cfitsio's
+ *  fffr4r4 / fffr8r4 read it: with @p nullcheck a NaN or Inf is null (NaN) and a zero or a
+ *  denormal (exponent 0) underflows to 0 (to @p zero when scaled); otherwise the value
+ *  itself (a float's bits unchanged) or value * scale + zero. */
+TIDE_HD static inline float tide_tile_real_value(uint64_t bits, int bytes, int nullcheck,
+                                                 double scale, double zero) {
+    const int scaled = scale != 1.0 || zero != 0.0;
+    double d;
+    int cls; /* 1: NaN/Inf, 2: underflow */
+    if (bytes == 4) {
+        const uint32_t u = (uint32_t)bits, e = u & 0x7f800000u;
+        float f;
+        memcpy(&f, &u, 4);
+        cls = e == 0x7f800000u ? 1 : e == 0 ? 2 : 0;
+        if (!scaled && !(nullcheck && cls))
+            return f;
+        d = f;
+    } else {
+        const uint64_t e = bits & 0x7ff0000000000000ull;
+        memcpy(&d, &bits, 8);
+        cls = e == 0x7ff0000000000000ull ? 1 : e == 0 ? 2 : 0;
+    }
+    if (nullcheck && cls == 1)
+        return NAN;
+    if (nullcheck && cls == 2)
+        return scaled ? (float)zero : 0.0f;
+    return scaled ? (float)tide_dadd(tide_dmul(d, scale), zero) : (float)d;
 }
 
 #endif
