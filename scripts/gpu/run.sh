@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker|ab|gpu-tests] — there, on the GPU
+# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker|ab|gpu-tests|mosaic] — there, on the GPU
 # machine (repository root, carried .gpu/): run every test (GPU agreement tests included) and
 # the benchmarks, and write a report to $OUT. With "tests", only the tests (a quick check that
 # costs less device time); "tests-xray" and "tests-decode", the tests and that benchmark;
@@ -12,7 +12,7 @@
 # each (a base tide binary packed by `scripts/gpu/prepare.sh --base COMMIT` as
 # .gpu/base-tide.xz), issue 15's "no speed target regresses" check. "gpu-tests": only the
 # test programs named test_gpu_* (the CUDA twins), each also under compute-sanitizer memcheck
-# when TIDE_GPU_MEMCHECK names them (comma-separated).
+# when TIDE_GPU_MEMCHECK names them (comma-separated). "mosaic": a 62-CCD exposure reduced.
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -79,7 +79,8 @@ decode_bench() {
     "$d/d16.fits" || fail=1
   for f in "$d/d16_rice.fits" "$d/d16_gz2.fits" .gpu/data/compressed/tess_diff_rice_dither1.fits.fz; do
     echo "### $(basename "$f")" >> "$out/report.md"
-    timeout 120 .gpu/bin/tide bench --decode "$f" --threads 16 --repeats 7 >> "$out/report.md" 2>&1 \
+    TIDE_GPU_TILE_DECODE=1 timeout 120 .gpu/bin/tide bench --decode "$f" --threads 16 --repeats 7 \
+      >> "$out/report.md" 2>&1 \
       || fail=1
   done
 }
@@ -94,6 +95,17 @@ rb_bench() {
   timeout 100 .gpu/bin/tide bench --rb --model "$d/m.json" --threads 16 >> "$out/report.md" 2>&1 \
     || fail=1
 }
+# A 62-CCD 2k x 4k mosaic exposure reduced file to catalogs (issue 19: <= 1.5 s).
+mosaic_bench() {
+  echo "## mosaic exposure (tide bench --mosaic)" >> "$out/report.md"
+  mkdir -p /tmp/tide-mosaic
+  timeout 300 .gpu/bin/tide bench --mosaic --backend cuda --dir /tmp/tide-mosaic \
+    >> "$out/report.md" 2>&1 || fail=1
+}
+if [ "${1:-all}" = mosaic ]; then
+  mosaic_bench
+  finish
+fi
 # Two builds side by side in one call: base, this, base, this (reduce, then diff).
 ab_bench() {
   local base=/tmp/tide-base
