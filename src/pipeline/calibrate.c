@@ -80,6 +80,11 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
     const double *ex = tide_table_f64(cat, "ERRX2WIN_IMAGE");
     const double *ey = tide_table_f64(cat, "ERRY2WIN_IMAGE");
     const double *fa = tide_table_f64(cat, "FLUX_AUTO");
+    /* The solvers rank sources by their light within the first aperture (3 px by default):
+     * a star's core, as astrometry.net's image2xy ranks by peak; FLUX_AUTO puts a nebula's
+     * knots and galaxies first (astrometry/apod1.jpg solved only in that order: 0.14 s) */
+    const tide_column *ap = tide_table_column(cat, "FLUX_APER");
+    const double *fap = ap && ap->type == TIDE_COL_F64 && ap->repeat >= 1 ? ap->data : NULL;
     const float *snr = tide_table_f32(cat, "SNR");
     const tide_column *fl = tide_table_column(cat, "FLAGS");
     if (n > 0 && (!xw || !yw || !xb || !yb || !fa || !snr || !fl || fl->type != TIDE_COL_I16))
@@ -112,7 +117,8 @@ int tide_cal_sources_get(const tide_table *cat, tide_cal_sources *s) {
         s->by[i] = tide_pix_from_fits(yb[i]);
         const double v = ex && ey ? 0.5 * (ex[i] + ey[i]) : NAN;
         s->sigma[i] = v > 0 ? sqrt(v) : NAN;
-        s->flux[i] = isfinite(fa[i]) ? fa[i] : -INFINITY;
+        const double f = fap && isfinite(fap[i * ap->repeat]) ? fap[i * ap->repeat] : fa[i];
+        s->flux[i] = isfinite(f) ? f : -INFINITY;
         if (isfinite(s->x[i]) && isfinite(s->y[i]) && !(flags[i] & CAL_BAD_CENTROID_FLAGS) &&
             snr[i] >= CAL_FIT_MIN_SNR) {
             s->cx[s->nclean] = s->x[i];

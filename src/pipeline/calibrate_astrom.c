@@ -194,6 +194,10 @@ static int solve_refcat(const tide_cal_sources *src, const tide_solve_params *sp
     return 0;
 }
 
+/* Refinements of a solution on its index stars, each from the last one's result, while they
+ * gain stars (refine_on_index). */
+#define REFINE_PASSES 3
+
 /* A solution found without reference stars, refined on the stars of the index that solved
  * it (the same stars solve-field's tweak fits, but every clean source of the frame matched
  * to them from a generous radius by tide_astrom_refine, rather than the stars the
@@ -227,6 +231,27 @@ static int refine_on_index(tide_ctx *ctx, const tide_calib_params *p, const tide
     const double t0 = tide_cal_now_ms();
     st = tide_astrom_refine(ctx, *wcs, width, height, src->cx, src->cy, src->csigma, src->nclean,
                             ra, dec, n, &rp, &refined, &out->refine);
+    /* Again from its own result while that gains stars: a wide field's corners lie beyond the
+     * first round's radius of a solution without distortion terms, and the radius only
+     * shrinks within one refinement (apod4, 34 deg: 38 stars at order 2, RMS 0.42 px, then
+     * 63 at order 3, 0.11 px) */
+    for (int pass = 1; !st && pass < REFINE_PASSES; pass++) {
+        tide_wcs *again = NULL;
+        tide_refine_info ai;
+        int sa = tide_astrom_refine(ctx, refined, width, height, src->cx, src->cy, src->csigma,
+                                    src->nclean, ra, dec, n, &rp, &again, &ai);
+        if (sa == TIDE_E_NOMEM)
+            st = sa;
+        if (sa || ai.nstars <= out->refine.nstars) {
+            tide_wcs_free(again);
+            tide_error_clear();
+            break;
+        }
+        ai.initial_rms_px = out->refine.initial_rms_px; /* of the solution, as before */
+        tide_wcs_free(refined);
+        refined = again;
+        out->refine = ai;
+    }
     out->ms_refine += tide_cal_now_ms() - t0;
     free(ra);
     free(dec);

@@ -14,7 +14,7 @@ typedef struct tide_cal_sources {
     double *x, *y;   /**< 0-based XWIN/YWIN */
     double *bx, *by; /**< 0-based X_IMAGE/Y_IMAGE (barycentres), for the plate solver */
     double *sigma;   /**< 1σ centroid error per axis, pixels (NaN when unknown) */
-    double *flux;    /**< FLUX_AUTO, for the solver's brightest-first order */
+    double *flux;    /**< FLUX_APER of the first radius (else FLUX_AUTO): the solvers' order */
     int64_t nclean;  /**< clean sources, packed first into cx, cy, csigma */
     double *cx, *cy, *csigma;
 } tide_cal_sources;
