@@ -100,6 +100,31 @@ struct tide_outfile;
 TIDE_API int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
                                       const tide_header *hdr);
 
+/** How tide_fits_write_image_as stores an image's planes. */
+typedef enum {
+    TIDE_FITS_PLAIN = 0, /**< uncompressed, as tide_fits_write_image */
+    /** RICE_1 tile-compressed, one tile per row, as fpack writes by default: an empty primary
+     *  HDU, then the pixels in HDU 1 (ZSIMPLE = T, EXTNAME COMPRESSED_IMAGE), "MASK" and "VAR"
+     *  in HDUs 2 and 3. Floats are quantized as fpack -q 4 (SUBTRACTIVE_DITHER_1, ZDITHER0 from
+     *  the first row's bits so a file is the same on every run; NaN as ZBLANK), the mask is
+     *  lossless. funpack turns the file into tide_fits_write_image's layout, and
+     *  tide_fits_read_image reads it, MASK and VAR included (TIDEMASK / TIDEVAR count HDUs
+     *  from the image's). */
+    TIDE_FITS_RICE = 1
+} tide_fits_compress;
+
+/** Parse an output compression name: "none" (TIDE_FITS_PLAIN) or "rice" (TIDE_FITS_RICE).
+ *  @return 0; TIDE_E_INVAL naming the word and the choices */
+TIDE_API int tide_fits_compress_parse(const char *name, tide_fits_compress *how);
+
+/** tide_fits_write_image, with the planes stored as @p how says. */
+TIDE_API int tide_fits_write_image_as(const char *path, const tide_image *im,
+                                      const tide_header *hdr, tide_fits_compress how);
+
+/** tide_fits_write_image_to, with the planes stored as @p how says. */
+TIDE_API int tide_fits_write_image_to_as(struct tide_outfile *of, const tide_image *im,
+                                         const tide_header *hdr, tide_fits_compress how);
+
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
  *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map
  *  F64→D, F32→E, I64→K, I32→J, I16→I, U8→B, STR→A (repeat = string width); repeat > 1 makes a
