@@ -117,6 +117,12 @@ typedef enum {
  *  @return 0; TIDE_E_INVAL naming the word and the choices */
 TIDE_API int tide_fits_compress_parse(const char *name, tide_fits_compress *how);
 
+struct tide_config;
+/** The configuration's output.compress as a tide_fits_compress (@p cfg NULL, or the key
+ *  unset: TIDE_FITS_PLAIN).
+ *  @return 0; TIDE_E_INVAL naming the key and the word */
+TIDE_API int tide_fits_compress_config(const struct tide_config *cfg, tide_fits_compress *how);
+
 /** tide_fits_write_image, with the planes stored as @p how says. */
 TIDE_API int tide_fits_write_image_as(const char *path, const tide_image *im,
                                       const tide_header *hdr, tide_fits_compress how);

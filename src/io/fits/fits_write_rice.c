@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fits_internal.h"
+#include "tide/config.h"
 #include "tide/status.h"
 #include "tile_encode.h"
 
@@ -20,6 +21,16 @@ int tide_fits_compress_parse(const char *name, tide_fits_compress *how) {
     }
     return tide_error(TIDE_E_INVAL, "unknown output compression '%s' (expected none or rice)",
                       name ? name : "(null)");
+}
+
+int tide_fits_compress_config(const struct tide_config *cfg, tide_fits_compress *how) {
+    const char *v = NULL;
+    *how = TIDE_FITS_PLAIN;
+    if (!cfg || !tide_config_is_set(cfg, "output.compress") ||
+        tide_config_get_str(cfg, "output.compress", &v) || !v)
+        return TIDE_OK;
+    int st = tide_fits_compress_parse(v, how);
+    return st ? tide_error_prefix(st, "configuration output.compress: ") : TIDE_OK;
 }
 
 /* One plane coded on every core and appended as a compressed HDU. */

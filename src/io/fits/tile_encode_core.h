@@ -60,11 +60,12 @@ TIDE_HD static inline void tide_tile_enc_shape(const tide_tile_enc_plan *p, int6
 }
 
 /** The scratch one tile needs, in bytes: the gathered pixels (4 bytes each), their integers
- *  (4 bytes each), the noise lists. 16-byte aligned pieces. */
+ *  (4 bytes each), for floats the noise lists and the radix selection's candidates (a row's
+ *  width each), its histogram and the row medians. 16-byte aligned pieces. */
 TIDE_HD static inline int64_t tide_tile_enc_scratch_bytes(const tide_tile_enc_plan *p) {
     const int64_t a = (p->tile_px * 4 + 15) / 16 * 16;
     const int64_t f = (p->noise_nx * 4 + 15) / 16 * 16, d = p->noise_ny * 8;
-    return 2 * a + (p->kind == TIDE_ENC_F32 ? 3 * f + 3 * d : 0);
+    return 2 * a + (p->kind == TIDE_ENC_F32 ? 4 * f + 4 * TIDE_TILE_RADIX_BUCKETS + 3 * d : 0);
 }
 
 /** Encode tile @p k of the image @p img (elements of the plan's kind) with the scratch
@@ -98,12 +99,15 @@ TIDE_HD static inline void tide_tile_encode_one(const tide_tile_enc_plan *p, con
         o->has_null = nulls;
         const int64_t fb = (p->noise_nx * 4 + 15) / 16 * 16;
         uint8_t *ns = work + 2 * a;
+        uint8_t *rows = ns + 4 * fb + 4 * TIDE_TILE_RADIX_BUCKETS;
         tide_tile_noise_scratch s = {(float *)ns,
                                      (float *)(ns + fb),
                                      (float *)(ns + 2 * fb),
-                                     (double *)(ns + 3 * fb),
-                                     (double *)(ns + 3 * fb) + p->noise_ny,
-                                     (double *)(ns + 3 * fb) + 2 * p->noise_ny};
+                                     (double *)rows,
+                                     (double *)rows + p->noise_ny,
+                                     (double *)rows + 2 * p->noise_ny,
+                                     (uint32_t *)(ns + 4 * fb),
+                                     (uint32_t *)(ns + 3 * fb)};
         for (int64_t i = 0; i < p->noise_nx; i++)
             s.d2[i] = 0.f; /* cfitsio's calloc: the stale entries a first row reads */
         const int i0 = (int)((k + 1 + p->dither0 - 2) % TIDE_TILE_NRANDOM);

@@ -31,6 +31,7 @@
 #define TIDE_TILE_QUANTIZE_MATH_H
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/gpu/hd.h"
 #include "core/gpu/unfused.h"
@@ -110,11 +111,62 @@ TIDE_HD static inline double tide_tile_median_rows(double *v, int64_t n) {
 }
 
 /** Scratch of one tile's noise estimate: three lists of a row's width (floats), three of its
- *  row count (doubles). */
+ *  row count (doubles), and the radix selection's histogram and candidates. */
 typedef struct {
     float *d2, *d3, *d5;  /**< nx each; d2 must start zeroed (cfitsio callocs it) */
     double *r2, *r3, *r5; /**< ny each */
+    uint32_t *hist;       /**< TIDE_TILE_RADIX_BUCKETS */
+    uint32_t *cand;       /**< nx */
 } tide_tile_noise_scratch;
+
+/** Buckets of the radix selection's widest digit. */
+#define TIDE_TILE_RADIX_BUCKETS 2048
+
+/* One digit of the radix selection: among the @p m keys @p in (all sharing the digits above),
+ * the bucket of bits [shift, shift + width) holding the @p *k-th smallest; *k becomes its rank
+ * in the bucket, the keys of the bucket are copied to @p out, their count returned. */
+TIDE_HD static inline int64_t tide_tile_radix_digit(const uint32_t *in, int64_t m, int shift,
+                                                    int width, int64_t *k, uint32_t *hist,
+                                                    uint32_t *out, uint32_t *bucket) {
+    const uint32_t nb = 1u << width, mask = nb - 1u;
+    for (uint32_t b = 0; b < nb; b++)
+        hist[b] = 0;
+    for (int64_t i = 0; i < m; i++)
+        hist[(in[i] >> shift) & mask]++;
+    uint32_t b = 0;
+    for (int64_t below = 0;; b++) {
+        if (below + hist[b] > *k) {
+            *k -= below;
+            break;
+        }
+        below += hist[b];
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (((in[i] >> shift) & mask) == b)
+            out[n++] = in[i];
+    *bucket = b;
+    return n;
+}
+
+/** Element (n - 1) / 2 of the sorted @p a (n >= 1 non-negative floats, no NaN), as
+ *  tide_tile_qselect_f gives it, but without reordering @p a and without its branches on the
+ *  data: the order of non-negative IEEE floats is that of their bits, selected 11, 11 and 10
+ *  bits at a time. */
+TIDE_HD static inline float tide_tile_radix_median(const float *a, int64_t n, uint32_t *hist,
+                                                   uint32_t *cand) {
+    int64_t k = (n - 1) / 2;
+    uint32_t b1, b2, b3;
+    for (int64_t i = 0; i < n; i++) /* the bits, copied: no type-punned reads of @p a */
+        memcpy(&cand[i], &a[i], 4);
+    int64_t m = tide_tile_radix_digit(cand, n, 21, 11, &k, hist, cand, &b1);
+    m = tide_tile_radix_digit(cand, m, 10, 11, &k, hist, cand, &b2);
+    tide_tile_radix_digit(cand, m, 0, 10, &k, hist, cand, &b3);
+    const uint32_t bits = b1 << 21 | b2 << 10 | b3;
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+}
 
 /** Whether @p v is null in a tile that has nulls. */
 TIDE_HD static inline int tide_tile_is_null(float v, int nullcheck) {
@@ -147,6 +199,7 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
         *ngood = good, *minval = lo, *maxval = hi;
         return;
     }
+    int odd_tile = 0;
     for (int64_t jj = 0; jj < ny; jj++) {
         const float *row = a + jj * nx;
         float v[9];
@@ -165,6 +218,8 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
         if (have < 8)
             continue;
         int64_t nvals = 0, nvals2 = 0;
+        int odd = 0; /* a NaN difference in this row (from infinite sums): only
+                        quick_select's answer is cfitsio's then */
         for (; ii < nx; ii++) {
             if (tide_tile_is_null(row[ii], nullcheck))
                 continue;
@@ -174,7 +229,8 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
             if (v[8] > hi)
                 hi = v[8];
             if (!(v[4] == v[5] && v[5] == v[6])) {
-                s->d2[nvals2++] = fabsf(tide_fsub(v[4], v[6]));
+                s->d2[nvals2] = fabsf(tide_fsub(v[4], v[6]));
+                odd |= isnan(s->d2[nvals2++]);
             }
             if (!(v[2] == v[3] && v[3] == v[4] && v[4] == v[5] && v[5] == v[6])) {
                 s->d3[nvals] = fabsf(tide_fsub(tide_fsub(tide_fmul(2.f, v[4]), v[2]), v[6]));
@@ -183,6 +239,7 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
                                         tide_fmul(4.f, v[6])),
                               v[0]),
                     v[8]));
+                odd |= isnan(s->d3[nvals]) | isnan(s->d5[nvals]);
                 nvals++;
             } else {
                 good++; /* a constant stretch: counted, not measured */
@@ -199,10 +256,20 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
             s->r3[nrows] = s->d3[0];
             s->r5[nrows] = s->d5[0];
         } else {
+            /* d3 and d5 are written afresh for each row, so any exact selection of a
+             * NaN-free list gives cfitsio's medians. d2 is read over nvals entries as cfitsio
+             * reads it, the ones after nvals2 left by earlier rows' quick_select: its
+             * reordering must be cfitsio's on every row but a tile's last, and a NaN of any
+             * earlier row may linger there. */
+            odd_tile |= odd;
+            const int exact2 = odd_tile || jj + 1 < ny;
             if (nvals2 > 1) /* over nvals entries, as cfitsio */
-                s->r2[nrows2++] = tide_tile_qselect_f(s->d2, nvals);
-            s->r3[nrows] = tide_tile_qselect_f(s->d3, nvals);
-            s->r5[nrows] = tide_tile_qselect_f(s->d5, nvals);
+                s->r2[nrows2++] = exact2 ? tide_tile_qselect_f(s->d2, nvals)
+                                         : tide_tile_radix_median(s->d2, nvals, s->hist, s->cand);
+            s->r3[nrows] = odd ? tide_tile_qselect_f(s->d3, nvals)
+                               : tide_tile_radix_median(s->d3, nvals, s->hist, s->cand);
+            s->r5[nrows] = odd ? tide_tile_qselect_f(s->d5, nvals)
+                               : tide_tile_radix_median(s->d5, nvals, s->hist, s->cand);
         }
         nrows++;
     }

@@ -5,6 +5,7 @@
  * fpack's order (ZIMAGE, ZTILEn, ZCMPTYPE, ZBLANK, ZNAMEn/ZVALn, EXTNAME, ZSIMPLE or
  * ZTENSION, ZBITPIX, ZNAXISn, ZQUANTIZ, ZDITHER0). */
 #include <libdeflate.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,9 @@
 #include "tile_encode.h"
 
 /* The gzip member of tile @p k's IEEE values (big-endian, as cfitsio's lossless float tiles
- * hold them), in *out (malloc'd) of *nout bytes. */
-static int gzip_tile(const tide_tile_enc_plan *p, const float *img, int64_t k,
+ * hold them), in *out (malloc'd) of *nout bytes. In a tile with nulls (@p nulls) every null
+ * is stored as the NaN of all one bits, as cfitsio stores it. */
+static int gzip_tile(const tide_tile_enc_plan *p, const float *img, int64_t k, int nulls,
                      struct libdeflate_compressor *c, uint8_t **out, size_t *nout) {
     int64_t x0, y0, tw, th;
     tide_tile_enc_shape(p, k, &x0, &y0, &tw, &th);
@@ -32,6 +34,12 @@ static int gzip_tile(const tide_tile_enc_plan *p, const float *img, int64_t k,
     for (int64_t y = 0; y < th; y++)
         tide_fits_put_be4(be + (size_t)(y * tw) * 4,
                           (const unsigned char *)(img + (y0 + y) * p->stride + x0), tw);
+    for (int64_t y = 0; nulls && y < th; y++)
+        for (int64_t x = 0; x < tw; x++) {
+            const float v = img[(y0 + y) * p->stride + x0 + x];
+            if (!isfinite(v) || v == TIDE_TILE_FLOAT_NULL)
+                memset(be + (size_t)(y * tw + x) * 4, 0xff, 4);
+        }
     *nout = libdeflate_gzip_compress(c, be, n * 4, *out, cap);
     free(be);
     return *nout ? TIDE_OK : TIDE_E_NOMEM;
@@ -126,7 +134,7 @@ int tide_tile_write_hdu(fitsfile *f, const tide_tile_encoded *e, const void *img
         size_t nz = 0;
         if (!gz && !(gz = libdeflate_alloc_compressor(6)))
             st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for gzip", path, hdu);
-        if (!st && gzip_tile(p, img, k, gz, &z, &nz))
+        if (!st && gzip_tile(p, img, k, o->has_null, gz, &z, &nz))
             st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: cannot gzip tile %lld", path, hdu,
                             (long long)k + 1);
         if (!st)
