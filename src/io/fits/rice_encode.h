@@ -33,23 +33,28 @@ TIDE_HD static inline int64_t tide_rice_encode_bound(int64_t npix, int bytepix, 
     return bytepix + (nblocks * (fsbits + 1) + npix * per + 7) / 8 + 8;
 }
 
-/** The bit writer: @c acc holds @c n (< 8) pending bits in its low end. */
+/** The bit writer: @c acc holds @c n (< 32) pending bits in its low end. */
 typedef struct {
     uint8_t *p;
     uint64_t acc;
     int n;
 } tide_rice_writer;
 
-/** Append the @p k (0..32) low bits of @p v. */
+/** Append the @p k (0..32) low bits of @p v; whole 32-bit words go out at once. */
 TIDE_HD static inline void tide_rice_put(tide_rice_writer *w, uint32_t v, int k) {
     if (k == 0)
         return;
     const uint64_t mask = k == 32 ? 0xffffffffull : ((1ull << k) - 1);
-    w->acc = (w->acc << k) | ((uint64_t)v & mask);
+    w->acc = (w->acc << k) | ((uint64_t)v & mask); /* n + k <= 63: nothing falls off */
     w->n += k;
-    while (w->n >= 8) {
-        w->n -= 8;
-        *w->p++ = (uint8_t)(w->acc >> w->n);
+    if (w->n >= 32) {
+        w->n -= 32;
+        const uint32_t word = (uint32_t)(w->acc >> w->n);
+        w->p[0] = (uint8_t)(word >> 24);
+        w->p[1] = (uint8_t)(word >> 16);
+        w->p[2] = (uint8_t)(word >> 8);
+        w->p[3] = (uint8_t)word;
+        w->p += 4;
     }
 }
 
@@ -116,15 +121,23 @@ TIDE_HD static inline int64_t tide_rice_encode(const uint32_t *a, int64_t npix, 
             const uint32_t lowmask = fs ? (1u << fs) - 1u : 0u;
             for (int j = 0; j < n; j++) {
                 const uint32_t v = a[i + j] & vmask;
-                const uint32_t d = tide_rice_map(v, last, bbits);
-                tide_rice_put_unary(&w, d >> fs);
-                tide_rice_put(&w, d & lowmask, fs);
+                const uint32_t d = tide_rice_map(v, last, bbits), top = d >> fs;
+                if (top + 1 + (uint32_t)fs <= 32) { /* the usual code: one put */
+                    tide_rice_put(&w, (1u << fs) | (d & lowmask), (int)top + 1 + fs);
+                } else {
+                    tide_rice_put_unary(&w, top);
+                    tide_rice_put(&w, d & lowmask, fs);
+                }
                 last = v;
             }
         }
         last = prev;
     }
-    if (w.n > 0) /* pad the last byte with zeros */
+    while (w.n >= 8) { /* the whole bytes left, then the last one padded with zeros */
+        w.n -= 8;
+        *w.p++ = (uint8_t)(w.acc >> w.n);
+    }
+    if (w.n > 0)
         *w.p++ = (uint8_t)(w.acc << (8 - w.n));
     return (int64_t)(w.p - out);
 }

@@ -173,6 +173,32 @@ TIDE_HD static inline int tide_tile_is_null(float v, int nullcheck) {
     return nullcheck && v == TIDE_TILE_FLOAT_NULL;
 }
 
+/* One run v1..v9 (@p v) of good pixels: its differences appended to the lists (cfitsio's
+ * order of float operations), or a constant stretch counted in @p good. */
+TIDE_HD static inline void tide_tile_noise_step(const float *v, const tide_tile_noise_scratch *s,
+                                                int64_t *nvals, int64_t *nvals2, int *odd,
+                                                int64_t *good) {
+    if (!(v[4] == v[5] && v[5] == v[6])) {
+        const float d2 = fabsf(tide_fsub(v[4], v[6]));
+        s->d2[(*nvals2)++] = d2;
+        *odd |= isnan(d2);
+    }
+    if (!(v[2] == v[3] && v[3] == v[4] && v[4] == v[5] && v[5] == v[6])) {
+        const float d3 = fabsf(tide_fsub(tide_fsub(tide_fmul(2.f, v[4]), v[2]), v[6]));
+        const float d5 = fabsf(
+            tide_fadd(tide_fadd(tide_fsub(tide_fsub(tide_fmul(6.f, v[4]), tide_fmul(4.f, v[2])),
+                                          tide_fmul(4.f, v[6])),
+                                v[0]),
+                      v[8]));
+        s->d3[*nvals] = d3;
+        s->d5[*nvals] = d5;
+        *odd |= isnan(d3) | isnan(d5);
+        (*nvals)++;
+    } else {
+        (*good)++; /* a constant stretch: counted, not measured */
+    }
+}
+
 /** The noise estimate of the @p nx x @p ny tile @p a (nulls already TIDE_TILE_FLOAT_NULL when
  *  @p nullcheck): the good pixel count, min, max and the three MAD noises. */
 TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t ny, int nullcheck,
@@ -202,50 +228,45 @@ TIDE_HD static inline void tide_tile_noise5(const float *a, int64_t nx, int64_t 
     int odd_tile = 0;
     for (int64_t jj = 0; jj < ny; jj++) {
         const float *row = a + jj * nx;
-        float v[9];
-        int64_t ii = 0;
-        int have = 0; /* pixels v1..v8 found so far */
-        for (; ii < nx && have < 8; ii++) {
-            if (tide_tile_is_null(row[ii], nullcheck))
-                continue;
-            v[have++] = row[ii];
-            good++;
-            if (row[ii] < lo)
-                lo = row[ii];
-            if (row[ii] > hi)
-                hi = row[ii];
-        }
-        if (have < 8)
-            continue;
         int64_t nvals = 0, nvals2 = 0;
-        int odd = 0; /* a NaN difference in this row (from infinite sums): only
-                        quick_select's answer is cfitsio's then */
-        for (; ii < nx; ii++) {
-            if (tide_tile_is_null(row[ii], nullcheck))
+        int odd = 0;      /* a NaN difference in this row (from infinite sums): only
+                             quick_select's answer is cfitsio's then */
+        if (!nullcheck) { /* every pixel good: the runs are the row's own windows */
+            for (int64_t ii = 0; ii < nx; ii++) {
+                lo = row[ii] < lo ? row[ii] : lo;
+                hi = row[ii] > hi ? row[ii] : hi;
+            }
+            good += 8;
+            for (int64_t ii = 8; ii < nx; ii++)
+                tide_tile_noise_step(row + ii - 8, s, &nvals, &nvals2, &odd, &good);
+        } else {
+            float v[9];
+            int64_t ii = 0;
+            int have = 0; /* pixels v1..v8 found so far */
+            for (; ii < nx && have < 8; ii++) {
+                if (tide_tile_is_null(row[ii], nullcheck))
+                    continue;
+                v[have++] = row[ii];
+                good++;
+                if (row[ii] < lo)
+                    lo = row[ii];
+                if (row[ii] > hi)
+                    hi = row[ii];
+            }
+            if (have < 8)
                 continue;
-            v[8] = row[ii];
-            if (v[8] < lo)
-                lo = v[8];
-            if (v[8] > hi)
-                hi = v[8];
-            if (!(v[4] == v[5] && v[5] == v[6])) {
-                s->d2[nvals2] = fabsf(tide_fsub(v[4], v[6]));
-                odd |= isnan(s->d2[nvals2++]);
+            for (; ii < nx; ii++) {
+                if (tide_tile_is_null(row[ii], nullcheck))
+                    continue;
+                v[8] = row[ii];
+                if (v[8] < lo)
+                    lo = v[8];
+                if (v[8] > hi)
+                    hi = v[8];
+                tide_tile_noise_step(v, s, &nvals, &nvals2, &odd, &good);
+                for (int k = 0; k < 8; k++)
+                    v[k] = v[k + 1];
             }
-            if (!(v[2] == v[3] && v[3] == v[4] && v[4] == v[5] && v[5] == v[6])) {
-                s->d3[nvals] = fabsf(tide_fsub(tide_fsub(tide_fmul(2.f, v[4]), v[2]), v[6]));
-                s->d5[nvals] = fabsf(tide_fadd(
-                    tide_fadd(tide_fsub(tide_fsub(tide_fmul(6.f, v[4]), tide_fmul(4.f, v[2])),
-                                        tide_fmul(4.f, v[6])),
-                              v[0]),
-                    v[8]));
-                odd |= isnan(s->d3[nvals]) | isnan(s->d5[nvals]);
-                nvals++;
-            } else {
-                good++; /* a constant stretch: counted, not measured */
-            }
-            for (int k = 0; k < 8; k++)
-                v[k] = v[k + 1];
         }
         good += nvals;
         if (nvals == 0)
