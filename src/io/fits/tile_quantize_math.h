@@ -142,9 +142,11 @@ TIDE_HD static inline int64_t tide_tile_radix_digit(const uint32_t *in, int64_t 
         below += hist[b];
     }
     int64_t n = 0;
-    for (int64_t i = 0; i < m; i++)
-        if (((in[i] >> shift) & mask) == b)
-            out[n++] = in[i];
+    for (int64_t i = 0; i < m; i++) { /* without a branch: out may be in itself (n <= i) */
+        const uint32_t key = in[i];
+        out[n] = key;
+        n += ((key >> shift) & mask) == b;
+    }
     *bucket = b;
     return n;
 }
