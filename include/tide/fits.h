@@ -58,8 +58,9 @@ TIDE_API int tide_fits_check_input(const char *spec);
  *  Extra axes of length 1 are allowed (NAXIS3 = 1). The whole file is checked for truncation
  *  (any HDU whose data or header is cut short is an error, naming that HDU), so a damaged
  *  transfer is never read as good data.
- *  When the primary HDU of a file written by tide_fits_write_image is read (no section), its
- *  MASK bits and VAR plane are read back too (keywords TIDEMASK / TIDEVAR name their HDUs).
+ *  When the primary HDU of a file written by tide_fits_write_image is read (no section), or
+ *  HDU 1 of one written compressed (tide_fits_write_image_as), its MASK bits and VAR plane are
+ *  read back too (keywords TIDEMASK / TIDEVAR count the HDUs from the image's to theirs).
  *
  *  @param ctx   context (may be NULL: only host memory is used)
  *  @param spec  FILE, FILE[N], FILE[EXTNAME], each optionally with a [x1:x2,y1:y2] section
