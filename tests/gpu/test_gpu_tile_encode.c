@@ -13,6 +13,7 @@
 
 #include "io/fits/tile_encode.h"
 #include "tide/tide.h"
+#include "common/tile_test_image.h"
 #include "tide_test.h"
 
 #ifndef TIDE_HAVE_CUDA
@@ -21,18 +22,6 @@ int main(void) {
 }
 #else
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double gauss(void) {
-    double s = 0;
-    for (int i = 0; i < 12; i++)
-        s += (double)(rnd() >> 11) / 9007199254740992.0;
-    return s - 6.0;
-}
 
 static double now_ms(void) {
     struct timespec t;
@@ -40,45 +29,10 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static void *make_image(int kind, int64_t w, int64_t h) {
-    void *img = malloc((size_t)(w * h) * 4);
-    for (int64_t y = 0; y < h; y++)
-        for (int64_t x = 0; x < w; x++) {
-            const double v = 1000 + 3 * x + 0.5 * y + 8 * gauss();
-            const size_t i = (size_t)(y * w + x);
-            switch (kind) {
-            case TIDE_ENC_U8: ((uint8_t *)img)[i] = (uint8_t)((int)v % 256); break;
-            case TIDE_ENC_I16: ((int16_t *)img)[i] = (int16_t)(v * 10 - 20000); break;
-            case TIDE_ENC_U16: ((uint16_t *)img)[i] = (uint16_t)(v * 30); break;
-            case TIDE_ENC_I32: ((int32_t *)img)[i] = (int32_t)(v * 1e5) - 50000000; break;
-            default: {
-                float f = (float)v;
-                const uint64_t r = rnd() % 1000;
-                if (r < 5)
-                    f = NAN;
-                else if (r < 6)
-                    f = r % 2 ? INFINITY : -INFINITY;
-                else if (r < 9)
-                    f = 0.f;
-                if (y % 50 == 5)
-                    f = 42.5f; /* constant row */
-                if (y % 50 == 6)
-                    f = NAN; /* all null */
-                if (y % 50 == 9)
-                    f = (float)(v * 1e30);
-                if (y % 50 == 10)
-                    f = (float)(v * 1e-30);
-                ((float *)img)[i] = f;
-            }
-            }
-        }
-    return img;
-}
-
 /* Both twins on one image; returns the number of differing tiles. */
 static int64_t compare(tide_ctx *gpu, int kind, int64_t w, int64_t h, int64_t t1, int64_t t2,
                        int seed, int timed) {
-    void *img = make_image(kind, w, h);
+    void *img = tile_test_image(kind, w, h, &rng_state, 1);
     tide_tile_enc_plan p;
     tide_tile_encoded c, g;
     CHECK_OK(tide_tile_enc_plan_init(&p, kind, w, h, w, t1, t2, seed));
@@ -127,8 +81,8 @@ int main(void) {
     const int64_t tiles[][2] = {{0, 0}, {17, 23}, {7, 5}, {517, 389}, {100, 7}};
     for (int kind = TIDE_ENC_U8; kind <= TIDE_ENC_F32; kind++)
         for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
-            CHECK(compare(gpu, kind, 517, 389, tiles[t][0], tiles[t][1], 1 + (int)(rnd() % 10000),
-                          0) == 0);
+            CHECK(compare(gpu, kind, 517, 389, tiles[t][0], tiles[t][1],
+                          1 + (int)(trng_splitmix64(&rng_state) % 10000), 0) == 0);
     CHECK(compare(gpu, TIDE_ENC_F32, 4096, 4096, 0, 0, 4321, 1) == 0);
     CHECK(compare(gpu, TIDE_ENC_U16, 4096, 4096, 0, 0, 1, 1) == 0);
     tide_ctx_destroy(gpu);

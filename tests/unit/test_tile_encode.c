@@ -25,20 +25,15 @@
 #include "io/fits/tile_encode.h"
 #include "tide/fits.h"
 #include "tide/status.h"
+#include "common/tile_test_image.h"
 #include "tide_test.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 11);
+    return (uint32_t)(trng_splitmix64(&rng_state) >> 32);
 }
 static double gauss(void) {
-    double s = 0;
-    for (int i = 0; i < 12; i++)
-        s += rnd() / 4294967296.0;
-    return s - 6.0;
+    return tile_test_gauss(&rng_state);
 }
 
 static void rice_roundtrips(void) {
@@ -86,41 +81,6 @@ static void rice_roundtrips(void) {
                     free(b);
                     free(s);
                 }
-}
-
-/* A test image of @p kind: noise on a slope; floats also get NaNs, a constant row, an all-NaN
- * row, a row of zeros and an infinity. */
-static void *make_image(int kind, int64_t w, int64_t h) {
-    const size_t n = (size_t)(w * h);
-    void *img = malloc(n * 4);
-    for (int64_t y = 0; y < h; y++)
-        for (int64_t x = 0; x < w; x++) {
-            const double v = 1000 + 3 * x + 0.5 * y + 8 * gauss();
-            const size_t i = (size_t)(y * w + x);
-            switch (kind) {
-            case TIDE_ENC_U8: ((uint8_t *)img)[i] = (uint8_t)((int)v % 256); break;
-            case TIDE_ENC_I16: ((int16_t *)img)[i] = (int16_t)(v * 10 - 20000); break;
-            case TIDE_ENC_U16: ((uint16_t *)img)[i] = (uint16_t)(v * 30); break;
-            case TIDE_ENC_I32: ((int32_t *)img)[i] = (int32_t)(v * 1e5) - 50000000; break;
-            default: {
-                float f = (float)v;
-                if (y == 3 && x % 17 == 4)
-                    f = NAN;
-                if (y == 5)
-                    f = 42.5f; /* constant row: not quantized */
-                if (y == 6)
-                    f = NAN; /* all null */
-                if (y == 7)
-                    f = 0.f;
-                if (y == 8 && x == 2)
-                    f = INFINITY;
-                if (y == 9) /* near FLT_MAX: the noise sums overflow to inf - inf = NaN */
-                    f = 3.0e38f + 1e36f * (float)gauss();
-                ((float *)img)[i] = f;
-            }
-            }
-        }
-    return img;
 }
 
 static const int bitpix_of[] = {BYTE_IMG, SHORT_IMG, USHORT_IMG, LONG_IMG, FLOAT_IMG};
@@ -260,7 +220,8 @@ static void compare_tiles(const tide_tile_encoded *e, const char *fz, const char
 }
 
 /* One image through tide and fpack, read back by funpack, tide and astropy. */
-static void against_fpack(int kind, int64_t w, int64_t h, int64_t t1, int64_t t2, int seed) {
+static void against_fpack_image(int kind, void *img, int64_t w, int64_t h, int64_t t1, int64_t t2,
+                                int seed) {
     char what[128], plain[64], fz[64], mine[64], un_ref[64], un_mine[64], cmd[1024];
     snprintf(what, sizeof what, "kind %d %lldx%lld tiles %lldx%lld", kind, (long long)w,
              (long long)h, (long long)t1, (long long)t2);
@@ -271,7 +232,6 @@ static void against_fpack(int kind, int64_t w, int64_t h, int64_t t1, int64_t t2
     snprintf(mine, sizeof mine, "enc_%02d_tide.fits", ncase);
     snprintf(un_ref, sizeof un_ref, "enc_%02d_ref_un.fits", ncase);
     snprintf(un_mine, sizeof un_mine, "enc_%02d_tide_un.fits", ncase);
-    void *img = make_image(kind, w, h);
     write_plain(plain, kind, img, w, h);
     char tiles[64] = "";
     if (t1)
@@ -329,12 +289,40 @@ static void against_fpack(int kind, int64_t w, int64_t h, int64_t t1, int64_t t2
     free(img);
 }
 
+/* A generated image through against_fpack_image. */
+static void against_fpack(int kind, int64_t w, int64_t h, int64_t t1, int64_t t2, int seed) {
+    against_fpack_image(kind, tile_test_image(kind, w, h, &rng_state, 0), w, h, t1, t2, seed);
+}
+
+/* A real frame: the TESS difference image of ../shared/data (funpacked first). */
+static void real_frame(void) {
+    const char *root = getenv("TIDE_SHARED_DATA");
+    char src[4096], cmd[8400];
+    snprintf(src, sizeof src, "%s/compressed/tess_diff_rice_dither1.fits.fz", root ? root : ".");
+    if (!root || access(src, R_OK)) {
+        fprintf(stderr, "%s: not present (skipped)\n", src);
+        return;
+    }
+    unlink("tess_plain.fits");
+    snprintf(cmd, sizeof cmd, "funpack -C -O tess_plain.fits '%s'", src);
+    CHECK(system(cmd) == 0);
+    tide_image im;
+    CHECK_OK(tide_fits_read_image(NULL, "tess_plain.fits", &im, NULL));
+    if (!im.pix)
+        return;
+    float *pix = malloc(sizeof *pix * (size_t)(im.width * im.height));
+    for (int64_t y = 0; y < im.height; y++)
+        memcpy(pix + y * im.width, im.pix + y * im.stride, sizeof *pix * (size_t)im.width);
+    against_fpack_image(TIDE_ENC_F32, pix, im.width, im.height, 0, 0, 4242);
+    tide_image_free(NULL, &im);
+}
+
 /* tide_fits_write_image_as(TIDE_FITS_RICE): pixels, MASK and VAR back through tide. */
 static void image_with_planes(void) {
     tide_image im;
     const int64_t w = 301, h = 77;
     CHECK(tide_image_alloc(NULL, &im, w, h, TIDE_HOST, TIDE_IMAGE_MASK | TIDE_IMAGE_VAR) == 0);
-    float *src = make_image(TIDE_ENC_F32, w, h);
+    float *src = tile_test_image(TIDE_ENC_F32, w, h, &rng_state, 0);
     for (int64_t i = 0; i < w * h; i++) {
         im.pix[i] = src[i];
         im.var[i] = 64.f + (float)(i % 7);
@@ -390,6 +378,7 @@ int main(void) {
     against_fpack(TIDE_ENC_F32, 7, 60, 7, 5, 9999);      /* narrower than 9: one noise row */
     against_fpack(TIDE_ENC_I16, 50, 41, 13, 6, 1);
     against_fpack(TIDE_ENC_F32, 1, 30, 0, 0, 3); /* one-pixel tiles: all lossless */
+    real_frame();
     image_with_planes();
     return TIDE_TEST_RESULT();
 }
