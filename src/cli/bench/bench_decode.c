@@ -94,17 +94,12 @@ static int same_bits(const float *a, const float *b, int64_t n) {
 int tide_bench_decode(int argc, char **argv) {
     const char *cmd = "bench --decode", *path = NULL, *json = NULL;
     tide_cli_common c;
-    tide_cli_common_init(&c);
-    int repeats = 5, warmup = 1;
+    tide_ctx *ctx = NULL;
+    int repeats, warmup, threads;
     const int rc = tide_bench_file_args(cmd, "--decode", help, &c, argc, argv, &path, &json,
-                                        &repeats, &warmup);
+                                        &repeats, &warmup, &ctx, &threads);
     if (rc >= 0)
         return rc;
-    c.ctx_opt.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
-    if (!ctx)
-        return 1;
-    int threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     tide_tile_image *ti = NULL;
     uint8_t *data = NULL;
     float *mine = NULL, *ref = NULL;

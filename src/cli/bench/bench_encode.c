@@ -84,17 +84,12 @@ static int do_cfitsio(tide_ctx *ctx, void *p) {
 int tide_bench_encode(int argc, char **argv) {
     const char *cmd = "bench --encode", *path = NULL, *json = NULL;
     tide_cli_common c;
-    tide_cli_common_init(&c);
-    int repeats = 5, warmup = 1;
+    tide_ctx *ctx = NULL;
+    int repeats, warmup, threads;
     const int rc = tide_bench_file_args(cmd, "--encode", help, &c, argc, argv, &path, &json,
-                                        &repeats, &warmup);
+                                        &repeats, &warmup, &ctx, &threads);
     if (rc >= 0)
         return rc;
-    c.ctx_opt.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
-    if (!ctx)
-        return 1;
-    const int threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     tide_image im;
     tide_tile_enc_plan plan;
     tide_tile_encoded e = {0};

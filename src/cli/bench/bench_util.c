@@ -1,4 +1,5 @@
 /* bench_util.c — helpers shared by the `tide bench` families (bench_util.h). */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,8 +158,12 @@ int tide_bench_fft_pair(tide_ctx *ctx, int64_t px, int64_t py, int repeats, int 
 
 int tide_bench_file_args(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
                          int argc, char **argv, const char **path, const char **json, int *repeats,
-                         int *warmup) {
+                         int *warmup, tide_ctx **ctx, int *threads) {
     *path = NULL;
+    *ctx = NULL;
+    *repeats = 5;
+    *warmup = 1;
+    tide_cli_common_init(c);
     for (int i = 1; i < argc; i++) {
         int r = tide_bench_common_arg(cmd, mode, help, c, argc, argv, &i, json);
         if (r == TIDE_BENCH_ARG_EXIT_OK)
@@ -186,5 +191,9 @@ int tide_bench_file_args(const char *cmd, const char *mode, const char *help, ti
         fprintf(stderr, "tide %s: give the FILE (see --help)\n", cmd);
         return 2;
     }
+    c->ctx_opt.backend = TIDE_BACKEND_CPU;
+    if (!(*ctx = tide_cli_make_ctx(c, cmd)))
+        return 1;
+    *threads = (*ctx)->threads > 0 ? (*ctx)->threads : omp_get_max_threads();
     return -1;
 }
