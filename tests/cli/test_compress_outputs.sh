@@ -73,6 +73,12 @@ p, c = fits.open(sys.argv[1]), fits.open(sys.argv[2])
 assert np.array_equal(p["MASK"].data.astype(np.int64), c["MASK"].data.astype(np.int64))
 PYEOF
 
+# tide bench --encode times the encoder beside cfitsio on a frame
+"$TIDE" bench --encode "$tmp/a.fits" --repeats 1 --warmup 0 --json "$tmp/enc.json" \
+    >"$tmp/enc.out" 2>&1 && grep -q "cfitsio file" "$tmp/enc.out" && grep -q '"tide_ms"' "$tmp/enc.json" \
+    && ok "bench --encode: $(grep 'tide encoder, 1' "$tmp/enc.out" | tr -s ' ')" \
+    || { cat "$tmp/enc.out"; bad "tide bench --encode"; }
+
 # 3. a bad word: usage error, nothing written
 if "$TIDE" diff "$tmp/b.fits" "$tmp/a.fits" -o "$tmp/d3" --compress gzip >"$tmp/e.out" 2>&1; then
     bad "--compress gzip accepted"
