@@ -58,8 +58,9 @@ TIDE_API int tide_fits_check_input(const char *spec);
  *  Extra axes of length 1 are allowed (NAXIS3 = 1). The whole file is checked for truncation
  *  (any HDU whose data or header is cut short is an error, naming that HDU), so a damaged
  *  transfer is never read as good data.
- *  When the primary HDU of a file written by tide_fits_write_image is read (no section), its
- *  MASK bits and VAR plane are read back too (keywords TIDEMASK / TIDEVAR name their HDUs).
+ *  When the primary HDU of a file written by tide_fits_write_image is read (no section), or
+ *  HDU 1 of one written compressed (tide_fits_write_image_as), its MASK bits and VAR plane are
+ *  read back too (keywords TIDEMASK / TIDEVAR count the HDUs from the image's to theirs).
  *
  *  @param ctx   context (may be NULL: only host memory is used)
  *  @param spec  FILE, FILE[N], FILE[EXTNAME], each optionally with a [x1:x2,y1:y2] section
@@ -99,6 +100,37 @@ struct tide_outfile;
  *  committed; on failure its temporary is removed. */
 TIDE_API int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
                                       const tide_header *hdr);
+
+/** How tide_fits_write_image_as stores an image's planes. */
+typedef enum {
+    TIDE_FITS_PLAIN = 0, /**< uncompressed, as tide_fits_write_image */
+    /** RICE_1 tile-compressed, one tile per row, as fpack writes by default: an empty primary
+     *  HDU, then the pixels in HDU 1 (ZSIMPLE = T, EXTNAME COMPRESSED_IMAGE), "MASK" and "VAR"
+     *  in HDUs 2 and 3. Floats are quantized as fpack -q 4 (SUBTRACTIVE_DITHER_1, ZDITHER0 from
+     *  the first row's bits so a file is the same on every run; NaN as ZBLANK), the mask is
+     *  lossless. funpack turns the file into tide_fits_write_image's layout, and
+     *  tide_fits_read_image reads it, MASK and VAR included (TIDEMASK / TIDEVAR count HDUs
+     *  from the image's). */
+    TIDE_FITS_RICE = 1
+} tide_fits_compress;
+
+/** Parse an output compression name: "none" (TIDE_FITS_PLAIN) or "rice" (TIDE_FITS_RICE).
+ *  @return 0; TIDE_E_INVAL naming the word and the choices */
+TIDE_API int tide_fits_compress_parse(const char *name, tide_fits_compress *how);
+
+struct tide_config;
+/** The configuration's output.compress as a tide_fits_compress (@p cfg NULL, or the key
+ *  unset: TIDE_FITS_PLAIN).
+ *  @return 0; TIDE_E_INVAL naming the key and the word */
+TIDE_API int tide_fits_compress_config(const struct tide_config *cfg, tide_fits_compress *how);
+
+/** tide_fits_write_image, with the planes stored as @p how says. */
+TIDE_API int tide_fits_write_image_as(const char *path, const tide_image *im,
+                                      const tide_header *hdr, tide_fits_compress how);
+
+/** tide_fits_write_image_to, with the planes stored as @p how says. */
+TIDE_API int tide_fits_write_image_to_as(struct tide_outfile *of, const tide_image *im,
+                                         const tide_header *hdr, tide_fits_compress how);
 
 /** Write a table atomically: an empty primary HDU, then a BINTABLE in HDU 1 with one column per
  *  table column (TTYPE with the column's comment, TFORM, TUNIT, TDISP when set). Types map

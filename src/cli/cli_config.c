@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "tide/fits.h"
 
 const char *tide_cli_config_help =
     "  --config FILE            instrument configuration (JSON) [none]\n"
@@ -54,6 +55,23 @@ int tide_cli_config_option(tide_cli_config *c, const char *cmd, int argc, char *
         c->sets[c->nsets++] = one;
     }
     return 1;
+}
+
+int tide_cli_compress_option(const char *cmd, const char *name, char **sets, int *nsets) {
+    tide_fits_compress how;
+    if (tide_fits_compress_parse(name, &how)) {
+        tide_cli_usage_error(cmd, "--compress takes none or rice (got '%s')", name);
+        return -1;
+    }
+    const size_t n = strlen(name) + 32;
+    char *s = malloc(n);
+    if (!s) {
+        tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+        return -1;
+    }
+    snprintf(s, n, "output.compress=%s", name);
+    sets[(*nsets)++] = s;
+    return 0;
 }
 
 int tide_cli_config_load(const tide_cli_config *c, tide_config **out) {

@@ -17,6 +17,11 @@ typedef struct tide_cli_config {
  *  value. A --set KEY without a section is processing.KEY, as for tide reduce. */
 int tide_cli_config_option(tide_cli_config *c, const char *cmd, int argc, char **argv, int *i);
 
+/** --compress NAME: "output.compress=NAME" appended to @p sets (@p nsets entries, room for
+ *  one more) after checking NAME (tide_fits_compress_parse). 0, or -1 after a usage message
+ *  (or out of memory). */
+int tide_cli_compress_option(const char *cmd, const char *name, char **sets, int *nsets);
+
 /** Load the configuration the options name (tide_config_load): 0, or the status with the
  *  error recorded (FILE:LINE:COLUMN or the --set assignment). */
 int tide_cli_config_load(const tide_cli_config *c, tide_config **out);

@@ -64,6 +64,9 @@ static const char *help =
     "  --stamp N                fit stamp side, odd pixels [21]\n"
     "  --max-fit N              most candidates fitted, highest S/N first [100000]\n"
     "  --top N                  candidates drawn in candidates.png [16]\n"
+    "  --compress none|rice     difference.fits RICE_1 tile-compressed, floats quantized as\n"
+    "                           fpack -q 4 (funpack restores the plain layout)\n"
+    "                           [output.compress: none]\n"
     "  --progress, --no-progress  with --template and many frames: a progress line on\n"
     "                           standard error [on a terminal; never with --json]\n"
     "  --store URI              also write the difference, its candidates with their\n"
@@ -327,6 +330,13 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
                 d->tpath = v;
             } else if (!strcmp(a, "--store")) {
                 d->store.uri = v;
+            } else if (!strcmp(a, "--compress")) {
+                char **s = realloc(d->cfg.sets, sizeof *s * (size_t)(d->cfg.nsets + 1));
+                if (!s)
+                    return tide_cli_fail(cmd, tide_error(TIDE_E_NOMEM, "out of memory"));
+                d->cfg.sets = s;
+                if (tide_cli_compress_option(cmd, v, d->cfg.sets, &d->cfg.nsets))
+                    return 2;
             } else if (!strcmp(a, "--object-radius")) {
                 if (parse_num(v, 1e-3, 3600, &x))
                     return tide_cli_usage_error(

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_config.h"
 #include "reduce_calib.h"
 #include "tide/job.h"
 #include "tide/redact.h"
@@ -48,6 +49,8 @@ static const char *help =
     "  --csv FILE               also write the catalog as CSV (- = standard output) [none]\n"
     "  --back FILE              also write the background map (FITS image) [none]\n"
     "  --rms FILE               also write the background RMS map (FITS image) [none]\n"
+    "  --compress none|rice     --back and --rms maps RICE_1 tile-compressed, quantized as\n"
+    "                           fpack -q 4 [output.compress: none]\n"
     "  --store URI              also put the catalog into a store, one transaction that\n"
     "                           replaces an earlier run of the same file: sqlite:PATH or\n"
     "                           PATH.db, postgresql://... or pg:CONNINFO [store.uri, else\n"
@@ -297,12 +300,13 @@ int tide_cmd_reduce(int argc, char **argv) {
             goto out;
         if (c > 0)
             continue;
-        const int needs =
-            !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
-            !strcmp(a, "--config") || !strcmp(a, "--default") || !strcmp(a, "--set") ||
-            !strcmp(a, "--aper-radii") || !strcmp(a, "--bias") || !strcmp(a, "--noise") ||
-            !strcmp(a, "--back") || !strcmp(a, "--rms") || !strcmp(a, "--refcat") ||
-            !strcmp(a, "--refcat-table") || !strcmp(a, "--index-dir") || !strcmp(a, "--store");
+        const int needs = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--csv") ||
+                          !strcmp(a, "--config") || !strcmp(a, "--default") ||
+                          !strcmp(a, "--set") || !strcmp(a, "--aper-radii") ||
+                          !strcmp(a, "--bias") || !strcmp(a, "--noise") || !strcmp(a, "--back") ||
+                          !strcmp(a, "--rms") || !strcmp(a, "--refcat") ||
+                          !strcmp(a, "--refcat-table") || !strcmp(a, "--index-dir") ||
+                          !strcmp(a, "--store") || !strcmp(a, "--compress");
         if (needs && i + 1 >= argc) {
             rc = tide_cli_usage_error(cmd, "option %s needs a value", a);
             goto out;
@@ -315,6 +319,9 @@ int tide_cmd_reduce(int argc, char **argv) {
             rq.back = argv[++i];
         } else if (!strcmp(a, "--rms")) {
             rq.rms = argv[++i];
+        } else if (!strcmp(a, "--compress")) {
+            if (tide_cli_compress_option(cmd, argv[++i], sets, &nsets))
+                goto out;
         } else if (!strcmp(a, "--refcat")) {
             co->refcat = argv[++i];
         } else if (!strcmp(a, "--refcat-table")) {

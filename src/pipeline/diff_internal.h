@@ -7,6 +7,7 @@
 #include "tide/config.h"
 #include "tide/cosmetics.h"
 #include "tide/diff.h"
+#include "tide/fits.h"
 #include "tide/store.h"
 #include "tide/wcs.h"
 
@@ -149,7 +150,7 @@ typedef struct tide_diffp_staged {
  *  written as tide_diff_write does; @p ntop < 0: no candidate picture); on failure nothing
  *  is left. */
 int tide_diffp_write_stage(const char *dir, const tide_diff_result *r, int64_t ntop,
-                           tide_diffp_staged *sg);
+                           tide_fits_compress how, tide_diffp_staged *sg);
 
 /** The second half: the staged directory renamed into place (a previous run's moved aside
  *  and removed). On failure the target is as it was and the staged files are removed. */

@@ -196,8 +196,12 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     if (st)
         return st;
     const double t0 = now_ms();
-    /* a model that cannot be used fails the request before any pixel is read */
+    /* a model or an output setting that cannot be used fails the request before any pixel
+     * is read */
     if (rq->rb_model && (st = job_rb_model(j, rq->rb_model)))
+        return st;
+    tide_fits_compress how;
+    if ((st = tide_fits_compress_config(j->cfg, &how)))
         return st;
     tide_diff_params p;
     job_params(j, rq->params, &p);
@@ -251,7 +255,7 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     if (!st)
         /* the stamps kept for the store are not all drawn: --top's, or none for 0 */
         st = tide_diffp_write_stage(rq->outdir, &out->res,
-                                    use_store && rq->ntop <= 0 ? -1 : rq->ntop, &sg);
+                                    use_store && rq->ntop <= 0 ? -1 : rq->ntop, how, &sg);
     out->ms_write = now_ms() - t1;
     out->diff_id = -1;
     if (!st && use_store) {

@@ -164,7 +164,7 @@ static int write_pngs(const char *dir, const tide_diff_result *r, int64_t ntop) 
 }
 
 int tide_diffp_write_stage(const char *dir_in, const tide_diff_result *r, int64_t ntop,
-                           tide_diffp_staged *sg) {
+                           tide_fits_compress how, tide_diffp_staged *sg) {
     memset(sg, 0, sizeof *sg);
     if (!dir_in || !*dir_in || !r)
         return tide_error(TIDE_E_INVAL, "diff: no output directory given");
@@ -190,7 +190,7 @@ int tide_diffp_write_stage(const char *dir_in, const tide_diff_result *r, int64_
         return st;
     char p[4400];
     snprintf(p, sizeof p, "%s/difference.fits", tmp);
-    st = tide_fits_write_image(p, &r->diff, &r->header);
+    st = tide_fits_write_image_as(p, &r->diff, &r->header, how);
     if (!st) {
         tide_header th;
         tide_header_init(&th);
@@ -263,7 +263,7 @@ int tide_diffp_write_place(tide_diffp_staged *sg) {
 
 int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop) {
     tide_diffp_staged sg;
-    const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, &sg);
+    const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, TIDE_FITS_PLAIN, &sg);
     return st ? st : tide_diffp_write_place(&sg);
 }
 

@@ -175,6 +175,11 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
         st = tide_reduce_outputs_begin(&staged, rq->catalog, rq->ldac, rq->csv, rq->back, rq->rms);
     if (st)
         goto done;
+    st = tide_fits_compress_config(j->cfg, &staged.how);
+    if (st) {
+        tide_reduce_outputs_abort(&staged);
+        goto done;
+    }
     /* The store's key (the file's checksum) is computed while the frame is reduced. */
     tide_reduce_checksum sum;
     memset(&sum, 0, sizeof sum);

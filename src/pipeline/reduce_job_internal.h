@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "tide/fits.h"
 #include "tide/job.h"
 #include "tide/outfile.h"
 #include "tide/store.h"
@@ -82,6 +83,7 @@ typedef struct tide_reduce_outputs {
     tide_outfile *cat, *csv, *back, *rms; /**< NULL when not asked for */
     int ldac;                             /**< the catalog as FITS-LDAC */
     const char *csv_stream;               /**< "-" or a pipe: written in place after the commit */
+    tide_fits_compress how; /**< how the background and rms maps are stored (output.compress) */
 } tide_reduce_outputs;
 
 /** Begin the outputs (NULL paths are not written). On failure nothing is left behind. */

@@ -200,9 +200,9 @@ int tide_reduce_outputs_commit(tide_reduce_outputs *o, const char *uri, tide_sto
     if (o->csv)
         st = tide_catalog_write_csv_to(o->csv, &res->catalog);
     if (!st && o->back)
-        st = tide_fits_write_image_to(o->back, &res->back_map, NULL);
+        st = tide_fits_write_image_to_as(o->back, &res->back_map, NULL, o->how);
     if (!st && o->rms)
-        st = tide_fits_write_image_to(o->rms, &res->rms_map, NULL);
+        st = tide_fits_write_image_to_as(o->rms, &res->rms_map, NULL, o->how);
     if (threaded)
         pthread_join(th, NULL);
     if (ms_write)

@@ -94,40 +94,12 @@ static int same_bits(const float *a, const float *b, int64_t n) {
 int tide_bench_decode(int argc, char **argv) {
     const char *cmd = "bench --decode", *path = NULL, *json = NULL;
     tide_cli_common c;
-    tide_cli_common_init(&c);
-    int repeats = 5, warmup = 1;
-    for (int i = 1; i < argc; i++) {
-        int r = tide_bench_common_arg(cmd, "--decode", help, &c, argc, argv, &i, &json);
-        if (r == TIDE_BENCH_ARG_EXIT_OK)
-            return 0;
-        if (r == TIDE_BENCH_ARG_EXIT_USAGE)
-            return 2;
-        if (r == TIDE_BENCH_ARG_TAKEN)
-            continue;
-        if ((!strcmp(argv[i], "--repeats") || !strcmp(argv[i], "--warmup")) && i + 1 < argc) {
-            int v = atoi(argv[i + 1]);
-            if (v < (argv[i][2] == 'r') || v > TIDE_BENCH_MAX_REPEATS) {
-                fprintf(stderr, "tide %s: %s %s is out of range\n", cmd, argv[i], argv[i + 1]);
-                return 2;
-            }
-            *(argv[i][2] == 'r' ? &repeats : &warmup) = v;
-            i++;
-        } else if (argv[i][0] != '-' && !path) {
-            path = argv[i];
-        } else {
-            fprintf(stderr, "tide %s: unknown option '%s' (see --help)\n", cmd, argv[i]);
-            return 2;
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "tide %s: give the FILE to decode (see --help)\n", cmd);
-        return 2;
-    }
-    c.ctx_opt.backend = TIDE_BACKEND_CPU;
-    tide_ctx *ctx = tide_cli_make_ctx(&c, cmd);
-    if (!ctx)
-        return 1;
-    int threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
+    tide_ctx *ctx = NULL;
+    int repeats, warmup, threads;
+    const int rc = tide_bench_file_args(cmd, "--decode", help, &c, argc, argv, &path, &json,
+                                        &repeats, &warmup, &ctx, &threads);
+    if (rc >= 0)
+        return rc;
     tide_tile_image *ti = NULL;
     uint8_t *data = NULL;
     float *mine = NULL, *ref = NULL;

@@ -1,4 +1,5 @@
 /* bench_util.c — helpers shared by the `tide bench` families (bench_util.h). */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,4 +154,46 @@ int tide_bench_fft_pair(tide_ctx *ctx, int64_t px, int64_t py, int repeats, int 
         st = tide_bench_time(ctx, repeats, warmup, "bench.fft_c2r", do_fft, &a, c2r_ms);
     tide_fft_buffer_free(ctx, a.buf);
     return st;
+}
+
+int tide_bench_file_args(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
+                         int argc, char **argv, const char **path, const char **json, int *repeats,
+                         int *warmup, tide_ctx **ctx, int *threads) {
+    *path = NULL;
+    *ctx = NULL;
+    *repeats = 5;
+    *warmup = 1;
+    tide_cli_common_init(c);
+    for (int i = 1; i < argc; i++) {
+        int r = tide_bench_common_arg(cmd, mode, help, c, argc, argv, &i, json);
+        if (r == TIDE_BENCH_ARG_EXIT_OK)
+            return 0;
+        if (r == TIDE_BENCH_ARG_EXIT_USAGE)
+            return 2;
+        if (r == TIDE_BENCH_ARG_TAKEN)
+            continue;
+        if ((!strcmp(argv[i], "--repeats") || !strcmp(argv[i], "--warmup")) && i + 1 < argc) {
+            int v = atoi(argv[i + 1]);
+            if (v < (argv[i][2] == 'r') || v > TIDE_BENCH_MAX_REPEATS) {
+                fprintf(stderr, "tide %s: %s %s is out of range\n", cmd, argv[i], argv[i + 1]);
+                return 2;
+            }
+            *(argv[i][2] == 'r' ? repeats : warmup) = v;
+            i++;
+        } else if (argv[i][0] != '-' && !*path) {
+            *path = argv[i];
+        } else {
+            fprintf(stderr, "tide %s: unknown option '%s' (see --help)\n", cmd, argv[i]);
+            return 2;
+        }
+    }
+    if (!*path) {
+        fprintf(stderr, "tide %s: give the FILE (see --help)\n", cmd);
+        return 2;
+    }
+    c->ctx_opt.backend = TIDE_BACKEND_CPU;
+    if (!(*ctx = tide_cli_make_ctx(c, cmd)))
+        return 1;
+    *threads = (*ctx)->threads > 0 ? (*ctx)->threads : omp_get_max_threads();
+    return -1;
 }

@@ -60,6 +60,16 @@ enum {
 int tide_bench_common_arg(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
                           int argc, char **argv, int *i, const char **json);
 
+/** The command line of a family timing one FILE on the CPU (--decode, --encode): the common
+ *  options (tide_bench_common_arg), --repeats N (1..TIDE_BENCH_MAX_REPEATS, else 5) into
+ *  *repeats, --warmup N (0.., else 1) into *warmup, the FILE into *path (required), then a CPU
+ *  context of those options into *ctx (*threads its threads). Returns -1 when the command
+ *  should run, else its exit code: 0 after --help, 2 after a usage message, 1 without a
+ *  context. */
+int tide_bench_file_args(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
+                         int argc, char **argv, const char **path, const char **json, int *repeats,
+                         int *warmup, tide_ctx **ctx, int *threads);
+
 /** The current UTC time as ISO 8601, "2026-11-30T01:02:03Z", for the benches' JSON. */
 void tide_bench_utc_now(char out[32]);
 

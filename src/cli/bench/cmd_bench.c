@@ -65,6 +65,8 @@ static const char *help =
     "                        (tide bench --decode --help)\n"
     "  --mosaic              instead, time the reduction of a simulated 62-CCD exposure\n"
     "                        (tide bench --mosaic --help)\n"
+    "  --encode FILE         instead, time tide's RICE_1 tile encoder beside cfitsio's (fpack's)\n"
+    "                        on FILE's image (tide bench --encode --help)\n"
     "  --rb                  instead, time real/bogus scoring of 10,000 candidates\n"
     "                        (tide bench --rb --help)\n"
     "  --diff                instead, time the difference pipeline (tide diff) per stage and\n"
@@ -409,6 +411,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_worker(argc, argv);
         if (!strcmp(argv[i], "--decode"))
             return tide_bench_decode(argc, argv);
+        if (!strcmp(argv[i], "--encode"))
+            return tide_bench_encode(argc, argv);
         if (!strcmp(argv[i], "--rb"))
             return tide_bench_rb(argc, argv);
         if (!strcmp(argv[i], "--mosaic"))

@@ -162,10 +162,15 @@ static const tide_config_key schema[] = {
      "a difference candidate this close to a stored object is another detection of it"},
     {"store", "cutout_px", TIDE_CFG_INTEGER, "63", 5.0, 255.0, 0, "pixel",
      "side of the science, template and difference cutouts stored with each candidate"},
+
+    /* ---- output: how image files are written ---------------------------------------------- */
+    {"output", "compress", TIDE_CFG_STRING, "none", NONE_LO, NONE_HI, 0, "",
+     "image outputs (difference, background, rms maps): none, or rice (RICE_1 tiles, floats "
+     "quantized as fpack -q 4)"},
 };
 
 static const char *const sections[] = {"instrument", "keywords", "camera",  "processing", "site",
-                                       "astrometry", "refcat",   "photcal", "store"};
+                                       "astrometry", "refcat",   "photcal", "store",      "output"};
 
 const tide_config_key *tide_config_schema(int *n) {
     if (n)

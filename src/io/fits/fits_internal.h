@@ -88,4 +88,12 @@ int tide_fits_table_hdu(tide_fits_out *o, const tide_table *t, const tide_header
 int tide_fits_image_hdu(tide_fits_out *o, const tide_image *im, const tide_header *hdr,
                         const char *extname, int hdu);
 
+/** Append the BITn cards naming tide's mask bits to @p h. */
+int tide_fits_mask_bit_cards(tide_header *h);
+
+/** tide_fits_write_image's planes, RICE_1 tile-compressed, into the begun output @p o
+ *  (fits_write_rice.c): an empty primary, then the pixels (ZSIMPLE, EXTNAME COMPRESSED_IMAGE),
+ *  MASK and VAR as compressed HDUs. */
+int tide_fits_write_rice(tide_fits_out *o, const tide_image *im, const tide_header *hdr);
+
 #endif

@@ -136,14 +136,16 @@ int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, in
     return TIDE_OK;
 }
 
-/* tide_fits_write_image records the HDUs of its MASK and VAR planes in the primary header.
+/* tide_fits_write_image records where its MASK and VAR planes are in the image's header, as
+ * a count of HDUs after the image's @p hdu (the primary's, or HDU 1 of a compressed file).
  * Returns the HDU (0-based) named by @p key when it exists with the image's size, else -1. */
-static int tide_plane_hdu(tide_fits_src *src, const char *key, int64_t w, int64_t h) {
+static int tide_plane_hdu(tide_fits_src *src, const char *key, int hdu, int64_t w, int64_t h) {
     int cst = 0, n = -1;
     if (fits_read_key(src->f, TINT, key, &n, NULL, &cst) || n <= 0) {
         fits_clear_errmsg();
         return -1;
     }
+    n += hdu;
     int type = 0, naxis = 0, bitpix = 0;
     LONGLONG naxes[2] = {0};
     if (fits_movabs_hdu(src->f, n + 1, &type, &cst) || type != IMAGE_HDU ||
@@ -151,14 +153,15 @@ static int tide_plane_hdu(tide_fits_src *src, const char *key, int64_t w, int64_
         naxes[0] != w || naxes[1] != h)
         n = -1;
     cst = 0;
-    fits_movabs_hdu(src->f, 1, &type, &cst);
+    fits_movabs_hdu(src->f, hdu + 1, &type, &cst);
     fits_clear_errmsg();
     return n;
 }
 
-/* Read the planes the mask/var HDUs hold (the primary is current on entry and on exit). */
-static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, int mask_hdu,
-                            int var_hdu) {
+/* Read the planes the mask/var HDUs hold (the image's @p hdu is current on entry and on
+ * exit). */
+static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, int hdu,
+                            int mask_hdu, int var_hdu) {
     int cst = 0, type, any = 0, fast = 1;
     LONGLONG fp[2] = {1, 1};
     LONGLONG n = (LONGLONG)im->width * im->height;
@@ -194,7 +197,7 @@ static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, i
         if (fast && fits_read_pixll(src->f, TFLOAT, fp, n, &nan, im->var, &any, &cst))
             return tide_fits_status(cst, src->root, var_hdu, "cannot read the variance");
     }
-    fits_movabs_hdu(src->f, 1, &type, &cst);
+    fits_movabs_hdu(src->f, hdu + 1, &type, &cst);
     return TIDE_OK;
 }
 
@@ -306,9 +309,11 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
     if (!st)
         st = tide_fits_check_file(&src);
     int mask_hdu = -1, var_hdu = -1;
-    if (!st && hdu == 0 && !src.section) {
-        mask_hdu = tide_plane_hdu(&src, "TIDEMASK", w, h);
-        var_hdu = tide_plane_hdu(&src, "TIDEVAR", w, h);
+    int cmp_st = 0; /* a compressed image in HDU 1 stands for the primary (as fpack's) */
+    if (!st && !src.section &&
+        (hdu == 0 || (hdu == 1 && fits_is_compressed_image(src.f, &cmp_st)))) {
+        mask_hdu = tide_plane_hdu(&src, "TIDEMASK", hdu, w, h);
+        var_hdu = tide_plane_hdu(&src, "TIDEVAR", hdu, w, h);
     }
     if (!st)
         /* every pixel and variance value is read; the mask only gets the flagged ones */
@@ -370,7 +375,7 @@ int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_h
             }
         }
         if (mask_hdu > 0 || var_hdu > 0)
-            st = read_tide_planes(ctx, &src, im, mask_hdu, var_hdu);
+            st = read_tide_planes(ctx, &src, im, hdu, mask_hdu, var_hdu);
     }
     if (!st && hdr)
         st = tide_fits_get_header(src.f, src.root, hdu, hdr);

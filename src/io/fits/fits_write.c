@@ -33,6 +33,16 @@ static int write_plane(tide_fits_out *o, int datatype, const void *data, size_t 
     return TIDE_OK;
 }
 
+int tide_fits_mask_bit_cards(tide_header *h) {
+    int st = 0;
+    for (int b = 0; !st && b < (int)(sizeof mask_bit_names / sizeof *mask_bit_names); b++) {
+        char key[16];
+        snprintf(key, sizeof key, "BIT%d", b);
+        st = tide_header_set_str(h, key, mask_bit_names[b], "mask bit (value 2^n)");
+    }
+    return st;
+}
+
 static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *hdr) {
     int cst = 0;
     LONGLONG naxes[2] = {im->width, im->height};
@@ -58,11 +68,14 @@ static int write_all(tide_fits_out *o, const tide_image *im, const tide_header *
         if (fits_create_imgll(o->f, USHORT_IMG, 2, naxes, &cst) ||
             fits_write_key_str(o->f, "EXTNAME", "MASK", "tide mask bits", &cst))
             return tide_fits_status(cst, p, mask_hdu, "cannot create the MASK extension");
-        for (int b = 0; b < (int)(sizeof mask_bit_names / sizeof *mask_bit_names); b++) {
-            char key[16];
-            snprintf(key, sizeof key, "BIT%d", b);
-            fits_write_key_str(o->f, key, mask_bit_names[b], "mask bit (value 2^n)", &cst);
-        }
+        tide_header bits;
+        tide_header_init(&bits);
+        st = tide_fits_mask_bit_cards(&bits);
+        if (!st)
+            st = tide_fits_put_cards(o->f, &bits, 0, p);
+        tide_header_free(&bits);
+        if (st)
+            return st;
         if (cst)
             return tide_fits_status(cst, p, mask_hdu, "cannot write the MASK header");
         st = write_plane(o, TUSHORT, im->mask, sizeof(uint16_t), im->width, im->height, im->stride,
@@ -106,8 +119,9 @@ static int check_image(const char *path, const tide_image *im) {
 }
 
 /* Write the image into the begun output @p o and commit it, or abort it on failure. */
-static int write_and_commit(tide_fits_out *o, const tide_image *im, const tide_header *hdr) {
-    int st = write_all(o, im, hdr);
+static int write_and_commit(tide_fits_out *o, const tide_image *im, const tide_header *hdr,
+                            tide_fits_compress how) {
+    int st = how == TIDE_FITS_RICE ? tide_fits_write_rice(o, im, hdr) : write_all(o, im, hdr);
     if (st) {
         tide_fits_out_abort(o);
         return st;
@@ -115,19 +129,29 @@ static int write_and_commit(tide_fits_out *o, const tide_image *im, const tide_h
     return tide_fits_out_commit(o);
 }
 
-int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
-                             const tide_header *hdr) {
+int tide_fits_write_image_to_as(struct tide_outfile *of, const tide_image *im,
+                                const tide_header *hdr, tide_fits_compress how) {
     int st = check_image(of->path, im);
     tide_fits_out o;
     if (!st)
         st = tide_fits_out_begin_staged(&o, of);
-    return st ? st : write_and_commit(&o, im, hdr);
+    return st ? st : write_and_commit(&o, im, hdr, how);
 }
 
-int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
+int tide_fits_write_image_to(struct tide_outfile *of, const tide_image *im,
+                             const tide_header *hdr) {
+    return tide_fits_write_image_to_as(of, im, hdr, TIDE_FITS_PLAIN);
+}
+
+int tide_fits_write_image_as(const char *path, const tide_image *im, const tide_header *hdr,
+                             tide_fits_compress how) {
     int st = check_image(path, im);
     tide_fits_out o;
     if (!st)
         st = tide_fits_out_begin(&o, path);
-    return st ? st : write_and_commit(&o, im, hdr);
+    return st ? st : write_and_commit(&o, im, hdr, how);
+}
+
+int tide_fits_write_image(const char *path, const tide_image *im, const tide_header *hdr) {
+    return tide_fits_write_image_as(path, im, hdr, TIDE_FITS_PLAIN);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "png_encode.h"
+#include "png_grey.h"
 #include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
@@ -188,6 +189,17 @@ static unsigned char grey(float x, const tide_png_stretch *s, double lo, double 
     return (unsigned char)floor(t * 255.0 + 0.5);
 }
 
+/* grey() as a tide_grey_fn (png_grey.h), for the finite pixels of a large picture. */
+typedef struct {
+    const tide_png_stretch *s;
+    double lo, hi;
+} grey_arg;
+
+static unsigned char grey_of(float x, const void *arg) {
+    const grey_arg *a = arg;
+    return grey(x, a->s, a->lo, a->hi);
+}
+
 void tide_png_stamp_stretch(tide_png_stretch *s) {
     tide_png_stretch_default(s);
     s->kind = TIDE_STRETCH_ASINH;
@@ -272,13 +284,23 @@ static int draw_image(png_sink sink, const float *pix, int64_t w, int64_t h, int
     if (!rows)
         return tide_error(TIDE_E_NOMEM, "%s: out of memory for a %lldx%lld picture", path,
                           (long long)W, (long long)H);
-        /* the stretch (an asinh per pixel) is most of the work on a large frame: rows in
-         * parallel */
+    /* The stretch (an asinh per pixel) was most of the work on a large frame: there, each
+     * pixel's level is looked up among the 255 thresholds of the map instead (png_grey.h,
+     * the same bytes), rows in parallel. */
+    const grey_arg ga = {s, lo, hi};
+    tide_grey_table gt;
+    const int table = w * h >= (int64_t)1 << 18;
+    if (table)
+        tide_grey_table_init(&gt, grey_of, &ga);
 #pragma omp parallel for schedule(static) if (H >= 256)
     for (int64_t Y = 0; Y < H; Y++) {
         const float *src = pix + (h - 1 - Y / sc) * stride; /* FITS row 1 at the bottom */
-        for (int64_t X = 0; X < W; X++)
-            rows[Y * W + X] = grey(src[X / sc], s, lo, hi);
+        for (int64_t X = 0; X < W; X++) {
+            const float x = src[sc == 1 ? X : X / sc];
+            rows[Y * W + X] = !table        ? grey(x, s, lo, hi)
+                              : isfinite(x) ? tide_grey_level(&gt, x)
+                                            : 0;
+        }
     }
     const int st = sink.path ? write_rows(sink.path, rows, W, H)
                              : write_rows_mem(rows, W, H, sink.mem, sink.memn);
