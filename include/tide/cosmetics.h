@@ -27,6 +27,25 @@
  *   4. Cosmic rays (TIDE_MASK_COSMIC): L.A.Cosmic, van Dokkum 2001, PASP 113, 1420 — Laplacian
  *      edge detection of the 2×-subsampled frame with the fine-structure test that protects
  *      stars, iterated (details in src/reduction/cosmetics/cosmetics_lacosmic.c).
+ *   3–4 with psf_fwhm > 0 (undersampled stars): the fine-structure test cannot protect a star
+ *      of FWHM below ~2 px (its 3×3 median is far below its peak), and at FWHM 1.2–1.3 px the
+ *      hot test takes centred stars too. A pixel that either pass would flag (an L.A.Cosmic
+ *      candidate, or a pixel its growth steps would add) is then released when it is the
+ *      core of a profile as broad and as round as a star of that FWHM: P, the brightest
+ *      pixel of its 3×3 box, must be the brightest of its own; with b the median of the 24
+ *      pixels on the border of P's 7×7 box, no pixel 2 px from P (the border of its 5×5 box)
+ *      may exceed b by more than half P's excess (more for FWHM > 2.5 px: 1.5 times a
+ *      Gaussian's most); and the pixels of P's 3×3 box more than 2σ(b) above b, weighted by
+ *      that excess, must have second moments whose smaller eigenvalue reaches psf_width
+ *      times the smallest a pixel-sampled Gaussian of FWHM psf_fwhm has there (over
+ *      sub-pixel positions) and psf_round times the larger one. Cosmic rays are not blurred
+ *      by the optics: a hit or a track one pixel wide has almost no width across it, a
+ *      stepped track is long and thin, a hot pixel has no width at all, a hit beside a star
+ *      is no peak; a star has both widths. psf_fwhm is measured on the pixels (the pixel's
+ *      own 1/12 px² is taken out). (astroscrappy's fsmode 'convolve' builds F from the
+ *      frame convolved with the PSF instead; at objlim 5 it then misses nearly every cosmic
+ *      ray at FWHM 1.3–1.6 px, and objlim would need setting per frame.) tide reduce sets
+ *      psf_fwhm itself below a first-pass FWHM of 2.5 px (reduce.h).
  *   5. Optional inpainting (TIDE_MASK_INTERP): pixels carrying `inpaint_bits` are replaced by
  *      the median of the unmasked pixels in their 5×5 box. They keep their defect bits, so a
  *      stage that excludes masked pixels still excludes them: inpainting never changes
@@ -113,6 +132,12 @@ typedef struct tide_cosmetics_params {
     /* noise without a gain */
     double noise_rms; /**< with gain 0: the pixel noise σ, ADU; 0 = measure it from the frame
                            [0.0] */
+    /* undersampled stars (see 3–4 above) */
+    double psf_fwhm;  /**< the stars' FWHM, px; > 0: release hot and cosmic-ray candidates as
+                           broad and round as such a star; 0 = no such test [0.0] */
+    double psf_width; /**< fraction of the star's least width (moment eigenvalue) a released
+                           profile needs, 0..1 [0.4] */
+    double psf_round; /**< least ratio of the smaller to the larger eigenvalue, 0..1 [0.3] */
 } tide_cosmetics_params;
 
 /** Fill @p p with the defaults documented in brackets. */
@@ -125,7 +150,8 @@ TIDE_API int tide_cosmetics_params_from_header(tide_cosmetics_params *p, const t
 
 /** Check parameters: gain >= 0, rdnoise >= 0, noise_rms >= 0, positive sigmas and ratios, 0 <
  * bleed_frac < 1, 0 <= bleed_grow <= 1024, badcol_minrun >= 1, 1 <= niter <= 16, 0 <= sat_protect
- * <= 8. TIDE_E_INVAL with a detail naming the field. */
+ * <= 8, psf_fwhm 0 or in [0.5, 20], psf_width and psf_round in [0, 1]. TIDE_E_INVAL with a
+ * detail naming the field. */
 TIDE_API int tide_cosmetics_params_check(const tide_cosmetics_params *p);
 
 /** What a call did: pixels newly flagged per class (bits already set on input are not

@@ -7,7 +7,11 @@
  *                     each sets its own mask bit, pixels are not changed
  *   2. background     Source Extractor's mesh background and RMS maps (background.h); the
  *                     frame becomes background-subtracted
- *   3. detection 1    matched filter with a Gaussian of the FWHM guess (detect.h)
+ *   3. detection 1    matched filter with a Gaussian of the FWHM guess (detect.h); when the
+ *                     median FWHM of its stars is below 2.5 px, cosmetics flagged hot or
+ *                     cosmic-ray pixels and cos.psf_fwhm is 0, stages 1–3 run again with
+ *                     cos.psf_fwhm = that FWHM (undersampled star cores are not defects;
+ *                     header COSPSFFW, 0 when not)
  *   4. PSF model      from the isolated, bright, unsaturated stars of pass 1 (psf.h); too few
  *                     stars: a Gaussian (PSFMODEL = 'GAUSSIAN' in the header, a warning in the
  *                     log)

@@ -27,14 +27,20 @@ typedef struct pipe_run {
     tide_table det;   /* detection pass 2: the sources */
     tide_pipe_phot ph;
     int has_psf;
+    double fwhm; /* the first pass's FWHM (else the guess): the PSF stage's guess */
 } pipe_run;
 
-static void run_release(pipe_run *r) {
+/* What stages 1-3 made: the prepared frame, its maps and the first pass. */
+static void release_prepared(pipe_run *r) {
     tide_image_free(r->ctx, &r->work);
     tide_image_free(r->ctx, &r->bmap);
     tide_image_free(r->ctx, &r->rmap);
-    tide_image_free(r->ctx, &r->var);
     tide_table_free(&r->first);
+}
+
+static void run_release(pipe_run *r) {
+    release_prepared(r);
+    tide_image_free(r->ctx, &r->var);
     tide_table_free(&r->det);
     tide_pipe_phot_free(&r->ph);
 }
@@ -131,8 +137,8 @@ static int stage_frame(pipe_run *r, const tide_image *frame, tide_pipeline_resul
     return st;
 }
 
-/* Stages 3-5: first detection, PSF model, final detection. */
-static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
+/* Stage 3: first detection, and the FWHM of its stars. */
+static int stage_first(pipe_run *r, tide_pipeline_result *out) {
     tide_ctx *ctx = r->ctx;
     tide_pipeline_params *p = &r->p;
     int st = 0;
@@ -151,18 +157,56 @@ static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
         return st;
     out->n_first = r->first.nrows;
 
-    double fwhm = p->fwhm_guess;
+    r->fwhm = p->fwhm_guess;
     if (p->refine_fwhm) {
         /* the PSF stage's guess: the configured one may be far off */
         const tide_prep_fwhm_rule rule = TIDE_PREP_FWHM_REDUCE;
         const double f = tide_prep_fwhm(&r->first, &rule, NULL);
         if (f > 0.5 && f < 100) {
-            fwhm = f;
+            r->fwhm = f;
             tide_log(&ctx->log, TIDE_LOG_INFO, "reduce",
                      "first pass: %lld sources, median FWHM %.3f px (guess %.3f)",
                      (long long)r->first.nrows, f, p->fwhm_guess);
         }
     }
+    return 0;
+}
+
+/* Undersampled stars: the cosmetics ran before any FWHM was known, and below
+ * COS_PSF_BELOW px their hot-pixel and cosmic-ray tests take star cores for defects
+ * (cosmetics.h, psf_fwhm). When the first pass measured such a FWHM and the stage flagged
+ * any hot or cosmic-ray pixel, the frame is prepared and detected again with the stars'
+ * FWHM given to the cosmetics. Other frames, and a psf_fwhm set by the caller, run once. */
+#define COS_PSF_BELOW 2.5
+static int stage_recosmetics(pipe_run *r, const tide_image *frame, tide_pipeline_result *out) {
+    tide_pipeline_params *p = &r->p;
+    const tide_cosmetics_report was = out->cos;
+    if (!p->cosmetics || p->cos.psf_fwhm > 0 || !(r->fwhm >= 0.5 && r->fwhm < COS_PSF_BELOW) ||
+        was.n_hot + was.n_cosmic == 0)
+        return 0;
+    p->cos.psf_fwhm = r->fwhm;
+    release_prepared(r);
+    tide_image_free(r->ctx, &out->back_map);
+    tide_image_free(r->ctx, &out->rms_map);
+    int st = stage_frame(r, frame, out);
+    if (!st)
+        st = stage_first(r, out);
+    if (!st)
+        tide_log(&r->ctx->log, TIDE_LOG_INFO, "reduce",
+                 "%s: first-pass FWHM %.3f px: cosmetics again, releasing star-like profiles: "
+                 "%lld hot and %lld cosmic-ray pixels (were %lld and %lld), FWHM now %.3f px",
+                 p->source[0] ? p->source : "frame", p->cos.psf_fwhm, (long long)out->cos.n_hot,
+                 (long long)out->cos.n_cosmic, (long long)was.n_hot, (long long)was.n_cosmic,
+                 r->fwhm);
+    return st;
+}
+
+/* Stages 3b-5: PSF model, final detection. */
+static int stage_detect(pipe_run *r, tide_pipeline_result *out) {
+    tide_ctx *ctx = r->ctx;
+    tide_pipeline_params *p = &r->p;
+    int st = 0;
+    const double fwhm = r->fwhm;
     p->psfp.fwhm_guess = fwhm;
     if (p->psfp.stamp > 0 && p->psfp.stamp < 5.0 * fwhm) {
         int s = (int)ceil(6.0 * fwhm) | 1;
@@ -372,6 +416,10 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     tide_pipe_wcs_start(&wj, hdr, src);
 
     st = stage_frame(&r, frame, out);
+    if (!st)
+        st = stage_first(&r, out);
+    if (!st)
+        st = stage_recosmetics(&r, frame, out);
     if (!st)
         st = stage_detect(&r, out);
     const int64_t n = st ? 0 : r.det.nrows;

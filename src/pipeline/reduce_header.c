@@ -98,6 +98,8 @@ int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
     T(tide_header_set_int(h, "NHOTPIX", r->cos.n_hot, "hot pixels"));
     T(tide_header_set_int(h, "NCOLDPIX", r->cos.n_cold, "cold pixels"));
     T(tide_header_set_int(h, "NCOSMIC", r->cos.n_cosmic, "cosmic-ray pixels"));
+    T(set_dbl(h, "COSPSFFW", p->cosmetics ? p->cos.psf_fwhm : 0.0,
+              "px: star-like hot/CR candidates released; 0 = off"));
 #undef T
     return st;
 }

@@ -4,7 +4,8 @@
  * and for device images, with bleed along columns and rows. The 5×5 medians run on staged
  * COS_TILE tiles, so sizes straddle tile borders (33×17, 97×89); the simulated frame needs
  * several L.A.Cosmic iterations, so the CUDA path's dirty-tile updates (iterations 2..) are
- * compared too. Skips (77) without a GPU. */
+ * compared too; so is the release of star-like candidates (psf_fwhm), on random frames and on
+ * a simulated frame of FWHM 1.3 px. Skips (77) without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -97,7 +98,7 @@ static int same_report(const tide_cosmetics_report *a, const tide_cosmetics_repo
 }
 
 static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t pad, uint64_t seed,
-                     int axis, int inpaint) {
+                     int axis, int inpaint, double psf_fwhm) {
     tide_image a, b, c;
     make_frame(&a, w, h, pad, seed);
     make_frame(&b, w, h, pad, seed);
@@ -110,6 +111,7 @@ static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t
     p.saturation = 30000;
     p.bleed_axis = axis;
     p.inpaint = inpaint;
+    p.psf_fwhm = psf_fwhm;
     tide_cosmetics_report ra, rb, rc;
     CHECK_OK(tide_cosmetics_apply(cpu, &a, &p, &ra));
     /* host image on the CUDA context */
@@ -123,12 +125,13 @@ static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t
     CHECK_OK(tide_image_clone(gpu, &back, &d, TIDE_HOST));
     int ok1 = same_planes(&a, &b), ok2 = same_planes(&a, &back);
     int ok3 = same_report(&ra, &rb) && same_report(&ra, &rc);
-    printf("%lldx%lld pad %lld axis %d inpaint %d: sat %lld bleed %lld hot %lld cold %lld "
+    printf("%lldx%lld pad %lld axis %d inpaint %d psf_fwhm %.1f: sat %lld bleed %lld hot %lld cold "
+           "%lld "
            "cosmic %lld interp %lld | host-on-gpu %s, device %s, counts %s\n",
-           (long long)w, (long long)h, (long long)pad, axis, inpaint, (long long)ra.n_saturated,
-           (long long)ra.n_bleed, (long long)ra.n_hot, (long long)ra.n_cold, (long long)ra.n_cosmic,
-           (long long)ra.n_interp, ok1 ? "same" : "DIFFER", ok2 ? "same" : "DIFFER",
-           ok3 ? "same" : "DIFFER");
+           (long long)w, (long long)h, (long long)pad, axis, inpaint, psf_fwhm,
+           (long long)ra.n_saturated, (long long)ra.n_bleed, (long long)ra.n_hot,
+           (long long)ra.n_cold, (long long)ra.n_cosmic, (long long)ra.n_interp,
+           ok1 ? "same" : "DIFFER", ok2 ? "same" : "DIFFER", ok3 ? "same" : "DIFFER");
     CHECK(ok1);
     CHECK(ok2);
     CHECK(ok3);
@@ -137,6 +140,56 @@ static void one_case(tide_ctx *cpu, tide_ctx *gpu, int64_t w, int64_t h, int64_t
     free_frame(&a);
     free_frame(&b);
     free_frame(&c);
+}
+
+/* A simulated frame with the simulator's defects, at the simulator's FWHM @p fwhm, cleaned
+ * with the star-like release at @p psf_fwhm (0: off) on both backends. */
+static void sim_case(tide_ctx *cpu, tide_ctx *gpu, double fwhm, double psf_fwhm) {
+    tide_sim_params sp;
+    tide_sim_params_default(&sp);
+    sp.width = 1031;
+    sp.height = 1009;
+    sp.nstars = 1500;
+    sp.cr_rate = 2000;
+    sp.seed = 5;
+    sp.fwhm = fwhm;
+    tide_sim_frame f;
+    CHECK_OK(tide_sim_run(cpu, &sp, &f, NULL));
+    tide_image a, b;
+    CHECK_OK(tide_image_alloc(cpu, &a, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
+    CHECK_OK(tide_image_alloc(cpu, &b, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
+    memcpy(a.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
+    memcpy(b.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
+    tide_cosmetics_params p;
+    tide_cosmetics_params_default(&p);
+    CHECK_OK(tide_cosmetics_params_from_header(&p, &f.header));
+    p.bias = sp.bias;
+    p.inpaint = 1;
+    p.psf_fwhm = psf_fwhm;
+    tide_cosmetics_report ra, rb;
+    CHECK_OK(tide_cosmetics_apply(cpu, &a, &p, &ra));
+    CHECK_OK(tide_cosmetics_apply(gpu, &b, &p, &rb));
+    printf("sim %lldx%lld FWHM %.1f psf_fwhm %.1f: cosmic %lld / %lld in %d / %d iterations, "
+           "hot %lld / %lld; cpu %.1f ms, gpu %.1f ms\n",
+           (long long)sp.width, (long long)sp.height, fwhm, psf_fwhm, (long long)ra.n_cosmic,
+           (long long)rb.n_cosmic, ra.cosmic_iterations, rb.cosmic_iterations, (long long)ra.n_hot,
+           (long long)rb.n_hot, ra.ms_total, rb.ms_total);
+    CHECK(same_planes(&a, &b));
+    CHECK(same_report(&ra, &rb));
+    CHECK(ra.n_cosmic > 100);
+    /* iterations 2.. ran (CPU: 1232, 11, 0 new hits at FWHM 3): the GPU's dirty-tile path is
+     * covered */
+    CHECK(ra.cosmic_iterations >= 2);
+    /* Run-to-run: bitwise the same on the GPU. */
+    tide_image c;
+    CHECK_OK(tide_image_alloc(cpu, &c, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
+    memcpy(c.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
+    CHECK_OK(tide_cosmetics_apply(gpu, &c, &p, &rb));
+    CHECK(same_planes(&b, &c));
+    tide_image_free(cpu, &a);
+    tide_image_free(cpu, &b);
+    tide_image_free(cpu, &c);
+    tide_sim_frame_free(cpu, &f);
 }
 
 int main(void) {
@@ -151,60 +204,23 @@ int main(void) {
     CHECK_OK(tide_ctx_create(&gpu, &o));
     if (!cpu || !gpu)
         return TIDE_TEST_RESULT();
-    one_case(cpu, gpu, 1, 1, 0, 1, 0, 1);
-    one_case(cpu, gpu, 2, 3, 0, 2, 0, 1);
-    one_case(cpu, gpu, 97, 89, 0, 3, 0, 1);
-    one_case(cpu, gpu, 33, 17, 7, 9, 0, 1);
-    one_case(cpu, gpu, 16, 16, 0, 10, 1, 1);
-    one_case(cpu, gpu, 97, 89, 5, 4, 1, 0);
-    one_case(cpu, gpu, 4097, 3, 0, 5, 0, 1);
-    one_case(cpu, gpu, 3, 4097, 0, 6, 0, 1);
-    one_case(cpu, gpu, 4097, 3, 0, 7, 1, 0);
-    one_case(cpu, gpu, 509, 1031, 3, 8, 0, 1);
+    one_case(cpu, gpu, 1, 1, 0, 1, 0, 1, 0.0);
+    one_case(cpu, gpu, 2, 3, 0, 2, 0, 1, 0.0);
+    one_case(cpu, gpu, 97, 89, 0, 3, 0, 1, 0.0);
+    one_case(cpu, gpu, 33, 17, 7, 9, 0, 1, 0.0);
+    one_case(cpu, gpu, 16, 16, 0, 10, 1, 1, 0.0);
+    one_case(cpu, gpu, 97, 89, 5, 4, 1, 0, 0.0);
+    one_case(cpu, gpu, 4097, 3, 0, 5, 0, 1, 0.0);
+    one_case(cpu, gpu, 3, 4097, 0, 6, 0, 1, 0.0);
+    one_case(cpu, gpu, 4097, 3, 0, 7, 1, 0, 0.0);
+    one_case(cpu, gpu, 509, 1031, 3, 8, 0, 1, 0.0);
+    /* the star-like release (cosmetics.h, psf_fwhm) in the hot and cosmic-ray passes */
+    one_case(cpu, gpu, 97, 89, 0, 3, 0, 1, 1.5);
+    one_case(cpu, gpu, 509, 1031, 3, 8, 0, 1, 2.0);
 
-    /* A simulated frame with the simulator's defects. */
-    tide_sim_params sp;
-    tide_sim_params_default(&sp);
-    sp.width = 1031;
-    sp.height = 1009;
-    sp.nstars = 1500;
-    sp.cr_rate = 2000;
-    sp.seed = 5;
-    tide_sim_frame f;
-    CHECK_OK(tide_sim_run(cpu, &sp, &f, NULL));
-    tide_image a, b;
-    CHECK_OK(tide_image_alloc(cpu, &a, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
-    CHECK_OK(tide_image_alloc(cpu, &b, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
-    memcpy(a.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
-    memcpy(b.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
-    tide_cosmetics_params p;
-    tide_cosmetics_params_default(&p);
-    CHECK_OK(tide_cosmetics_params_from_header(&p, &f.header));
-    p.bias = sp.bias;
-    p.inpaint = 1;
-    tide_cosmetics_report ra, rb;
-    CHECK_OK(tide_cosmetics_apply(cpu, &a, &p, &ra));
-    CHECK_OK(tide_cosmetics_apply(gpu, &b, &p, &rb));
-    printf("sim %lldx%lld: cosmic %lld / %lld in %d / %d iterations, hot %lld / %lld; "
-           "cpu %.1f ms, gpu %.1f ms\n",
-           (long long)sp.width, (long long)sp.height, (long long)ra.n_cosmic,
-           (long long)rb.n_cosmic, ra.cosmic_iterations, rb.cosmic_iterations, (long long)ra.n_hot,
-           (long long)rb.n_hot, ra.ms_total, rb.ms_total);
-    CHECK(same_planes(&a, &b));
-    CHECK(same_report(&ra, &rb));
-    CHECK(ra.n_cosmic > 100);
-    /* iterations 2.. ran (CPU: 1232, 11, 0 new hits): the GPU's dirty-tile path is covered */
-    CHECK(ra.cosmic_iterations >= 2);
-    /* Run-to-run: bitwise the same on the GPU. */
-    tide_image c;
-    CHECK_OK(tide_image_alloc(cpu, &c, sp.width, sp.height, TIDE_HOST, TIDE_IMAGE_MASK));
-    memcpy(c.pix, f.image.pix, sizeof(float) * (size_t)(sp.width * sp.height));
-    CHECK_OK(tide_cosmetics_apply(gpu, &c, &p, &rb));
-    CHECK(same_planes(&b, &c));
-    tide_image_free(cpu, &a);
-    tide_image_free(cpu, &b);
-    tide_image_free(cpu, &c);
-    tide_sim_frame_free(cpu, &f);
+    sim_case(cpu, gpu, 3.0, 0.0);
+    sim_case(cpu, gpu, 1.3, 0.0);
+    sim_case(cpu, gpu, 1.3, 1.3);
     tide_ctx_destroy(gpu);
     tide_ctx_destroy(cpu);
     return TIDE_TEST_RESULT();

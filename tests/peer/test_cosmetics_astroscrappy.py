@@ -44,7 +44,8 @@ class Params(C.Structure):
                 ("sigclip", C.c_double), ("sigfrac", C.c_double), ("objlim", C.c_double),
                 ("niter", C.c_int), ("sat_protect", C.c_int), ("inpaint", C.c_int),
                 ("inpaint_bits", C.c_uint16), ("skip_bits", C.c_uint16),
-                ("noise_rms", C.c_double)]
+                ("noise_rms", C.c_double), ("psf_fwhm", C.c_double), ("psf_width", C.c_double),
+                ("psf_round", C.c_double)]
 
 
 class Report(C.Structure):

@@ -155,8 +155,10 @@ static void test_lacosmic_kernels(tide_ctx *ctx) {
 
 /* L.A.Cosmic with the CPU's tile updates of later iterations against full-frame iterations:
  * the same masks and per-iteration counts, on a frame with many cosmic rays (several
- * iterations find new pixels) after the other passes set saturation, bleed and hot bits. */
-static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate, uint64_t seed) {
+ * iterations find new pixels) after the other passes set saturation, bleed and hot bits;
+ * with @p fwhm > 0 an undersampled frame of that FWHM, with the star-like release on. */
+static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate, uint64_t seed,
+                             double fwhm) {
     tide_sim_params sp;
     tide_sim_params_default(&sp);
     sp.width = w;
@@ -164,6 +166,8 @@ static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate
     sp.nstars = (int64_t)(w * h / 2000);
     sp.cr_rate = cr_rate;
     sp.seed = seed;
+    if (fwhm > 0)
+        sp.fwhm = fwhm;
     tide_sim_frame f;
     CHECK_OK(tide_sim_run(ctx, &sp, &f, NULL));
     tide_image a, b;
@@ -174,6 +178,7 @@ static void test_incremental(tide_ctx *ctx, int64_t w, int64_t h, double cr_rate
     tide_cosmetics_params_default(&p);
     CHECK_OK(tide_cosmetics_params_from_header(&p, &f.header));
     p.bias = sp.bias;
+    p.psf_fwhm = fwhm;
     p.cosmic = 0;
     CHECK_OK(tide_cosmetics_apply(ctx, &a, &p, NULL)); /* the bits L.A.Cosmic respects */
     CHECK_OK(tide_image_clone(ctx, &b, &a, TIDE_HOST));
@@ -219,8 +224,9 @@ int main(void) {
     tide_ctx *c1 = tide_test_ctx(TIDE_BACKEND_CPU, 1), *c2 = tide_test_ctx(TIDE_BACKEND_CPU, 2);
     test_lacosmic_kernels(c1);
     test_lacosmic_kernels(c2);
-    test_incremental(c2, 700, 517, 4000, 5);
-    test_incremental(c1, 131, 1000, 20000, 6);
+    test_incremental(c2, 700, 517, 4000, 5, 0.0);
+    test_incremental(c1, 131, 1000, 20000, 6, 0.0);
+    test_incremental(c2, 700, 517, 4000, 7, 1.6);
     tide_ctx_destroy(c1);
     tide_ctx_destroy(c2);
     return TIDE_TEST_RESULT();

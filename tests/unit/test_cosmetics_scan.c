@@ -267,6 +267,16 @@ static void test_badcol(void) {
     CHECK(with_bad > cases / 4);
 }
 
+/* The star-like release test (cos_psf_like) on in half of the calls, at a FWHM of 1–2 px. */
+static tide_cos_psf random_psf(tide_cos_noise nm) {
+    tide_cosmetics_params p;
+    tide_cosmetics_params_default(&p);
+    p.psf_fwhm = urand() < 0.5 ? 1.0 + urand() : 0.0;
+    tide_cos_psf ps = tide_cos_psf_of(&p);
+    ps.nm = nm;
+    return ps;
+}
+
 /* ---- hot/cold screen ---- */
 static void test_hotcold_screen(void) {
     int64_t nflag = 0, npix = 0, bad = 0;
@@ -306,6 +316,7 @@ static void test_hotcold_screen(void) {
         hp.do_hot = urand() < 0.8;
         hp.do_cold = urand() < 0.8;
         hp.excl = TIDE_MASK_SATURATED | TIDE_MASK_NODATA;
+        hp.psf = random_psf(nm); /* the screen must hold with the star-like release too */
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++) {
                 const int a = cos_hotcold(pix, mask, &g, &nm, &hp, x, y);
@@ -349,6 +360,8 @@ static void test_candidates_tiled(void) {
         lp.objlim = (float)(1 + 40 * urand());
         lp.excl = TIDE_MASK_SATURATED | TIDE_MASK_HOT;
         lp.protect = (int)(urand() * 3);
+        const tide_cos_noise nm = {1.0f, 9.0f, 0.0f};
+        lp.psf = random_psf(nm);
         float m3s[SW3 * SW3];
         for (int64_t ty = 0; ty * COS_TILE < h; ty++)
             for (int64_t tx = 0; tx * COS_TILE < w; tx++) {
@@ -372,7 +385,8 @@ static void test_candidates_tiled(void) {
                             for (int dy = 0; dy < 7; dy++)
                                 for (int dx = 0; dx < 7; dx++)
                                     m3[k++] = m3s[(py + dy) * SW3 + px + dx];
-                            c = cos_candidate_f(SP[i], cos_fine_of(m3), N[i], &lp);
+                            c = cos_candidate_f(SP[i], cos_fine_of(m3), N[i], &lp) &&
+                                cos_candidate_psf(W, &g, &lp, x, y);
                         }
                         const int ref = cos_candidate(W, N, SP, mask, &g, &lp, x, y);
                         bad += c != ref;

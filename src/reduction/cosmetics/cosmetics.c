@@ -43,6 +43,9 @@ void tide_cosmetics_params_default(tide_cosmetics_params *p) {
     p->inpaint = 0;
     p->inpaint_bits = TIDE_MASK_HOT | TIDE_MASK_COLD | TIDE_MASK_COSMIC;
     p->skip_bits = TIDE_MASK_NODATA | TIDE_MASK_BAD | TIDE_MASK_USER;
+    p->psf_fwhm = 0.0;
+    p->psf_width = 0.4;
+    p->psf_round = 0.3;
 }
 
 int64_t tide_cosmetics_params_size(void) {
@@ -97,6 +100,10 @@ int tide_cosmetics_params_check(const tide_cosmetics_params *p) {
     BAD(!(p->objlim >= 0), "objlim (>= 0)");
     BAD(p->niter < 1 || p->niter > 16, "niter (1..16)");
     BAD(p->sat_protect < 0 || p->sat_protect > 8, "sat_protect (0..8)");
+    BAD(!(p->psf_fwhm == 0 || (p->psf_fwhm >= 0.5 && p->psf_fwhm <= 20)),
+        "psf_fwhm (0 = off, or 0.5..20 px)");
+    BAD(!(p->psf_width >= 0 && p->psf_width <= 1), "psf_width (0..1)");
+    BAD(!(p->psf_round >= 0 && p->psf_round <= 1), "psf_round (0..1)");
 #undef BAD
     return 0;
 }
@@ -314,6 +321,7 @@ static int run_passes(tide_ctx *ctx, tide_image *im, const tide_cosmetics_params
         hp.do_cold = p->cold;
         hp.excl =
             (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED);
+        hp.psf = tide_cos_psf_of(p);
         TIMED("cosmetics.hotcold", r->ms_hotcold,
               TIDE_DISPATCH(ctx, tide_cos_hotcold, &g, im->pix, im->mask, &nm, &hp, wk.flag));
         TIMED("cosmetics.hotcold", r->ms_hotcold,

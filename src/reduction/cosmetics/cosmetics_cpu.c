@@ -393,12 +393,13 @@ int tide_cos_candidates_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *
     return 0;
 }
 
-int tide_cos_grow_cpu(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *in, const float *SP,
-                      const uint16_t *mask, const tide_cos_lacos *lp, float thr, uint8_t *out) {
+int tide_cos_grow_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W, const uint8_t *in,
+                      const float *SP, const uint16_t *mask, const tide_cos_lacos *lp, float thr,
+                      uint8_t *out) {
 #pragma omp parallel for schedule(static) num_threads(NT(ctx))
     for (int64_t y = 0; y < g->h; y++)
         for (int64_t x = 0; x < g->w; x++)
-            out[y * g->w + x] = (uint8_t)cos_grow_one(in, SP, mask, g, lp, thr, x, y);
+            out[y * g->w + x] = (uint8_t)cos_grow_one(W, in, SP, mask, g, lp, thr, x, y);
     return 0;
 }
 

@@ -389,7 +389,8 @@ static __global__ void k_cand(tide_cos_geom g, const float *W, const float *N, c
             for (int dy = 0; dy < 7; dy++)
                 for (int dx = 0; dx < 7; dx++)
                     m3[n++] = m3s[(threadIdx.y + dy) * SW3 + threadIdx.x + dx];
-            c = cos_candidate_f(SP[i], cos_fine_of(m3), N[i], &lp);
+            c = cos_candidate_f(SP[i], cos_fine_of(m3), N[i], &lp) &&
+                cos_candidate_psf(W, &g, &lp, x, y);
         }
         cand[i] = (uint8_t)c;
     }
@@ -403,20 +404,20 @@ extern "C" int tide_cos_candidates_cuda(tide_ctx *ctx, const tide_cos_geom *g, c
     return 0;
 }
 
-static __global__ void k_grow(tide_cos_geom g, const uint8_t *in, const float *SP,
+static __global__ void k_grow(tide_cos_geom g, const float *W, const uint8_t *in, const float *SP,
                               const uint16_t *mask, tide_cos_lacos lp, float thr, uint8_t *out,
                               const uint8_t *dirty) {
     FOR_TILES(g, dirty, tx, ty) {
         const int64_t x = tx * TS + threadIdx.x, y = ty * TS + threadIdx.y;
         if (x < g.w && y < g.h)
-            out[y * g.w + x] = (uint8_t)cos_grow_one(in, SP, mask, &g, &lp, thr, x, y);
+            out[y * g.w + x] = (uint8_t)cos_grow_one(W, in, SP, mask, &g, &lp, thr, x, y);
     }
 }
 
-extern "C" int tide_cos_grow_cuda(tide_ctx *ctx, const tide_cos_geom *g, const uint8_t *in,
-                                  const float *SP, const uint16_t *mask, const tide_cos_lacos *lp,
-                                  float thr, uint8_t *out) {
-    k_grow<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, in, SP, mask, *lp, thr, out, NULL);
+extern "C" int tide_cos_grow_cuda(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
+                                  const uint8_t *in, const float *SP, const uint16_t *mask,
+                                  const tide_cos_lacos *lp, float thr, uint8_t *out) {
+    k_grow<<<tile_grid(g), TILE_BLOCK, 0, STREAM(ctx)>>>(*g, W, in, SP, mask, *lp, thr, out, NULL);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }
@@ -479,9 +480,9 @@ extern "C" int tide_cos_update_cuda(tide_ctx *ctx, const tide_cos_geom *g, const
         return st;
     k_cand<<<gr, TILE_BLOCK, 0, s>>>(*g, W, N, SP, mask, *lp, cand, dirty);
     TIDE_CUDA_LAUNCHED();
-    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, cand, SP, mask, *lp, lp->sigclip, flag2, dirty);
+    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, W, cand, SP, mask, *lp, lp->sigclip, flag2, dirty);
     TIDE_CUDA_LAUNCHED();
-    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, flag2, SP, mask, *lp, low, flag, dirty);
+    k_grow<<<gr, TILE_BLOCK, 0, s>>>(*g, W, flag2, SP, mask, *lp, low, flag, dirty);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

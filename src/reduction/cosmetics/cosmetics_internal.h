@@ -19,6 +19,18 @@ static inline tide_cos_noise tide_cos_noise_of(const tide_cosmetics_params *p) {
     return nm;
 }
 
+/** The smallest, over sub-pixel positions, of the smaller moment eigenvalue that a
+ *  pixel-sampled Gaussian of measured FWHM @p fwhm px has in the 3×3 box around its
+ *  brightest pixel (cosmetics_psf.c). */
+double tide_cos_psf_lmin(double fwhm);
+
+/** The largest, over sub-pixel positions, share of its brightest pixel that such a Gaussian
+ *  puts in a pixel 2 px (Chebyshev) from it. */
+double tide_cos_psf_ring(double fwhm);
+
+/** The star-like release test of @p p (cosmetics.h, psf_fwhm): off when psf_fwhm is 0. */
+tide_cos_psf tide_cos_psf_of(const tide_cosmetics_params *p);
+
 /** Scratch of one call, allocated once (host or device) before the passes run. */
 typedef struct tide_cos_work {
     int on_device;

@@ -71,9 +71,11 @@ COS_KERNEL(tide_cos_laplace, const tide_cos_geom *g, const float *W, const float
 COS_KERNEL(tide_cos_candidates, const tide_cos_geom *g, const float *W, const float *N,
            const float *SP, const uint16_t *mask, const tide_cos_lacos *lp, uint8_t *cand);
 
-/** out = 1 where the pixel may be flagged, SP > thr and some pixel of the 3×3 box has in. */
-COS_KERNEL(tide_cos_grow, const tide_cos_geom *g, const uint8_t *in, const float *SP,
-           const uint16_t *mask, const tide_cos_lacos *lp, float thr, uint8_t *out);
+/** out = 1 where the pixel may be flagged, SP > thr, some pixel of the 3×3 box has in and
+ *  the pixel is not in a star-like core of W (cos_grow_one). */
+COS_KERNEL(tide_cos_grow, const tide_cos_geom *g, const float *W, const uint8_t *in,
+           const float *SP, const uint16_t *mask, const tide_cos_lacos *lp, float thr,
+           uint8_t *out);
 
 /** counts[b] = pixels with mask bit b set, b = 0..15. */
 COS_KERNEL(tide_cos_count, const tide_cos_geom *g, const uint16_t *mask, int64_t counts[16]);

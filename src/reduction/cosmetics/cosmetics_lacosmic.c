@@ -51,6 +51,7 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
     lp.excl = (uint16_t)(p->skip_bits | TIDE_MASK_NODATA | TIDE_MASK_SATURATED | TIDE_MASK_BLEED |
                          TIDE_MASK_HOT | TIDE_MASK_COLD);
     lp.protect = p->sat_protect;
+    lp.psf = tide_cos_psf_of(p);
     const float low = (float)(p->sigclip * p->sigfrac);
 
     /* CPU tile updates: the tiles holding each iteration's new hits, and those near them */
@@ -95,11 +96,11 @@ int tide_cos_lacosmic_ex(tide_ctx *ctx, tide_image *im, const tide_cos_geom *g,
                 st = TIDE_DISPATCH(ctx, tide_cos_candidates, g, wk->W, wk->N, wk->SP, im->mask, &lp,
                                    wk->flag3);
             if (!st)
-                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag3, wk->SP, im->mask, &lp,
+                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->W, wk->flag3, wk->SP, im->mask, &lp,
                                    lp.sigclip, wk->flag2);
             if (!st)
-                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->flag2, wk->SP, im->mask, &lp, low,
-                                   wk->flag);
+                st = TIDE_DISPATCH(ctx, tide_cos_grow, g, wk->W, wk->flag2, wk->SP, im->mask, &lp,
+                                   low, wk->flag);
         }
         if (!st && mark && list) {
             st = tide_cos_mark_new_cpu(ctx, g, wk->flag, im->mask, mark);

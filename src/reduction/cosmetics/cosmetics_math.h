@@ -10,6 +10,7 @@
 #ifndef TIDE_COSMETICS_MATH_H
 #define TIDE_COSMETICS_MATH_H
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/gpu/hd.h"
@@ -30,18 +31,31 @@ typedef struct tide_cos_noise {
     float gain, rdn2, bias; /* e-/ADU, read noise² (e-², or ADU² with gain 0), ADU */
 } tide_cos_noise;
 
+/** Constants of the test that releases star-like candidates (cos_psf_like; cosmetics.h,
+ *  psf_fwhm), from tide_cos_psf_of (cosmetics_psf.c). on = 0: no test. */
+typedef struct tide_cos_psf {
+    int on;
+    float var_min;   /* least moment eigenvalue of a star: psf_width · that of the FWHM */
+    float round_min; /* least ratio of the smaller to the larger eigenvalue */
+    float ring_max;  /* most a pixel 2 px from the peak may hold, as a fraction of the peak */
+    float clip;      /* pixels at most clip·σ(b) above the background b weigh nothing */
+    tide_cos_noise nm;
+} tide_cos_psf;
+
 /** Hot/cold test constants. */
 typedef struct tide_cos_hot {
     float hot_sigma, cold_sigma, isolation, ratio;
     int do_hot, do_cold;
-    uint16_t excl; /* neighbours and pixels with these bits are ignored */
+    uint16_t excl;    /* neighbours and pixels with these bits are ignored */
+    tide_cos_psf psf; /* star-like hot candidates are released */
 } tide_cos_hot;
 
 /** L.A.Cosmic test constants. */
 typedef struct tide_cos_lacos {
     float sigclip, objlim;
-    uint16_t excl; /* pixels with these bits are never flagged */
-    int protect;   /* Chebyshev radius around SATURATED|BLEED with no flag */
+    uint16_t excl;    /* pixels with these bits are never flagged */
+    int protect;      /* Chebyshev radius around SATURATED|BLEED with no flag */
+    tide_cos_psf psf; /* star-like candidates are released */
 } tide_cos_lacos;
 
 TIDE_HD static inline int64_t cos_clamp(int64_t i, int64_t n) {
@@ -161,6 +175,101 @@ TIDE_HD static inline int cos_near_saturation(const uint16_t *mask, int64_t ld, 
     return 0;
 }
 
+/** A pixel of a (stride ld) counts in cos_psf_like: finite, and (with a mask) none of excl. */
+TIDE_HD static inline int cos_psf_usable(const float *a, int64_t ld, const uint16_t *mask,
+                                         uint16_t excl, int64_t x, int64_t y) {
+    return isfinite(a[y * ld + x]) && (!mask || !(mask[y * ld + x] & excl));
+}
+
+/** The brightest usable pixel of the 3×3 box around (*x, *y) of a, the centre on ties (scan
+ *  order otherwise): moves (*x, *y) there. */
+TIDE_HD static inline void cos_psf_brightest(const float *a, int64_t ld, const uint16_t *mask,
+                                             uint16_t excl, int64_t w, int64_t h, int64_t *x,
+                                             int64_t *y) {
+    const int64_t x0 = *x, y0 = *y;
+    float bv = a[y0 * ld + x0];
+    for (int64_t j = y0 - 1; j <= y0 + 1; j++)
+        for (int64_t i = x0 - 1; i <= x0 + 1; i++)
+            if (j >= 0 && j < h && i >= 0 && i < w && cos_psf_usable(a, ld, mask, excl, i, j) &&
+                a[j * ld + i] > bv) {
+                *x = i;
+                *y = j;
+                bv = a[j * ld + i];
+            }
+}
+
+/** 1 when pixel (x, y) of a is in the core of a profile as broad and as round as a star
+ *  (cosmetics.h, 3–4 with psf_fwhm). P is the brightest usable pixel of its 3×3 box, and
+ *  must be the brightest of its own (a pixel farther from a peak is no star core: a hit
+ *  beside a star stays flagged). b is the median of the usable pixels on the border of P's
+ *  7×7 box (at least 8, else no release) and d = v − b. Every usable pixel on the border of
+ *  P's 5×5 box must have d <= ring_max·d(P): no star's wing holds that 2 px from its peak,
+ *  a track leaving the core or a neighbouring hit does. The usable pixels of P's 3×3 box
+ *  with d > clip·σ(b) weigh the second moments about their centroid; the smaller eigenvalue
+ *  λ− of that 2×2 matrix must reach var_min and round_min·λ+. @p mask may be NULL (every
+ *  finite pixel counts); its stride is ld. */
+TIDE_HD static inline int cos_psf_like(const float *a, int64_t ld, const uint16_t *mask,
+                                       uint16_t excl, int64_t w, int64_t h, int64_t x, int64_t y,
+                                       const tide_cos_psf *ps) {
+    cos_psf_brightest(a, ld, mask, excl, w, h, &x, &y);
+    int64_t px = x, py = y;
+    cos_psf_brightest(a, ld, mask, excl, w, h, &px, &py);
+    if (px != x || py != y)
+        return 0;
+    float ring[24];
+    int n = 0;
+    for (int dy = -3; dy <= 3; dy++)
+        for (int dx = -3; dx <= 3; dx += (dy == -3 || dy == 3) ? 1 : 6) {
+            const int64_t i = x + dx, j = y + dy;
+            if (j >= 0 && j < h && i >= 0 && i < w && cos_psf_usable(a, ld, mask, excl, i, j))
+                ring[n++] = a[j * ld + i];
+        }
+    if (n < 8)
+        return 0;
+    const float b = cos_median(ring, n);
+    const float lim = tide_fmul(ps->ring_max, tide_fsub(a[y * ld + x], b));
+    for (int dy = -2; dy <= 2; dy++)
+        for (int dx = -2; dx <= 2; dx += (dy == -2 || dy == 2) ? 1 : 4) {
+            const int64_t i = x + dx, j = y + dy;
+            if (j >= 0 && j < h && i >= 0 && i < w && cos_psf_usable(a, ld, mask, excl, i, j) &&
+                tide_fsub(a[j * ld + i], b) > lim)
+                return 0;
+        }
+    const float thr = tide_fmul(ps->clip, cos_sigma(&ps->nm, b));
+    float s0 = 0.0f, sx = 0.0f, sy = 0.0f, sxx = 0.0f, syy = 0.0f, sxy = 0.0f;
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+            const int64_t i = x + dx, j = y + dy;
+            if (j < 0 || j >= h || i < 0 || i >= w || !cos_psf_usable(a, ld, mask, excl, i, j))
+                continue;
+            const float d = tide_fsub(a[j * ld + i], b);
+            if (!(d > thr))
+                continue;
+            s0 = tide_fadd(s0, d);
+            if (dx) {
+                sx = dx > 0 ? tide_fadd(sx, d) : tide_fsub(sx, d);
+                sxx = tide_fadd(sxx, d);
+            }
+            if (dy) {
+                sy = dy > 0 ? tide_fadd(sy, d) : tide_fsub(sy, d);
+                syy = tide_fadd(syy, d);
+            }
+            if (dx && dy)
+                sxy = dx == dy ? tide_fadd(sxy, d) : tide_fsub(sxy, d);
+        }
+    if (!(s0 > 0.0f))
+        return 0;
+    const float mx = tide_fdiv(sx, s0), my = tide_fdiv(sy, s0);
+    const float xx = tide_fsub(tide_fdiv(sxx, s0), tide_fmul(mx, mx));
+    const float yy = tide_fsub(tide_fdiv(syy, s0), tide_fmul(my, my));
+    const float xy = tide_fsub(tide_fdiv(sxy, s0), tide_fmul(mx, my));
+    const float t = tide_fmul(0.5f, tide_fadd(xx, yy));
+    const float hd = tide_fmul(0.5f, tide_fsub(xx, yy));
+    const float dd = tide_fsqrt(tide_fadd(tide_fmul(hd, hd), tide_fmul(xy, xy)));
+    const float lmin = tide_fsub(t, dd), lmax = tide_fadd(t, dd);
+    return lmin >= ps->var_min && lmin >= tide_fmul(ps->round_min, lmax);
+}
+
 /** Hot/cold decision at (x, y): COS_F_HOT, COS_F_COLD or 0 (see cosmetics.h, pass 3). Only
  *  in-frame, finite neighbours without excluded bits count; fewer than 3 of the 8 means no
  *  decision.
@@ -224,7 +333,8 @@ TIDE_HD static inline int cos_hotcold(const float *pix, const uint16_t *mask,
                 }
             }
             const float rm = nr >= 3 ? cos_median(ring, nr) : med;
-            if (e > tide_fmul(hp->ratio, tide_fsub(med, rm)))
+            if (e > tide_fmul(hp->ratio, tide_fsub(med, rm)) &&
+                !(hp->psf.on && cos_psf_like(pix, ld, mask, hp->excl, g->w, g->h, x, y, &hp->psf)))
                 return COS_F_HOT;
         }
     }
@@ -319,22 +429,32 @@ TIDE_HD static inline int cos_candidate_f(float sp, float F, float n, const tide
     return tide_fdiv(sp, f) > lp->objlim;
 }
 
+/** The step of cos_candidate after cos_candidate_f: 1 unless the test of star-like
+ *  profiles is on and (x, y) of the working frame W belongs to one (cos_psf_like). */
+TIDE_HD static inline int cos_candidate_psf(const float *W, const tide_cos_geom *g,
+                                            const tide_cos_lacos *lp, int64_t x, int64_t y) {
+    return !lp->psf.on || !cos_psf_like(W, g->w, NULL, 0, g->w, g->h, x, y, &lp->psf);
+}
+
 /** Candidate test at (x, y) (eqs. 11–13): S' > σ_lim and S'/f > f_lim with
- *  f = max(F/N, 0.01), the fine-structure contrast in units of the noise as lacosmic.cl. */
+ *  f = max(F/N, 0.01), the fine-structure contrast in units of the noise as lacosmic.cl;
+ *  then cos_candidate_psf. */
 TIDE_HD static inline int cos_candidate(const float *W, const float *N, const float *SP,
                                         const uint16_t *mask, const tide_cos_geom *g,
                                         const tide_cos_lacos *lp, int64_t x, int64_t y) {
     const int64_t i = y * g->w + x;
     if (!(SP[i] > lp->sigclip) || !cos_may_flag(mask, g, lp, x, y))
         return 0;
-    return cos_candidate_f(SP[i], cos_fine(W, g->w, g->w, g->h, x, y), N[i], lp);
+    return cos_candidate_f(SP[i], cos_fine(W, g->w, g->w, g->h, x, y), N[i], lp) &&
+           cos_candidate_psf(W, g, lp, x, y);
 }
 
 /** Growth step of the detection (lacosmic.cl): a flaggable pixel with S' > thr next to (or
- *  on) a pixel of `in` in its 3×3 box. */
-TIDE_HD static inline int cos_grow_one(const uint8_t *in, const float *SP, const uint16_t *mask,
-                                       const tide_cos_geom *g, const tide_cos_lacos *lp, float thr,
-                                       int64_t x, int64_t y) {
+ *  on) a pixel of `in` in its 3×3 box, and (cos_candidate_psf) not in a star-like core of the
+ *  working frame W: a hit beside a star does not grow into it. */
+TIDE_HD static inline int cos_grow_one(const float *W, const uint8_t *in, const float *SP,
+                                       const uint16_t *mask, const tide_cos_geom *g,
+                                       const tide_cos_lacos *lp, float thr, int64_t x, int64_t y) {
     if (!(SP[y * g->w + x] > thr))
         return 0;
     int any = 0;
@@ -347,7 +467,7 @@ TIDE_HD static inline int cos_grow_one(const uint8_t *in, const float *SP, const
                 break;
             }
     }
-    return any && cos_may_flag(mask, g, lp, x, y);
+    return any && cos_may_flag(mask, g, lp, x, y) && cos_candidate_psf(W, g, lp, x, y);
 }
 
 #endif

@@ -6,8 +6,11 @@
  *   N = σ(med5 W)              changes within 4 px of D,
  *   S = L⁺(W) / 2N             within 4 px,
  *   S' = S − med5 S            within 6 px,
- *   candidates (S', F, N)      within 6 px (F = med3 W − med7 med3 W reaches 4 px),
- *   grow 1, grow 2             within 7 and 8 px.
+ *   candidates (S', F, N)      within 6 px (F = med3 W − med7 med3 W reaches 4 px, and so
+ *                              does the star-like test, cos_psf_like: a peak within 1 px,
+ *                              its 7×7 box),
+ *   grow 1, grow 2             within 7 and 8 px (the star-like test of the grown pixel
+ *                              within 6).
  * Everywhere else every plane keeps its value, and the final flags there were already
  * applied. So the next iteration only recomputes the planes, in this order, on the tiles of
  * COS_TILE pixels within one tile of a tile holding a pixel of D (any COS_TILE >= 8 covers

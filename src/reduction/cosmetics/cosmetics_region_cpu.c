@@ -110,14 +110,14 @@ int tide_cos_update_cpu(tide_ctx *ctx, const tide_cos_geom *g, const float *W,
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++)
                     flag2[y * w + x] =
-                        (uint8_t)cos_grow_one(cand, SP, mask, g, lp, lp->sigclip, x, y);
+                        (uint8_t)cos_grow_one(W, cand, SP, mask, g, lp, lp->sigclip, x, y);
         }
 #pragma omp for schedule(dynamic, 4)
         for (int64_t k = 0; k < n; k++) {
             bounds(g, list[k], &x0, &x1, &y0, &y1);
             for (int64_t y = y0; y < y1; y++)
                 for (int64_t x = x0; x < x1; x++)
-                    flag[y * w + x] = (uint8_t)cos_grow_one(flag2, SP, mask, g, lp, low, x, y);
+                    flag[y * w + x] = (uint8_t)cos_grow_one(W, flag2, SP, mask, g, lp, low, x, y);
         }
         free(cs);
     }
