@@ -321,26 +321,17 @@ TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
     *rows = N - *m;
 }
 
-/** The most modes the Levenberg–Marquardt refinement takes (4 parameters each, plus c). */
-#define XRAY_LM_MAXMODES 8
-#define XRAY_LM_MAXP (4 * XRAY_LM_MAXMODES + 1)
-#define XRAY_LM_MAXIT 200
-
-/** Doubles of workspace xray_lpsvd needs for @p n samples (xray_lm_refine, which runs after
- *  it, reuses the start of the same workspace). */
+/** Doubles of workspace xray_lpsvd needs for @p n samples, @p m coefficients, @p r Hankel
+ *  rows and @p p least-squares columns at most. */
 #define XRAY_LP_WORK(n, m, r, p)                                                                   \
     ((m) * (r) + 2 * (r) * (r) + (r) + (p) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) +   \
      (p) * (p) + (p) + 4 * TIDE_XRAY_MAX_COMPONENTS + 8)
-/** Doubles of workspace xray_lm_refine needs. */
-#define XRAY_LM_WORK (2 * XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP)
 
-/** Doubles of workspace xray_lpsvd and xray_lm_refine need for @p n samples. */
+/** Doubles of workspace xray_lpsvd needs for @p n samples. */
 TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
     int m, r;
     xray_lp_sizes(n, &m, &r);
-    const int64_t lp =
-        XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
-    return lp > XRAY_LM_WORK ? lp : XRAY_LM_WORK;
+    return XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
 }
 
 /** The model of @p r at time t: sum_k A_k e^(-b_k t) cos(ω_k t + φ_k) + constant. */
@@ -585,188 +576,6 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         return;
     }
     res->status = TIDE_XRAY_OK;
-}
-
-/* The model's value and its derivatives in the active parameters at sample time t: theta holds
- * (ω, b, A, φ) per mode then c; a real mode (ω = 0) keeps ω and φ fixed, so its ∂/∂ω and ∂/∂φ
- * columns are left out (act[] lists the parameters that move). */
-TIDE_HD static inline double xray_lm_row(const double *th, int M, const int *act, int na, double t,
-                                         double *J) {
-    double f = th[4 * M];
-    double full[XRAY_LM_MAXP];
-    for (int k = 0; k < M; k++) {
-        const double om = th[4 * k], b = th[4 * k + 1], A = th[4 * k + 2], ph = th[4 * k + 3];
-        const double e = exp(-b * t), a = om * t + ph, c = cos(a), s = sin(a);
-        f += A * e * c;
-        full[4 * k + 0] = -A * t * e * s;
-        full[4 * k + 1] = -A * t * e * c;
-        full[4 * k + 2] = e * c;
-        full[4 * k + 3] = -A * e * s;
-    }
-    full[4 * M] = 1.0;
-    for (int i = 0; i < na; i++)
-        J[i] = full[act[i]];
-    return f;
-}
-
-/** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
- *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
- *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
- *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt, b·span >= 0.01
- *  for a real mode). Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and
- *  the iteration stops when a step moves no parameter by more than 1e-12 of max(|value|, 1)
- *  (or, below 1e-9, stops shrinking), when no step is taken at λ > 1e12, or after
- *  XRAY_LM_MAXIT iterations. The result replaces @p res only when it converged within
- *  XRAY_LM_MAXIT iterations to a lower χ² with finite values and no mode at the band's edge;
- *  modes are re-sorted by amplitude. Returns the iterations, 0 when nothing was done (status
- *  not ok, or more than XRAY_LM_MAXMODES modes). @p w: xray_lp_work_doubles(n) doubles. */
-TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, double *w,
-                                         tide_xray_lp_result *res) {
-    const int M = res->nmodes;
-    if (res->status != TIDE_XRAY_OK || M < 1 || M > XRAY_LM_MAXMODES)
-        return 0;
-    const int P = XRAY_LM_MAXP;
-    double *N = w, *g = N + P * P, *th = g + P, *tn = th + P, *J = tn + P, *d = J + P;
-    int act[XRAY_LM_MAXP], na = 0;
-    for (int k = 0; k < M; k++) {
-        th[4 * k] = res->omega[k];
-        th[4 * k + 1] = res->decay[k];
-        th[4 * k + 2] = res->amp[k];
-        th[4 * k + 3] = res->phase[k];
-        const int real = res->omega[k] == 0.0;
-        if (!real)
-            act[na++] = 4 * k;
-        act[na++] = 4 * k + 1;
-        act[na++] = 4 * k + 2;
-        if (!real)
-            act[na++] = 4 * k + 3;
-    }
-    th[4 * M] = res->constant;
-    act[na++] = 4 * M;
-    /* χ² and the bound of its rounding (16ε Σ|r|(|s| + |f|): each residual is a difference of
-     * numbers of size |s| and |f| computed to a few ε) */
-    double chi = 0.0, chb = 0.0;
-    for (int j = 0; j < n; j++) {
-        const double f = xray_lm_row(th, M, act, na, j * dt, J), r = s[j] - f;
-        chi += r * r;
-        chb += fabs(r) * (fabs(s[j]) + fabs(f));
-    }
-    chb *= 16.0 * 2.220446049250313e-16;
-    const double chi0 = chi;
-    double lam = 1e-3, last = INFINITY;
-    int it = 0;
-    for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
-        for (int a = 0; a < na * na; a++)
-            N[a] = 0.0;
-        for (int a = 0; a < na; a++)
-            g[a] = 0.0;
-        for (int j = 0; j < n; j++) {
-            const double r = s[j] - xray_lm_row(th, M, act, na, j * dt, J);
-            for (int a = 0; a < na; a++) {
-                g[a] += J[a] * r;
-                for (int b = 0; b <= a; b++)
-                    N[a * na + b] += J[a] * J[b];
-            }
-        }
-        for (int a = 0; a < na; a++)
-            for (int b = a + 1; b < na; b++)
-                N[a * na + b] = N[b * na + a];
-        int improved = 0;
-        while (lam <= 1e12) {
-            /* the damped system into d (g copied: xray_solve destroys its inputs) */
-            double *A2 = d + P; /* na × na scratch */
-            for (int a = 0; a < na * na; a++)
-                A2[a] = N[a];
-            for (int a = 0; a < na; a++) {
-                A2[a * na + a] += lam * (N[a * na + a] > 0 ? N[a * na + a] : 1e-300);
-                d[a] = g[a];
-            }
-            if (xray_solve(A2, d, na)) {
-                lam *= 5.0;
-                continue;
-            }
-            for (int a = 0; a <= 4 * M; a++)
-                tn[a] = th[a];
-            for (int a = 0; a < na; a++)
-                tn[act[a]] += d[a];
-            double cn = 0.0, cnb = 0.0;
-            for (int j = 0; j < n; j++) {
-                const double f = xray_lm_row(tn, M, act, na, j * dt, J), r = s[j] - f;
-                cn += r * r;
-                cnb += fabs(r) * (fabs(s[j]) + fabs(f));
-            }
-            cnb *= 16.0 * 2.220446049250313e-16;
-            /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
-             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span), or
-             * a real mode decaying by less than 1% over the span (LPSVD's own rule: such a
-             * mode is the constant, and the two together would be a valley without a floor) */
-            int inband = 1;
-            for (int k = 0; k < M; k++)
-                inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
-                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1)) &&
-                          (th[4 * k] != 0.0 || tn[4 * k + 1] * dt * (n - 1) >= 0.01);
-            /* Near the minimum χ² is flat to rounding: it resolves the parameters only to
-             * ~sqrt(ε) of their size, so a test of χ² alone would stop two backends (whose exp
-             * and cos differ in the last bit) ~1e-8 apart. There a Gauss–Newton step (λ small)
-             * is taken when χ² rises by no more than its rounding bound, and the iteration stops on
-             * the step itself: when it moves no parameter by more than 1e-12 of max(|value|,
-             * 1), or when below 1e-9 it no longer halves (the gradient's own rounding). */
-            const int gn = lam <= 1e-2;
-            if (inband && isfinite(cn) && (cn < chi || (gn && cn <= chi + chb + cnb))) {
-                double step = 0.0;
-                for (int a = 0; a < na; a++)
-                    step = fmax(step, fabs(d[a]) / fmax(fabs(tn[act[a]]), 1.0));
-                for (int a = 0; a <= 4 * M; a++)
-                    th[a] = tn[a];
-                if (cn < chi)
-                    chi = cn, chb = cnb;
-                const int done = gn && (step <= 1e-12 || (step < 1e-9 && step > 0.9 * last));
-                last = gn ? step : INFINITY;
-                improved = done ? 2 : 1;
-                lam /= 3.0;
-                break;
-            }
-            lam *= 5.0;
-        }
-        if (improved != 1)
-            break;
-    }
-    /* no better χ², or no convergence in XRAY_LM_MAXIT steps: the steps were walking a valley
-     * (a slow real mode trading with the constant at amplitudes far above the data's), and
-     * where they stopped says nothing */
-    if (!(chi < chi0) || !isfinite(chi) || it >= XRAY_LM_MAXIT)
-        return it;
-    for (int k = 0; k <= 4 * M; k++)
-        if (!isfinite(th[k]))
-            return it;
-    /* a mode held at the band's edge is no fit: the start was a wrong mode, and the steps
-     * ended against the wall (where each backend stops at its own point) */
-    const double span = dt * (n - 1), edge = 1.0 - 1e-6;
-    for (int k = 0; k < M; k++)
-        if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
-            th[4 * k + 1] <= -2.0 * edge / span ||
-            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
-            return it;
-    for (int k = 0; k < M; k++) {
-        double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];
-        if (A < 0) {
-            A = -A;
-            ph += 3.141592653589793;
-        }
-        if (om < 0) { /* cos(-ωt + φ) = cos(ωt - φ) */
-            om = -om;
-            ph = -ph;
-        }
-        ph = atan2(sin(ph), cos(ph));
-        res->omega[k] = om;
-        res->decay[k] = th[4 * k + 1];
-        res->amp[k] = A;
-        res->phase[k] = ph;
-    }
-    res->constant = th[4 * M];
-    res->chi2 = chi / n;
-    xray_sort_modes(res, M);
-    return it;
 }
 
 /** The DFT's twiddles for @p n points: tw[2p] = cos(2πp/n), tw[2p+1] = sin(2πp/n). */
