@@ -84,18 +84,25 @@ TIDE_HD static inline int xray_savgol_weights(int window, int order, double at, 
     return 0;
 }
 
-/** Savitzky–Golay smoothing of @p s (n samples) into @p out (not aliasing s), as
- *  scipy.signal.savgol_filter(s, window, order, mode="interp"): the centred weights in the
- *  interior, and for the first and last window/2 samples the polynomial of the first (last)
- *  window samples evaluated there. @p w holds window*window doubles of weights. window odd,
- *  n >= window; returns -1 otherwise. */
-TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int order, double *w,
-                                      double *out) {
-    if (window % 2 == 0 || n < window)
-        return -1;
+/** The Savitzky–Golay weights of every position of a window (xray_savgol_apply's table):
+ *  w[q * window + j] weighs sample j of the window for the value at position q. Returns 0, or
+ *  -1 for order >= window or order > 10. */
+TIDE_HD static inline int xray_savgol_table(int window, int order, double *w) {
     for (int q = 0; q < window; q++)
         if (xray_savgol_weights(window, order, (double)q, w + q * window))
             return -1;
+    return 0;
+}
+
+/** Savitzky–Golay smoothing of @p s (n samples) into @p out (not aliasing s) with the weights
+ *  @p w of xray_savgol_table, as scipy.signal.savgol_filter(s, window, order, mode="interp"):
+ *  the centred weights in the interior, and for the first and last window/2 samples the
+ *  polynomial of the first (last) window samples evaluated there. The table is the same for
+ *  every trace: a batch computes it once. window odd, n >= window; returns -1 otherwise. */
+TIDE_HD static inline int xray_savgol_apply(const double *s, int n, int window, const double *w,
+                                            double *out) {
+    if (window % 2 == 0 || n < window)
+        return -1;
     const int h = window / 2;
     for (int i = 0; i < n; i++) {
         int start, q;
@@ -115,6 +122,15 @@ TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int or
         out[i] = acc;
     }
     return 0;
+}
+
+/** Savitzky–Golay smoothing of one trace: xray_savgol_table into @p w (window*window doubles),
+ *  then xray_savgol_apply. Returns -1 for an even window, n < window or a bad order. */
+TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int order, double *w,
+                                      double *out) {
+    if (window % 2 == 0 || n < window || xray_savgol_table(window, order, w))
+        return -1;
+    return xray_savgol_apply(s, n, window, w, out);
 }
 
 /** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
