@@ -10,36 +10,8 @@
  * from it only by CUDA's libm in the last bits, which the step-based stop keeps below 1e-9. */
 #ifndef TIDE_XRAY_LM_H
 #define TIDE_XRAY_LM_H
+#include "xray/xray_lanes.h"
 #include "xray/xray_math.h"
-
-/** Lanes that share one trace: a warp. */
-#define XRAY_LANES 32
-
-/* XRAY_PHASE(body): every lane runs body once with its own int `lane`. Within a phase no lane
- * reads what another writes, so the CPU may run the lanes in turn; on the GPU the warp syncs
- * before (the redundant reads every lane made are done) and after (the writes are visible). */
-#ifdef __CUDA_ARCH__
-#define XRAY_PHASE(...)                                                                            \
-    do {                                                                                           \
-        __syncwarp();                                                                              \
-        const int lane = (int)(threadIdx.x & (XRAY_LANES - 1));                                    \
-        __VA_ARGS__;                                                                               \
-        __syncwarp();                                                                              \
-    } while (0)
-#else
-/* XRAY_LANES_REVERSED runs the lanes of each phase last to first: a test's check that no lane
- * depends on another's writes within a phase (the GPU runs them in no order). */
-#ifndef XRAY_LANES_REVERSED
-#define XRAY_LANES_REVERSED 0
-#endif
-#define XRAY_PHASE(...)                                                                            \
-    do {                                                                                           \
-        for (int lane_ = 0; lane_ < XRAY_LANES; lane_++) {                                         \
-            const int lane = XRAY_LANES_REVERSED ? XRAY_LANES - 1 - lane_ : lane_;                 \
-            __VA_ARGS__;                                                                           \
-        }                                                                                          \
-    } while (0)
-#endif
 
 /** The most modes the refinement takes (4 parameters each, plus c). */
 #define XRAY_LM_MAXMODES 8

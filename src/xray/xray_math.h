@@ -337,11 +337,16 @@ TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
     *rows = N - *m;
 }
 
-/** Doubles of workspace xray_lpsvd needs for @p n samples, @p m coefficients, @p r Hankel
- *  rows and @p p least-squares columns at most. */
-#define XRAY_LP_WORK(n, m, r, p)                                                                   \
-    ((m) * (r) + 2 * (r) * (r) + (r) + (p) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) +   \
-     (p) * (p) + (p) + 4 * TIDE_XRAY_MAX_COMPONENTS + 8)
+/** Doubles of workspace xray_lpsvd_finish needs for @p n samples, @p m coefficients, @p r
+ *  Hankel rows and @p p least-squares columns at most: y (r), the polynomial (m + 1), its
+ *  roots (2m) and their flags, the least squares' matrix (n × p), V (p × p), σ and β (p each),
+ *  the modes' decays, frequencies and flags. */
+#define XRAY_LP_FINISH_WORK(n, m, r, p)                                                            \
+    ((r) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) + (p) * (p) + 2 * (p) +               \
+     2 * TIDE_XRAY_MAX_COMPONENTS + TIDE_XRAY_MAX_COMPONENTS / 2 + 1)
+/** Doubles of workspace xray_lpsvd needs: Hᵀ (m × r), V and R (r × r each), σ (r), and the
+ *  finish's. */
+#define XRAY_LP_WORK(n, m, r, p) ((m) * (r) + 2 * (r) * (r) + (r) + XRAY_LP_FINISH_WORK(n, m, r, p))
 
 /** Doubles of workspace xray_lpsvd needs for @p n samples. */
 TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
@@ -379,19 +384,26 @@ TIDE_HD static inline void xray_sort_modes(tide_xray_lp_result *res, int n) {
             }
 }
 
-/** Fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
- *  @p components singular values (the model order) into @p res; @p w has
- *  xray_lp_work_doubles(n) doubles. Steps: Hankel matrix H[i][j] = s[i+1+j] (rows × m), its
- *  SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k = min(components, rows, #σ > 1e-12
- * σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹
- * − … − c_m (signal roots are 1/z of the modes' z = e^((−b+iω)dt), so outside the unit circle; the
- * extraneous ones fall inside, Kumaresan & Tufts 1982), decay b = ln|w|/dt and ω = |arg w|/dt,
- * keeping one root of each conjugate pair and real roots, with b >= 0 (a real root with b·T < 0.01
- *  over the span T is the constant, fitted on its own); then amplitudes and phases by least
- *  squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt | e^(−bt) for real roots | 1]. Modes are
- *  returned by decreasing amplitude. Sets res->status and res->reason. */
-TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int components, double *w,
-                                      tide_xray_lp_result *res) {
+/* LPSVD: fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
+ *  @p components singular values (the model order) into @p res. Steps: Hankel matrix H[i][j] =
+ * s[i+1+j] (rows × m), its SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k =
+ * min(components, rows, #σ > 1e-12 σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ
+ * s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹ − … − c_m (signal roots are 1/z of the modes' z =
+ * e^((−b+iω)dt), so outside the unit circle; the extraneous ones fall inside, Kumaresan & Tufts
+ * 1982), decay b = ln|w|/dt and ω = |arg w|/dt, keeping one root of each conjugate pair and real
+ * roots, with b >= 0 (a real root with b·T < 0.01 over the span T is the constant, fitted on its
+ * own); then amplitudes and phases by least squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt |
+ * e^(−bt) for real roots | 1]. Modes are returned by decreasing amplitude. Sets res->status and
+ * res->reason.
+ *
+ *  The steps are three calls, so that a GPU can run the SVD of R in a kernel of its own:
+ *  xray_lpsvd_start (checks, Hankel, QR; its doc), xray_jacobi_svd of R, xray_lpsvd_finish;
+ *  xray_lpsvd runs them in turn. */
+
+/** LPSVD's first steps: the checks (@p res final, 0 returned, for a skipped trace) and the R
+ *  factor of Hᵀ into @p Rf (r × r by columns; @p B: m × r doubles of scratch), 1 returned. */
+TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, int components,
+                                           double *B, double *Rf, tide_xray_lp_result *res) {
     res->status = TIDE_XRAY_FAILED;
     res->reason = TIDE_XRAY_R_NONE;
     res->order = 0;
@@ -404,47 +416,56 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
     if (n < 8 || r < 1 || components < 1 || !(dt > 0)) {
         res->status = TIDE_XRAY_SKIPPED;
         res->reason = TIDE_XRAY_R_SHORT;
-        return;
+        return 0;
     }
     for (int i = 0; i < n; i++)
         if (!isfinite(s[i])) {
             res->status = TIDE_XRAY_SKIPPED;
             res->reason = TIDE_XRAY_R_NONFINITE;
-            return;
+            return 0;
         }
-    double *B = w;            /* Hᵀ: r columns of length m */
-    double *V = B + m * r;    /* r × r */
-    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
-    double *sig = Rf + r * r; /* r, then the least squares' r + 1 at most */
-    double *c = sig + r + TIDE_XRAY_MAX_COMPONENTS + 1; /* m + 1: the polynomial [1, -c] */
-    double *zr = c + m + 1;                             /* m */
-    double *zi = zr + m;                                /* m */
-    int *done = (int *)(zi + m);                        /* m ints in (m + 1) / 2 + 1 doubles */
-    double *X = zi + m + (m + 1) / 2 + 1;
-    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
-    double *Vx = X + (int64_t)n * pmax;
-    double *beta = Vx + pmax * pmax;
-    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
-    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
-
     double smax = 0.0;
     for (int i = 0; i < n; i++)
         smax = fmax(smax, fabs(s[i]));
     if (!(smax > 0)) {
         res->status = TIDE_XRAY_SKIPPED;
         res->reason = TIDE_XRAY_R_ZERO;
-        return;
+        return 0;
     }
     for (int i = 0; i < r; i++)
         for (int j = 0; j < m; j++)
             B[i * m + j] = s[i + 1 + j];
     /* Hᵀ = Q R: the Jacobi sweeps run on the r × r factor R (3× shorter columns); Hᵀ itself
-     * is needed only as s again (below) */
+     * is needed only as s again (xray_lpsvd_finish) */
     xray_qr_r(B, m, m, r, Rf);
-    if (xray_jacobi_svd(Rf, r, r, r, V, sig) < 0) {
+    return 1;
+}
+
+/** The rest of LPSVD of trace @p s after the SVD of its R factor (xray_lpsvd_start): @p V and
+ *  @p sig from xray_jacobi_svd of R, which took @p sweeps (< 0: it did not converge, the trace
+ *  fails). @p w has XRAY_LP_FINISH_WORK doubles. See xray_lpsvd. */
+TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, int components,
+                                             const double *V, const double *sig, int sweeps,
+                                             double *w, tide_xray_lp_result *res) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    if (sweeps < 0) {
         res->reason = TIDE_XRAY_R_SVD;
         return;
     }
+    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
+    double *y = w;               /* r */
+    double *c = y + r;           /* m + 1: the polynomial [1, -c] */
+    double *zr = c + m + 1;      /* m */
+    double *zi = zr + m;         /* m */
+    int *done = (int *)(zi + m); /* m ints in (m + 1) / 2 + 1 doubles */
+    double *X = zi + m + (m + 1) / 2 + 1;
+    double *Vx = X + (int64_t)n * pmax;
+    double *sgx = Vx + pmax * pmax;
+    double *beta = sgx + pmax;
+    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
+    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
+
     int k = components < r ? components : r;
     int rank = 0;
     for (int i = 0; i < r; i++)
@@ -460,7 +481,6 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         return;
     }
     /* c = U_k Σ_k⁻¹ V_kᵀ s0 with Hᵀ v_i = σ_i u_i: c = Hᵀ y, y = Σ_i v_i (v_i · s0) / σ_i² */
-    double *y = B; /* r doubles: Hᵀ's columns are not needed again */
     for (int q = 0; q < r; q++)
         y[q] = 0.0;
     for (int i = 0; i < k; i++) {
@@ -542,19 +562,19 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         }
         X[(int64_t)col * n + j] = 1.0;
     }
-    if (xray_jacobi_svd(X, n, n, np, Vx, sig) < 0) {
+    if (xray_jacobi_svd(X, n, n, np, Vx, sgx) < 0) {
         res->reason = TIDE_XRAY_R_LSQ;
         return;
     }
     for (int i = 0; i < np; i++)
         beta[i] = 0.0;
     for (int i = 0; i < np; i++) {
-        if (!(sig[i] > 1e-12 * sig[0]))
+        if (!(sgx[i] > 1e-12 * sgx[0]))
             continue;
         double g = 0.0;
         for (int j = 0; j < n; j++)
             g += X[(int64_t)i * n + j] * s[j];
-        g /= sig[i] * sig[i];
+        g /= sgx[i] * sgx[i];
         for (int q = 0; q < np; q++)
             beta[q] += g * Vx[i * np + q];
     }
@@ -592,6 +612,21 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         return;
     }
     res->status = TIDE_XRAY_OK;
+}
+
+/** LPSVD of one trace in one call (the CPU twin): xray_lpsvd_start, xray_jacobi_svd of the R
+ *  factor, xray_lpsvd_finish. @p w has xray_lp_work_doubles(n) doubles. */
+TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int components, double *w,
+                                      tide_xray_lp_result *res) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double *B = w;            /* Hᵀ: r columns of length m */
+    double *V = B + m * r;    /* r × r */
+    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
+    double *sig = Rf + r * r; /* r */
+    if (xray_lpsvd_start(s, n, dt, components, B, Rf, res))
+        xray_lpsvd_finish(s, n, dt, components, V, sig, xray_jacobi_svd(Rf, r, r, r, V, sig),
+                          sig + r, res);
 }
 
 /** The DFT's twiddles for @p n points: tw[2p] = cos(2πp/n), tw[2p+1] = sin(2πp/n). */

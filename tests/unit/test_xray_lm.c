@@ -1,8 +1,9 @@
-/* test_xray_lm.c — tide xray's Levenberg–Marquardt refinement in lane form (xray_lm.h), on the
- * CPU, as a proxy for its CUDA twin:
- *  - the lanes of each phase run last to first give the same bits as first to last (the CPU
- *    twin's order): no lane reads what another writes within a phase, which the GPU's warp,
- *    running them in no particular order, needs;
+/* test_xray_lm.c — tide xray's code in lane form (xray_lm.h's Levenberg–Marquardt refinement,
+ * xray_svd_lanes.h's Jacobi SVD of the R factor), on the CPU, as a proxy for its CUDA twin:
+ *  - LPSVD with the lane-form SVD and the refinement, the lanes of each phase run last to
+ *    first, give the same bits as the CPU twin (the sequential SVD, the lanes first to last):
+ *    no lane reads what another writes within a phase, which the GPU's warp, running them in
+ *    no particular order, needs, and the lane form rounds as the sequential code;
  *  - every sample moved by one ulp (the size of the last-bit differences of CUDA's exp, cos
  *    and sin) moves no refined parameter by more than 1e-9 relative: the step-based stop makes
  *    the result insensitive to rounding, which is what holds the GPU to the CPU within 1e-9.
@@ -17,23 +18,32 @@
 #include "common/xray_synth.h"
 #include "tide_test.h"
 #include "xray/xray_lm.h"
+#include "xray/xray_svd_lanes.h"
 
 #define NS 95
 #define DT 0.1
 #define NTR 512
 
-/* LPSVD + refinement of every trace with this file's (reversed-lane) xray_lm.h. */
+/* LPSVD + refinement of every trace with this file's (reversed-lane) xray_svd_lanes.h and
+ * xray_lm.h. */
 static void refine_reversed(const double *s, int64_t ntr, int n, int components,
                             tide_xray_lp_result *out) {
     const int mcap = xray_lm_mode_cap(components);
     const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(mcap);
-    double *w = malloc(sizeof(double) * (size_t)(nlp > nlm ? nlp : nlm));
+    double *w = malloc(sizeof(double) * (size_t)(nlp + XRAY_SVD_LANES_SCRATCH + nlm));
     if (!w) {
         CHECK(0);
         return;
     }
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double *B = w, *V = B + m * r, *R = V + r * r, *sig = R + r * r, *red = sig + r;
     for (int64_t i = 0; i < ntr; i++) {
-        xray_lpsvd(s + i * n, n, DT, components, w, &out[i]);
+        /* LPSVD as the GPU runs it: the Jacobi SVD of R in lane form */
+        if (xray_lpsvd_start(s + i * n, n, DT, components, B, R, &out[i]))
+            xray_lpsvd_finish(s + i * n, n, DT, components, V, sig,
+                              xray_jacobi_svd_lanes(R, r, r, r, V, sig, red),
+                              red + XRAY_SVD_LANES_SCRATCH, &out[i]);
         out[i].refine_iter = xray_lm_refine(s + i * n, n, DT, mcap, w, &out[i]);
     }
     free(w);
