@@ -122,41 +122,20 @@ TIDE_HD static inline void xray_lm_normal(const double *s, int n, double dt, con
 }
 
 /* Solve the na × na system A x = b in place (A row-major in U, destroyed; b becomes x) by
- * Gaussian elimination with partial pivoting, the arithmetic of xray_solve: every lane finds
- * the same pivot, the lanes eliminate below it a row each, lane 0 substitutes back. Returns 0,
+ * Gaussian elimination with partial pivoting, xray_solve's pieces: every lane finds the same
+ * pivot, the lanes swap and eliminate below it a row each, lane 0 substitutes back. Returns 0,
  * or -1 when A is singular. */
 TIDE_HD static inline int xray_lm_solve(double *A, double *b, int n) {
     for (int k = 0; k < n; k++) {
-        int piv = k;
-        for (int i = k + 1; i < n; i++)
-            if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
-                piv = i;
-        if (!(fabs(A[piv * n + k]) > 0.0))
+        const int piv = xray_solve_pivot(A, n, k);
+        if (piv < 0)
             return -1;
         if (piv != k)
-            XRAY_PHASE(
-                for (int j = lane; j < n; j += XRAY_LANES) {
-                    const double t = A[k * n + j];
-                    A[k * n + j] = A[piv * n + j];
-                    A[piv * n + j] = t;
-                } if (lane == 0) {
-                    const double t = b[k];
-                    b[k] = b[piv];
-                    b[piv] = t;
-                });
-        XRAY_PHASE(for (int i = k + 1 + lane; i < n; i += XRAY_LANES) {
-            const double f = A[i * n + k] / A[k * n + k];
-            for (int j = k; j < n; j++)
-                A[i * n + j] -= f * A[k * n + j];
-            b[i] -= f * b[k];
-        });
+            XRAY_PHASE(xray_solve_swap(A, b, n, k, piv, lane, XRAY_LANES));
+        XRAY_PHASE(for (int i = k + 1 + lane; i < n; i += XRAY_LANES)
+                       xray_solve_eliminate(A, b, n, k, i));
     }
-    XRAY_PHASE(if (lane == 0) for (int k = n - 1; k >= 0; k--) {
-        double v = b[k];
-        for (int j = k + 1; j < n; j++)
-            v -= A[k * n + j] * b[j];
-        b[k] = v / A[k * n + k];
-    });
+    XRAY_PHASE(if (lane == 0) xray_solve_back(A, b, n));
     return 0;
 }
 

@@ -16,39 +16,64 @@
 
 /* ---- small dense linear algebra ------------------------------------------------------- */
 
-/** Solve the n×n system A x = b in place by Gaussian elimination with partial pivoting
- *  (A row-major, destroyed; b becomes x). Returns 0, or -1 when A is singular. */
-TIDE_HD static inline int xray_solve(double *A, double *b, int n) {
-    for (int k = 0; k < n; k++) {
-        int piv = k;
-        for (int i = k + 1; i < n; i++)
-            if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
-                piv = i;
-        if (!(fabs(A[piv * n + k]) > 0.0))
-            return -1;
-        if (piv != k) {
-            for (int j = 0; j < n; j++) {
-                const double t = A[k * n + j];
-                A[k * n + j] = A[piv * n + j];
-                A[piv * n + j] = t;
-            }
-            const double t = b[k];
-            b[k] = b[piv];
-            b[piv] = t;
-        }
-        for (int i = k + 1; i < n; i++) {
-            const double f = A[i * n + k] / A[k * n + k];
-            for (int j = k; j < n; j++)
-                A[i * n + j] -= f * A[k * n + j];
-            b[i] -= f * b[k];
-        }
+/* Gaussian elimination's pieces, shared by xray_solve and its lane form (xray_lm.h). */
+
+/** The pivot row of column @p k of the row-major n×n A (the largest |A[i][k]|, i >= k, the
+ *  first of equals), or -1 when that column is zero there (A singular). */
+TIDE_HD static inline int xray_solve_pivot(const double *A, int n, int k) {
+    int piv = k;
+    for (int i = k + 1; i < n; i++)
+        if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
+            piv = i;
+    return fabs(A[piv * n + k]) > 0.0 ? piv : -1;
+}
+
+/** Swap rows @p k and @p piv of A (columns j0, j0 + step, ... < n) and, when j0 is 0, of b. */
+TIDE_HD static inline void xray_solve_swap(double *A, double *b, int n, int k, int piv, int j0,
+                                           int step) {
+    for (int j = j0; j < n; j += step) {
+        const double t = A[k * n + j];
+        A[k * n + j] = A[piv * n + j];
+        A[piv * n + j] = t;
     }
+    if (j0 == 0) {
+        const double t = b[k];
+        b[k] = b[piv];
+        b[piv] = t;
+    }
+}
+
+/** Eliminate column @p k from row @p i > k with the pivot row k. */
+TIDE_HD static inline void xray_solve_eliminate(double *A, double *b, int n, int k, int i) {
+    const double f = A[i * n + k] / A[k * n + k];
+    for (int j = k; j < n; j++)
+        A[i * n + j] -= f * A[k * n + j];
+    b[i] -= f * b[k];
+}
+
+/** Back substitution of the upper-triangular A: b becomes x. */
+TIDE_HD static inline void xray_solve_back(const double *A, double *b, int n) {
     for (int k = n - 1; k >= 0; k--) {
         double s = b[k];
         for (int j = k + 1; j < n; j++)
             s -= A[k * n + j] * b[j];
         b[k] = s / A[k * n + k];
     }
+}
+
+/** Solve the n×n system A x = b in place by Gaussian elimination with partial pivoting
+ *  (A row-major, destroyed; b becomes x). Returns 0, or -1 when A is singular. */
+TIDE_HD static inline int xray_solve(double *A, double *b, int n) {
+    for (int k = 0; k < n; k++) {
+        const int piv = xray_solve_pivot(A, n, k);
+        if (piv < 0)
+            return -1;
+        if (piv != k)
+            xray_solve_swap(A, b, n, k, piv, 0, 1);
+        for (int i = k + 1; i < n; i++)
+            xray_solve_eliminate(A, b, n, k, i);
+    }
+    xray_solve_back(A, b, n);
     return 0;
 }
 
@@ -133,61 +158,63 @@ TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int or
     return xray_savgol_apply(s, n, window, w, out);
 }
 
-/** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
- *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
- *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
- *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
- *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
- *  -1 when they ran out. */
-TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
-                                          double *sig) {
+/* The one-sided Jacobi SVD's pieces, shared by xray_jacobi_svd and its lane form
+ * (xray_svd_lanes.h). */
+
+/** Σ x[i] y[i] over i < n, in index order. */
+TIDE_HD static inline double xray_dot(const double *x, const double *y, int n) {
+    double acc = 0.0;
+    for (int i = 0; i < n; i++)
+        acc += x[i] * y[i];
+    return acc;
+}
+
+/** V = I (cols × cols), and the squared norm below which a column of A counts as zero:
+ *  1e-28 of ‖A‖², because rotating rounding noise never ends. */
+TIDE_HD static inline double xray_jacobi_start(const double *A, int lda, int rows, int cols,
+                                               double *V) {
     for (int j = 0; j < cols; j++)
         for (int i = 0; i < cols; i++)
             V[j * cols + i] = i == j ? 1.0 : 0.0;
-    /* columns below 1e-14 of the matrix's norm are zero: rotating rounding noise never ends */
     double frob = 0.0;
     for (int j = 0; j < cols; j++)
         for (int i = 0; i < rows; i++)
             frob += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
-    const double tiny = 1e-28 * frob;
-    int sweep = 0, conv = 0;
-    for (; sweep < 80 && !conv; sweep++) {
-        conv = 1;
-        for (int p = 0; p < cols - 1; p++)
-            for (int q = p + 1; q < cols; q++) {
-                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda;
-                double al = 0.0, be = 0.0, ga = 0.0;
-                for (int i = 0; i < rows; i++) {
-                    al += ap[i] * ap[i];
-                    be += aq[i] * aq[i];
-                    ga += ap[i] * aq[i];
-                }
-                if (!(fabs(ga) > 1e-15 * sqrt(al * be)) || ga == 0.0 || al <= tiny || be <= tiny)
-                    continue;
-                conv = 0;
-                const double zeta = (be - al) / (2.0 * ga);
-                const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
-                const double c = 1.0 / sqrt(1.0 + t * t), s = c * t;
-                for (int i = 0; i < rows; i++) {
-                    const double x = ap[i], y = aq[i];
-                    ap[i] = c * x - s * y;
-                    aq[i] = s * x + c * y;
-                }
-                double *vp = V + p * cols, *vq = V + q * cols;
-                for (int i = 0; i < cols; i++) {
-                    const double x = vp[i], y = vq[i];
-                    vp[i] = c * x - s * y;
-                    vq[i] = s * x + c * y;
-                }
-            }
+    return 1e-28 * frob;
+}
+
+/** The rotation (c, s) that makes columns p and q orthogonal, from al = a_p·a_p, be = a_q·a_q
+ *  and ga = a_p·a_q; 0 when the pair is orthogonal already (|ga| <= 1e-15 sqrt(al be)) or a
+ *  column is zero (below @p tiny). */
+TIDE_HD static inline int xray_jacobi_rotation(double al, double be, double ga, double tiny,
+                                               double *c, double *s) {
+    if (!(fabs(ga) > 1e-15 * sqrt(al * be)) || ga == 0.0 || al <= tiny || be <= tiny)
+        return 0;
+    const double zeta = (be - al) / (2.0 * ga);
+    const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+    *c = 1.0 / sqrt(1.0 + t * t);
+    *s = *c * t;
+    return 1;
+}
+
+/** Rotate elements i0, i0 + step, ... < n of the columns x and y by (c, s). */
+TIDE_HD static inline void xray_rotate(double *x, double *y, int i0, int n, int step, double c,
+                                       double s) {
+    for (int i = i0; i < n; i += step) {
+        const double u = x[i], v = y[i];
+        x[i] = c * u - s * v;
+        y[i] = s * u + c * v;
     }
+}
+
+/** σ_j = ‖a_j‖, then the columns of A and V and the σ sorted by decreasing σ (selection sort:
+ *  a handful of columns, and no allocation). */
+TIDE_HD static inline void xray_jacobi_sort(double *A, int lda, int rows, int cols, double *V,
+                                            double *sig) {
     for (int j = 0; j < cols; j++) {
-        double s = 0.0;
-        for (int i = 0; i < rows; i++)
-            s += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
-        sig[j] = sqrt(s);
+        const double *a = A + (int64_t)j * lda;
+        sig[j] = sqrt(xray_dot(a, a, rows));
     }
-    /* selection sort by decreasing σ: a handful of columns, and no allocation */
     for (int j = 0; j < cols - 1; j++) {
         int b = j;
         for (int k = j + 1; k < cols; k++)
@@ -209,6 +236,32 @@ TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols
             V[b * cols + i] = x;
         }
     }
+}
+
+/** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
+ *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
+ *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
+ *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
+ *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
+ *  -1 when they ran out. */
+TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
+                                          double *sig) {
+    const double tiny = xray_jacobi_start(A, lda, rows, cols, V);
+    int sweep = 0, conv = 0;
+    for (; sweep < 80 && !conv; sweep++) {
+        conv = 1;
+        for (int p = 0; p < cols - 1; p++)
+            for (int q = p + 1; q < cols; q++) {
+                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda, c, s;
+                if (!xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
+                                          xray_dot(ap, aq, rows), tiny, &c, &s))
+                    continue;
+                conv = 0;
+                xray_rotate(ap, aq, 0, rows, 1, c, s);
+                xray_rotate(V + p * cols, V + q * cols, 0, cols, 1, c, s);
+            }
+    }
+    xray_jacobi_sort(A, lda, rows, cols, V, sig);
     return conv ? sweep : -1;
 }
 
