@@ -21,6 +21,7 @@
 #include "tide/memory.h"
 #include "xray/xray_kernels.h"
 #include "xray/xray_lm.h"
+#include "xray/xray_pack.h"
 #include "xray/xray_svd_lanes.h"
 
 #define XRAY_THREADS 64
@@ -228,6 +229,22 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
     xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
         job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out);
     return launched("refine", NULL);
+}
+
+__global__ static void xray_pack_kernel(const tide_xray_lp_result *res, int64_t ntr, int k, int *pi,
+                                        double *pd) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < ntr)
+        xray_pack(res + i, k, pi + i * XRAY_PACK_INTS, pd + i * xray_pack_doubles(k));
+}
+
+extern "C" int xray_pack_batch_cuda(tide_ctx *ctx, const tide_xray_lp_result *res, int64_t ntr,
+                                    int k, int *pi, double *pd) {
+    if (ntr <= 0)
+        return 0;
+    const unsigned blocks = (unsigned)((ntr + 255) / 256);
+    xray_pack_kernel<<<blocks, 256, 0, (cudaStream_t)ctx->stream>>>(res, ntr, k, pi, pd);
+    return launched("pack", NULL);
 }
 
 extern "C" int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job) {

@@ -4,6 +4,7 @@
  *    first, give the same bits as the CPU twin (the sequential SVD, the lanes first to last):
  *    no lane reads what another writes within a phase, which the GPU's warp, running them in
  *    no particular order, needs, and the lane form rounds as the sequential code;
+ *  - the packing of the GPU's copy back (xray_pack.h) loses nothing of a result;
  *  - every sample moved by one ulp (the size of the last-bit differences of CUDA's exp, cos
  *    and sin) moves no refined parameter by more than 1e-9 relative: the step-based stop makes
  *    the result insensitive to rounding, which is what holds the GPU to the CPU within 1e-9.
@@ -18,6 +19,7 @@
 #include "common/xray_synth.h"
 #include "tide_test.h"
 #include "xray/xray_lm.h"
+#include "xray/xray_pack.h"
 #include "xray/xray_svd_lanes.h"
 
 #define NS 95
@@ -47,6 +49,21 @@ static void refine_reversed(const double *s, int64_t ntr, int n, int components,
         out[i].refine_iter = xray_lm_refine(s + i * n, n, DT, mcap, w, &out[i]);
     }
     free(w);
+}
+
+/* The GPU's copy back packs each result's used part (xray_pack.h): unpacked, it is the result. */
+static void pack_round_trip(const tide_xray_lp_result *res, int64_t ntr, int components) {
+    int64_t same = 0;
+    for (int64_t i = 0; i < ntr; i++) {
+        int pi[XRAY_PACK_INTS];
+        double pd[2 + 4 * TIDE_XRAY_MAX_COMPONENTS];
+        tide_xray_lp_result u;
+        memset(&u, 0, sizeof u);
+        xray_pack(&res[i], components, pi, pd);
+        xray_unpack(pi, pd, components, &u);
+        same += !memcmp(&u, &res[i], sizeof u);
+    }
+    CHECK(same == ntr);
 }
 
 int main(void) {
@@ -79,6 +96,7 @@ int main(void) {
                    sig[l], comps[c], (long long)same, NTR, (long long)refined);
             CHECK(same == NTR);
             CHECK(refined > NTR / 2);
+            pack_round_trip(a, NTR, comps[c]);
             /* one ulp up or down per sample, by the sample's parity (zeros stay: the zero
              * trace is a status of its own) */
             for (int64_t j = 0; j < (int64_t)NS * NTR; j++)
