@@ -1,16 +1,19 @@
-/* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference), two
- * kernels over a chunk of traces:
- *  - LPSVD, one trace per thread, running the CPU's per-trace functions of xray_math.h
- *    unchanged (the Jacobi SVD, the Aberth roots and the least squares are sequential and
- *    data-dependent in their iteration counts, so the same code in the same order is what makes
- *    the twins agree). A trace of up to XRAY_GPU_NMAX samples keeps its samples and its
- *    workspace in local memory, which the hardware interleaves across threads (a warp's threads
- *    reading the same element make one coalesced access); a longer one uses its own slice of
- *    job->work (contiguous per thread: uncoalesced, slower).
+/* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference), over
+ * a chunk of traces:
+ *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in three kernels: xray_lpsvd_start
+ *    (checks, Hankel, QR) and xray_lpsvd_finish (prediction, Aberth roots, least squares) one
+ *    trace per thread, running the CPU's functions of xray_math.h unchanged (sequential and
+ *    data-dependent in their iteration counts: the same code in the same order is what makes
+ *    the twins agree), their workspaces in local memory, which the hardware interleaves
+ *    across threads (a warp's threads reading the same element make one coalesced access);
+ *    between them the Jacobi SVD of the R factor, ~70% of the work, one trace per warp with R
+ *    and V in shared memory (xray_svd_lanes.h). A longer trace runs all of LPSVD one trace per
+ *    thread with its own slice of job->work (contiguous per thread: uncoalesced, slower).
  *  - the Levenberg–Marquardt refinement, one trace per warp (xray_lm.h): the lanes split the
  *    samples, the sums of the normal equations and the elimination, with the trace's state in
  *    the warp's slice of shared memory. One thread per trace kept ~2 KB of it in local memory,
  *    which no cache holds for 2048 threads an SM, and was 90% of the fit.
+ *  - the results packed for the copy back (xray_pack.h).
  * The file is compiled without FMA contraction (CMakeLists.txt) so products and sums round as
  * on the CPU; what remains are the last-bit differences of CUDA's exp, log, sin, cos, atan2 and
  * pow. */
