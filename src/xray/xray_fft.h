@@ -5,8 +5,8 @@
 
 /** |DFT|/L of each of @p ntr segments of @p L samples (xray_dft_abs) at bins 0..L/2-1 into
  *  @p fft as float32, bin-major: fft[k * ntr + i] (the maps' (bin, y, x) cube). OpenMP over
- *  segments. */
-int xray_fft_map(const double *seg, int64_t ntr, int L, float *fft);
+ *  segments on @p threads threads (< 1: OpenMP's default). */
+int xray_fft_map(const double *seg, int64_t ntr, int L, float *fft, int threads);
 
 /** xray_fft_map's arguments, for xray_bg_start(xray_fft_step). */
 typedef struct xray_fft_args {
@@ -14,6 +14,7 @@ typedef struct xray_fft_args {
     int64_t ntr;
     int L;
     float *fft;
+    int threads;
 } xray_fft_args;
 
 /** xray_fft_map of an xray_fft_args. */

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "tide/status.h"
 #include "xray/xray_bg.h"
@@ -179,8 +182,15 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
         }
         /* the FFT map needs only the segments: on the GPU backend the host computes it
          * meanwhile */
-        xray_fft_args fa = {seg, ntr, L, fft};
-        if ((st = xray_bg_start(&fj, xray_fft_step, &fa, ctx->backend == TIDE_BACKEND_CUDA)))
+        /* beside the GPU fit, two cores are left to the thread that feeds the device (its
+         * pageable copies run on the host's cores) */
+        const int bg = ctx->backend == TIDE_BACKEND_CUDA;
+        int fthreads = 0;
+#ifdef _OPENMP
+        fthreads = bg && omp_get_max_threads() > 2 ? omp_get_max_threads() - 2 : 0;
+#endif
+        xray_fft_args fa = {seg, ntr, L, fft, fthreads};
+        if ((st = xray_bg_start(&fj, xray_fft_step, &fa, bg)))
             goto done;
         st = tide_xray_lpsvd_batch(ctx, seg, ntr, L, ion.dt, fp->components, fp->refine, res);
         const int sf = xray_bg_join(&fj);
