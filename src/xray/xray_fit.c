@@ -6,8 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "tide/status.h"
+#include "xray/xray_bg.h"
+#include "xray/xray_fft.h"
 #include "xray/xray_internal.h"
 #include "xray/xray_math.h"
 #include "xray/xray_write.h"
@@ -95,6 +100,8 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
     memset(&foff, 0, sizeof foff);
     fon.file = fon.cube = foff.file = foff.cube = -1;
     double *tr = NULL, *seg = NULL;
+    float *fft = NULL;
+    xray_bg fj = {0};
     uint8_t *reason = NULL;
     tide_xray_lp_result *res = NULL;
     xray_trace_grid g;
@@ -145,7 +152,13 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
                         L, zero);
         goto done;
     }
-    const int sgw = tp->savgol_window > 1 && L >= tp->savgol_window ? tp->savgol_window : 0;
+    /* the smoothing weights are the same for every trace: computed once (per trace they were
+     * most of this step: ~400 pow() calls a trace) */
+    double sgw_table[63 * 63];
+    const int sgw = tp->savgol_window > 1 && L >= tp->savgol_window &&
+                            !xray_savgol_table(tp->savgol_window, tp->savgol_order, sgw_table)
+                        ? tp->savgol_window
+                        : 0;
     seg = malloc((size_t)(ntr * L) * sizeof *seg);
     if (!seg) {
         st = tide_error(TIDE_E_NOMEM, "xray: fit segments");
@@ -154,19 +167,36 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < ntr; i++) {
         const double *s = tr + i * F + start;
-        double *o = seg + i * L, w[63 * 63];
-        if (!sgw || xray_savgol(s, L, sgw, tp->savgol_order, w, o))
+        double *o = seg + i * L;
+        if (!sgw || xray_savgol_apply(s, L, sgw, sgw_table, o))
             memcpy(o, s, (size_t)L * sizeof *o);
     }
     const double t2 = now_s();
     S->trace_s = t2 - t1;
     if (fp) {
         res = malloc((size_t)(ntr > 0 ? ntr : 1) * sizeof *res);
-        if (!res) {
+        fft = malloc((size_t)(ntr * (L / 2 > 0 ? L / 2 : 1)) * sizeof *fft);
+        if (!res || !fft) {
             st = tide_error(TIDE_E_NOMEM, "xray: %lld results", (long long)ntr);
             goto done;
         }
-        if ((st = tide_xray_lpsvd_batch(ctx, seg, ntr, L, ion.dt, fp->components, fp->refine, res)))
+        /* the FFT map needs only the segments: on the GPU backend the host computes it
+         * meanwhile */
+        /* beside the GPU fit, two cores are left to the thread that feeds the device (its
+         * pageable copies run on the host's cores) */
+        const int bg = ctx->backend == TIDE_BACKEND_CUDA;
+        int fthreads = 0;
+#ifdef _OPENMP
+        fthreads = bg && omp_get_max_threads() > 2 ? omp_get_max_threads() - 2 : 0;
+#endif
+        xray_fft_args fa = {seg, ntr, L, fft, fthreads};
+        if ((st = xray_bg_start(&fj, xray_fft_step, &fa, bg)))
+            goto done;
+        st = tide_xray_lpsvd_batch(ctx, seg, ntr, L, ion.dt, fp->components, fp->refine, res);
+        const int sf = xray_bg_join(&fj);
+        if (!st)
+            st = sf;
+        if (st)
             goto done;
         for (int64_t i = 0; i < ntr; i++) {
             if (reason[i] != TIDE_XRAY_R_NONE) {
@@ -181,10 +211,12 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
     }
     const double t3 = now_s();
     S->fit_s = t3 - t2;
-    xray_write_ctx wc = {ctx, on, off, &ion, tp, fp, &g, S, tr, seg, res, ion.dt};
+    xray_write_ctx wc = {ctx, on, off, &ion, tp, fp, &g, S, tr, seg, res, fft, ion.dt};
     st = xray_write_outputs(&wc, dir);
     S->write_s = now_s() - t3;
 done:
+    xray_bg_join(&fj);
+    free(fft);
     free(tr);
     free(seg);
     free(reason);

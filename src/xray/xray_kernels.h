@@ -32,6 +32,11 @@ typedef struct xray_lp_job {
 int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job);
 #ifdef TIDE_HAVE_CUDA
 int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job);
+/** Pack @p ntr device results (their first @p k modes) into the device arrays @p pi
+ *  (XRAY_PACK_INTS each) and @p pd (xray_pack_doubles(k) each) for the copy back
+ *  (xray_pack.h). */
+int xray_pack_batch_cuda(tide_ctx *ctx, const tide_xray_lp_result *res, int64_t ntr, int k, int *pi,
+                         double *pd);
 #endif
 
 #ifdef __cplusplus

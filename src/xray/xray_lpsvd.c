@@ -10,9 +10,10 @@
 #include "tide/status.h"
 #include "xray/xray_kernels.h"
 #include "xray/xray_math.h"
+#include "xray/xray_pack.h"
 
-/* Traces per device chunk (beyond XRAY_GPU_NMAX samples the workspace, ~75 KB a trace for
- * 100 samples, is a device buffer of the chunk). */
+/* Traces per device chunk: the stages' buffers are per chunk (R, V and σ of each trace, 9 KB
+ * for 96 samples; beyond XRAY_GPU_NMAX samples the whole LPSVD workspace). */
 #define XRAY_CHUNK 65536
 
 const char *tide_xray_reason_name(int reason) {
@@ -45,10 +46,21 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
         return xray_lpsvd_batch_cpu(ctx, &jb);
 #ifdef TIDE_HAVE_CUDA
     const int64_t chunk = ntr < XRAY_CHUNK ? ntr : XRAY_CHUNK, nw = xray_lp_work_doubles(n);
-    void *dtr = NULL, *dres = NULL, *dw = NULL;
-    int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * n), &dtr);
+    const int64_t npd = xray_pack_doubles(components);
+    void *dtr = NULL, *dres = NULL, *dw = NULL, *dpi = NULL, *dpd = NULL;
+    int *hpi = malloc(sizeof(int) * (size_t)(chunk * XRAY_PACK_INTS));
+    double *hpd = malloc(sizeof(double) * (size_t)(chunk * npd));
+    int st = hpi && hpd
+                 ? 0
+                 : tide_error(TIDE_E_NOMEM, "xray lpsvd: %lld packed results", (long long)chunk);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * n), &dtr);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(tide_xray_lp_result) * (size_t)chunk, &dres);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(int) * (size_t)(chunk * XRAY_PACK_INTS), &dpi);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * npd), &dpd);
     if (!st && n > XRAY_GPU_NMAX)
         st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * nw), &dw);
     for (int64_t s0 = 0; !st && s0 < ntr; s0 += chunk) {
@@ -61,13 +73,27 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
         jb.out = (tide_xray_lp_result *)dres;
         jb.work = (double *)dw;
         st = xray_lpsvd_batch_cuda(ctx, &jb);
+        /* the used part of each result only (xray_pack.h): 1,064 bytes a trace otherwise */
         if (!st)
-            st =
-                tide_memcpy(ctx, results + s0, 0, dres, 1, sizeof(tide_xray_lp_result) * (size_t)m);
+            st = xray_pack_batch_cuda(ctx, (const tide_xray_lp_result *)dres, m, components,
+                                      (int *)dpi, (double *)dpd);
+        if (!st)
+            st = tide_memcpy(ctx, hpi, 0, dpi, 1, sizeof(int) * (size_t)(m * XRAY_PACK_INTS));
+        if (!st)
+            st = tide_memcpy(ctx, hpd, 0, dpd, 1, sizeof(double) * (size_t)(m * npd));
+        if (st)
+            break;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < m; i++)
+            xray_unpack(hpi + i * XRAY_PACK_INTS, hpd + i * npd, components, &results[s0 + i]);
     }
     tide_device_free(ctx, dw);
+    tide_device_free(ctx, dpd);
+    tide_device_free(ctx, dpi);
     tide_device_free(ctx, dres);
     tide_device_free(ctx, dtr);
+    free(hpi);
+    free(hpd);
     return st;
 #else
     return tide_error(TIDE_E_NODEVICE, "xray lpsvd: built without CUDA");

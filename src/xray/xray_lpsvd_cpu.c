@@ -1,15 +1,17 @@
-/* xray_lpsvd_cpu.c — the CPU twin of the batched LPSVD (the reference the CUDA kernel is held
- * to): OpenMP over traces, one workspace per thread, xray_math.h per trace. */
+/* xray_lpsvd_cpu.c — the CPU twin of the batched LPSVD (the reference the CUDA kernels are held
+ * to): OpenMP over traces, one workspace per thread, xray_math.h's LPSVD and xray_lm.h's
+ * refinement (its lanes run one after another) per trace. */
 #include <stdlib.h>
 
 #include "tide/status.h"
 #include "xray/xray_kernels.h"
-#include "xray/xray_math.h"
+#include "xray/xray_lm.h"
 
 int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job) {
     (void)ctx;
-    const int n = job->n;
-    const int64_t nw = xray_lp_work_doubles(n), ntr = job->ntr;
+    const int n = job->n, mcap = xray_lm_mode_cap(job->components);
+    const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(mcap);
+    const int64_t nw = nlp > nlm ? nlp : nlm, ntr = job->ntr;
     int fail = 0;
 #pragma omp parallel
     {
@@ -24,7 +26,7 @@ int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job) {
                 const double *s = job->traces + i * n;
                 xray_lpsvd(s, n, job->dt, job->components, w, &job->out[i]);
                 job->out[i].refine_iter =
-                    job->refine ? xray_lm_refine(s, n, job->dt, w, &job->out[i]) : 0;
+                    job->refine ? xray_lm_refine(s, n, job->dt, mcap, w, &job->out[i]) : 0;
             }
         free(w);
     }

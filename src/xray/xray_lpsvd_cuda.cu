@@ -1,82 +1,212 @@
-/* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference): one
- * trace per thread, running the CPU's per-trace functions of xray_math.h unchanged (the Jacobi
- * SVD, the Aberth roots, the least squares and the LM refinement are sequential and
- * data-dependent in their iteration counts, so the same code in the same order is what makes
- * the twins agree). The file is compiled without FMA contraction (CMakeLists.txt) so products
- * and sums round as on the CPU; what remains are the last-bit differences of CUDA's exp, log,
- * sin, cos, atan2 and pow. A trace of up to XRAY_GPU_NMAX samples keeps its samples and its
- * workspace in local memory, which the hardware interleaves across threads (a warp's threads
- * reading the same element make one coalesced access); a longer one uses its own slice of
- * job->work (contiguous per thread: uncoalesced, slower). */
+/* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference), over
+ * a chunk of traces:
+ *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in three kernels: xray_lpsvd_start
+ *    (checks, Hankel, QR) and xray_lpsvd_finish (prediction, Aberth roots, least squares) one
+ *    trace per thread, running the CPU's functions of xray_math.h unchanged (sequential and
+ *    data-dependent in their iteration counts: the same code in the same order is what makes
+ *    the twins agree), their workspaces in local memory, which the hardware interleaves
+ *    across threads (a warp's threads reading the same element make one coalesced access);
+ *    between them the Jacobi SVD of the R factor, ~70% of the work, one trace per warp with R
+ *    and V in shared memory (xray_svd_lanes.h). A longer trace runs all of LPSVD one trace per
+ *    thread with its own slice of job->work (contiguous per thread: uncoalesced, slower).
+ *  - the Levenberg–Marquardt refinement, one trace per warp (xray_lm.h): the lanes split the
+ *    samples, the sums of the normal equations and the elimination, with the trace's state in
+ *    the warp's slice of shared memory. One thread per trace kept ~2 KB of it in local memory,
+ *    which no cache holds for 2048 threads an SM, and was 90% of the fit.
+ *  - the results packed for the copy back (xray_pack.h).
+ * The file is compiled without FMA contraction (CMakeLists.txt) so products and sums round as
+ * on the CPU; what remains are the last-bit differences of CUDA's exp, log, sin, cos, atan2 and
+ * pow. */
 #include <cuda_runtime.h>
 #include <math.h>
 
 #include "core/gpu/cuda_check.h"
 #include "tide/memory.h"
 #include "xray/xray_kernels.h"
-#include "xray/xray_math.h"
+#include "xray/xray_lm.h"
+#include "xray/xray_pack.h"
+#include "xray/xray_svd_lanes.h"
 
 #define XRAY_THREADS 64
+/* Warps (traces) per block of the refinement: 4 × 8 KB of shared memory for 5 components. */
+#define XRAY_LM_WARPS 4
 
-/* Workspace doubles for traces of at most NMAX samples, a compile-time constant. */
+/* The stages of a short trace (<= XRAY_GPU_NMAX samples), for LPSVD in three kernels: each
+ * trace's R factor, then its V and σ (r × r, r × r, r doubles at trace * xray_svd_doubles(r)),
+ * and how far it got (stage: XRAY_STAGE_DONE when xray_lpsvd_start settled it, else the
+ * Jacobi sweeps, < 0 when they ran out). */
+#define XRAY_STAGE_DONE (-1000)
+
+static __host__ __device__ int64_t xray_svd_doubles(int r) {
+    return 2 * (int64_t)r * r + r;
+}
+
+/* Workspace doubles of the three stages for traces of at most NMAX samples (compile-time
+ * constants: the kernels keep them in local memory, interleaved across a warp's threads). */
 template <int NMAX> struct xray_local_size {
     static constexpr int m = (3 * (NMAX - 1)) / 4, r = (NMAX - 1) - m,
-                         p = TIDE_XRAY_MAX_COMPONENTS + 1, lp = XRAY_LP_WORK(NMAX, m, r, p),
-                         nw = lp > XRAY_LM_WORK ? lp : XRAY_LM_WORK;
+                         p = TIDE_XRAY_MAX_COMPONENTS + 1, start = m * r,
+                         finish = XRAY_LP_FINISH_WORK(NMAX, m, r, p);
 };
 
-/* Short traces: the trace and the workspace in local memory (coalesced across the warp); one
- * instance per size class so that a 100-delay scan does not reserve the frame of 128. */
+/* Stage 1, one trace per thread: the checks and the R factor of Hᵀ into the trace's slot. */
 template <int NMAX>
 __global__ static void __launch_bounds__(XRAY_THREADS)
-    xray_lp_kernel_local(const double *traces, int64_t ntr, int n, double dt, int components,
-                         int refine, tide_xray_lp_result *out) {
+    xray_lp_start_kernel(const double *traces, int64_t ntr, int n, double dt, int components,
+                         double *svd, int *stage, tide_xray_lp_result *out) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ntr)
         return;
-    double w[xray_local_size<NMAX>::nw], s[NMAX];
-    for (int j = 0; j < n; j++)
-        s[j] = traces[i * n + j];
-    tide_xray_lp_result r;
-    xray_lpsvd(s, n, dt, components, w, &r);
-    r.refine_iter = refine ? xray_lm_refine(s, n, dt, w, &r) : 0;
-    out[i] = r;
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double B[xray_local_size<NMAX>::start];
+    stage[i] = xray_lpsvd_start(traces + i * n, n, dt, components, B, svd + i * xray_svd_doubles(r),
+                                out + i)
+                   ? 0
+                   : XRAY_STAGE_DONE;
 }
 
+/* Stage 2, one trace per warp (XRAY_SVD_WARPS a block): the Jacobi SVD of R in the warp's
+ * shared memory (xray_svd_lanes.h), V and σ written back over the trace's slot. */
+#define XRAY_SVD_WARPS 4
+__global__ static void __launch_bounds__(XRAY_SVD_WARPS *XRAY_LANES)
+    xray_lp_svd_kernel(int64_t ntr, int r, double *svd, int *stage) {
+    extern __shared__ double xray_svd_shared[];
+    const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
+    const int64_t i = (int64_t)blockIdx.x * XRAY_SVD_WARPS + warp;
+    if (i >= ntr || stage[i] == XRAY_STAGE_DONE)
+        return; /* the whole warp: no lane of it waits at a __syncwarp */
+    const int64_t nd = xray_svd_doubles(r);
+    double *R = xray_svd_shared + warp * (nd + XRAY_SVD_LANES_SCRATCH), *V = R + r * r,
+           *sig = V + r * r, *red = sig + r, *slot = svd + i * nd;
+    for (int e = lane; e < r * r; e += XRAY_LANES)
+        R[e] = slot[e];
+    __syncwarp();
+    const int sweeps = xray_jacobi_svd_lanes(R, r, r, r, V, sig, red);
+    for (int e = lane; e < r * r + r; e += XRAY_LANES)
+        slot[r * r + e] = V[e]; /* V then σ, as in the slot */
+    if (lane == 0)
+        stage[i] = sweeps;
+}
+
+/* Stage 3, one trace per thread: the prediction polynomial, its roots and the least squares. */
+template <int NMAX>
+__global__ static void __launch_bounds__(XRAY_THREADS)
+    xray_lp_finish_kernel(const double *traces, int64_t ntr, int n, double dt, int components,
+                          const double *svd, const int *stage, tide_xray_lp_result *out) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ntr || stage[i] == XRAY_STAGE_DONE)
+        return;
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double w[xray_local_size<NMAX>::finish], s[NMAX];
+    for (int j = 0; j < n; j++)
+        s[j] = traces[i * n + j];
+    const double *slot = svd + i * xray_svd_doubles(r);
+    xray_lpsvd_finish(s, n, dt, components, slot + r * r, slot + 2 * r * r, stage[i], w, out + i);
+}
+
+/* Long traces: LPSVD in one kernel, one trace per thread, the workspace in job->work. */
 __global__ static void xray_lp_kernel(xray_lp_job jb, int64_t nw) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= jb.ntr)
         return;
-    double *w = jb.work + i * nw;
-    const double *s = jb.traces + i * jb.n;
     tide_xray_lp_result r;
-    xray_lpsvd(s, jb.n, jb.dt, jb.components, w, &r);
-    r.refine_iter = jb.refine ? xray_lm_refine(s, jb.n, jb.dt, w, &r) : 0;
+    xray_lpsvd(jb.traces + i * jb.n, jb.n, jb.dt, jb.components, jb.work + i * nw, &r);
     jb.out[i] = r;
 }
 
-extern "C" int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job) {
-    if (job->ntr <= 0)
+/* The refinement of out[i] (an LPSVD result) by warp i % XRAY_LM_WARPS of block
+ * i / XRAY_LM_WARPS, its workspace the warp's nw doubles of the block's shared memory. */
+__global__ static void __launch_bounds__(XRAY_LM_WARPS *XRAY_LANES)
+    xray_lm_kernel(const double *traces, int64_t ntr, int n, double dt, int mcap, int64_t nw,
+                   tide_xray_lp_result *out) {
+    extern __shared__ double xray_lm_shared[];
+    const int warp = (int)(threadIdx.x / XRAY_LANES);
+    const int64_t i = (int64_t)blockIdx.x * XRAY_LM_WARPS + warp;
+    if (i >= ntr)
+        return; /* the whole warp: no lane of it waits at a __syncwarp */
+    const int it = xray_lm_refine(traces + i * n, n, dt, mcap, xray_lm_shared + warp * nw, out + i);
+    if (threadIdx.x % XRAY_LANES == 0)
+        out[i].refine_iter = it;
+}
+
+/* Dynamic shared memory of a block beyond 48 KB must be asked for. */
+template <typename K> static int allow_shared(K kernel, size_t bytes, const char *what) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess)
+        return tide_error(TIDE_E_CUDA, "xray %s: %zu bytes of shared memory a block: %s", what,
+                          bytes, cudaGetErrorString(e));
+    return 0;
+}
+
+/* The last launch's error as a status; *frame_full (when given) set when it was that the
+ * threads' local frames did not fit the device (the one-kernel path may then run instead). */
+static int launched(const char *what, int *frame_full) {
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
         return 0;
+    if (frame_full)
+        *frame_full = e == cudaErrorMemoryAllocation || e == cudaErrorLaunchOutOfResources;
+    return tide_error(TIDE_E_CUDA, "xray %s: kernel launch: %s", what, cudaGetErrorString(e));
+}
+
+/* LPSVD of a short trace in three kernels: start and finish one trace per thread, the Jacobi
+ * SVD of R (~70% of the work) one trace per warp. */
+template <int NMAX>
+static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full) {
+    int m, r;
+    xray_lp_sizes(job->n, &m, &r);
+    if (r < 1)
+        r = 1; /* too short: stage 1 settles every trace */
+    const int64_t nd = xray_svd_doubles(r);
+    const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
+    const unsigned wblocks = (unsigned)((job->ntr + XRAY_SVD_WARPS - 1) / XRAY_SVD_WARPS);
+    const size_t shared = sizeof(double) * (size_t)((nd + XRAY_SVD_LANES_SCRATCH) * XRAY_SVD_WARPS);
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    void *svd = NULL, *stage = NULL;
+    int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(int) * (size_t)job->ntr, &stage);
+    if (!st)
+        st = allow_shared(xray_lp_svd_kernel, shared, "lpsvd");
+    if (!st) {
+        xray_lp_start_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
+            job->traces, job->ntr, job->n, job->dt, job->components, (double *)svd, (int *)stage,
+            job->out);
+        st = launched("lpsvd start", frame_full);
+    }
+    if (!st) {
+        xray_lp_svd_kernel<<<wblocks, XRAY_SVD_WARPS * XRAY_LANES, shared, stream>>>(
+            job->ntr, r, (double *)svd, (int *)stage);
+        st = launched("lpsvd svd", NULL);
+    }
+    if (!st) {
+        xray_lp_finish_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
+            job->traces, job->ntr, job->n, job->dt, job->components, (const double *)svd,
+            (const int *)stage, job->out);
+        st = launched("lpsvd finish", frame_full);
+    }
+    tide_device_free(ctx, stage); /* stream-ordered: after the kernels */
+    tide_device_free(ctx, svd);
+    return st;
+}
+
+static int launch_lpsvd(tide_ctx *ctx, const xray_lp_job *job) {
+    if (job->n <= XRAY_GPU_NMAX) {
+        int frame_full = 0;
+        const int st = job->n <= 96 ? launch_stages<96>(ctx, job, &frame_full)
+                                    : launch_stages<XRAY_GPU_NMAX>(ctx, job, &frame_full);
+        /* the local frames (~40 KB a thread for 96 samples, reserved for every resident
+         * thread of the device) did not fit: run the one-kernel code with the workspace in a
+         * device buffer instead */
+        if (!frame_full)
+            return st;
+        tide_error_clear();
+    }
     const int64_t nw = xray_lp_work_doubles(job->n);
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
-    cudaStream_t stream = (cudaStream_t)ctx->stream;
-    if (job->n <= XRAY_GPU_NMAX) {
-        if (job->n <= 96)
-            xray_lp_kernel_local<96><<<blocks, XRAY_THREADS, 0, stream>>>(
-                job->traces, job->ntr, job->n, job->dt, job->components, job->refine, job->out);
-        else
-            xray_lp_kernel_local<XRAY_GPU_NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
-                job->traces, job->ntr, job->n, job->dt, job->components, job->refine, job->out);
-        const cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess)
-            return 0;
-        /* the local frames (61 KB a thread for 96 samples, 86 KB for 128, reserved for every
-         * resident thread of the device) did not fit:
-         * run the same code with the workspace in a device buffer instead */
-        if (e != cudaErrorMemoryAllocation && e != cudaErrorLaunchOutOfResources)
-            return tide_error(TIDE_E_CUDA, "xray lpsvd: kernel launch: %s", cudaGetErrorString(e));
-    }
     xray_lp_job jb = *job;
     void *buf = NULL;
     if (!jb.work) {
@@ -85,10 +215,46 @@ extern "C" int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job) {
             return st;
         jb.work = (double *)buf;
     }
-    xray_lp_kernel<<<blocks, XRAY_THREADS, 0, stream>>>(jb, nw);
-    const cudaError_t e = cudaGetLastError();
+    xray_lp_kernel<<<blocks, XRAY_THREADS, 0, (cudaStream_t)ctx->stream>>>(jb, nw);
+    const int st = launched("lpsvd", NULL);
     tide_device_free(ctx, buf); /* stream-ordered: after the kernel */
-    if (e != cudaSuccess)
-        return tide_error(TIDE_E_CUDA, "xray lpsvd: kernel launch: %s", cudaGetErrorString(e));
-    return 0;
+    return st;
+}
+
+static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
+    const int mcap = xray_lm_mode_cap(job->components);
+    const int64_t nw = xray_lm_work_doubles(mcap);
+    const size_t shared = sizeof(double) * (size_t)(nw * XRAY_LM_WARPS); /* 8 modes: 58 KB */
+    const int st = allow_shared(xray_lm_kernel, shared, "refine");
+    if (st)
+        return st;
+    const unsigned blocks = (unsigned)((job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
+    xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
+        job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out);
+    return launched("refine", NULL);
+}
+
+__global__ static void xray_pack_kernel(const tide_xray_lp_result *res, int64_t ntr, int k, int *pi,
+                                        double *pd) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < ntr)
+        xray_pack(res + i, k, pi + i * XRAY_PACK_INTS, pd + i * xray_pack_doubles(k));
+}
+
+extern "C" int xray_pack_batch_cuda(tide_ctx *ctx, const tide_xray_lp_result *res, int64_t ntr,
+                                    int k, int *pi, double *pd) {
+    if (ntr <= 0)
+        return 0;
+    const unsigned blocks = (unsigned)((ntr + 255) / 256);
+    xray_pack_kernel<<<blocks, 256, 0, (cudaStream_t)ctx->stream>>>(res, ntr, k, pi, pd);
+    return launched("pack", NULL);
+}
+
+extern "C" int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job) {
+    if (job->ntr <= 0)
+        return 0;
+    int st = launch_lpsvd(ctx, job);
+    if (!st && job->refine)
+        st = launch_refine(ctx, job);
+    return st;
 }

@@ -16,39 +16,64 @@
 
 /* ---- small dense linear algebra ------------------------------------------------------- */
 
-/** Solve the n×n system A x = b in place by Gaussian elimination with partial pivoting
- *  (A row-major, destroyed; b becomes x). Returns 0, or -1 when A is singular. */
-TIDE_HD static inline int xray_solve(double *A, double *b, int n) {
-    for (int k = 0; k < n; k++) {
-        int piv = k;
-        for (int i = k + 1; i < n; i++)
-            if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
-                piv = i;
-        if (!(fabs(A[piv * n + k]) > 0.0))
-            return -1;
-        if (piv != k) {
-            for (int j = 0; j < n; j++) {
-                const double t = A[k * n + j];
-                A[k * n + j] = A[piv * n + j];
-                A[piv * n + j] = t;
-            }
-            const double t = b[k];
-            b[k] = b[piv];
-            b[piv] = t;
-        }
-        for (int i = k + 1; i < n; i++) {
-            const double f = A[i * n + k] / A[k * n + k];
-            for (int j = k; j < n; j++)
-                A[i * n + j] -= f * A[k * n + j];
-            b[i] -= f * b[k];
-        }
+/* Gaussian elimination's pieces, shared by xray_solve and its lane form (xray_lm.h). */
+
+/** The pivot row of column @p k of the row-major n×n A (the largest |A[i][k]|, i >= k, the
+ *  first of equals), or -1 when that column is zero there (A singular). */
+TIDE_HD static inline int xray_solve_pivot(const double *A, int n, int k) {
+    int piv = k;
+    for (int i = k + 1; i < n; i++)
+        if (fabs(A[i * n + k]) > fabs(A[piv * n + k]))
+            piv = i;
+    return fabs(A[piv * n + k]) > 0.0 ? piv : -1;
+}
+
+/** Swap rows @p k and @p piv of A (columns j0, j0 + step, ... < n) and, when j0 is 0, of b. */
+TIDE_HD static inline void xray_solve_swap(double *A, double *b, int n, int k, int piv, int j0,
+                                           int step) {
+    for (int j = j0; j < n; j += step) {
+        const double t = A[k * n + j];
+        A[k * n + j] = A[piv * n + j];
+        A[piv * n + j] = t;
     }
+    if (j0 == 0) {
+        const double t = b[k];
+        b[k] = b[piv];
+        b[piv] = t;
+    }
+}
+
+/** Eliminate column @p k from row @p i > k with the pivot row k. */
+TIDE_HD static inline void xray_solve_eliminate(double *A, double *b, int n, int k, int i) {
+    const double f = A[i * n + k] / A[k * n + k];
+    for (int j = k; j < n; j++)
+        A[i * n + j] -= f * A[k * n + j];
+    b[i] -= f * b[k];
+}
+
+/** Back substitution of the upper-triangular A: b becomes x. */
+TIDE_HD static inline void xray_solve_back(const double *A, double *b, int n) {
     for (int k = n - 1; k >= 0; k--) {
         double s = b[k];
         for (int j = k + 1; j < n; j++)
             s -= A[k * n + j] * b[j];
         b[k] = s / A[k * n + k];
     }
+}
+
+/** Solve the n×n system A x = b in place by Gaussian elimination with partial pivoting
+ *  (A row-major, destroyed; b becomes x). Returns 0, or -1 when A is singular. */
+TIDE_HD static inline int xray_solve(double *A, double *b, int n) {
+    for (int k = 0; k < n; k++) {
+        const int piv = xray_solve_pivot(A, n, k);
+        if (piv < 0)
+            return -1;
+        if (piv != k)
+            xray_solve_swap(A, b, n, k, piv, 0, 1);
+        for (int i = k + 1; i < n; i++)
+            xray_solve_eliminate(A, b, n, k, i);
+    }
+    xray_solve_back(A, b, n);
     return 0;
 }
 
@@ -84,18 +109,25 @@ TIDE_HD static inline int xray_savgol_weights(int window, int order, double at, 
     return 0;
 }
 
-/** Savitzky–Golay smoothing of @p s (n samples) into @p out (not aliasing s), as
- *  scipy.signal.savgol_filter(s, window, order, mode="interp"): the centred weights in the
- *  interior, and for the first and last window/2 samples the polynomial of the first (last)
- *  window samples evaluated there. @p w holds window*window doubles of weights. window odd,
- *  n >= window; returns -1 otherwise. */
-TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int order, double *w,
-                                      double *out) {
-    if (window % 2 == 0 || n < window)
-        return -1;
+/** The Savitzky–Golay weights of every position of a window (xray_savgol_apply's table):
+ *  w[q * window + j] weighs sample j of the window for the value at position q. Returns 0, or
+ *  -1 for order >= window or order > 10. */
+TIDE_HD static inline int xray_savgol_table(int window, int order, double *w) {
     for (int q = 0; q < window; q++)
         if (xray_savgol_weights(window, order, (double)q, w + q * window))
             return -1;
+    return 0;
+}
+
+/** Savitzky–Golay smoothing of @p s (n samples) into @p out (not aliasing s) with the weights
+ *  @p w of xray_savgol_table, as scipy.signal.savgol_filter(s, window, order, mode="interp"):
+ *  the centred weights in the interior, and for the first and last window/2 samples the
+ *  polynomial of the first (last) window samples evaluated there. The table is the same for
+ *  every trace: a batch computes it once. window odd, n >= window; returns -1 otherwise. */
+TIDE_HD static inline int xray_savgol_apply(const double *s, int n, int window, const double *w,
+                                            double *out) {
+    if (window % 2 == 0 || n < window)
+        return -1;
     const int h = window / 2;
     for (int i = 0; i < n; i++) {
         int start, q;
@@ -117,61 +149,72 @@ TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int or
     return 0;
 }
 
-/** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
- *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
- *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
- *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
- *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
- *  -1 when they ran out. */
-TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
-                                          double *sig) {
+/** Savitzky–Golay smoothing of one trace: xray_savgol_table into @p w (window*window doubles),
+ *  then xray_savgol_apply. Returns -1 for an even window, n < window or a bad order. */
+TIDE_HD static inline int xray_savgol(const double *s, int n, int window, int order, double *w,
+                                      double *out) {
+    if (window % 2 == 0 || n < window || xray_savgol_table(window, order, w))
+        return -1;
+    return xray_savgol_apply(s, n, window, w, out);
+}
+
+/* The one-sided Jacobi SVD's pieces, shared by xray_jacobi_svd and its lane form
+ * (xray_svd_lanes.h). */
+
+/** Σ x[i] y[i] over i < n, in index order. */
+TIDE_HD static inline double xray_dot(const double *x, const double *y, int n) {
+    double acc = 0.0;
+    for (int i = 0; i < n; i++)
+        acc += x[i] * y[i];
+    return acc;
+}
+
+/** V = I (cols × cols), and the squared norm below which a column of A counts as zero:
+ *  1e-28 of ‖A‖², because rotating rounding noise never ends. */
+TIDE_HD static inline double xray_jacobi_start(const double *A, int lda, int rows, int cols,
+                                               double *V) {
     for (int j = 0; j < cols; j++)
         for (int i = 0; i < cols; i++)
             V[j * cols + i] = i == j ? 1.0 : 0.0;
-    /* columns below 1e-14 of the matrix's norm are zero: rotating rounding noise never ends */
     double frob = 0.0;
     for (int j = 0; j < cols; j++)
         for (int i = 0; i < rows; i++)
             frob += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
-    const double tiny = 1e-28 * frob;
-    int sweep = 0, conv = 0;
-    for (; sweep < 80 && !conv; sweep++) {
-        conv = 1;
-        for (int p = 0; p < cols - 1; p++)
-            for (int q = p + 1; q < cols; q++) {
-                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda;
-                double al = 0.0, be = 0.0, ga = 0.0;
-                for (int i = 0; i < rows; i++) {
-                    al += ap[i] * ap[i];
-                    be += aq[i] * aq[i];
-                    ga += ap[i] * aq[i];
-                }
-                if (!(fabs(ga) > 1e-15 * sqrt(al * be)) || ga == 0.0 || al <= tiny || be <= tiny)
-                    continue;
-                conv = 0;
-                const double zeta = (be - al) / (2.0 * ga);
-                const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
-                const double c = 1.0 / sqrt(1.0 + t * t), s = c * t;
-                for (int i = 0; i < rows; i++) {
-                    const double x = ap[i], y = aq[i];
-                    ap[i] = c * x - s * y;
-                    aq[i] = s * x + c * y;
-                }
-                double *vp = V + p * cols, *vq = V + q * cols;
-                for (int i = 0; i < cols; i++) {
-                    const double x = vp[i], y = vq[i];
-                    vp[i] = c * x - s * y;
-                    vq[i] = s * x + c * y;
-                }
-            }
+    return 1e-28 * frob;
+}
+
+/** The rotation (c, s) that makes columns p and q orthogonal, from al = a_p·a_p, be = a_q·a_q
+ *  and ga = a_p·a_q; 0 when the pair is orthogonal already (|ga| <= 1e-15 sqrt(al be)) or a
+ *  column is zero (below @p tiny). */
+TIDE_HD static inline int xray_jacobi_rotation(double al, double be, double ga, double tiny,
+                                               double *c, double *s) {
+    if (!(fabs(ga) > 1e-15 * sqrt(al * be)) || ga == 0.0 || al <= tiny || be <= tiny)
+        return 0;
+    const double zeta = (be - al) / (2.0 * ga);
+    const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+    *c = 1.0 / sqrt(1.0 + t * t);
+    *s = *c * t;
+    return 1;
+}
+
+/** Rotate elements i0, i0 + step, ... < n of the columns x and y by (c, s). */
+TIDE_HD static inline void xray_rotate(double *x, double *y, int i0, int n, int step, double c,
+                                       double s) {
+    for (int i = i0; i < n; i += step) {
+        const double u = x[i], v = y[i];
+        x[i] = c * u - s * v;
+        y[i] = s * u + c * v;
     }
+}
+
+/** σ_j = ‖a_j‖, then the columns of A and V and the σ sorted by decreasing σ (selection sort:
+ *  a handful of columns, and no allocation). */
+TIDE_HD static inline void xray_jacobi_sort(double *A, int lda, int rows, int cols, double *V,
+                                            double *sig) {
     for (int j = 0; j < cols; j++) {
-        double s = 0.0;
-        for (int i = 0; i < rows; i++)
-            s += A[(int64_t)j * lda + i] * A[(int64_t)j * lda + i];
-        sig[j] = sqrt(s);
+        const double *a = A + (int64_t)j * lda;
+        sig[j] = sqrt(xray_dot(a, a, rows));
     }
-    /* selection sort by decreasing σ: a handful of columns, and no allocation */
     for (int j = 0; j < cols - 1; j++) {
         int b = j;
         for (int k = j + 1; k < cols; k++)
@@ -193,6 +236,32 @@ TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols
             V[b * cols + i] = x;
         }
     }
+}
+
+/** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
+ *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
+ *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
+ *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
+ *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
+ *  -1 when they ran out. */
+TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
+                                          double *sig) {
+    const double tiny = xray_jacobi_start(A, lda, rows, cols, V);
+    int sweep = 0, conv = 0;
+    for (; sweep < 80 && !conv; sweep++) {
+        conv = 1;
+        for (int p = 0; p < cols - 1; p++)
+            for (int q = p + 1; q < cols; q++) {
+                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda, c, s;
+                if (!xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
+                                          xray_dot(ap, aq, rows), tiny, &c, &s))
+                    continue;
+                conv = 0;
+                xray_rotate(ap, aq, 0, rows, 1, c, s);
+                xray_rotate(V + p * cols, V + q * cols, 0, cols, 1, c, s);
+            }
+    }
+    xray_jacobi_sort(A, lda, rows, cols, V, sig);
     return conv ? sweep : -1;
 }
 
@@ -321,26 +390,22 @@ TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
     *rows = N - *m;
 }
 
-/** The most modes the Levenberg–Marquardt refinement takes (4 parameters each, plus c). */
-#define XRAY_LM_MAXMODES 8
-#define XRAY_LM_MAXP (4 * XRAY_LM_MAXMODES + 1)
-#define XRAY_LM_MAXIT 200
+/** Doubles of workspace xray_lpsvd_finish needs for @p n samples, @p m coefficients, @p r
+ *  Hankel rows and @p p least-squares columns at most: y (r), the polynomial (m + 1), its
+ *  roots (2m) and their flags, the least squares' matrix (n × p), V (p × p), σ and β (p each),
+ *  the modes' decays, frequencies and flags. */
+#define XRAY_LP_FINISH_WORK(n, m, r, p)                                                            \
+    ((r) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) + (p) * (p) + 2 * (p) +               \
+     2 * TIDE_XRAY_MAX_COMPONENTS + TIDE_XRAY_MAX_COMPONENTS / 2 + 1)
+/** Doubles of workspace xray_lpsvd needs: Hᵀ (m × r), V and R (r × r each), σ (r), and the
+ *  finish's. */
+#define XRAY_LP_WORK(n, m, r, p) ((m) * (r) + 2 * (r) * (r) + (r) + XRAY_LP_FINISH_WORK(n, m, r, p))
 
-/** Doubles of workspace xray_lpsvd needs for @p n samples (xray_lm_refine, which runs after
- *  it, reuses the start of the same workspace). */
-#define XRAY_LP_WORK(n, m, r, p)                                                                   \
-    ((m) * (r) + 2 * (r) * (r) + (r) + (p) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) +   \
-     (p) * (p) + (p) + 4 * TIDE_XRAY_MAX_COMPONENTS + 8)
-/** Doubles of workspace xray_lm_refine needs. */
-#define XRAY_LM_WORK (2 * XRAY_LM_MAXP * XRAY_LM_MAXP + 6 * XRAY_LM_MAXP)
-
-/** Doubles of workspace xray_lpsvd and xray_lm_refine need for @p n samples. */
+/** Doubles of workspace xray_lpsvd needs for @p n samples. */
 TIDE_HD static inline int64_t xray_lp_work_doubles(int n) {
     int m, r;
     xray_lp_sizes(n, &m, &r);
-    const int64_t lp =
-        XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
-    return lp > XRAY_LM_WORK ? lp : XRAY_LM_WORK;
+    return XRAY_LP_WORK((int64_t)n, (int64_t)m, (int64_t)r, (int64_t)TIDE_XRAY_MAX_COMPONENTS + 1);
 }
 
 /** The model of @p r at time t: sum_k A_k e^(-b_k t) cos(ω_k t + φ_k) + constant. */
@@ -372,19 +437,26 @@ TIDE_HD static inline void xray_sort_modes(tide_xray_lp_result *res, int n) {
             }
 }
 
-/** Fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
- *  @p components singular values (the model order) into @p res; @p w has
- *  xray_lp_work_doubles(n) doubles. Steps: Hankel matrix H[i][j] = s[i+1+j] (rows × m), its
- *  SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k = min(components, rows, #σ > 1e-12
- * σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹
- * − … − c_m (signal roots are 1/z of the modes' z = e^((−b+iω)dt), so outside the unit circle; the
- * extraneous ones fall inside, Kumaresan & Tufts 1982), decay b = ln|w|/dt and ω = |arg w|/dt,
- * keeping one root of each conjugate pair and real roots, with b >= 0 (a real root with b·T < 0.01
- *  over the span T is the constant, fitted on its own); then amplitudes and phases by least
- *  squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt | e^(−bt) for real roots | 1]. Modes are
- *  returned by decreasing amplitude. Sets res->status and res->reason. */
-TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int components, double *w,
-                                      tide_xray_lp_result *res) {
+/* LPSVD: fit one trace @p s of @p n samples spaced @p dt (time 0 at s[0]) with at most
+ *  @p components singular values (the model order) into @p res. Steps: Hankel matrix H[i][j] =
+ * s[i+1+j] (rows × m), its SVD (Householder QR of Hᵀ, Jacobi on the R factor), order k =
+ * min(components, rows, #σ > 1e-12 σmax), backward prediction coefficients c = V_k Σ_k⁻¹ U_kᵀ
+ * s[0:rows], the roots w of wᵐ − c₁wᵐ⁻¹ − … − c_m (signal roots are 1/z of the modes' z =
+ * e^((−b+iω)dt), so outside the unit circle; the extraneous ones fall inside, Kumaresan & Tufts
+ * 1982), decay b = ln|w|/dt and ω = |arg w|/dt, keeping one root of each conjugate pair and real
+ * roots, with b >= 0 (a real root with b·T < 0.01 over the span T is the constant, fitted on its
+ * own); then amplitudes and phases by least squares (SVD) on [e^(−bt)cos ωt, −e^(−bt)sin ωt |
+ * e^(−bt) for real roots | 1]. Modes are returned by decreasing amplitude. Sets res->status and
+ * res->reason.
+ *
+ *  The steps are three calls, so that a GPU can run the SVD of R in a kernel of its own:
+ *  xray_lpsvd_start (checks, Hankel, QR; its doc), xray_jacobi_svd of R, xray_lpsvd_finish;
+ *  xray_lpsvd runs them in turn. */
+
+/** LPSVD's first steps: the checks (@p res final, 0 returned, for a skipped trace) and the R
+ *  factor of Hᵀ into @p Rf (r × r by columns; @p B: m × r doubles of scratch), 1 returned. */
+TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, int components,
+                                           double *B, double *Rf, tide_xray_lp_result *res) {
     res->status = TIDE_XRAY_FAILED;
     res->reason = TIDE_XRAY_R_NONE;
     res->order = 0;
@@ -397,47 +469,56 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
     if (n < 8 || r < 1 || components < 1 || !(dt > 0)) {
         res->status = TIDE_XRAY_SKIPPED;
         res->reason = TIDE_XRAY_R_SHORT;
-        return;
+        return 0;
     }
     for (int i = 0; i < n; i++)
         if (!isfinite(s[i])) {
             res->status = TIDE_XRAY_SKIPPED;
             res->reason = TIDE_XRAY_R_NONFINITE;
-            return;
+            return 0;
         }
-    double *B = w;            /* Hᵀ: r columns of length m */
-    double *V = B + m * r;    /* r × r */
-    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
-    double *sig = Rf + r * r; /* r, then the least squares' r + 1 at most */
-    double *c = sig + r + TIDE_XRAY_MAX_COMPONENTS + 1; /* m + 1: the polynomial [1, -c] */
-    double *zr = c + m + 1;                             /* m */
-    double *zi = zr + m;                                /* m */
-    int *done = (int *)(zi + m);                        /* m ints in (m + 1) / 2 + 1 doubles */
-    double *X = zi + m + (m + 1) / 2 + 1;
-    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
-    double *Vx = X + (int64_t)n * pmax;
-    double *beta = Vx + pmax * pmax;
-    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
-    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
-
     double smax = 0.0;
     for (int i = 0; i < n; i++)
         smax = fmax(smax, fabs(s[i]));
     if (!(smax > 0)) {
         res->status = TIDE_XRAY_SKIPPED;
         res->reason = TIDE_XRAY_R_ZERO;
-        return;
+        return 0;
     }
     for (int i = 0; i < r; i++)
         for (int j = 0; j < m; j++)
             B[i * m + j] = s[i + 1 + j];
     /* Hᵀ = Q R: the Jacobi sweeps run on the r × r factor R (3× shorter columns); Hᵀ itself
-     * is needed only as s again (below) */
+     * is needed only as s again (xray_lpsvd_finish) */
     xray_qr_r(B, m, m, r, Rf);
-    if (xray_jacobi_svd(Rf, r, r, r, V, sig) < 0) {
+    return 1;
+}
+
+/** The rest of LPSVD of trace @p s after the SVD of its R factor (xray_lpsvd_start): @p V and
+ *  @p sig from xray_jacobi_svd of R, which took @p sweeps (< 0: it did not converge, the trace
+ *  fails). @p w has XRAY_LP_FINISH_WORK doubles. See xray_lpsvd. */
+TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, int components,
+                                             const double *V, const double *sig, int sweeps,
+                                             double *w, tide_xray_lp_result *res) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    if (sweeps < 0) {
         res->reason = TIDE_XRAY_R_SVD;
         return;
     }
+    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
+    double *y = w;               /* r */
+    double *c = y + r;           /* m + 1: the polynomial [1, -c] */
+    double *zr = c + m + 1;      /* m */
+    double *zi = zr + m;         /* m */
+    int *done = (int *)(zi + m); /* m ints in (m + 1) / 2 + 1 doubles */
+    double *X = zi + m + (m + 1) / 2 + 1;
+    double *Vx = X + (int64_t)n * pmax;
+    double *sgx = Vx + pmax * pmax;
+    double *beta = sgx + pmax;
+    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
+    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
+
     int k = components < r ? components : r;
     int rank = 0;
     for (int i = 0; i < r; i++)
@@ -453,7 +534,6 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         return;
     }
     /* c = U_k Σ_k⁻¹ V_kᵀ s0 with Hᵀ v_i = σ_i u_i: c = Hᵀ y, y = Σ_i v_i (v_i · s0) / σ_i² */
-    double *y = B; /* r doubles: Hᵀ's columns are not needed again */
     for (int q = 0; q < r; q++)
         y[q] = 0.0;
     for (int i = 0; i < k; i++) {
@@ -535,19 +615,19 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
         }
         X[(int64_t)col * n + j] = 1.0;
     }
-    if (xray_jacobi_svd(X, n, n, np, Vx, sig) < 0) {
+    if (xray_jacobi_svd(X, n, n, np, Vx, sgx) < 0) {
         res->reason = TIDE_XRAY_R_LSQ;
         return;
     }
     for (int i = 0; i < np; i++)
         beta[i] = 0.0;
     for (int i = 0; i < np; i++) {
-        if (!(sig[i] > 1e-12 * sig[0]))
+        if (!(sgx[i] > 1e-12 * sgx[0]))
             continue;
         double g = 0.0;
         for (int j = 0; j < n; j++)
             g += X[(int64_t)i * n + j] * s[j];
-        g /= sig[i] * sig[i];
+        g /= sgx[i] * sgx[i];
         for (int q = 0; q < np; q++)
             beta[q] += g * Vx[i * np + q];
     }
@@ -587,186 +667,19 @@ TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int com
     res->status = TIDE_XRAY_OK;
 }
 
-/* The model's value and its derivatives in the active parameters at sample time t: theta holds
- * (ω, b, A, φ) per mode then c; a real mode (ω = 0) keeps ω and φ fixed, so its ∂/∂ω and ∂/∂φ
- * columns are left out (act[] lists the parameters that move). */
-TIDE_HD static inline double xray_lm_row(const double *th, int M, const int *act, int na, double t,
-                                         double *J) {
-    double f = th[4 * M];
-    double full[XRAY_LM_MAXP];
-    for (int k = 0; k < M; k++) {
-        const double om = th[4 * k], b = th[4 * k + 1], A = th[4 * k + 2], ph = th[4 * k + 3];
-        const double e = exp(-b * t), a = om * t + ph, c = cos(a), s = sin(a);
-        f += A * e * c;
-        full[4 * k + 0] = -A * t * e * s;
-        full[4 * k + 1] = -A * t * e * c;
-        full[4 * k + 2] = e * c;
-        full[4 * k + 3] = -A * e * s;
-    }
-    full[4 * M] = 1.0;
-    for (int i = 0; i < na; i++)
-        J[i] = full[act[i]];
-    return f;
-}
-
-/** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
- *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
- *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
- *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt, b·span >= 0.01
- *  for a real mode). Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and
- *  the iteration stops when a step moves no parameter by more than 1e-12 of max(|value|, 1)
- *  (or, below 1e-9, stops shrinking), when no step is taken at λ > 1e12, or after
- *  XRAY_LM_MAXIT iterations. The result replaces @p res only when it converged within
- *  XRAY_LM_MAXIT iterations to a lower χ² with finite values and no mode at the band's edge;
- *  modes are re-sorted by amplitude. Returns the iterations, 0 when nothing was done (status
- *  not ok, or more than XRAY_LM_MAXMODES modes). @p w: xray_lp_work_doubles(n) doubles. */
-TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, double *w,
-                                         tide_xray_lp_result *res) {
-    const int M = res->nmodes;
-    if (res->status != TIDE_XRAY_OK || M < 1 || M > XRAY_LM_MAXMODES)
-        return 0;
-    const int P = XRAY_LM_MAXP;
-    double *N = w, *g = N + P * P, *th = g + P, *tn = th + P, *J = tn + P, *d = J + P;
-    int act[XRAY_LM_MAXP], na = 0;
-    for (int k = 0; k < M; k++) {
-        th[4 * k] = res->omega[k];
-        th[4 * k + 1] = res->decay[k];
-        th[4 * k + 2] = res->amp[k];
-        th[4 * k + 3] = res->phase[k];
-        const int real = res->omega[k] == 0.0;
-        if (!real)
-            act[na++] = 4 * k;
-        act[na++] = 4 * k + 1;
-        act[na++] = 4 * k + 2;
-        if (!real)
-            act[na++] = 4 * k + 3;
-    }
-    th[4 * M] = res->constant;
-    act[na++] = 4 * M;
-    /* χ² and the bound of its rounding (16ε Σ|r|(|s| + |f|): each residual is a difference of
-     * numbers of size |s| and |f| computed to a few ε) */
-    double chi = 0.0, chb = 0.0;
-    for (int j = 0; j < n; j++) {
-        const double f = xray_lm_row(th, M, act, na, j * dt, J), r = s[j] - f;
-        chi += r * r;
-        chb += fabs(r) * (fabs(s[j]) + fabs(f));
-    }
-    chb *= 16.0 * 2.220446049250313e-16;
-    const double chi0 = chi;
-    double lam = 1e-3, last = INFINITY;
-    int it = 0;
-    for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
-        for (int a = 0; a < na * na; a++)
-            N[a] = 0.0;
-        for (int a = 0; a < na; a++)
-            g[a] = 0.0;
-        for (int j = 0; j < n; j++) {
-            const double r = s[j] - xray_lm_row(th, M, act, na, j * dt, J);
-            for (int a = 0; a < na; a++) {
-                g[a] += J[a] * r;
-                for (int b = 0; b <= a; b++)
-                    N[a * na + b] += J[a] * J[b];
-            }
-        }
-        for (int a = 0; a < na; a++)
-            for (int b = a + 1; b < na; b++)
-                N[a * na + b] = N[b * na + a];
-        int improved = 0;
-        while (lam <= 1e12) {
-            /* the damped system into d (g copied: xray_solve destroys its inputs) */
-            double *A2 = d + P; /* na × na scratch */
-            for (int a = 0; a < na * na; a++)
-                A2[a] = N[a];
-            for (int a = 0; a < na; a++) {
-                A2[a * na + a] += lam * (N[a * na + a] > 0 ? N[a * na + a] : 1e-300);
-                d[a] = g[a];
-            }
-            if (xray_solve(A2, d, na)) {
-                lam *= 5.0;
-                continue;
-            }
-            for (int a = 0; a <= 4 * M; a++)
-                tn[a] = th[a];
-            for (int a = 0; a < na; a++)
-                tn[act[a]] += d[a];
-            double cn = 0.0, cnb = 0.0;
-            for (int j = 0; j < n; j++) {
-                const double f = xray_lm_row(tn, M, act, na, j * dt, J), r = s[j] - f;
-                cn += r * r;
-                cnb += fabs(r) * (fabs(s[j]) + fabs(f));
-            }
-            cnb *= 16.0 * 2.220446049250313e-16;
-            /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
-             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span), or
-             * a real mode decaying by less than 1% over the span (LPSVD's own rule: such a
-             * mode is the constant, and the two together would be a valley without a floor) */
-            int inband = 1;
-            for (int k = 0; k < M; k++)
-                inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
-                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1)) &&
-                          (th[4 * k] != 0.0 || tn[4 * k + 1] * dt * (n - 1) >= 0.01);
-            /* Near the minimum χ² is flat to rounding: it resolves the parameters only to
-             * ~sqrt(ε) of their size, so a test of χ² alone would stop two backends (whose exp
-             * and cos differ in the last bit) ~1e-8 apart. There a Gauss–Newton step (λ small)
-             * is taken when χ² rises by no more than its rounding bound, and the iteration stops on
-             * the step itself: when it moves no parameter by more than 1e-12 of max(|value|,
-             * 1), or when below 1e-9 it no longer halves (the gradient's own rounding). */
-            const int gn = lam <= 1e-2;
-            if (inband && isfinite(cn) && (cn < chi || (gn && cn <= chi + chb + cnb))) {
-                double step = 0.0;
-                for (int a = 0; a < na; a++)
-                    step = fmax(step, fabs(d[a]) / fmax(fabs(tn[act[a]]), 1.0));
-                for (int a = 0; a <= 4 * M; a++)
-                    th[a] = tn[a];
-                if (cn < chi)
-                    chi = cn, chb = cnb;
-                const int done = gn && (step <= 1e-12 || (step < 1e-9 && step > 0.9 * last));
-                last = gn ? step : INFINITY;
-                improved = done ? 2 : 1;
-                lam /= 3.0;
-                break;
-            }
-            lam *= 5.0;
-        }
-        if (improved != 1)
-            break;
-    }
-    /* no better χ², or no convergence in XRAY_LM_MAXIT steps: the steps were walking a valley
-     * (a slow real mode trading with the constant at amplitudes far above the data's), and
-     * where they stopped says nothing */
-    if (!(chi < chi0) || !isfinite(chi) || it >= XRAY_LM_MAXIT)
-        return it;
-    for (int k = 0; k <= 4 * M; k++)
-        if (!isfinite(th[k]))
-            return it;
-    /* a mode held at the band's edge is no fit: the start was a wrong mode, and the steps
-     * ended against the wall (where each backend stops at its own point) */
-    const double span = dt * (n - 1), edge = 1.0 - 1e-6;
-    for (int k = 0; k < M; k++)
-        if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
-            th[4 * k + 1] <= -2.0 * edge / span ||
-            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
-            return it;
-    for (int k = 0; k < M; k++) {
-        double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];
-        if (A < 0) {
-            A = -A;
-            ph += 3.141592653589793;
-        }
-        if (om < 0) { /* cos(-ωt + φ) = cos(ωt - φ) */
-            om = -om;
-            ph = -ph;
-        }
-        ph = atan2(sin(ph), cos(ph));
-        res->omega[k] = om;
-        res->decay[k] = th[4 * k + 1];
-        res->amp[k] = A;
-        res->phase[k] = ph;
-    }
-    res->constant = th[4 * M];
-    res->chi2 = chi / n;
-    xray_sort_modes(res, M);
-    return it;
+/** LPSVD of one trace in one call (the CPU twin): xray_lpsvd_start, xray_jacobi_svd of the R
+ *  factor, xray_lpsvd_finish. @p w has xray_lp_work_doubles(n) doubles. */
+TIDE_HD static inline void xray_lpsvd(const double *s, int n, double dt, int components, double *w,
+                                      tide_xray_lp_result *res) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double *B = w;            /* Hᵀ: r columns of length m */
+    double *V = B + m * r;    /* r × r */
+    double *Rf = V + r * r;   /* r × r: the R factor of Hᵀ */
+    double *sig = Rf + r * r; /* r */
+    if (xray_lpsvd_start(s, n, dt, components, B, Rf, res))
+        xray_lpsvd_finish(s, n, dt, components, V, sig, xray_jacobi_svd(Rf, r, r, r, V, sig),
+                          sig + r, res);
 }
 
 /** The DFT's twiddles for @p n points: tw[2p] = cos(2πp/n), tw[2p+1] = sin(2πp/n). */

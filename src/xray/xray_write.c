@@ -14,20 +14,21 @@
 #include "tide/png.h"
 #include "tide/status.h"
 #include "tide/store.h"
+#include "xray/xray_bg.h"
 #include "xray/xray_math.h"
 #include "xray/xray_write.h"
 
 /* The maps on the trace grid. */
 typedef struct maps {
     int64_t M, ny, nx, nb;
-    float *freq, *damp, *amp, *phase, *fft, *cst, *chi2;
+    float *freq, *damp, *amp, *phase, *cst, *chi2;
+    const float *fft; /**< the fit's (xray_fft_map), not owned */
     double *fft_freq;
     uint8_t *status, *reason;
 } maps;
 
 static void maps_free(maps *m) {
     free(m->freq);
-    free(m->fft);
     free(m->fft_freq);
     free(m->status);
 }
@@ -40,10 +41,10 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
     m->nx = w->g->tx;
     m->nb = L / 2;
     m->freq = malloc((size_t)(np * (4 * m->M + 2)) * sizeof *m->freq);
-    m->fft = malloc((size_t)(np * (m->nb > 0 ? m->nb : 1)) * sizeof *m->fft);
+    m->fft = w->fft;
     m->fft_freq = malloc((size_t)(m->nb + 1) * sizeof *m->fft_freq);
     m->status = malloc((size_t)np * 2);
-    if (!m->freq || !m->fft || !m->fft_freq || !m->status) {
+    if (!m->freq || !m->fft_freq || !m->status) {
         maps_free(m);
         return tide_error(TIDE_E_NOMEM, "xray: maps of %lld traces", (long long)np);
     }
@@ -55,13 +56,7 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
     m->reason = m->status + np;
     for (int64_t k = 0; k < m->nb; k++)
         m->fft_freq[k] = (double)k / ((double)L * w->dt);
-    const int64_t M = m->M, nb = m->nb;
-    double *tw = malloc(sizeof(double) * 2 * (size_t)(L > 0 ? L : 1));
-    if (!tw) {
-        maps_free(m);
-        return tide_error(TIDE_E_NOMEM, "xray: DFT twiddles");
-    }
-    xray_dft_twiddles((int)L, tw);
+    const int64_t M = m->M;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < np; i++) {
         const tide_xray_lp_result *r = &w->res[i];
@@ -76,13 +71,7 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
         m->chi2[i] = r->status == TIDE_XRAY_OK ? (float)r->chi2 : NAN;
         m->status[i] = (uint8_t)r->status;
         m->reason[i] = (uint8_t)r->reason;
-        double d[4096];
-        const int64_t nbc = nb < 4096 ? nb : 4096;
-        xray_dft_abs(w->seg + i * L, (int)L, (int)nbc, tw, d);
-        for (int64_t k = 0; k < nb; k++)
-            m->fft[k * np + i] = k < nbc ? (float)d[k] : 0.0f;
     }
-    free(tw);
     return 0;
 }
 
@@ -120,7 +109,7 @@ static int write_fits(const maps *m, const char *path, const char *shown) {
     fits_hdu(f, "AMP", 3, a3, FLOAT_IMG, TFLOAT, m->amp, NULL, "amplitude A of the ratio", &s);
     fits_hdu(f, "PHASE", 3, a3, FLOAT_IMG, TFLOAT, m->phase, "rad", "phase at the zero delay", &s);
     if (m->nb > 0)
-        fits_hdu(f, "FFT", 3, af, FLOAT_IMG, TFLOAT, m->fft, NULL,
+        fits_hdu(f, "FFT", 3, af, FLOAT_IMG, TFLOAT, (void *)m->fft, NULL,
                  "|DFT|/n of the fitted segment; bin k at k/(n dt)", &s);
     fits_hdu(f, "STATUS", 2, a2, BYTE_IMG, TBYTE, m->status, NULL,
              "0 unprocessed, 1 ok, 2 skipped, 3 failed", &s);
@@ -129,6 +118,17 @@ static int write_fits(const maps *m, const char *path, const char *shown) {
     if (s || s2)
         return tide_error(TIDE_E_IO, "%s: cannot write (cfitsio %d)", shown, s ? s : s2);
     return 0;
+}
+
+/* write_fits's arguments, for maps.fits in a thread of its own (xray_bg.h) */
+typedef struct fits_args {
+    const maps *m;
+    const char *path, *shown;
+} fits_args;
+
+static int write_fits_step(void *arg) {
+    const fits_args *a = arg;
+    return write_fits(a->m, a->path, a->shown);
 }
 
 static int write_maps_h5(const maps *m, const char *path, const char *shown) {
@@ -306,11 +306,17 @@ int xray_write_outputs(const xray_write_ctx *w, const char *dir) {
     }
     const int64_t np = m.nx * m.ny;
     float *sf = NULL;
+    /* maps.fits (cfitsio) in a thread of its own while this one writes the rest (libhdf5,
+     * libpng): each library used by one thread, and the two big cubes written at once */
+    xray_bg fits_bg = {0};
+    fits_args fa = {&m, NULL, NULL};
     for (int i = 0; i < n && !st; i++) {
         const char *nm = names[i], *tmp = of[i]->tmp;
-        if (!strcmp(nm, "maps.fits"))
-            st = write_fits(&m, tmp, path[i]);
-        else if (!strcmp(nm, "maps.h5"))
+        if (!strcmp(nm, "maps.fits")) {
+            fa.path = tmp;
+            fa.shown = path[i];
+            st = xray_bg_start(&fits_bg, write_fits_step, &fa, 1);
+        } else if (!strcmp(nm, "maps.h5"))
             st = write_maps_h5(&m, tmp, path[i]);
         else if (!strcmp(nm, "summary.json"))
             st = write_summary(w, tmp, path[i]);
@@ -340,6 +346,9 @@ int xray_write_outputs(const xray_write_ctx *w, const char *dir) {
             st = write_png(src + k * np, m.nx, m.ny, tmp, 0);
         }
     }
+    const int sfits = xray_bg_join(&fits_bg);
+    if (!st)
+        st = sfits;
     free(sf);
     if (!st)
         st = tide_outset_commit(&set);

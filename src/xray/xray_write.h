@@ -17,6 +17,7 @@ typedef struct xray_write_ctx {
     const double *traces;           /**< ntr × nframes on/off ratio */
     const double *seg;              /**< ntr × fit_len smoothed segments that were fitted */
     const tide_xray_lp_result *res; /**< ntr results (NULL: traces only) */
+    const float *fft;               /**< fit_len/2 × ntr |DFT|/n (xray_fft_map; NULL: traces) */
     double dt;
 } xray_write_ctx;
 
