@@ -158,6 +158,8 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     snprintf(cut_name, sizeof cut_name, "tile %lld:", (long long)cut_tile);
     uint8_t *keep = malloc((size_t)t->data_end);
     memcpy(keep, data, (size_t)t->data_end);
+    float *clean = malloc(sizeof(float) * (size_t)(w * h)); /* the uncorrupted pixels */
+    memcpy(clean, a, sizeof(float) * (size_t)(w * h));
     for (int mode = 0; mode < 5; mode++) {
         uint8_t *row = data + (cut_tile - 1) * t->naxis1;
         int64_t nelem = 0, off = 0;
@@ -183,17 +185,27 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
             CHECK(!strcmp(dc, tide_error_detail()));
         if (!sc && !sg)
             CHECK(same_bits(a, b, w * h, what));
-        CHECK(tide_tile_inflate_device(gpu, ti, data, b) == 2 || (!sc && !sg));
-        if (mode <= 1) {
+        const int dev = tide_tile_inflate_device(gpu, ti, data, b);
+        CHECK(dev == 2 || (!sc && !sg));
+        /* A flipped bit that the inflated bytes do not depend on is no corruption (seen on the
+         * H200: a 42-byte member that libdeflate and tide's inflate both still inflate to the
+         * same bytes, CRC-32 and all). Both twins may then take the tile, with clean pixels. */
+        const int harmless = mode == 1 && !sc && !sg && same_bits(a, clean, w * h, what);
+        if (mode <= 1 && !harmless) {
             if (sc != TIDE_E_FORMAT || !strstr(dc, cut_name) || !strstr(dc, path) ||
                 !strstr(dc, "[HDU "))
-                fprintf(stderr, "%s, corruption %d: \"%s\"\n", what, mode, dc);
+                fprintf(stderr,
+                        "%s, corruption %d: CPU %d, GPU entry %d, device %d, tile %lld of "
+                        "%lld bytes at %lld: \"%s\"\n",
+                        what, mode, sc, sg, dev, (long long)cut_tile, (long long)nelem,
+                        (long long)off, dc);
             CHECK(sc == TIDE_E_FORMAT && strstr(dc, cut_name) && strstr(dc, path) &&
                   strstr(dc, "[HDU "));
         }
         memcpy(data, keep, (size_t)t->data_end);
     }
     free(keep);
+    free(clean);
     free(a);
     free(b);
     free(data);
