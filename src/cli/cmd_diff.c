@@ -176,12 +176,6 @@ typedef struct diff_store_args {
     int cutout_px;   /* 0: the configuration's */
 } diff_store_args;
 
-static void request_store(tide_diff_request *rq, const diff_store_args *sa) {
-    rq->store = sa->uri;
-    rq->object_radius_arcsec = sa->radius;
-    rq->cutout_px = sa->cutout_px;
-}
-
 /* The command line of tide diff. */
 typedef struct diff_args {
     const char **pos; /* the frames, argc entries of room */
@@ -193,6 +187,25 @@ typedef struct diff_args {
     int progress;          /* --progress 1, --no-progress 0, else -1: on a terminal */
     const char *rb_model;  /* --rb-model */
 } diff_args;
+
+/* The request of one difference, SCIENCE against TEMPLATE into @p outdir, with what the
+ * command line asked for every pair; no output may replace one of the @p ncfg files @p cfgs. */
+static void request_for(tide_diff_request *rq, const diff_args *d, const tide_diff_params *p,
+                        const char *const *cfgs, int ncfg, const char *science, const char *tmpl,
+                        const char *outdir) {
+    tide_diff_request_init(rq);
+    rq->science = science;
+    rq->tmpl = tmpl;
+    rq->outdir = outdir;
+    rq->params = p;
+    rq->ntop = d->ntop;
+    rq->inputs = cfgs;
+    rq->ninputs = ncfg;
+    rq->store = d->store.uri;
+    rq->object_radius_arcsec = d->store.radius;
+    rq->cutout_px = d->store.cutout_px;
+    rq->rb_model = d->rb_model;
+}
 
 /* --template: prepare the template once, then difference each science frame against it, with
  * a progress line on a terminal. */
@@ -246,18 +259,9 @@ static int run_batch(const tide_cli_common *com, tide_ctx *ctx, const diff_args 
     for (int i = 0; i < nsci; i++) {
         tide_timer_clear(ctx);
         tide_diff_request rq;
-        tide_diff_request_init(&rq);
-        rq.science = sci[i];
-        rq.tmpl = tpath;
-        rq.outdir = outs[i];
+        request_for(&rq, d, p, cfgs, ncfg, sci[i], tpath, outs[i]);
         rq.make_dir = dir; /* only once there is work to put in it */
-        rq.params = p;
-        rq.ntop = d->ntop;
         rq.warm = 1;
-        rq.inputs = cfgs;
-        rq.ninputs = ncfg;
-        request_store(&rq, &d->store);
-        rq.rb_model = d->rb_model;
         tide_diff_report rep;
         tide_progress_clear(&pg); /* the job's log lines and the summary start lines of their own */
         st = tide_diff_job_run(job, &rq, &rep);
@@ -428,12 +432,11 @@ static int parse_args(int argc, char **argv, tide_cli_common *com, tide_diff_par
     return 0;
 }
 
-/* The difference of one pair: SCIENCE TEMPLATE into @p outp; no output may replace one of
+/* The difference of one pair: SCIENCE TEMPLATE into d->outp; no output may replace one of
  * the @p ncfg configuration files @p cfgs. */
 static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
-                   const char *outp, const tide_diff_params *p, int64_t ntop, int timings,
-                   const char *const *cfgs, int ncfg, const diff_store_args *sa,
-                   const char *rb_model) {
+                   const diff_args *d, const tide_diff_params *p, const char *const *cfgs,
+                   int ncfg) {
     const char *cmd = "diff";
     tide_diff_job *job = NULL;
     tide_diff_report rep;
@@ -441,23 +444,14 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
     int st = tide_diff_job_create(ctx, p->config, &job);
     if (!st) {
         tide_diff_request rq;
-        tide_diff_request_init(&rq);
-        rq.science = pos[0];
-        rq.tmpl = pos[1];
-        rq.outdir = outp;
-        rq.params = p;
-        rq.ntop = ntop;
-        rq.inputs = cfgs;
-        rq.ninputs = ncfg;
-        request_store(&rq, sa);
-        rq.rb_model = rb_model;
+        request_for(&rq, d, p, cfgs, ncfg, pos[0], pos[1], d->outp);
         st = tide_diff_job_run(job, &rq, &rep);
     }
     int rc = 0;
     if (st)
         rc = tide_cli_fail(cmd, st);
     else
-        print_summary(com, ctx, pos[0], pos[1], outp, &rep, timings);
+        print_summary(com, ctx, pos[0], pos[1], d->outp, &rep, d->timings);
     tide_diff_report_free(&rep);
     tide_diff_job_destroy(job);
     return rc;
@@ -467,10 +461,9 @@ static int run_one(const tide_cli_common *com, tide_ctx *ctx, const char *const 
  * the template's of the same EXTNAME (else CCDNUM), into DIR/EXTNAME; a CCD the template lacks
  * is reported and skipped, a CCD that fails is reported and the others go on (exit 1). */
 static int run_mosaic(const tide_cli_common *com, tide_ctx *ctx, const char *const pos[2],
-                      const tide_fits_mosaic_plan *sci, const char *outp, const tide_diff_params *p,
-                      int64_t ntop, int timings, const char *const *cfgs, int ncfg,
-                      const diff_store_args *sa, const char *rb_model) {
-    const char *cmd = "diff";
+                      const tide_fits_mosaic_plan *sci, const diff_args *d,
+                      const tide_diff_params *p, const char *const *cfgs, int ncfg) {
+    const char *cmd = "diff", *outp = d->outp;
     tide_fits_mosaic_plan tpl;
     int st = tide_fits_mosaic_plan_make(pos[1], &tpl);
     if (!st && tpl.nccd == 0)
@@ -502,17 +495,8 @@ static int run_mosaic(const tide_cli_common *com, tide_ctx *ctx, const char *con
             snprintf(dir, sizeof dir, "%s/hdu%d", outp, c->hdu);
         tide_timer_clear(ctx);
         tide_diff_request rq;
-        tide_diff_request_init(&rq);
-        rq.science = sspec;
-        rq.tmpl = tspec;
-        rq.outdir = dir;
+        request_for(&rq, d, p, cfgs, ncfg, sspec, tspec, dir);
         rq.make_dir = outp; /* made once there is a CCD to put in it */
-        rq.params = p;
-        rq.ntop = ntop;
-        rq.inputs = cfgs;
-        rq.ninputs = ncfg;
-        request_store(&rq, sa);
-        rq.rb_model = rb_model;
         tide_diff_report rep;
         memset(&rep, 0, sizeof rep);
         const int rs = tide_diff_job_run(job, &rq, &rep);
@@ -521,7 +505,7 @@ static int run_mosaic(const tide_cli_common *com, tide_ctx *ctx, const char *con
                     tide_error_detail());
             failed++;
         } else {
-            print_summary(com, ctx, sspec, tspec, dir, &rep, timings);
+            print_summary(com, ctx, sspec, tspec, dir, &rep, d->timings);
             done++;
         }
         tide_diff_report_free(&rep);
@@ -603,11 +587,9 @@ int tide_cmd_diff(int argc, char **argv) {
         if (pst)
             rc = tide_cli_fail(cmd, pst);
         else if (plan.nccd > 0)
-            rc = run_mosaic(&com, ctx, pos, &plan, d.outp, &p, d.ntop, d.timings, ins, nin,
-                            &d.store, d.rb_model);
+            rc = run_mosaic(&com, ctx, pos, &plan, &d, &p, ins, nin);
         else
-            rc = run_one(&com, ctx, pos, d.outp, &p, d.ntop, d.timings, ins, nin, &d.store,
-                         d.rb_model);
+            rc = run_one(&com, ctx, pos, &d, &p, ins, nin);
         tide_fits_mosaic_plan_free(&plan);
     }
 out:
