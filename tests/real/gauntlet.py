@@ -482,8 +482,8 @@ def index_residual(index, ra, dec, snr, scale_arcsec):
     tol = 1.5 * scale_arcsec
     sep = []
     for a, d in zip(np.atleast_1d(rra), np.atleast_1d(rdec)):
-        dd = np.hypot((ra - a + 180) % 360 - 180, 0) * np.cos(np.radians(d))
-        dd = np.hypot(dd, dec - d) * 3600
+        dra = ((ra - a + 180) % 360 - 180) * np.cos(np.radians(d))
+        dd = np.hypot(dra, dec - d) * 3600
         j = int(np.argmin(dd))
         if dd[j] < tol:
             sep.append(dd[j])
