@@ -12,6 +12,7 @@
  *  - tide_fits_write_image_as(TIDE_FITS_RICE) of an image with MASK and VAR reads back with
  *    tide_fits_read_image, the mask exactly.
  * Skips (77) the fpack/funpack parts when libcfitsio-bin is missing. */
+#define _DEFAULT_SOURCE /* realpath */
 #include <fitsio.h>
 #include <libdeflate.h>
 #include <math.h>
@@ -366,10 +367,23 @@ static void image_with_planes(void) {
     free(src);
 }
 
+/* Work in a directory of our own: the test writes a dozen files by relative name, and a run
+ * from the source tree must not leave them there. */
+static char workdir[64] = "/tmp/tide_test_tile_encode_XXXXXX";
+
 int main(void) {
+    const char *root = getenv("TIDE_SHARED_DATA");
+    char abs_root[4096];
+    if (root && realpath(root, abs_root))
+        setenv("TIDE_SHARED_DATA", abs_root, 1);
+    if (!mkdtemp(workdir) || chdir(workdir) != 0) {
+        perror(workdir);
+        return 1;
+    }
     rice_roundtrips();
     if (system("command -v fpack >/dev/null && command -v funpack >/dev/null") != 0) {
         fprintf(stderr, "fpack/funpack not installed (libcfitsio-bin): skipped\n");
+        rmdir(workdir);
         return 77;
     }
     for (int kind = TIDE_ENC_U8; kind <= TIDE_ENC_F32; kind++)
@@ -380,5 +394,9 @@ int main(void) {
     against_fpack(TIDE_ENC_F32, 1, 30, 0, 0, 3); /* one-pixel tiles: all lossless */
     real_frame();
     image_with_planes();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "%s: not removed\n", workdir);
     return TIDE_TEST_RESULT();
 }
