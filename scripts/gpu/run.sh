@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker|ab|gpu-tests|mosaic] — there, on the GPU
+# run.sh [tests|tests-xray|tests-decode|reduce|diff|xray|decode|worker|ab|gpu-tests|mosaic|file] — there, on the GPU
 # machine (repository root, carried .gpu/): run every test (GPU agreement tests included) and
 # the benchmarks, and write a report to $OUT. With "tests", only the tests (a quick check that
 # costs less device time); "tests-xray" and "tests-decode", the tests and that benchmark;
@@ -13,6 +13,7 @@
 # .gpu/base-tide.xz), issue 15's "no speed target regresses" check. "gpu-tests": only the
 # test programs named test_gpu_* (the CUDA twins), each also under compute-sanitizer memcheck
 # when TIDE_GPU_MEMCHECK names them (comma-separated). "mosaic": a 62-CCD exposure reduced.
+# "file": a 151 MP frame file to catalog, plain and RICE-compressed (tide bench --file).
 # Reports never go into git: they go to $OUT, else to bench/results/local/ (ignored). The run's
 # headline figures are written as LATEST.md beside them (scripts/gpu/latest.py) and, when the
 # run writes into this tree, over bench/results/LATEST.md; after a device call, copy the
@@ -104,6 +105,31 @@ mosaic_bench() {
 }
 if [ "${1:-all}" = mosaic ]; then
   mosaic_bench
+  finish
+fi
+# A 151 MP frame file to catalog on a warm job (issue 19: <= 250 ms RICE-compressed): plain,
+# fpack's default (floats quantized, RICE_1) with the GPU tile decoder and with the host's,
+# and the decoders alone beside cfitsio on the same file.
+file_bench() {
+  echo "## 151 MP file to catalog (tide bench --file)" >> "$out/report.md"
+  local d=/tmp/tide-file
+  mkdir -p "$d"
+  [ -s "$d/big.fits" ] || timeout 200 .gpu/bin/tide sim -o "$d/big.fits" --width 14200 \
+    --height 10650 --nstars 130000 > /dev/null || fail=1
+  rm -f "$d/big.fits.fz"
+  .gpu/bin/fpack -O "$d/big.fits.fz" "$d/big.fits" || fail=1
+  ls -l "$d" >> "$out/report.md"
+  for f in "$d/big.fits" "$d/big.fits.fz"; do
+    timeout 120 .gpu/bin/tide bench --file "$f" --bias 1000 --backend cuda --repeats 5 \
+      >> "$out/report.md" 2>&1 || fail=1
+  done
+  TIDE_GPU_TILE_DECODE=0 timeout 120 .gpu/bin/tide bench --file "$d/big.fits.fz" --bias 1000 \
+    --backend cuda --repeats 5 >> "$out/report.md" 2>&1 || fail=1
+  timeout 120 .gpu/bin/tide bench --decode "$d/big.fits.fz" --threads 16 --repeats 5 \
+    >> "$out/report.md" 2>&1 || fail=1
+}
+if [ "${1:-all}" = file ]; then
+  file_bench
   finish
 fi
 # Two builds side by side in one call: base, this, base, this (reduce, then diff).

@@ -108,6 +108,8 @@ int tide_bench_worker(int argc, char **argv);
 int tide_bench_decode(int argc, char **argv);
 /** `tide bench --mosaic` (bench_mosaic.c): a 62-CCD exposure reduced in one job (issue 19). */
 int tide_bench_mosaic(int argc, char **argv);
+/** `tide bench --file FRAME` (bench_file.c): FRAME reduced file to catalog on a warm job. */
+int tide_bench_file(int argc, char **argv);
 /** `tide bench --encode FILE`: tide's RICE_1 tile encoder beside cfitsio's (bench_encode.c). */
 int tide_bench_encode(int argc, char **argv);
 /** `tide bench --rb` (bench_rb.c): real/bogus scoring of 10,000 candidates (issue 18). */

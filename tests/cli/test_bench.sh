@@ -138,7 +138,31 @@ else
   echo "sep or TIDE_SOURCE_DIR missing: peer scripts not run"
 fi
 
+# --file: a frame file to catalog on a warm job, plain and tile-compressed (fpack, when
+# libcfitsio-bin is installed); the JSON's parts inside the total, the catalog left nowhere
+"$TIDE" sim -o "$T/f.fits" --width 256 --height 256 --nstars 150 --seed 5 > /dev/null
+frames="$T/f.fits"
+command -v fpack > /dev/null && fpack -O "$T/f.fits.fz" "$T/f.fits" && frames="$frames $T/f.fits.fz"
+for f in $frames; do
+  "$TIDE" bench --file "$f" --bias 1000 --backend cpu --threads 2 --repeats 2 --warmup 0 \
+      --catalog "$T/fcat.fits" --json "$T/file.json" > "$T/file.txt"
+  grep -q "file to catalog median" "$T/file.txt" || { echo "no --file line"; cat "$T/file.txt"; exit 1; }
+  "$PY" - "$T/file.json" "$f" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bench"] == "file" and d["frame"] == sys.argv[2] and d["sources"] > 20, d
+assert 0 < d["ms_min"] <= d["ms_median"] <= d["ms_max"], d
+assert 0 <= d["ms_read"] and 0 < d["ms_reduce"] <= d["ms_max"] * 1.001 and 0 <= d["ms_outputs"], d
+PYEOF
+  "$PY" -c 'import sys
+from astropy.io import fits
+with fits.open(sys.argv[1]) as h: assert len(h[1].data) > 20' "$T/fcat.fits"
+  rm -f "$T/fcat.fits"
+done
+
 set +e
+"$TIDE" bench --file >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--file without a frame not a usage error"; exit 1; }
+"$TIDE" bench --file "$T/nonexistent.fits" --backend cpu >/dev/null 2>&1; [ $? -eq 1 ] || { echo "--file of a missing frame not a failure"; exit 1; }
 "$TIDE" bench --reduce --stars-sparse 0 --stars-dense 0 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--reduce without stars not a usage error"; exit 1; }
 "$TIDE" bench --reduce --stars-dense -4 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "negative --stars-dense not a usage error"; exit 1; }
 "$TIDE" bench --sizes 12y5 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "bad --sizes not a usage error"; exit 1; }

@@ -83,6 +83,20 @@ int tide_bench_parse_sizes(const char *s, int64_t (*sizes)[2], int max, int64_t 
     return *n ? 0 : -1;
 }
 
+int tide_bench_int_opt(int argc, char **argv, int *i, const char *name, long long lo, long long hi,
+                       long long *v) {
+    if (strcmp(argv[*i], name) || *i + 1 >= argc)
+        return 0;
+    char *end;
+    const long long x = strtoll(argv[++*i], &end, 10);
+    if (end == argv[*i] || *end || x < lo || x > hi) {
+        fprintf(stderr, "tide bench: %s %s is out of range (%lld..%lld)\n", name, argv[*i], lo, hi);
+        return -1;
+    }
+    *v = x;
+    return 1;
+}
+
 int tide_bench_common_arg(const char *cmd, const char *mode, const char *help, tide_cli_common *c,
                           int argc, char **argv, int *i, const char **json) {
     const char *a = argv[*i];

@@ -70,6 +70,12 @@ int tide_bench_file_args(const char *cmd, const char *mode, const char *help, ti
                          int argc, char **argv, const char **path, const char **json, int *repeats,
                          int *warmup, tide_ctx **ctx, int *threads);
 
+/** A bench option NAME with an integer value in @p lo..@p hi at argv[*i], into *v (*i moves
+ *  past the value): 1 when taken, -1 when out of range or malformed (reported), 0 when
+ *  argv[*i] is not NAME or has no value after it. */
+int tide_bench_int_opt(int argc, char **argv, int *i, const char *name, long long lo, long long hi,
+                       long long *v);
+
 /** The current UTC time as ISO 8601, "2026-11-30T01:02:03Z", for the benches' JSON. */
 void tide_bench_utc_now(char out[32]);
 

@@ -65,6 +65,10 @@ static const char *help =
     "                        (tide bench --decode --help)\n"
     "  --mosaic              instead, time the reduction of a simulated 62-CCD exposure\n"
     "                        (tide bench --mosaic --help)\n"
+    "  --file FRAME          instead, time FRAME reduced file to catalog on a warm job\n"
+    "                        (tide bench --file --help)\n"
+    "  --file FRAME          instead, time FRAME reduced file to catalog on a warm job\n"
+    "                        (tide bench --file --help)\n"
     "  --encode FILE         instead, time tide's RICE_1 tile encoder beside cfitsio's (fpack's)\n"
     "                        on FILE's image (tide bench --encode --help)\n"
     "  --rb                  instead, time real/bogus scoring of 10,000 candidates\n"
@@ -417,6 +421,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_rb(argc, argv);
         if (!strcmp(argv[i], "--mosaic"))
             return tide_bench_mosaic(argc, argv);
+        if (!strcmp(argv[i], "--file"))
+            return tide_bench_file(argc, argv);
     }
     tide_cli_common c;
     tide_cli_common_init(&c);
