@@ -18,6 +18,7 @@
 #include "io/fits/fits_tile_read.h"
 #include "io/fits/tile_decode.h"
 #include "tide/tide.h"
+#include "common/tile_cfitsio_image.h"
 #include "tide_test.h"
 
 #ifndef TIDE_HAVE_CUDA
@@ -26,84 +27,15 @@ int main(void) {
 }
 #else
 static uint64_t rng_state = 0x853c49e6748fea9bull;
-static uint64_t rnd(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+static uint64_t rnd(void) {
+    return trng_splitmix64(&rng_state);
 }
 
-enum { W = 517, H = 389 };
+enum { W = TILE_TEST_W, H = TILE_TEST_H };
 
-/* A RICE_1 image of @p bitpix in tiles @p tx x @p ty, quantized floats with @p dither
- * (-1 none, 1, 2) and @p seed. */
+/* A RICE_1 image of the shared writer (tile_cfitsio_image.h). */
 static int write_image(const char *path, int bitpix, long tx, long ty, int dither, int seed) {
-    fitsfile *f = NULL;
-    int st = 0;
-    char spec[600];
-    snprintf(spec, sizeof spec, "!%s", path);
-    long nax[2] = {W, H}, tile[2] = {tx, ty};
-    fits_create_file(&f, spec, &st);
-    fits_set_compression_type(f, RICE_1, &st);
-    fits_set_tile_dim(f, 2, tile, &st);
-    if (bitpix < 0) {
-        fits_set_quantize_level(f, 4.0f, &st);
-        fits_set_quantize_method(f,
-                                 dither == 2   ? SUBTRACTIVE_DITHER_2
-                                 : dither == 1 ? SUBTRACTIVE_DITHER_1
-                                               : NO_DITHER,
-                                 &st);
-        fits_set_dither_seed(f, seed, &st);
-    }
-    fits_create_img(f, bitpix, 2, nax, &st);
-    double *v = malloc(sizeof(double) * W * H);
-    for (int64_t i = 0; i < (int64_t)W * H; i++) {
-        double s = 2000 + 300 * sin((double)(i % W) / 40.0) + (double)(rnd() % 61) - 30;
-        v[i] = bitpix == 8 ? fmod(s, 256) : bitpix == 16 ? s - 3000 : bitpix == 32 ? s * 1e5 : s;
-        if (bitpix < 0 && rnd() % 173 == 0)
-            v[i] = NAN;
-        if (bitpix < 0 && i / W == 7)
-            v[i] = 0.0;
-    }
-    if (bitpix == 16) {
-        fits_write_key_lng(f, "BLANK", -1000, "", &st);
-        fits_write_key_dbl(f, "BSCALE", 0.25, -15, "", &st);
-        fits_write_key_dbl(f, "BZERO", 10, -15, "", &st);
-        fits_set_bscale(f, 1.0, 0.0, &st);
-        for (int64_t i = 0; i < (int64_t)W * H; i += 97)
-            v[i] = -1000;
-    }
-    /* cfitsio converts no type when it writes a compressed image: integers go as they are */
-    if (bitpix == 8 || bitpix == 16) {
-        void *raw = malloc((size_t)W * H * (bitpix == 8 ? 1 : 2));
-        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
-            if (bitpix == 8)
-                ((unsigned char *)raw)[i] = (unsigned char)v[i];
-            else
-                ((short *)raw)[i] = (short)v[i];
-        fits_write_img(f, bitpix == 8 ? TBYTE : TSHORT, 1, (LONGLONG)W * H, raw, &st);
-        free(raw);
-    } else if (bitpix == 32) {
-        int *raw = malloc(sizeof(int) * W * H);
-        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
-            raw[i] = (int)v[i];
-        fits_write_img(f, TINT, 1, (LONGLONG)W * H, raw, &st);
-        free(raw);
-    } else if (bitpix == -32) {
-        /* floats as floats: given doubles, cfitsio 4.2 writes a tile it cannot quantize (row 7,
-         * all zeros) as gzipped doubles, which neither it nor funpack reads back (status 302)
-         * and tide refuses by name */
-        float *raw = malloc(sizeof(float) * W * H);
-        for (int64_t i = 0; raw && i < (int64_t)W * H; i++)
-            raw[i] = (float)v[i];
-        fits_write_img(f, TFLOAT, 1, (LONGLONG)W * H, raw, &st);
-        free(raw);
-    } else {
-        fits_write_img(f, TDOUBLE, 1, (LONGLONG)W * H, v, &st);
-    }
-    fits_close_file(f, &st);
-    free(v);
-    return st;
+    return tile_test_write_cfitsio(path, RICE_1, bitpix, tx, ty, dither, seed, &rng_state);
 }
 
 static int same_bits(const float *a, const float *b, int64_t n, const char *what) {
