@@ -74,6 +74,15 @@ TIDE_API int tide_fits_check_input(const char *spec);
 TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im,
                                   tide_header *hdr);
 
+/** tide_fits_read_image into host or device memory (@p where; TIDE_DEVICE needs a CUDA
+ *  context, else TIDE_E_INVAL). On the device, a RICE_1 image is decoded there by tide's GPU
+ *  decoder with its no-data mask made in the same pass, so the pixels never cross the host
+ *  (a 151 Mpix frame reaches the device without 0.9 GB of host planes); any other image is
+ *  read on the host and uploaded. Same pixels, mask, variance, header and errors as
+ *  tide_fits_read_image, which is this function with TIDE_HOST. */
+TIDE_API int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im,
+                                     tide_header *hdr, tide_location where);
+
 /** Locate the image HDU tide_fits_read_image would read and return its header without reading
  *  pixels. Same rules and errors as tide_fits_read_image.
  *  @param hdr    if non-NULL, receives the header (overwritten; free with tide_header_free)

@@ -155,7 +155,10 @@ int tide_reduce_job_run(tide_reduce_job *j, const tide_reduce_request *rq,
     tide_header hdr;
     memset(&im, 0, sizeof im);
     tide_header_init(&hdr);
-    int st = tide_fits_read_image(j->ctx, spec, &im, &hdr);
+    /* On the GPU the frame goes straight to the device: a RICE-compressed one is decoded
+     * there and its pixels never cross the host (tide_fits_read_image_at) */
+    int st = tide_fits_read_image_at(
+        j->ctx, spec, &im, &hdr, j->ctx->backend == TIDE_BACKEND_CUDA ? TIDE_DEVICE : TIDE_HOST);
     tide_pipeline_params p;
     tide_calib_params cp;
     out->width = im.width, out->height = im.height;

@@ -3,7 +3,9 @@
  * written by cfitsio with RICE_1 in tiles of whole rows, 17 x 23 (odd, cut at the edges) and
  * one tile; floats quantized without dither, with SUBTRACTIVE_DITHER_1 and _2, several
  * seeds, with NaNs and zeros; integers with BLANK and BSCALE/BZERO. Each is decoded by both
- * twins and read by tide_fits_read_image on a CPU and on a CUDA context. Corrupted tiles (a
+ * twins and read by tide_fits_read_image on a CPU and on a CUDA context, and by
+ * tide_fits_read_image_at straight into device memory (pixels and no-data mask as the host
+ * read's; a file with its last quarter zeroed, the same error or pixels). Corrupted tiles (a
  * cut stream, random bytes, zeros) give the same status and the same detail on both (the
  * CUDA side hands a wrong tile to the CPU twin), and never a read outside a tile's stream.
  * Skipped (77) without a GPU. */
@@ -47,6 +49,70 @@ static int same_bits(const float *a, const float *b, int64_t n, const char *what
     return 1;
 }
 
+/* tide_fits_read_image_at(TIDE_DEVICE) of @p path gives @p host's pixels (bit for bit) and
+ * mask. */
+static int same_device_read(tide_ctx *gpu, const char *path, const tide_image *host,
+                            const char *what) {
+    tide_image id, back;
+    if (tide_fits_read_image_at(gpu, path, &id, NULL, TIDE_DEVICE)) {
+        fprintf(stderr, "%s: device read failed: %s\n", what, tide_error_detail());
+        return 0;
+    }
+    int ok = id.location == TIDE_DEVICE && id.mask && !tide_image_clone(gpu, &back, &id, TIDE_HOST);
+    if (ok) {
+        char tag[200];
+        snprintf(tag, sizeof tag, "%s (device read)", what);
+        ok = same_bits(host->pix, back.pix, (int64_t)W * H, tag) &&
+             !memcmp(host->mask, back.mask, sizeof(uint16_t) * W * H);
+        tide_image_free(gpu, &back);
+    }
+    tide_image_free(gpu, &id);
+    return ok;
+}
+
+/* @p path with the last quarter of its bytes zeroed, read on the host (CPU context) and to the
+ * device: the same status and detail, and on success the same pixels. */
+static void corrupt_file_read(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *what) {
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s.bad.fits", path);
+    FILE *in = fopen(path, "rb"), *out = fopen(bad, "wb");
+    CHECK(in && out);
+    if (!in || !out) {
+        if (in)
+            fclose(in);
+        if (out)
+            fclose(out);
+        return;
+    }
+    fseek(in, 0, SEEK_END);
+    const long size = ftell(in);
+    rewind(in);
+    uint8_t *bytes = malloc((size_t)size);
+    CHECK(fread(bytes, 1, (size_t)size, in) == (size_t)size);
+    memset(bytes + size - size / 4, 0, (size_t)(size / 4));
+    fwrite(bytes, 1, (size_t)size, out);
+    fclose(in);
+    fclose(out);
+    free(bytes);
+    tide_image ic, id;
+    const int sc = tide_fits_read_image(cpu, bad, &ic, NULL);
+    char dc[1024];
+    snprintf(dc, sizeof dc, "%s", sc ? tide_error_detail() : "");
+    const int sd = tide_fits_read_image_at(gpu, bad, &id, NULL, TIDE_DEVICE);
+    CHECK(sc == sd);
+    if (sc && sd && strcmp(dc, tide_error_detail())) {
+        fprintf(stderr, "%s, zeroed: host '%s', device '%s'\n", what, dc, tide_error_detail());
+        CHECK(0);
+    }
+    if (!sc && !sd)
+        CHECK(same_device_read(gpu, bad, &ic, what));
+    if (!sc)
+        tide_image_free(cpu, &ic);
+    if (!sd)
+        tide_image_free(gpu, &id);
+    unlink(bad);
+}
+
 static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *what) {
     tide_tile_image *ti = NULL;
     uint8_t *data = NULL;
@@ -64,8 +130,13 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     CHECK_OK(tide_fits_read_image(gpu, path, &ig, NULL));
     CHECK(same_bits(ic.pix, ig.pix, (int64_t)W * H, what));
     CHECK(!memcmp(ic.mask, ig.mask, sizeof(uint16_t) * W * H));
+    /* straight to the device (the reduce job's read): the host read's pixels and mask */
+    CHECK(same_device_read(gpu, path, &ic, what));
     tide_image_free(cpu, &ic);
     tide_image_free(gpu, &ig);
+    /* a file whose last quarter of tiles is zeroed: the same verdict, detail and pixels read
+     * to the device as on the host */
+    corrupt_file_read(cpu, gpu, path, what);
     /* corrupted: the same verdict and detail on both */
     int64_t naxis1 = ti->lay.naxis1, theap = ti->lay.theap, end = ti->lay.data_end;
     const int64_t cut_tile = ti->lay.ntiles > 1 ? 2 : 1;
@@ -100,7 +171,7 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     free(keep);
     free(a);
     free(b);
-    free(data);
+    tide_host_free(data);
     free(ti);
 }
 
@@ -137,6 +208,30 @@ int main(void) {
                          bitpix[b], tiles[t][0], tiles[t][1], d, seed);
                 compare(cpu, gpu, path, what);
             }
+    /* tide's own compressed output with MASK and VAR planes: read on the host and uploaded,
+     * every plane as the host read's */
+    tide_image im;
+    CHECK_OK(tide_image_alloc(cpu, &im, W, H, TIDE_HOST, TIDE_IMAGE_MASK | TIDE_IMAGE_VAR));
+    for (int64_t i = 0; i < (int64_t)W * H; i++) {
+        im.pix[i] = i % 311 == 0 ? NAN : (float)(100 + (int)(rnd() % 50));
+        im.mask[i] = (uint16_t)(i % 97 == 0 ? TIDE_MASK_HOT : 0);
+        im.var[i] = 4.0f + (float)(i % 7);
+    }
+    CHECK_OK(tide_fits_write_image_as(path, &im, NULL, TIDE_FITS_RICE));
+    tide_image_free(cpu, &im);
+    tide_image ih, id, back;
+    CHECK_OK(tide_fits_read_image(cpu, path, &ih, NULL));
+    CHECK_OK(tide_fits_read_image_at(gpu, path, &id, NULL, TIDE_DEVICE));
+    CHECK(id.location == TIDE_DEVICE && id.var);
+    CHECK_OK(tide_image_clone(gpu, &back, &id, TIDE_HOST));
+    CHECK(same_bits(ih.pix, back.pix, (int64_t)W * H, "tide's RICE file with planes") &&
+          !memcmp(ih.mask, back.mask, sizeof(uint16_t) * W * H) &&
+          !memcmp(ih.var, back.var, sizeof(float) * W * H));
+    tide_image_free(cpu, &ih);
+    tide_image_free(gpu, &id);
+    tide_image_free(gpu, &back);
+    /* a device image needs a CUDA context */
+    CHECK(tide_fits_read_image_at(cpu, path, &id, NULL, TIDE_DEVICE) == TIDE_E_INVAL);
     unlink(path);
     tide_ctx_destroy(cpu);
     tide_ctx_destroy(gpu);

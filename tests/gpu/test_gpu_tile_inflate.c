@@ -144,7 +144,7 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     free(clean);
     free(a);
     free(b);
-    free(data);
+    tide_host_free(data);
     free(ti);
 }
 

@@ -661,7 +661,7 @@ static int file_tiles(const char *path, int timing) {
                path, ntiles, bytes / 1e6, bytes / 1e6 / t_mine, bytes / 1e6 / t_ld);
     free(a);
     free(b);
-    free(data);
+    tide_host_free(data);
     free(ti);
     return ntiles;
 }

@@ -24,6 +24,7 @@
 #include "io/fits/fits_tile_read.h"
 #include "tide/ctx.h"
 #include "tide/fits.h"
+#include "tide/memory.h"
 
 static const char *help =
     "usage: tide bench --decode FILE [OPTIONS]\n\n"
@@ -183,7 +184,7 @@ int tide_bench_decode(int argc, char **argv) {
         fits_close_file(f, &cst);
     free(mine);
     free(ref);
-    free(data);
+    tide_host_free(data);
     free(ti);
     tide_ctx_destroy(ctx);
     return st ? 1 : same && gpu_same != 0 ? 0 : 1;

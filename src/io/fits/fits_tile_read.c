@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fits_tile_read.h"
+#include "tide/memory.h"
 #include "tide/status.h"
 #include "tile_decode.h"
 
@@ -77,12 +78,13 @@ static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti
     tide_header_free(&raw);
     if (st)
         return st;
-    *data = malloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
+    /* from the block cache: page-locked on its first upload, no fresh pages when warm */
+    *data = tide_host_alloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
     if (!*data)
         return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for %lld bytes of tiles", src->root,
                           hdu, (long long)ti->lay.data_end);
     if (pread_full(fd, *data, (size_t)ti->lay.data_end, datastart)) {
-        free(*data);
+        tide_host_free(*data);
         *data = NULL;
         return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles: %s", src->root, hdu,
                           errno ? strerror(errno) : "early end of file");
@@ -117,10 +119,41 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
         st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
     if (st == 2)
         st = 0;
-    free(data);
+    tide_host_free(data);
     free(ti);
     close(fd);
     return st;
+}
+
+int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+#ifdef TIDE_HAVE_CUDA
+    if (!ctx || ctx->backend != TIDE_BACKEND_CUDA || im->location != TIDE_DEVICE ||
+        im->stride != im->width || !im->mask)
+        return 1;
+    const char *gpu_decode = getenv("TIDE_GPU_TILE_DECODE");
+    if (gpu_decode && !strcmp(gpu_decode, "0"))
+        return 1;
+    int fd = open(src->root, O_RDONLY);
+    if (fd < 0)
+        return 1;
+    tide_tile_image *ti = calloc(1, sizeof *ti);
+    uint8_t *data = NULL;
+    int st = ti ? load_current(src, hdu, fd, ti, &data) : 1;
+    if (!st && (ti->lay.znaxis[0] != im->width ||
+                (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
+        st = 1;
+    if (!st)
+        st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
+    if (st == 2) /* a tile for the CPU twin: the host read decodes it (or names it) */
+        st = 1;
+    tide_host_free(data);
+    free(ti);
+    close(fd);
+    return st;
+#else
+    (void)ctx, (void)src, (void)hdu, (void)im;
+    return 1;
+#endif
 }
 
 int tide_fits_tile_load(const char *path, tide_tile_image **ti, uint8_t **data) {

@@ -64,6 +64,15 @@ int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out);
 
+/** The RICE_1 image of tide_tile_decode_cuda decoded into device memory: @p d_out (the
+ *  image's pixels, width × height floats) and, when @p d_mask is not NULL, its mask plane,
+ *  TIDE_MASK_NODATA where a value is not finite (that pixel then NaN) and 0 elsewhere, the
+ *  marking tide_fits_read_image does on the host. @p data is host memory. Returns 0, 1 when
+ *  the image is not RICE_1 (or lossless RICE floats), 2 when a tile must go to the CPU twin
+ *  (a wrong tile, whose error the CPU names, or a fallback tile), or a negative TIDE_E_*. */
+int tide_tile_rice_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                             float *d_out, uint16_t *d_mask);
+
 /** GZIP_1 / GZIP_2 images on the device (tile_inflate_gpu.c): every tile, and the gzipped
  *  fallback tiles of floats, inflated by inflate_math.h one warp per tile in one launch and
  *  converted straight into the image; any tile it does not take or refuses hands the image to

@@ -145,7 +145,7 @@ __global__ void tile_rice_kernel(const uint8_t *unit, const tide_tile_job *jobs,
 __global__ void tile_convert_kernel(const int32_t *scratch, const tide_tile_job *jobs,
                                     const tide_tile_conv *conv, const float *rand, int64_t width,
                                     int64_t height, int64_t zt1, int64_t zt2, int64_t n1,
-                                    float *out) {
+                                    float *out, uint16_t *mask) {
     const int64_t n = width * height;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -154,7 +154,14 @@ __global__ void tile_convert_kernel(const int32_t *scratch, const tide_tile_job 
         const int64_t p = (y - jobs[k].y0) * jobs[k].tw + (x - jobs[k].x0);
         const tide_tile_conv c = conv[k];
         const float rv = c.dither ? tide_tile_dither_at(rand, c.first_rand, p) : 0.0f;
-        out[i] = tide_tile_value(&c, scratch[jobs[k].scratch_off + p], rv);
+        const float v = tide_tile_value(&c, scratch[jobs[k].scratch_off + p], rv);
+        if (mask) { /* the reader's marking, fused (tide_fits_read_image_at) */
+            const int bad = !isfinite(v);
+            out[i] = bad ? NAN : v;
+            mask[i] = bad ? (uint16_t)TIDE_MASK_NODATA : (uint16_t)0;
+        } else {
+            out[i] = v; /* the decoder's twin: tide_tile_decode_cpu's bits */
+        }
     }
 }
 
@@ -174,8 +181,8 @@ extern "C" int tide_tile_rice_cuda(tide_ctx *ctx, const uint8_t *d_unit,
 extern "C" int tide_tile_convert_cuda(tide_ctx *ctx, const int32_t *d_scratch,
                                       const tide_tile_job *d_jobs, const tide_tile_conv *d_conv,
                                       const float *d_rand, int64_t width, int64_t height,
-                                      int64_t ztile1, int64_t ztile2, int64_t ntile1,
-                                      float *d_out) {
+                                      int64_t ztile1, int64_t ztile2, int64_t ntile1, float *d_out,
+                                      uint16_t *d_mask) {
     const int64_t n = width * height;
     if (n <= 0)
         return 0;
@@ -183,7 +190,7 @@ extern "C" int tide_tile_convert_cuda(tide_ctx *ctx, const int32_t *d_scratch,
     int64_t g = (n + block - 1) / block;
     const unsigned grid = (unsigned)(g > 65535 * 16 ? 65535 * 16 : g);
     tile_convert_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
-        d_scratch, d_jobs, d_conv, d_rand, width, height, ztile1, ztile2, ntile1, d_out);
+        d_scratch, d_jobs, d_conv, d_rand, width, height, ztile1, ztile2, ntile1, d_out, d_mask);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

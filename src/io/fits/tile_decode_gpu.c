@@ -2,8 +2,9 @@
  * table's descriptors are read and checked here (tide_tile_descriptor, as the CPU twin does),
  * each tile's conversion is worked out once (tide_tile_conv_for), the data unit goes to the
  * device, the kernels of tile_decode_cuda.cu decode one tile per thread and convert one pixel
- * per thread, and the image comes back. Any wrong tile is handed to the CPU twin, which names
- * the first one exactly as a CPU read would. */
+ * per thread, and the image comes back (tide_tile_decode_cuda) or stays on the device, its
+ * mask made in the same pass (tide_tile_rice_to_device, for a reader that wants it there). Any
+ * wrong tile is handed to the CPU twin, which names the first one exactly as a CPU read would. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,15 +14,9 @@
 #include "tile_decode_kernels.h"
 
 #ifdef TIDE_HAVE_CUDA
-int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
-                          float *out) {
+int tide_tile_rice_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                             float *d_out, uint16_t *d_mask) {
     const tide_tile_layout *t = &ti->lay;
-    if (t->codec == CODEC_GZIP1 || t->codec == CODEC_GZIP2) {
-        /* GZIP on the device only when asked (TIDE_GPU_TILE_DECODE=1) until
-         * test_gpu_tile_inflate has passed on a GPU; RICE_1 is on by default */
-        const char *on = getenv("TIDE_GPU_TILE_DECODE");
-        return on && !strcmp(on, "1") ? tide_tile_inflate_cuda(ctx, ti, data, out) : 1;
-    }
     if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
         return 1;
     const int64_t width = t->znaxis[0], height = t->ndim > 1 ? t->znaxis[1] : 1;
@@ -50,9 +45,8 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
         tide_tile_conv_for(ti, k, row, t->rice_bytepix, &conv[k]);
     }
     void *d_unit = NULL, *d_jobs = NULL, *d_conv = NULL, *d_rand = NULL, *d_scr = NULL,
-         *d_err = NULL, *d_out = NULL;
+         *d_err = NULL;
     int32_t *err = NULL;
-    const size_t npx = (size_t)(width * height);
     if (!st) {
         err = malloc(sizeof *err * (size_t)t->ntiles);
         st = err ? 0 : tide_error(TIDE_E_NOMEM, "%s[HDU %d]: out of memory", t->path, t->hdu);
@@ -69,8 +63,6 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
         st = tide_device_alloc(ctx, sizeof(int32_t) * (size_t)total, &d_scr);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(int32_t) * (size_t)t->ntiles, &d_err);
-    if (!st)
-        st = tide_device_alloc(ctx, sizeof(float) * npx, &d_out);
     if (!st)
         st = tide_memcpy(ctx, d_unit, 1, data, 0, (size_t)t->data_end);
     if (!st)
@@ -90,15 +82,35 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
             st = 2;
     if (!st)
         st = tide_tile_convert_cuda(ctx, d_scr, d_jobs, d_conv, d_rand, width, height, t->ztile[0],
-                                    t->ndim > 1 ? t->ztile[1] : 1, n0, d_out);
-    if (!st)
-        st = tide_memcpy(ctx, out, 0, d_out, 1, sizeof(float) * npx);
-    void *dev[] = {d_unit, d_jobs, d_conv, d_rand, d_scr, d_err, d_out};
+                                    t->ndim > 1 ? t->ztile[1] : 1, n0, d_out, d_mask);
+    void *dev[] = {d_unit, d_jobs, d_conv, d_rand, d_scr, d_err};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         tide_device_free(ctx, dev[i]);
     free(err);
     free(jobs);
     free(conv);
+    return st;
+}
+
+int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                          float *out) {
+    const tide_tile_layout *t = &ti->lay;
+    if (t->codec == CODEC_GZIP1 || t->codec == CODEC_GZIP2) {
+        /* GZIP on the device only when asked (TIDE_GPU_TILE_DECODE=1) until
+         * test_gpu_tile_inflate has passed on a GPU; RICE_1 is on by default */
+        const char *on = getenv("TIDE_GPU_TILE_DECODE");
+        return on && !strcmp(on, "1") ? tide_tile_inflate_cuda(ctx, ti, data, out) : 1;
+    }
+    if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
+        return 1;
+    const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
+    void *d_out = NULL;
+    int st = tide_device_alloc(ctx, bytes, &d_out);
+    if (!st)
+        st = tide_tile_rice_to_device(ctx, ti, data, d_out, NULL);
+    if (!st)
+        st = tide_memcpy(ctx, out, 0, d_out, 1, bytes);
+    tide_device_free(ctx, d_out);
     if (st == 2) /* the CPU twin names the first wrong tile (or decodes a fallback tile) */
         st = tide_tile_decode_cpu(ti, data, out, ctx->threads);
     return st;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "tide/ctx.h"
+#include "tide/image.h"
 #include "tile_quant_math.h"
 
 #ifdef __cplusplus
@@ -37,11 +38,14 @@ int tide_tile_rice_cuda(tide_ctx *ctx, const uint8_t *d_unit, const tide_tile_jo
 
 /** Convert the decoded values to the @p width x @p height image @p d_out, one pixel per
  *  thread: pixel (x, y) is in tile (y / ztile2) * ntile1 + x / ztile1, converted with its
- *  tide_tile_conv (tile_quant_math.h) and the dither sequence @p d_rand. */
+ *  tide_tile_conv (tile_quant_math.h) and the dither sequence @p d_rand: the CPU twin's bits.
+ *  With @p d_mask (may be NULL) the reader's marking is done in the same pass, as
+ *  tide_fits_read_image marks a host read: a value that is not finite (a blank, or an integer
+ *  scaled past FLT_MAX) becomes NaN with TIDE_MASK_NODATA, every other pixel's mask 0. */
 int tide_tile_convert_cuda(tide_ctx *ctx, const int32_t *d_scratch, const tide_tile_job *d_jobs,
                            const tide_tile_conv *d_conv, const float *d_rand, int64_t width,
                            int64_t height, int64_t ztile1, int64_t ztile2, int64_t ntile1,
-                           float *d_out);
+                           float *d_out, uint16_t *d_mask);
 #endif
 
 #ifdef __cplusplus
