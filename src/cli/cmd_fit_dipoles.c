@@ -61,8 +61,9 @@ typedef struct cube {
 
 /* Read image HDU @p ext (NULL: STAMPS, else the primary) as floats or ints; 0 when absent and
  * !required. */
-static int read_cube(fitsfile *f, const char *path, const char *ext, int required, int as_int,
-                     cube *c) {
+static int read_cube(tide_fits_src *src, const char *path, const char *ext, int required,
+                     int as_int, cube *c) {
+    fitsfile *f = src->f;
     int fst = 0, naxis = 0;
     memset(c, 0, sizeof *c);
     char name[32];
@@ -99,6 +100,9 @@ static int read_cube(fitsfile *f, const char *path, const char *ext, int require
     c->data = malloc(bytes);
     if (!c->data)
         return tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
+    int st = tide_fits_check_streams(src, hdu - 1); /* before cfitsio decodes any tile */
+    if (st)
+        return st;
     LONGLONG first[3] = {1, 1, 1};
     int anynul = 0; /* cfitsio writes it whenever a null is met: it must not be NULL */
     if (as_int) {
@@ -240,20 +244,20 @@ int tide_cmd_fit_dipoles(int argc, char **argv) {
     if (st)
         goto done;
     f = src.f;
-    st = read_cube(f, in, NULL, 1, 0, &s);
+    st = read_cube(&src, in, NULL, 1, 0, &s);
     if (!st && (s.nx != s.ny || s.nx < 3))
         st = tide_error(TIDE_E_FORMAT, "%s: stamps must be square, side >= 3 (got %lld x %lld)", in,
                         (long long)s.nx, (long long)s.ny);
     if (!st)
-        st = read_cube(f, in, "VAR", 1, 0, &v);
+        st = read_cube(&src, in, "VAR", 1, 0, &v);
     if (!st && (v.nx != s.nx || v.ny != s.ny || v.nz != s.nz))
         st = tide_error(TIDE_E_FORMAT, "%s[VAR]: shape differs from the stamps", in);
     if (!st)
-        st = read_cube(f, in, "MASK", 0, 1, &m);
+        st = read_cube(&src, in, "MASK", 0, 1, &m);
     if (!st && m.data && (m.nx != s.nx || m.ny != s.ny || m.nz != s.nz))
         st = tide_error(TIDE_E_FORMAT, "%s[MASK]: shape differs from the stamps", in);
     if (!st && p.model == TIDE_DIPOLE_PSF) {
-        st = read_cube(f, in, "PSF", 1, 0, &ps);
+        st = read_cube(&src, in, "PSF", 1, 0, &ps);
         if (!st && (ps.nx != ps.ny || !(ps.nx & 1) || ps.nx < 3 || (ps.nz != 1 && ps.nz != s.nz)))
             st = tide_error(TIDE_E_FORMAT,
                             "%s[PSF]: needs odd square stamps, one or one per "

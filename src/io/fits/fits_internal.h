@@ -25,8 +25,10 @@ int tide_fits_open(const char *spec, tide_fits_src *src);
 /** Scan the raw headers of the file @p path (inflated first when @p gzipped) before cfitsio
  *  reads it: control characters, value types of the keywords cfitsio interprets, BITPIX,
  *  NAXIS, overflow-checked data sizes inside the file, BSCALE (fits_scan.c). TIDE_E_FORMAT
- *  naming the HDU and card; a file that passed before, unchanged, is not scanned again. */
-int tide_fits_scan_file(const char *path, int gzipped);
+ *  naming the HDU and card; a file that passed before, unchanged, is not scanned again. The
+ *  streams of a tile-compressed image are checked when @p streams or @p gzipped (cfitsio
+ *  will decode them), else only those of the codecs tide does not decode itself. */
+int tide_fits_scan_file(const char *path, int gzipped, int streams);
 
 /** Close (NULL handle is a no-op). */
 void tide_fits_close(tide_fits_src *src);
@@ -95,5 +97,12 @@ int tide_fits_mask_bit_cards(tide_header *h);
  *  (fits_write_rice.c): an empty primary, then the pixels (ZSIMPLE, EXTNAME COMPRESSED_IMAGE),
  *  MASK and VAR as compressed HDUs. */
 int tide_fits_write_rice(tide_fits_out *o, const tide_image *im, const tide_header *hdr);
+
+/** Check the streams of the current HDU of @p src (HDU @p hdu, for messages) before cfitsio
+ *  decodes them: a compressed image's tiles are checked by the file's scan only as far as tide
+ *  decodes them itself (tide_fits_check_tile_table), so every cfitsio read of a compressed
+ *  image's pixels is preceded by this. 0 (checked, or not compressed, or a gzipped file whose
+ *  scan checked everything) or the error naming the first wrong tile (fits_tile_read.c). */
+int tide_fits_check_streams(tide_fits_src *src, int hdu);
 
 #endif

@@ -174,6 +174,9 @@ static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, i
             return fast;
     }
     if (mask_hdu > 0 && fast) {
+        int cs = tide_fits_check_streams(src, mask_hdu);
+        if (cs)
+            return cs;
         uint16_t *bits = malloc((size_t)n * sizeof *bits);
         if (!bits)
             return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for the mask", src->root,
@@ -195,6 +198,11 @@ static int read_tide_planes(tide_ctx *ctx, tide_fits_src *src, tide_image *im, i
         fast = tide_fits_fast_read_aux(ctx, src, var_hdu, im, 0);
         if (fast < 0)
             return fast;
+        if (fast) {
+            const int cs = tide_fits_check_streams(src, var_hdu);
+            if (cs)
+                return cs;
+        }
         if (fast && fits_read_pixll(src->f, TFLOAT, fp, n, &nan, im->var, &any, &cst))
             return tide_fits_status(cst, src->root, var_hdu, "cannot read the variance");
     }
@@ -352,6 +360,8 @@ static int read_host_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t 
         if (direct < 0)
             st = direct;
     }
+    if (!st && fast && direct) /* cfitsio decodes from here on: its streams checked first */
+        st = tide_fits_check_streams(src, hdu);
     if (!st && fast && direct) {
         direct = read_hcompress_ints(ctx, src, hdu, im);
         if (direct < 0)

@@ -15,7 +15,10 @@
  *   - a card that cfitsio's looser lookup would take for one of those keywords is written as
  *     that keyword, and no second card gives one of them another value (fits_card_keys.h);
  *   - BSCALE (and a ZSCALE keyword) is finite and non-zero;
- *   - a tile-compressed image's table is checked against the bytes it holds (fits_tiles.c).
+ *   - a tile-compressed image's table is checked against the bytes it holds (fits_tiles.c):
+ *     its descriptors, and the streams of the codecs only cfitsio decodes (those of RICE_1,
+ *     GZIP and NOCOMPRESS tiles are checked as tide decodes them, or by
+ *     tide_fits_check_streams before cfitsio reads them; all of them in a gzipped file).
  * A file that passes is handed to cfitsio; one that does not is refused with a message naming
  * the file, the HDU, the card and what is wrong. Gzip-compressed files are inflated into an
  * anonymous memory file and scanned there. Files already scanned unchanged (same device,
@@ -212,6 +215,7 @@ typedef struct scan_file {
     int fd;
     int64_t size;
     const char *path; /* for messages */
+    int streams;      /* every tile stream checked, not only those cfitsio alone decodes */
 } scan_file;
 
 static int read_at(const scan_file *sf, int64_t off, void *buf, size_t n) {
@@ -457,9 +461,13 @@ static int scan_hdu(const scan_file *sf, int hdu, int64_t off, int64_t *next) {
                         "%s[HDU %d]: truncated: the data unit needs %lld bytes from byte %lld but "
                         "the file ends at byte %lld",
                         sf->path, hdu, (long long)bytes, (long long)pos, (long long)sf->size);
-    /* before cfitsio ever moves to it: cfitsio divides by ZTILEn on the move */
+    /* before cfitsio ever moves to it: cfitsio divides by ZTILEn on the move. The streams
+     * tide decodes itself are checked as it decodes them, or by tide_fits_check_streams before
+     * cfitsio does; all of them here for a gzipped file or a section (cfitsio alone reads
+     * those, a section as it opens the file). */
     if (!st && hk->bintable && hk->zimage)
-        st = tide_fits_check_tiles(sf->fd, sf->path, hdu, &raw, pos, sf->size);
+        st = sf->streams ? tide_fits_check_tiles(sf->fd, sf->path, hdu, &raw, pos, sf->size)
+                         : tide_fits_check_tile_table(sf->fd, sf->path, hdu, &raw, pos, sf->size);
     if (!st) {
         int64_t padded = bytes + (BLOCK - bytes % BLOCK) % BLOCK;
         *next = pos + padded;
@@ -472,8 +480,8 @@ static int scan_hdu(const scan_file *sf, int hdu, int64_t off, int64_t *next) {
 
 /* Scan every HDU of the open file. Bytes after the last complete HDU are ignored (cfitsio does
  * the same) unless they begin another extension's header. */
-static int scan_fd(int fd, const char *path, int64_t size) {
-    scan_file sf = {fd, size, path};
+static int scan_fd(int fd, const char *path, int64_t size, int streams) {
+    scan_file sf = {fd, size, path, streams};
     int64_t off = 0;
     for (int hdu = 0;; hdu++) {
         if (hdu > 0) {
@@ -542,6 +550,7 @@ typedef struct scanned {
     ino_t ino;
     off_t size;
     struct timespec mtime, ctime;
+    int streams; /* scanned with every tile stream checked */
 } scanned;
 static scanned scanned_files[32];
 static int scanned_next;
@@ -553,7 +562,8 @@ static int same_file(const scanned *a, const struct stat *sb) {
            a->ctime.tv_sec == sb->st_ctim.tv_sec && a->ctime.tv_nsec == sb->st_ctim.tv_nsec;
 }
 
-int tide_fits_scan_file(const char *path, int gzipped) {
+int tide_fits_scan_file(const char *path, int gzipped, int streams) {
+    streams |= gzipped; /* only cfitsio reads a gzipped file */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return tide_error(errno == ENOENT ? TIDE_E_NOTFOUND : TIDE_E_IO, "%s: cannot open: %s",
@@ -572,7 +582,7 @@ int tide_fits_scan_file(const char *path, int gzipped) {
     pthread_mutex_lock(&scanned_lock);
     int known = 0;
     for (int i = 0; settled && i < (int)(sizeof scanned_files / sizeof *scanned_files); i++)
-        known |= same_file(&scanned_files[i], &sb);
+        known |= same_file(&scanned_files[i], &sb) && scanned_files[i].streams >= streams;
     pthread_mutex_unlock(&scanned_lock);
     if (known) {
         close(fd);
@@ -584,11 +594,11 @@ int tide_fits_scan_file(const char *path, int gzipped) {
         int64_t size = 0;
         st = inflate_to_memfd(path, &mfd, &size);
         if (!st) {
-            st = scan_fd(mfd, path, size);
+            st = scan_fd(mfd, path, size, 1);
             close(mfd);
         }
     } else {
-        st = scan_fd(fd, path, (int64_t)sb.st_size);
+        st = scan_fd(fd, path, (int64_t)sb.st_size, streams);
     }
     close(fd);
     if (!st && settled) {
@@ -600,6 +610,7 @@ int tide_fits_scan_file(const char *path, int gzipped) {
         s->size = sb.st_size;
         s->mtime = sb.st_mtim;
         s->ctime = sb.st_ctim;
+        s->streams = streams;
         pthread_mutex_unlock(&scanned_lock);
     }
     return st;

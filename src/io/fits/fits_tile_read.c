@@ -11,6 +11,7 @@
 #include "fits_tile_read.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "fits_tiles.h"
 #include "tile_decode.h"
 
 #define CARD 80
@@ -90,6 +91,37 @@ static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti
                           errno ? strerror(errno) : "early end of file");
     }
     return 0;
+}
+
+int tide_fits_check_streams(tide_fits_src *src, int hdu) {
+    fitsfile *f = src->f;
+    int cst = 0;
+    char url[FLEN_FILENAME] = "";
+    char cmp[FLEN_VALUE] = "";
+    if (!fits_is_compressed_image(f, &cst) || fits_read_key_str(f, "ZCMPTYPE", cmp, NULL, &cst) ||
+        !strncmp(cmp, "HCOMPRESS", 9) || !strncmp(cmp, "PLIO", 4)) {
+        fits_clear_errmsg(); /* HCOMPRESS and PLIO streams: checked by the scan already */
+        return 0;
+    }
+    /* a gzipped file's streams were all checked by its scan (fits_scan.c) */
+    if (src->file_size < 0 || fits_url_type(f, url, &cst) || strcmp(url, "file://")) {
+        fits_clear_errmsg();
+        return 0;
+    }
+    LONGLONG headstart = 0, datastart = 0, dataend = 0;
+    if (fits_get_hduaddrll(f, &headstart, &datastart, &dataend, &cst))
+        return tide_fits_status(cst, src->root, hdu, "cannot locate the HDU");
+    int fd = open(src->root, O_RDONLY);
+    if (fd < 0)
+        return tide_error(TIDE_E_IO, "%s: cannot open: %s", src->root, strerror(errno));
+    tide_header raw;
+    tide_header_init(&raw);
+    int st = read_raw_header(fd, headstart, datastart, &raw)
+                 ? tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the header", src->root, hdu)
+                 : tide_fits_check_tiles(fd, src->root, hdu, &raw, datastart, src->file_size);
+    tide_header_free(&raw);
+    close(fd);
+    return st;
 }
 
 int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {

@@ -494,7 +494,16 @@ void tide_tile_shape(const tile_check *t, int64_t k, int64_t *n1, int64_t *n2, i
 }
 
 /* One tile's streams, from its row's bytes. */
-static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint8_t *row) {
+/* Whether tide's own decoder (tile_decode.c and its CUDA twin) decodes the codec's tiles,
+ * checking each stream as it goes. */
+static int tide_decodes(int codec) {
+    return codec == CODEC_RICE || codec == CODEC_GZIP1 || codec == CODEC_GZIP2 ||
+           codec == CODEC_NOCOMP;
+}
+
+/* Tile @p k: its descriptors, and with @p streams its stream as cfitsio will read it. */
+static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint8_t *row,
+                      int streams) {
     int64_t nelem, off, n1, n2, npix;
     int st = tide_tile_descriptor(t, &t->cmp, row, k, &nelem, &off);
     if (st)
@@ -518,6 +527,8 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
                             "tile %lld has no data (empty COMPRESSED_DATA and "
                             "GZIP_COMPRESSED_DATA)",
                             (long long)k + 1);
+            if (!streams)
+                return 0;
             if ((st = load_stream(t, w, &t->gz, k, nelem, off, &nb)))
                 return st;
             int size = -t->zbitpix / 8;
@@ -530,6 +541,8 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
         return FAIL(t, "tile %lld has no data (empty COMPRESSED_DATA, no uncompressed column)",
                     (long long)k + 1);
     }
+    if (!streams)
+        return 0;
     if ((st = load_stream(t, w, &t->cmp, k, nelem, off, &nb)))
         return st;
     int sizes[2], ns;
@@ -561,7 +574,7 @@ static int check_tile(const tile_check *t, tile_worker *w, int64_t k, const uint
  * stream columns' descriptors alone); the rows of a chunk are checked by @p nw threads. The
  * tile reported is the first wrong one, whatever the threads' order: a thread skips only
  * tiles after one already found wrong. */
-static int check_rows(tile_check *t, tile_worker *w, int nw) {
+static int check_rows(tile_check *t, tile_worker *w, int nw, int streams) {
     int64_t lo = t->cmp.off, hi = t->cmp.off + (t->cmp.q ? 16 : 8);
     const tile_col *cols[2] = {&t->gz, &t->unc};
     for (int i = 0; i < 2; i++)
@@ -595,7 +608,7 @@ static int check_rows(tile_check *t, tile_worker *w, int nw) {
             if (k > __atomic_load_n(&bad, __ATOMIC_RELAXED))
                 continue;
             tile_worker *me = &w[omp_get_thread_num()];
-            int s = check_tile(t, me, k, wide ? buf : buf + r * t->naxis1);
+            int s = check_tile(t, me, k, wide ? buf : buf + r * t->naxis1, streams);
             if (s && k < me->bad) {
                 me->bad = k;
                 me->st = s;
@@ -621,8 +634,9 @@ int tide_tile_layout_read(tile_check *t, const tide_header *hdr, int64_t file_si
     return st ? st : read_table(t, hdr, file_size);
 }
 
-int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_header *hdr,
-                                  int64_t data_start, int64_t file_size, int threads) {
+/* The check, of every stream (@p all) or only of those tide does not decode itself. */
+static int check_tiles(int fd, const char *path, int hdu, const tide_header *hdr,
+                       int64_t data_start, int64_t file_size, int threads, int all) {
     tile_check *t = calloc(1, sizeof *t);
     if (!t)
         return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: out of memory", path, hdu);
@@ -640,6 +654,7 @@ int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_
         free(t);
         return st;
     }
+    const int streams = all || !tide_decodes(t->codec);
     /* Threads: as asked (0: OpenMP's default), as many as there are tiles, and no more than
      * fit TIDE_FITS_TILE_MAX_BYTES of scratch tiles together. */
     int nw = threads > 0 ? threads : omp_get_max_threads();
@@ -653,12 +668,12 @@ int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_
     st = w ? 0 : tide_error(TIDE_E_NOMEM, "%s[HDU %d]: out of memory", t->path, hdu);
     for (int i = 0; !st && i < nw; i++) {
         w[i].bad = INT64_MAX;
-        if (t->scratch_bytes && !(w[i].scratch = malloc(t->scratch_bytes)))
+        if (streams && t->scratch_bytes && !(w[i].scratch = malloc(t->scratch_bytes)))
             st = tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for a %zu-byte tile", t->path, hdu,
                             t->scratch_bytes);
     }
     if (!st)
-        st = check_rows(t, w, nw);
+        st = check_rows(t, w, nw, streams);
     for (int i = 0; w && i < nw; i++) {
         free(w[i].scratch);
         free(w[i].stream);
@@ -668,7 +683,17 @@ int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_
     return st;
 }
 
+int tide_fits_check_tiles_threads(int fd, const char *path, int hdu, const tide_header *hdr,
+                                  int64_t data_start, int64_t file_size, int threads) {
+    return check_tiles(fd, path, hdu, hdr, data_start, file_size, threads, 1);
+}
+
 int tide_fits_check_tiles(int fd, const char *path, int hdu, const tide_header *hdr,
                           int64_t data_start, int64_t file_size) {
-    return tide_fits_check_tiles_threads(fd, path, hdu, hdr, data_start, file_size, 0);
+    return check_tiles(fd, path, hdu, hdr, data_start, file_size, 0, 1);
+}
+
+int tide_fits_check_tile_table(int fd, const char *path, int hdu, const tide_header *hdr,
+                               int64_t data_start, int64_t file_size) {
+    return check_tiles(fd, path, hdu, hdr, data_start, file_size, 0, 0);
 }

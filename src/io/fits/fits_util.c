@@ -251,7 +251,7 @@ int tide_fits_open(const char *spec, tide_fits_src *src) {
                           root, (long long)size);
     /* Every header is held to the standard before cfitsio parses it (fits_scan.c). */
     if (kind == 1 || gzip) {
-        st = tide_fits_scan_file(root, gzip);
+        st = tide_fits_scan_file(root, gzip, src->section); /* cfitsio decodes a section */
         if (st)
             return st;
     }
