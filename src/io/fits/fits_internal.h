@@ -48,8 +48,13 @@ int tide_fits_check_extent(const tide_fits_src *src, int hdu, int64_t *data_byte
  *  files only (a no-op otherwise). */
 int tide_fits_check_file(const tide_fits_src *src);
 
-/** The current HDU's header (the uncompressed image's header for a compressed image). */
+/** The current HDU's header (the uncompressed image's header for a compressed image,
+ *  converted by tide: fits_tile_header.h). */
 int tide_fits_get_header(fitsfile *f, const char *path, int hdu, tide_header *hdr);
+
+/** The current HDU's header as cfitsio's fits_convert_hdr2str gives it (for a compressed
+ *  image, cfitsio's conversion): tide_fits_get_header's fallback, and its tests' reference. */
+int tide_fits_header_by_cfitsio(fitsfile *f, const char *path, int hdu, tide_header *hdr);
 
 /** Write the cards of @p hdr to the current HDU, skipping structural, compression, column
  *  and checksum keywords (and EXTNAME when @p skip_extname), and tide's own TIDEMASK/TIDEVAR.
