@@ -426,15 +426,15 @@ int tide_pipeline_run(tide_ctx *ctx, const tide_image *frame, const tide_header 
     if (!st)
         st = tide_pipe_phot_alloc(&r.ph, n, r.p.naper, r.p.aper_radii);
     if (!st && n > 0) {
-        const double *xw = tide_table_f64(&r.det, "XWIN"), *yw = tide_table_f64(&r.det, "YWIN");
-        const double *xb = tide_table_f64(&r.det, "X"), *yb = tide_table_f64(&r.det, "Y");
-        if (!xw || !yw || !xb || !yb)
-            st = tide_error(TIDE_E_INTERNAL, "reduce: the detection table lacks X/Y/XWIN/YWIN");
-        for (int64_t i = 0; !st && i < n; i++) {
-            const int ok = isfinite(xw[i]) && isfinite(yw[i]);
-            r.ph.x[i] = ok ? xw[i] : xb[i];
-            r.ph.y[i] = ok ? yw[i] : yb[i];
-        }
+        /* windowed centroids, but the barycentre of a source not peaked like the PSF */
+        int64_t nbary = 0;
+        st = tide_pipe_centres(&r.det, &out->psf, frame->width, frame->height, r.ph.x, r.ph.y,
+                               &nbary);
+        if (!st && nbary > 0)
+            tide_log(&ctx->log, TIDE_LOG_DEBUG, "reduce",
+                     "%s: %lld resolved sources centred on their barycentre (their windowed "
+                     "centroid wandered)",
+                     src, (long long)nbary);
     }
     if (!st)
         st = stage_noise(&r);

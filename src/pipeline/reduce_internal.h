@@ -13,7 +13,7 @@ typedef struct tide_pipe_phot {
     int64_t n;
     int naper;
     const double *radii;
-    double *x, *y;                    /**< positions used (0-based): XWIN, YWIN */
+    double *x, *y;                    /**< positions used (0-based): tide_pipe_centres' */
     double *flux_aper, *fluxerr_aper; /**< n*naper, source-major */
     int32_t *aper_flags;
     double *kron_radius, *flux_auto, *fluxerr_auto;
@@ -41,6 +41,21 @@ int tide_pipe_catalog_build(const tide_table *det, const tide_pipe_phot *ph, tid
  *  TIDE_DETECT_FLAG_FIRST_PASS with PARENT -1; their count into *ncarried
  *  (reduce_carry.c). */
 int tide_pipe_carry_first(const tide_table *first, tide_table *det, double fwhm, int64_t *ncarried);
+
+/** 1 when a source whose windowed centroid lies (@p dx, @p dy) from its isophotal barycentre,
+ *  of FWHM @p fwhm (detection's FWHM column), where the PSF's FWHM is @p fwhm_psf, is to be
+ *  centred on its barycentre: it is resolved (fwhm > 2 fwhm_psf) and its windowed centroid
+ *  wandered more than sigma_w / 2 from the barycentre (reduce_centre.c says why). 0 for a
+ *  fwhm_psf that is not positive. */
+int tide_pipe_centre_on_barycentre(double dx, double dy, double fwhm, double fwhm_psf);
+
+/** The centres photometry measures the sources of the detection table @p det at, 0-based,
+ *  into @p x, @p y (det->nrows each): the windowed centroid (XWIN, YWIN), or the barycentre
+ *  (X, Y) where that is not finite or where tide_pipe_centre_on_barycentre says so with the
+ *  FWHM of @p psf (may be NULL: no such rule) at the source, on a frame of @p width x
+ *  @p height. How many the rule moved to the barycentre into *nbary (may be NULL). */
+int tide_pipe_centres(const tide_table *det, const tide_psf_model *psf, int64_t width,
+                      int64_t height, double *x, double *y, int64_t *nbary);
 
 /** Write the run's summary cards into @p h (see reduce.h). */
 int tide_pipe_header_build(tide_ctx *ctx, const tide_pipeline_params *p,
