@@ -111,18 +111,26 @@ static int locate_image(tide_fits_src *src, int *hdu, int64_t *w, int64_t *h) {
     }
 }
 
+/* Open @p spec at the image HDU it means (locate_image), the whole file checked. */
+static int open_image(const char *spec, tide_fits_src *src, int *hdu, int64_t *w, int64_t *h) {
+    *hdu = -1;
+    *w = *h = 0;
+    int st = tide_fits_open(spec, src);
+    if (!st)
+        st = locate_image(src, hdu, w, h);
+    if (!st)
+        st = tide_fits_check_file(src);
+    return st;
+}
+
 int tide_fits_read_image_header(const char *spec, tide_header *hdr, int *hdu, int64_t *width,
                                 int64_t *height) {
     if (hdr)
         tide_header_init(hdr);
     tide_fits_src src;
-    int st = tide_fits_open(spec, &src);
-    int h = -1;
-    int64_t w = 0, hh = 0;
-    if (!st)
-        st = locate_image(&src, &h, &w, &hh);
-    if (!st)
-        st = tide_fits_check_file(&src);
+    int h;
+    int64_t w, hh;
+    int st = open_image(spec, &src, &h, &w, &hh);
     if (!st && hdr)
         st = tide_fits_get_header(src.f, src.root, h, hdr);
     tide_fits_close(&src);
@@ -424,13 +432,9 @@ int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tid
     if (where == TIDE_DEVICE && (!ctx || ctx->backend != TIDE_BACKEND_CUDA))
         return tide_error(TIDE_E_INVAL, "%s: a device image needs a CUDA context", spec);
     tide_fits_src src;
-    int st = tide_fits_open(spec, &src);
-    int hdu = -1;
-    int64_t w = 0, h = 0;
-    if (!st)
-        st = locate_image(&src, &hdu, &w, &h);
-    if (!st)
-        st = tide_fits_check_file(&src);
+    int hdu;
+    int64_t w, h;
+    int st = open_image(spec, &src, &hdu, &w, &h);
     int mask_hdu = -1, var_hdu = -1;
     int cmp_st = 0; /* a compressed image in HDU 1 stands for the primary (as fpack's) */
     if (!st && !src.section &&

@@ -124,18 +124,43 @@ int tide_fits_check_streams(tide_fits_src *src, int hdu) {
     return st;
 }
 
+/* The current HDU's tiles loaded for image @p im (load_current, its size checked): 0 with
+ * *fd, *ti and *data to release with unload, 1 (not for tide's decoder) or a negative
+ * TIDE_E_*, nothing to release. */
+static int load_for(tide_fits_src *src, int hdu, const tide_image *im, int *fd,
+                    tide_tile_image **ti, uint8_t **data) {
+    *data = NULL;
+    *ti = NULL;
+    if ((*fd = open(src->root, O_RDONLY)) < 0)
+        return 1;
+    *ti = calloc(1, sizeof **ti);
+    int st = *ti ? load_current(src, hdu, *fd, *ti, data) : 1;
+    if (!st && ((*ti)->lay.znaxis[0] != im->width ||
+                ((*ti)->lay.ndim > 1 ? (*ti)->lay.znaxis[1] : 1) != im->height))
+        st = 1;
+    if (st) {
+        tide_host_free(*data);
+        free(*ti);
+        close(*fd);
+    }
+    return st;
+}
+
+static void unload(int fd, tide_tile_image *ti, uint8_t *data) {
+    tide_host_free(data);
+    free(ti);
+    close(fd);
+}
+
 int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
     if (im->location != TIDE_HOST || im->stride != im->width)
         return 1;
-    int fd = open(src->root, O_RDONLY);
-    if (fd < 0)
-        return 1;
-    tide_tile_image *ti = calloc(1, sizeof *ti);
-    uint8_t *data = NULL;
-    int st = ti ? load_current(src, hdu, fd, ti, &data) : 1;
-    if (!st && (ti->lay.znaxis[0] != im->width ||
-                (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
-        st = 1;
+    int fd;
+    tide_tile_image *ti;
+    uint8_t *data;
+    int st = load_for(src, hdu, im, &fd, &ti, &data);
+    if (st)
+        return st;
 #ifdef TIDE_HAVE_CUDA
     /* RICE_1 on the device (bit for bit the CPU twin, test_gpu_tile_decode on the H200, memcheck
      * clean); TIDE_GPU_TILE_DECODE=0 keeps decoding on the host threads (an A/B switch) */
@@ -151,9 +176,7 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
         st = tide_tile_decode_cpu(ti, data, im->pix, ctx && ctx->threads > 0 ? ctx->threads : 0);
     if (st == 2)
         st = 0;
-    tide_host_free(data);
-    free(ti);
-    close(fd);
+    unload(fd, ti, data);
     return st;
 }
 
@@ -165,22 +188,16 @@ int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
     const char *gpu_decode = getenv("TIDE_GPU_TILE_DECODE");
     if (gpu_decode && !strcmp(gpu_decode, "0"))
         return 1;
-    int fd = open(src->root, O_RDONLY);
-    if (fd < 0)
-        return 1;
-    tide_tile_image *ti = calloc(1, sizeof *ti);
-    uint8_t *data = NULL;
-    int st = ti ? load_current(src, hdu, fd, ti, &data) : 1;
-    if (!st && (ti->lay.znaxis[0] != im->width ||
-                (ti->lay.ndim > 1 ? ti->lay.znaxis[1] : 1) != im->height))
-        st = 1;
-    if (!st)
-        st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
+    int fd;
+    tide_tile_image *ti;
+    uint8_t *data;
+    int st = load_for(src, hdu, im, &fd, &ti, &data);
+    if (st)
+        return st;
+    st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
     if (st == 2) /* a tile for the CPU twin: the host read decodes it (or names it) */
         st = 1;
-    tide_host_free(data);
-    free(ti);
-    close(fd);
+    unload(fd, ti, data);
     return st;
 #else
     (void)ctx, (void)src, (void)hdu, (void)im;
