@@ -1,7 +1,7 @@
 /* reduce_mosaic.c — a mosaic exposure as one job (job.h, tide_reduce_job_run_mosaic): every
- * CCD reduced as tide_reduce_job_run reduces FILE[hdu], back to back on the job's context
- * (device pools, FFT plans and the store stay warm; the next CCD is read while one is
- * reduced), its catalog HDU appended to the exposure's catalog as soon as it is made, its
+ * CCD reduced as tide_reduce_job_run reduces FILE[hdu], two at a time on the job's context
+ * and its helper (reduce_mosaic_workers.c; device pools, FFT plans and the store stay warm),
+ * its catalog HDU appended to the exposure's catalog in the exposure's order, its
  * side outputs staged, and, once every file is complete, one store transaction per CCD. A
  * CCD whose own data make it fail is flagged and the others still written.
  *
@@ -30,9 +30,7 @@ void tide_reduce_mosaic_report_free(tide_reduce_mosaic_report *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* An error of the CCD's own data: the CCD is flagged and the exposure goes on. Anything else
- * (memory, the device, files, the store, the configuration) would fail every CCD alike. */
-static int ccd_own_error(int st) {
+int tide_reduce_ccd_own_error(int st) {
     return st == TIDE_E_EMPTY || st == TIDE_E_INVAL || st == TIDE_E_FORMAT || st == TIDE_E_RANGE ||
            st == TIDE_E_UNSUPPORTED || st == TIDE_E_WCS || st == TIDE_E_NOSOLVE ||
            st == TIDE_E_NOTFOUND;
@@ -76,29 +74,6 @@ static int side_outputs(tide_outset *set, const tide_reduce_request *rq, const t
              : i == 1 ? tide_fits_write_image_to(of, &r->back_map, NULL)
                       : tide_fits_write_image_to(of, &r->rms_map, NULL);
     }
-    return st;
-}
-
-/* Read (from the prefetch), set up, reduce and calibrate one CCD into c->rep. */
-static int reduce_ccd(tide_reduce_job *j, const tide_reduce_request *rq, tide_reduce_prefetch *pf,
-                      const char *next, tide_reduce_ccd *c, tide_header *hdr) {
-    const double t0 = now_ms();
-    tide_image im;
-    int st = tide_reduce_prefetch_wait(pf, &im, hdr);
-    if (next) /* the next CCD is read while this one is reduced */
-        tide_reduce_prefetch_start(pf, next);
-    c->rep.width = im.width, c->rep.height = im.height;
-    c->rep.image_id = -1;
-    c->rep.ms_read = now_ms() - t0;
-    tide_pipeline_params p;
-    tide_calib_params cp;
-    if (!st)
-        st = tide_reduce_frame_setup(j, rq, c->spec, hdr, &p, &cp, &c->rep.calibrated);
-    if (!st)
-        st = tide_reduce_frame_compute(j, &im, hdr, &p, &cp, &c->rep);
-    tide_image_free(NULL, &im);
-    if (!st)
-        tide_reduce_report_incomplete(c->spec, &c->rep);
     return st;
 }
 
@@ -149,12 +124,13 @@ static int store_ccds(tide_reduce_job *j, const char *uri, const char *checksum,
     return st;
 }
 
-/* Flag CCD @p c as failed with the current error detail; log it. */
+/* Flag CCD @p c as failed (status @p st) with the detail its worker kept in c->error; log it. */
 static void flag_failed(tide_reduce_job *j, tide_reduce_ccd *c, int st,
                         tide_reduce_mosaic_report *out) {
     c->failed = 1;
-    snprintf(c->error, sizeof c->error, "%s: %s", tide_strerror(st), tide_error_detail());
-    tide_error_clear();
+    char detail[sizeof c->error];
+    snprintf(detail, sizeof detail, "%s", c->error);
+    snprintf(c->error, sizeof c->error, "%s: %s", tide_strerror(st), detail);
     tide_reduce_report_free(&c->rep);
     c->rep.image_id = -1;
     if (!out->nfailed++)
@@ -163,18 +139,21 @@ static void flag_failed(tide_reduce_job *j, tide_reduce_ccd *c, int st,
              c->error);
 }
 
-/* The CCDs one after the other, each catalog HDU appended as it is made. */
+/* The CCDs reduced by the workers (reduce_mosaic_workers.c), taken here in the exposure's
+ * order as they complete: each catalog HDU appended, the side outputs staged and the maps
+ * released. */
 static int run_ccds(tide_reduce_job *j, const tide_reduce_request *rq, tide_fits_mef *mef,
                     tide_outset *set, tide_header *hdrs, tide_reduce_mosaic_report *out) {
-    tide_reduce_prefetch pf;
-    tide_reduce_prefetch_start(&pf, out->ccd[0].spec);
-    int st = 0, k = 0;
-    for (; k < out->nccd && !st; k++) {
+    tide_reduce_ccd_pool *pool = NULL;
+    int st = tide_reduce_ccd_pool_start(j, rq, out, hdrs, &pool);
+    for (int k = 0; !st && k < out->nccd; k++) {
         tide_reduce_ccd *c = &out->ccd[k];
-        const char *next = k + 1 < out->nccd ? out->ccd[k + 1].spec : NULL;
-        const int rs = reduce_ccd(j, rq, &pf, next, c, &hdrs[k]);
-        if (rs && !ccd_own_error(rs)) {
-            st = rs;
+        int reduced = 0;
+        const int rs = tide_reduce_ccd_pool_wait(pool, k, &reduced);
+        if (!reduced) /* the pool stopped on an earlier CCD's error */
+            break;
+        if (rs && !tide_reduce_ccd_own_error(rs)) {
+            st = tide_error(rs, "%s", c->error);
             break;
         }
         if (rs)
@@ -188,13 +167,7 @@ static int run_ccds(tide_reduce_job *j, const tide_reduce_request *rq, tide_fits
         tide_image_free(j->ctx, &c->rep.res.back_map);
         tide_image_free(j->ctx, &c->rep.res.rms_map);
     }
-    if (pf.pending) { /* the read of a CCD that will not be reduced */
-        tide_image im;
-        tide_header h;
-        tide_reduce_prefetch_wait(&pf, &im, &h);
-        tide_image_free(NULL, &im);
-        tide_header_free(&h);
-    }
+    tide_reduce_ccd_pool_finish(pool);
     if (!st && out->nfailed == out->nccd)
         st = tide_error(TIDE_E_EMPTY, "%s: no CCD could be reduced (%s)", rq->frame,
                         out->ccd[0].error);

@@ -2,30 +2,29 @@
  * tide_reduce_job_run_mosaic is the contract). */
 #ifndef TIDE_REDUCE_MOSAIC_H
 #define TIDE_REDUCE_MOSAIC_H
-#include <pthread.h>
-
 #include "reduce_job_internal.h"
 #include "tide/fits.h"
 
-/** A CCD being read on a thread of its own while the one before it is reduced: the
- *  reduction's time hides the file's. */
-typedef struct tide_reduce_prefetch {
-    pthread_t thread;
-    int started;     /**< the thread runs (join it with tide_reduce_prefetch_wait) */
-    int pending;     /**< started and not yet waited for: its image is still to be taken */
-    char spec[1100]; /**< FILE[hdu] */
-    tide_image im;   /**< the CCD, host memory */
-    tide_header hdr; /**< its header */
-    int status;      /**< the read's status */
-    char err[512];   /**< its error detail */
-} tide_reduce_prefetch;
+/** An error of the CCD's own data: the CCD is flagged and the exposure goes on. Anything else
+ *  (memory, the device, files, the store, the configuration) would fail every CCD alike. */
+int tide_reduce_ccd_own_error(int st);
 
-/** Start reading @p spec (read at once on this thread when no thread can be made). */
-void tide_reduce_prefetch_start(tide_reduce_prefetch *f, const char *spec);
+/** The workers that reduce a mosaic's CCDs (reduce_mosaic_workers.c). */
+typedef struct tide_reduce_ccd_pool tide_reduce_ccd_pool;
 
-/** Wait for the read and hand its image and header over to @p im and @p hdr (the caller
- *  frees them, the image with a NULL context); returns its status. */
-int tide_reduce_prefetch_wait(tide_reduce_prefetch *f, tide_image *im, tide_header *hdr);
+/** Start reducing the CCDs of @p out (its plan made, each CCD's spec set) on the job's context
+ *  and its helper, two at a time, each into out->ccd[k].rep with its header in @p hdrs[k]
+ *  (the error of a failed one in out->ccd[k].error). 0 or TIDE_E_NOMEM. */
+int tide_reduce_ccd_pool_start(tide_reduce_job *j, const tide_reduce_request *rq,
+                               tide_reduce_mosaic_report *out, tide_header *hdrs,
+                               tide_reduce_ccd_pool **pool);
+
+/** Wait for CCD @p k: *reduced is 1 and its status returned once it is reduced, 0 when it
+ *  never will be (an earlier CCD's error that is not its own stopped the pool). */
+int tide_reduce_ccd_pool_wait(tide_reduce_ccd_pool *p, int k, int *reduced);
+
+/** Stop the workers (each finishes its CCD), wait for them and free the pool. NULL: no-op. */
+void tide_reduce_ccd_pool_finish(tide_reduce_ccd_pool *p);
 
 /** Append "[hdu]" to the file's checksum @p hex: the store key of one CCD. */
 int tide_reduce_ccd_key(char hex[72], int hdu);

@@ -1,6 +1,6 @@
 /* reduce_mosaic_io.c — what a mosaic exposure's reduction reads and writes around its CCDs
- * (reduce_mosaic.h): the next CCD read on a thread while one is reduced, per-CCD side-output
- * names, the store key of a CCD, and a CCD's catalog HDU header. */
+ * (reduce_mosaic.h): per-CCD side-output names, the store key of a CCD, and a CCD's catalog HDU
+ * header. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,36 +88,4 @@ int tide_reduce_ccd_header(const tide_header *ccd_hdr, const tide_reduce_ccd *c,
     if (st)
         tide_header_free(out);
     return st;
-}
-
-/* ---- the next CCD read while one is reduced ------------------------------------------- */
-
-static void *read_thread(void *arg) {
-    tide_reduce_prefetch *f = arg;
-    memset(&f->im, 0, sizeof f->im);
-    tide_header_init(&f->hdr);
-    /* no context: the reading thread touches nothing of the one the reduction runs on */
-    f->status = tide_fits_read_image(NULL, f->spec, &f->im, &f->hdr);
-    if (f->status)
-        snprintf(f->err, sizeof f->err, "%s", tide_error_detail());
-    return NULL;
-}
-
-void tide_reduce_prefetch_start(tide_reduce_prefetch *f, const char *spec) {
-    memset(f, 0, sizeof *f);
-    f->pending = 1;
-    snprintf(f->spec, sizeof f->spec, "%s", spec);
-    f->started = !pthread_create(&f->thread, NULL, read_thread, f);
-    if (!f->started) /* no thread: read now, on this one */
-        read_thread(f);
-}
-
-int tide_reduce_prefetch_wait(tide_reduce_prefetch *f, tide_image *im, tide_header *hdr) {
-    if (f->started)
-        pthread_join(f->thread, NULL);
-    f->started = 0;
-    f->pending = 0;
-    *im = f->im;
-    *hdr = f->hdr;
-    return f->status ? tide_error(f->status, "%s", f->err) : 0;
 }
