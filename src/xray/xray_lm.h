@@ -17,6 +17,13 @@
 #define XRAY_LM_MAXMODES 8
 #define XRAY_LM_MAXIT 200
 
+/* XRAY_LM_STAT(what): a count of the refinement's work and outcomes (chi2, normal, solve,
+ * rej_maxit, rej_chi, rej_wall, rej_edge, rej_nf) for a measuring harness that defines it before
+ * this header (bench/xray_lm_stats.c); nothing otherwise. */
+#ifndef XRAY_LM_STAT
+#define XRAY_LM_STAT(what) ((void)0)
+#endif
+
 /** The most modes a refinement of fits with @p components singular values meets: a fit has at
  *  most one mode per singular value, and the refinement takes XRAY_LM_MAXMODES. */
 TIDE_HD static inline int xray_lm_mode_cap(int components) {
@@ -68,6 +75,7 @@ TIDE_HD static inline double xray_lm_eval(const double *th, int M, double t, dou
  * add the chunk's terms in sample order. */
 TIDE_HD static inline void xray_lm_chi2(const double *s, int n, double dt, const double *th, int M,
                                         double *U, double *sums) {
+    XRAY_LM_STAT(chi2);
     for (int c0 = 0; c0 < n; c0 += XRAY_LANES) {
         const int nc = n - c0 < XRAY_LANES ? n - c0 : XRAY_LANES;
         XRAY_PHASE(if (lane < nc) {
@@ -92,6 +100,7 @@ TIDE_HD static inline void xray_lm_normal(const double *s, int n, double dt, con
                                           int M, const int *act, int na, double *U, double *g,
                                           double *Np) {
     const int W = 4 * M + 1, RW = W + 1, K = na + na * (na + 1) / 2;
+    XRAY_LM_STAT(normal);
     for (int c0 = 0; c0 < n; c0 += XRAY_LANES) {
         const int nc = n - c0 < XRAY_LANES ? n - c0 : XRAY_LANES;
         XRAY_PHASE(if (lane < nc) {
@@ -126,6 +135,7 @@ TIDE_HD static inline void xray_lm_normal(const double *s, int n, double dt, con
  * pivot, the lanes swap and eliminate below it a row each, lane 0 substitutes back. Returns 0,
  * or -1 when A is singular. */
 TIDE_HD static inline int xray_lm_solve(double *A, double *b, int n) {
+    XRAY_LM_STAT(solve);
     for (int k = 0; k < n; k++) {
         const int piv = xray_solve_pivot(A, n, k);
         if (piv < 0)
@@ -139,18 +149,32 @@ TIDE_HD static inline int xray_lm_solve(double *A, double *b, int n) {
     return 0;
 }
 
+/* Whether a mode of th lies at the band's wall (xray_lm_refine), within the relative margin
+ * 1 - edge of it. */
+TIDE_HD static inline int xray_lm_at_edge(const double *th, int M, int n, double dt, double edge) {
+    const double span = dt * (n - 1);
+    for (int k = 0; k < M; k++)
+        if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
+            th[4 * k + 1] <= -2.0 * edge / span ||
+            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
+            return 1;
+    return 0;
+}
+
 /** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
  *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
  *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
  *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt, b·span >= 0.01
  *  for a real mode). Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and
  *  the iteration stops when a step moves no parameter by more than 1e-12 of max(|value|, 1)
- *  (or, below 1e-9, stops shrinking), when no step is taken at λ > 1e12, or after
- *  XRAY_LM_MAXIT iterations. The result replaces @p res only when it converged within
- *  XRAY_LM_MAXIT iterations to a lower χ² with finite values and no mode at the band's edge;
- *  modes are re-sorted by amplitude. Returns the iterations, 0 when nothing was done (status
- *  not ok, or more than @p mcap modes). @p w: xray_lm_work_doubles(mcap) doubles. On the GPU
- *  every lane of one warp calls it with the same arguments (w in the warp's shared memory). */
+ *  (or, below 1e-9, stops shrinking, or shrinks linearly with less than 1e-12 left to go), when
+ *  no step is taken at λ > 1e12, when a mode is pressed within 1e-3 of the band's edge (a
+ *  trial having just left it: rejected), or after XRAY_LM_MAXIT iterations. The result
+ *  replaces @p res only when it converged within XRAY_LM_MAXIT iterations to a lower χ² with
+ *  finite values and no mode at the band's edge; modes are re-sorted by amplitude. Returns the
+ *  iterations, 0 when nothing was done (status not ok, or more than @p mcap modes). @p w:
+ *  xray_lm_work_doubles(mcap) doubles. On the GPU every lane of one warp calls it with the same
+ *  arguments (w in the warp's shared memory). */
 TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int mcap, double *w,
                                          tide_xray_lp_result *res) {
     const int M = res->nmodes;
@@ -189,10 +213,10 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
     chb *= 16.0 * 2.220446049250313e-16;
     const double chi0 = chi;
     double lam = 1e-3, last = INFINITY;
-    int it = 0;
+    int it = 0, wall = 0;
     for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
         xray_lm_normal(s, n, dt, th, M, act, na, U, g, Np);
-        int improved = 0;
+        int improved = 0, outside = 0;
         while (lam <= 1e12) {
             /* the damped system into U and d (xray_lm_solve destroys its inputs) */
             double *A2 = U;
@@ -228,7 +252,9 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
              * and cos differ in the last bit) ~1e-8 apart. There a Gauss–Newton step (λ small)
              * is taken when χ² rises by no more than its rounding bound, and the iteration stops
              * on the step itself: when it moves no parameter by more than 1e-12 of max(|value|,
-             * 1), or when below 1e-9 it no longer halves (the gradient's own rounding). */
+             * 1), or when below 1e-9 it no longer halves (the gradient's own rounding), or when
+             * the steps shrink linearly (ratio ρ <= 1/2) and the distance they have left to go,
+             * step ρ / (1 - ρ), is below 1e-12 (an iteration less, ~2e-13 of the value). */
             const int gn = lam <= 1e-2;
             if (inband && isfinite(cn) && (cn < chi || (gn && cn <= chi + chb + cnb))) {
                 double step = 0.0;
@@ -237,12 +263,20 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
                 XRAY_PHASE(for (int a = lane; a <= 4 * M; a += XRAY_LANES) th[a] = tn[a]);
                 if (cn < chi)
                     chi = cn, chb = cnb;
-                const int done = gn && (step <= 1e-12 || (step < 1e-9 && step > 0.9 * last));
+                const int done = gn && (step <= 1e-12 || (step < 1e-9 && step > 0.9 * last) ||
+                                        (last < INFINITY && step <= 0.5 * last &&
+                                         step * step <= 1e-12 * (last - step)));
                 last = gn ? step : INFINITY;
-                improved = done ? 2 : 1;
+                /* pressed against the wall (a trial just left the band, and a mode lies within
+                 * 1e-3 of its edge): the steps would only creep towards it, tens of iterations,
+                 * to be rejected below (a real mode with the constant, whose valley has its floor
+                 * at b = 0) */
+                wall = outside && xray_lm_at_edge(th, M, n, dt, 1.0 - 1e-3);
+                improved = done || wall ? 2 : 1;
                 lam /= 3.0;
                 break;
             }
+            outside |= !inband;
             lam *= 5.0;
         }
         if (improved != 1)
@@ -251,19 +285,19 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
     /* no better χ², or no convergence in XRAY_LM_MAXIT steps: the steps were walking a valley
      * (a slow real mode trading with the constant at amplitudes far above the data's), and
      * where they stopped says nothing */
-    if (!(chi < chi0) || !isfinite(chi) || it >= XRAY_LM_MAXIT)
-        return it;
+    if (it >= XRAY_LM_MAXIT)
+        return XRAY_LM_STAT(rej_maxit), it;
+    if (wall)
+        return XRAY_LM_STAT(rej_wall), it;
+    if (!(chi < chi0) || !isfinite(chi))
+        return XRAY_LM_STAT(rej_chi), it;
     for (int k = 0; k <= 4 * M; k++)
         if (!isfinite(th[k]))
-            return it;
+            return XRAY_LM_STAT(rej_nf), it;
     /* a mode held at the band's edge is no fit: the start was a wrong mode, and the steps
      * ended against the wall (where each backend stops at its own point) */
-    const double span = dt * (n - 1), edge = 1.0 - 1e-6;
-    for (int k = 0; k < M; k++)
-        if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
-            th[4 * k + 1] <= -2.0 * edge / span ||
-            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
-            return it;
+    if (xray_lm_at_edge(th, M, n, dt, 1.0 - 1e-6))
+        return XRAY_LM_STAT(rej_edge), it;
     XRAY_PHASE(if (lane == 0) {
         for (int k = 0; k < M; k++) {
             double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];
