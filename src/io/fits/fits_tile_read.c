@@ -152,6 +152,14 @@ static void unload(int fd, tide_tile_image *ti, uint8_t *data) {
     close(fd);
 }
 
+#ifdef TIDE_HAVE_CUDA
+/* TIDE_GPU_TILE_DECODE=0 keeps decoding on the host threads (an A/B switch). */
+static int gpu_decode_off(void) {
+    const char *v = getenv("TIDE_GPU_TILE_DECODE");
+    return v && !strcmp(v, "0");
+}
+#endif
+
 int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
     if (im->location != TIDE_HOST || im->stride != im->width)
         return 1;
@@ -163,10 +171,8 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
         return st;
 #ifdef TIDE_HAVE_CUDA
     /* RICE_1 on the device (bit for bit the CPU twin, test_gpu_tile_decode on the H200, memcheck
-     * clean); TIDE_GPU_TILE_DECODE=0 keeps decoding on the host threads (an A/B switch) */
-    const char *gpu_decode = getenv("TIDE_GPU_TILE_DECODE");
-    if (!st && ctx && ctx->backend == TIDE_BACKEND_CUDA &&
-        !(gpu_decode && !strcmp(gpu_decode, "0"))) {
+     * clean) */
+    if (!st && ctx && ctx->backend == TIDE_BACKEND_CUDA && !gpu_decode_off()) {
         int g = tide_tile_decode_cuda(ctx, ti, data, im->pix);
         if (g <= 0) /* done (2: skip the CPU twin) or failed */
             st = g ? g : 2;
@@ -183,10 +189,7 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
 int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
 #ifdef TIDE_HAVE_CUDA
     if (!ctx || ctx->backend != TIDE_BACKEND_CUDA || im->location != TIDE_DEVICE ||
-        im->stride != im->width || !im->mask)
-        return 1;
-    const char *gpu_decode = getenv("TIDE_GPU_TILE_DECODE");
-    if (gpu_decode && !strcmp(gpu_decode, "0"))
+        im->stride != im->width || !im->mask || gpu_decode_off())
         return 1;
     int fd;
     tide_tile_image *ti;
