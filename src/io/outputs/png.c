@@ -285,23 +285,29 @@ static int draw_image(png_sink sink, const float *pix, int64_t w, int64_t h, int
         return tide_error(TIDE_E_NOMEM, "%s: out of memory for a %lldx%lld picture", path,
                           (long long)W, (long long)H);
     /* The stretch (an asinh per pixel) was most of the work on a large frame: there, each
-     * pixel's level is looked up among the 255 thresholds of the map instead (png_grey.h,
+     * pixel's level is looked up in buckets of the map's 255 thresholds instead (png_grey.h,
      * the same bytes), rows in parallel. */
     const grey_arg ga = {s, lo, hi};
     tide_grey_table gt;
-    const int table = w * h >= (int64_t)1 << 18;
-    if (table)
+    tide_grey_index *gx = NULL;
+    if (w * h >= (int64_t)1 << 18 && (gx = malloc(sizeof *gx))) {
         tide_grey_table_init(&gt, grey_of, &ga);
+        tide_grey_index_init(gx, &gt);
+    }
 #pragma omp parallel for schedule(static) if (H >= 256)
     for (int64_t Y = 0; Y < H; Y++) {
         const float *src = pix + (h - 1 - Y / sc) * stride; /* FITS row 1 at the bottom */
-        for (int64_t X = 0; X < W; X++) {
-            const float x = src[sc == 1 ? X : X / sc];
-            rows[Y * W + X] = !table        ? grey(x, s, lo, hi)
-                              : isfinite(x) ? tide_grey_level(&gt, x)
-                                            : 0;
-        }
+        unsigned char *dst = rows + Y * W;
+        if (gx && sc == 1)
+            for (int64_t X = 0; X < W; X++)
+                dst[X] = tide_grey_index_level(gx, src[X]);
+        else
+            for (int64_t X = 0; X < W; X++) {
+                const float x = src[sc == 1 ? X : X / sc];
+                dst[X] = gx ? tide_grey_index_level(gx, x) : grey(x, s, lo, hi);
+            }
     }
+    free(gx);
     const int st = sink.path ? write_rows(sink.path, rows, W, H)
                              : write_rows_mem(rows, W, H, sink.mem, sink.memn);
     free(rows);
