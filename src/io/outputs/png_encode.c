@@ -10,11 +10,13 @@
  * an ordinary stream; a piece does not see its predecessor's window, which costs a fraction
  * of a percent in size on pieces of a megabyte.
  *
- * The pieces are deflated with zlib's run-length strategy (Z_RLE: matches at distance 1 only,
- * Huffman codes per block) rather than its fastest general level: the pictures are for eyes,
- * and on tide's filtered sky and difference rows (noise, for the most part, where long
- * matches are rare) it is 2.4 times as fast as level 1 and the files come out ~1% smaller
- * (a 4096² difference: 57 -> 136 MB/s a core, ratio 0.824 -> 0.816).
+ * Frame-sized pictures are deflated with zlib's run-length strategy (Z_RLE: matches at
+ * distance 1 only, Huffman codes per block) rather than its fastest general level: they are
+ * for eyes, and on tide's filtered sky and difference rows (noise, for the most part, where
+ * long matches are rare) it is 2.4 times as fast as level 1 and the files come out ~1%
+ * smaller (a 4096² difference: 57 -> 136 MB/s a core, ratio 0.824 -> 0.816). Small pictures
+ * (the magnified kernel and stamps, whose rows repeat) keep level 1, which finds the
+ * repeats: Z_RLE made candidates.png 4 times larger, and the time there is negligible.
  *
  * The file: the PNG signature, IHDR (greyscale, 8 bits, no interlace), a tEXt "Software"
  * chunk, one IDAT per piece and IEND, each chunk with its CRC-32 (PNG specification, ISO/IEC
@@ -31,6 +33,7 @@
 
 #define PIECE_MIN ((size_t)1 << 20) /* bytes of filtered rows per piece, at least */
 #define MAX_PIECES 64
+#define RLE_MIN ((size_t)4 << 20) /* bytes of filtered rows from which Z_RLE is used */
 
 static void put32(unsigned char *p, uint32_t v) {
     p[0] = (unsigned char)(v >> 24);
@@ -63,11 +66,11 @@ static int put_chunk(FILE *f, const char type[4], const unsigned char *data, siz
 
 /* Deflate @p n bytes at @p in as raw deflate into a buffer of its own; @p last ends the
  * stream, otherwise a sync flush ends the piece on a byte boundary. */
-static int deflate_piece(const unsigned char *in, size_t n, int last, unsigned char **out,
-                         size_t *nout) {
+static int deflate_piece(const unsigned char *in, size_t n, int last, int strategy,
+                         unsigned char **out, size_t *nout) {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_RLE) != Z_OK)
+    if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, strategy) != Z_OK)
         return -1;
     const size_t cap = deflateBound(&z, (uLong)n) + 16;
     *out = malloc(cap);
@@ -106,6 +109,7 @@ int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, i
             dst[x + 1] = (unsigned char)(src[x] - src[x - 1]);
     }
     /* pieces of whole rows */
+    const int strategy = total >= RLE_MIN ? Z_RLE : Z_DEFAULT_STRATEGY;
     int np = (int)(total / PIECE_MIN);
     np = np < 1 ? 1 : (np > MAX_PIECES ? MAX_PIECES : np);
     const int64_t rows_per = (h + np - 1) / np;
@@ -122,7 +126,7 @@ int tide_png_encode_grey(FILE *f, const char *path, const unsigned char *rows, i
         const unsigned char *in = filt + (size_t)y0 * line;
         const size_t n = (size_t)(y1 - y0) * line;
         adl[i] = adler32(adler32(0L, Z_NULL, 0), in, (uInt)n);
-        const int e = deflate_piece(in, n, i == np - 1, &out[i], &nout[i]) != 0;
+        const int e = deflate_piece(in, n, i == np - 1, strategy, &out[i], &nout[i]) != 0;
         if (!e)
             crc[i] = chunk_crc("IDAT", out[i], nout[i]);
         bad |= e;
