@@ -251,7 +251,8 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
         tide_outfile_abort(&of);
         return st;
     }
-    /* the encoder's threads: all cores (the pictures are written one at a time) */
+    /* the encoder's threads: the calling thread's OpenMP share (all cores unless the caller
+     * writes several pictures side by side, as tide diff does) */
     const int nt = omp_get_max_threads() < 16 ? omp_get_max_threads() : 16;
     st = tide_png_encode_grey(f, path, rows, w, h, nt);
     if (fflush(f) != 0 && st == TIDE_OK)
