@@ -279,7 +279,9 @@ static int write_files(const char *dir, const tide_diff_result *r, int64_t ntop,
 
 int tide_diffp_write_stage(const char *dir_in, const tide_diff_result *r, int64_t ntop,
                            tide_fits_compress how, tide_diffp_staged *sg) {
+    const int keep_old = sg->keep_old;
     memset(sg, 0, sizeof *sg);
+    sg->keep_old = keep_old;
     if (!dir_in || !*dir_in || !r)
         return tide_error(TIDE_E_INVAL, "diff: no output directory given");
     char *dir = sg->dir;
@@ -347,13 +349,16 @@ int tide_diffp_write_place(tide_diffp_staged *sg) {
         return st;
     }
     sg->tmp[0] = 0;
-    if (sg->exists)
+    if (sg->exists && sg->keep_old)
+        snprintf(sg->old, sizeof sg->old, "%s", old);
+    else if (sg->exists)
         tide_outfile_remove_tree(old);
     return 0;
 }
 
 int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop) {
     tide_diffp_staged sg;
+    sg.keep_old = 0; /* the previous run removed before returning */
     const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, TIDE_FITS_PLAIN, &sg);
     return st ? st : tide_diffp_write_place(&sg);
 }

@@ -100,6 +100,28 @@ int main(void) {
             CHECK(tide_test_same_file(a, b) >= 0);
         }
 
+    /* The first frame again into its directory: the previous run is replaced, and removed
+     * beside the job (gone once the job ends, below). */
+    {
+        tide_diff_request rq;
+        tide_diff_request_init(&rq);
+        char sci[300], out[300];
+        snprintf(sci, sizeof sci, "%s/sci1.fits", dir);
+        snprintf(out, sizeof out, "%s/sci1", job_dir);
+        rq.science = sci;
+        rq.tmpl = path("tmpl1.fits");
+        rq.outdir = out;
+        rq.params = &p;
+        rq.warm = 1;
+        tide_diff_report rep;
+        CHECK_OK(tide_diff_job_run(job, &rq, &rep));
+        tide_diff_report_free(&rep);
+        char a[400], b[400];
+        snprintf(a, sizeof a, "%s/job/sci1/difference.fits", dir);
+        snprintf(b, sizeof b, "%s/cli/sci1/difference.fits", dir);
+        CHECK(tide_test_same_file(a, b) >= 0);
+    }
+
     /* An input inside the output directory: refused, the job still warm and usable. */
     tide_diff_request rq;
     tide_diff_request_init(&rq);
@@ -116,6 +138,8 @@ int main(void) {
     CHECK(rep.res.cands.nrows == 0 && !rep.template_prepared);
 
     tide_diff_job_destroy(job);
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = \"$(printf 'sci1\\nsci2')\"", job_dir);
+    CHECK(system(cmd) == 0); /* the replaced run removed, nothing else left */
     tide_config_free(cfg);
     tide_ctx_destroy(ctx);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
