@@ -39,6 +39,18 @@ static float step(float x, int n) {
     return x;
 }
 
+/* The @p i-th float of a test: odd ones around the stretch's range, even ones any bits. */
+static float draw(const stretch *s, int i, uint64_t *rng) {
+    float x;
+    if (i % 2) {
+        x = (float)(s->lo + (s->hi - s->lo) * (1.4 * trng_unit(trng_splitmix64(rng)) - 0.2));
+    } else {
+        const uint32_t u = (uint32_t)trng_splitmix64(rng);
+        memcpy(&x, &u, 4);
+    }
+    return x;
+}
+
 int main(void) {
     const stretch cases[] = {{0, 950.0, 1800.0, 0.02 * 850.0},
                              {1, -35.0, 35.0, 0.1 * 70.0},
@@ -50,18 +62,10 @@ int main(void) {
         tide_grey_table_init(&g, level, &cases[c]);
         int64_t bad = 0, n = 0;
         for (int i = 0; i < 2000000; i++) { /* around the range, and any bits at all */
-            const stretch *s = &cases[c];
-            float x;
-            if (i % 2) {
-                x = (float)(s->lo +
-                            (s->hi - s->lo) * (1.4 * trng_unit(trng_splitmix64(&rng)) - 0.2));
-            } else {
-                const uint32_t u = (uint32_t)trng_splitmix64(&rng);
-                memcpy(&x, &u, 4);
-            }
+            const float x = draw(&cases[c], i, &rng);
             if (!isfinite(x))
                 continue;
-            bad += tide_grey_level(&g, x) != level(x, s);
+            bad += tide_grey_level(&g, x) != level(x, &cases[c]);
             n++;
         }
         for (int k = 0; k < 255; k++)
@@ -84,15 +88,7 @@ int main(void) {
         for (int i = 0; i < ix.n; i++)
             amb += ix.lv[i] == TIDE_GREY_AMBIGUOUS;
         for (int i = 0; i < 2000000; i++) {
-            const stretch *s = &cases[c];
-            float x;
-            if (i % 2) {
-                x = (float)(s->lo +
-                            (s->hi - s->lo) * (1.4 * trng_unit(trng_splitmix64(&rng)) - 0.2));
-            } else {
-                const uint32_t u = (uint32_t)trng_splitmix64(&rng);
-                memcpy(&x, &u, 4);
-            }
+            const float x = draw(&cases[c], i, &rng);
             ibad += tide_grey_index_level(&ix, x) != (isfinite(x) ? tide_grey_level(&g, x) : 0);
         }
         for (int k = 0; k < 255; k++) /* every float near the thresholds and bucket edges */
