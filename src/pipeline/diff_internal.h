@@ -144,11 +144,6 @@ typedef struct tide_diffp_staged {
     char dir[4096]; /**< the target directory */
     char tmp[4400]; /**< the private directory holding the files ("" once placed or removed) */
     int exists;     /**< 1: the target exists (a previous run's outputs, to be replaced) */
-    int keep_old;   /**< set by the caller: tide_diffp_write_place leaves the previous run,
-                         moved aside, in @c old for the caller to remove (a 4096² run's
-                         removal is ~40 ms of unlinking, which a job does beside the next
-                         frame) */
-    char old[4500]; /**< that moved-aside previous run ("" when none) */
 } tide_diffp_staged;
 
 /** tide_diff_write's first half: every file complete in a private directory (checked and
@@ -157,10 +152,14 @@ typedef struct tide_diffp_staged {
 int tide_diffp_write_stage(const char *dir, const tide_diff_result *r, int64_t ntop,
                            tide_fits_compress how, tide_diffp_staged *sg);
 
-/** The second half: the staged directory renamed into place (a previous run's moved aside
- *  and removed, or left in sg->old when sg->keep_old). On failure the target is as it was and
- *  the staged files are removed. */
+/** The second half: the staged directory renamed into place (a previous run's moved aside,
+ *  then removed on the remover's thread: tide_diffp_remove_wait). On failure the target is
+ *  as it was and the staged files are removed. */
 int tide_diffp_write_place(tide_diffp_staged *sg);
+
+/** Wait until the removal of the last replaced run is done (a no-op when none is going on).
+ *  The next tide_diffp_write_stage waits too, and so does the process's exit. */
+void tide_diffp_remove_wait(void);
 
 /** Remove the staged files (after a failure between the halves). */
 void tide_diffp_write_abort(tide_diffp_staged *sg);

@@ -3,7 +3,6 @@
  * pair or prepared once and kept warm on the job, and the outputs written all or nothing. */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,6 @@
 #include "diff_internal.h"
 #include "tide/diff_job.h"
 #include "tide/fits.h"
-#include "tide/outfile.h"
 #include "tide/rb.h"
 #include "tide/status.h"
 #include "tide/timer.h"
@@ -27,34 +25,7 @@ struct tide_diff_job {
     char *store_uri;        /* its URI */
     tide_rb_model *rb;      /* the real/bogus model of the requests, loaded once */
     char *rb_path;          /* the file it was loaded from */
-    /* The previous run of a replaced output directory, moved aside, removed on a thread of
-     * its own while the caller goes on (the next frame's reading and subtraction): joined
-     * before the next request writes and when the job ends. */
-    pthread_t reaper;
-    int reaping;         /* 1: reaper runs */
-    char reap_dir[4500]; /* what it removes */
 };
-
-static void *reap_run(void *arg) {
-    tide_outfile_remove_tree(arg);
-    return NULL;
-}
-
-/* Wait for the removal of the last replaced run, if one is going on. */
-static void reap_wait(tide_diff_job *j) {
-    if (j->reaping)
-        pthread_join(j->reaper, NULL);
-    j->reaping = 0;
-}
-
-/* Remove @p dir on the reaper thread (here when no thread can be made). */
-static void reap_start(tide_diff_job *j, const char *dir) {
-    reap_wait(j);
-    snprintf(j->reap_dir, sizeof j->reap_dir, "%s", dir);
-    j->reaping = !pthread_create(&j->reaper, NULL, reap_run, j->reap_dir);
-    if (!j->reaping)
-        tide_outfile_remove_tree(j->reap_dir);
-}
 
 /* The request's real/bogus model, loaded when the job holds no model of that file. */
 static int job_rb_model(tide_diff_job *j, const char *path) {
@@ -125,7 +96,7 @@ static void drop_store(tide_diff_job *j) {
 void tide_diff_job_destroy(tide_diff_job *j) {
     if (!j)
         return;
-    reap_wait(j);
+    tide_diffp_remove_wait();
     drop_template(j);
     drop_store(j);
     tide_rb_model_free(j->rb);
@@ -282,8 +253,6 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
     t1 = now_ms();
     tide_diffp_staged sg;
     memset(&sg, 0, sizeof sg);
-    sg.keep_old = 1; /* removed on the reaper thread */
-    reap_wait(j);    /* one removal at a time, and none beside this run's writes */
     if (!st)
         /* the stamps kept for the store are not all drawn: --top's, or none for 0 */
         st = tide_diffp_write_stage(rq->outdir, &out->res,
@@ -314,8 +283,6 @@ int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq, tide_diff_r
         st = tide_diffp_write_place(&sg);
     else
         tide_diffp_write_abort(&sg);
-    if (!st && sg.old[0])
-        reap_start(j, sg.old);
     out->ms_write += now_ms() - t1;
     if (st) {
         tide_diff_report_free(out);

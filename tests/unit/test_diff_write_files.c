@@ -5,7 +5,7 @@
  * writer deflates it in many pieces with its run-length strategy and looks the levels up in
  * buckets; and difference.fits byte for byte the file cfitsio's own pixel writer makes of
  * the same image (rows written one by one through fits_write_pixll, as for a strided image),
- * MASK and VAR planes included. */
+ * MASK and VAR planes included; and a replaced run leaves nothing behind. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -306,6 +306,23 @@ int main(void) {
     /* the run's directory holds the seven files and nothing else */
     char cmd[600];
     snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 7", out);
+    CHECK(system(cmd) == 0);
+
+    /* the run replaced: the same files; the previous run, removed after the call, is gone
+     * once the next write begins (it waits for the removal) */
+    CHECK_OK(tide_diff_write(out, &r, 0));
+    snprintf(p, sizeof p, "%s/difference.fits", out);
+    fb = read_all(p, &nb);
+    snprintf(p, sizeof p, "%s/reference.fits", dir);
+    fa = read_all(p, &na);
+    CHECK(fa && fb && na == nb && !memcmp(fa, fb, na));
+    free(fa);
+    free(fb);
+    char out2[320];
+    snprintf(out2, sizeof out2, "%s/run2", dir);
+    CHECK_OK(tide_diff_write(out2, &r, 0));
+    snprintf(cmd, sizeof cmd,
+             "test \"$(ls -A '%s')\" = \"$(printf 'reference.fits\\nrun\\nrun2')\"", dir);
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
