@@ -43,6 +43,17 @@ static unsigned char *read_all(const char *path, size_t *n) {
     return b;
 }
 
+/* The size of files @p a and @p b when they hold the same bytes, else -1. */
+static int64_t same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    unsigned char *fa = read_all(a, &na), *fb = read_all(b, &nb);
+    const int same = fa && fb && na == nb && !memcmp(fa, fb, na);
+    printf("%s: %zu bytes, %s %zu\n", b, nb, same ? "the same as" : "NOT the same as", na);
+    free(fa);
+    free(fb);
+    return same ? (int64_t)na : -1;
+}
+
 static int paeth(int a, int b, int c) {
     const int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
     return pa <= pb && pa <= pc ? a : (pb <= pc ? b : c);
@@ -291,31 +302,20 @@ int main(void) {
         memcpy(strided.var + (size_t)y * SW, r.diff.var + (size_t)y * W, W * sizeof(float));
         memcpy(strided.mask + (size_t)y * SW, r.diff.mask + (size_t)y * W, W * sizeof(uint16_t));
     }
-    snprintf(p, sizeof p, "%s/reference.fits", dir);
-    CHECK_OK(tide_fits_write_image(p, &strided, &r.header));
-    size_t na = 0, nb = 0;
-    unsigned char *fa = read_all(p, &na);
+    char ref[400], p3[400];
+    snprintf(ref, sizeof ref, "%s/reference.fits", dir);
+    CHECK_OK(tide_fits_write_image(ref, &strided, &r.header));
     snprintf(p, sizeof p, "%s/difference.fits", out);
-    unsigned char *fb = read_all(p, &nb);
-    printf("difference.fits: %zu bytes, reference %zu\n", nb, na);
-    CHECK(fa && fb && na == nb && na > np * 10 && !memcmp(fa, fb, na));
-    free(fa);
-    free(fb);
+    CHECK(same_bytes(ref, p) > (int64_t)np * 10);
     /* and the image written alone on three threads (tide_diff_write gives its FITS one
      * thread on a small machine): block by block, each converted while the one before is
      * being written */
     const int had = omp_get_max_threads();
     omp_set_num_threads(3);
-    char p3[400];
     snprintf(p3, sizeof p3, "%s/threads3.fits", dir);
     CHECK_OK(tide_fits_write_image(p3, &r.diff, &r.header));
     omp_set_num_threads(had);
-    fb = read_all(p3, &nb);
-    snprintf(p, sizeof p, "%s/reference.fits", dir);
-    fa = read_all(p, &na);
-    CHECK(fa && fb && na == nb && !memcmp(fa, fb, na));
-    free(fa);
-    free(fb);
+    CHECK(same_bytes(ref, p3) > 0);
     unlink(p3);
     free(strided.pix);
     free(strided.var);
@@ -329,13 +329,7 @@ int main(void) {
     /* the run replaced: the same files; the previous run, removed after the call, is gone
      * once the next write begins (it waits for the removal) */
     CHECK_OK(tide_diff_write(out, &r, 0));
-    snprintf(p, sizeof p, "%s/difference.fits", out);
-    fb = read_all(p, &nb);
-    snprintf(p, sizeof p, "%s/reference.fits", dir);
-    fa = read_all(p, &na);
-    CHECK(fa && fb && na == nb && !memcmp(fa, fb, na));
-    free(fa);
-    free(fb);
+    CHECK(same_bytes(ref, p) > 0);
     char out2[320];
     snprintf(out2, sizeof out2, "%s/run2", dir);
     CHECK_OK(tide_diff_write(out2, &r, 0));
