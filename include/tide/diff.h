@@ -220,7 +220,11 @@ TIDE_API void tide_diff_result_free(tide_diff_result *r);
  *                     as one mosaic image (HDU "KGRID")
  *   kernel.png, matched.png, difference.png, candidates.png (rows: stamp, model,
  *   residual of the first @p ntop candidates; omitted when there is none)
- *  @p ntop <= 0: all kept stamps. Errors: TIDE_E_IO naming the path, TIDE_E_NOMEM. */
+ *  @p ntop <= 0: all kept stamps. A previous run that is replaced is renamed away before
+ *  the new one is placed and removed on a thread of its own after the call returns (~40 ms
+ *  of unlinking for 4096², which then overlaps the caller's next work); the next
+ *  tide_diff_write and the process's exit wait for it. Errors: TIDE_E_IO naming the path,
+ *  TIDE_E_NOMEM. */
 TIDE_API int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop);
 
 /** Refuse (TIDE_E_INVAL naming both) an input of @p inputs that is one of the files

@@ -68,7 +68,9 @@ typedef struct tide_diff_report {
     double ms_template; /**< reading and preparing the template (0 when it was warm) */
     double ms_read;     /**< reading the science frame (and a cold pair's template) */
     double ms_diff;     /**< tide_diff_run or tide_diff_run_template */
-    double ms_write;    /**< tide_diff_write (the files; the store's rows apart) */
+    double ms_write;    /**< tide_diff_write (the files; the store's rows apart; a replaced
+                             previous run is removed after the call, as tide_diff_write
+                             does) */
     double ms_store;    /**< the store's transaction (with opening the store on first use) */
     int64_t diff_id;    /**< the difference's diffs.id in the store (-1 without one) */
     double ms_rb;       /**< real/bogus features and scores (0 without a model) */
@@ -97,12 +99,14 @@ TIDE_API int tide_diff_job_prepare(tide_diff_job *j, const char *tmpl, const tid
  *  request without its files, an output that is an input), those of the frames, of
  *  tide_diff_job_prepare, tide_diff_run or tide_diff_run_template and of tide_diff_write;
  *  TIDE_E_IO when make_dir cannot be created; those of the store (after TIDE_E_DB the job
- *  closes its store and the next request opens it again). */
+ *  closes its store and the next request opens it again). A previous run that the outputs
+ *  replace is removed after the call returns, as by tide_diff_write; the next request and
+ *  tide_diff_job_destroy wait for it. */
 TIDE_API int tide_diff_job_run(tide_diff_job *j, const tide_diff_request *rq,
                                tide_diff_report *out);
 
-/** Free the job, its template and its store (not its context or configuration). NULL is a
- *  no-op. */
+/** Free the job, its template and its store (not its context or configuration), once the
+ *  removal of a replaced previous run (tide_diff_job_run) is done. NULL is a no-op. */
 TIDE_API void tide_diff_job_destroy(tide_diff_job *j);
 
 #ifdef __cplusplus

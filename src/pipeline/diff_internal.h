@@ -152,9 +152,14 @@ typedef struct tide_diffp_staged {
 int tide_diffp_write_stage(const char *dir, const tide_diff_result *r, int64_t ntop,
                            tide_fits_compress how, tide_diffp_staged *sg);
 
-/** The second half: the staged directory renamed into place (a previous run's moved aside
- *  and removed). On failure the target is as it was and the staged files are removed. */
+/** The second half: the staged directory renamed into place (a previous run's moved aside,
+ *  then removed on the remover's thread: tide_diffp_remove_wait). On failure the target is
+ *  as it was and the staged files are removed. */
 int tide_diffp_write_place(tide_diffp_staged *sg);
+
+/** Wait until the removal of the last replaced run is done (a no-op when none is going on).
+ *  The next tide_diffp_write_stage waits too, and so does the process's exit. */
+void tide_diffp_remove_wait(void);
 
 /** Remove the staged files (after a failure between the halves). */
 void tide_diffp_write_abort(tide_diffp_staged *sg);

@@ -96,6 +96,7 @@ static void drop_store(tide_diff_job *j) {
 void tide_diff_job_destroy(tide_diff_job *j) {
     if (!j)
         return;
+    tide_diffp_remove_wait();
     drop_template(j);
     drop_store(j);
     tide_rb_model_free(j->rb);

@@ -1,7 +1,8 @@
 /* test_diff_job.c — the library's whole `tide diff` job (diff_job.h): two simulated science
  * frames differenced one after the other against one template on one job give outputs
- * byte-identical to `tide diff --template`, the template is prepared once, and an output
- * directory that would replace an input is refused before anything is read. */
+ * byte-identical to `tide diff --template`, the template is prepared once, a run replaced by
+ * a new one leaves nothing behind once the job ends, and an output directory that would
+ * replace an input is refused before anything is read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,21 @@ static int simulate(const char *bin, int k, double dra) {
              "--nstars 300 --seed 7 --e2-dra %g >/dev/null 2>&1",
              bin, dir, k, dir, k, dra);
     return system(cmd);
+}
+
+/* One warm request on @p job: science frame @p sci into @p out (its parent @p make_dir created
+ * when not NULL); the status, the report into *rep. */
+static int run_one(tide_diff_job *job, const char *sci, const char *out, const char *make_dir,
+                   const tide_diff_params *p, tide_diff_report *rep) {
+    tide_diff_request rq;
+    tide_diff_request_init(&rq);
+    rq.science = sci;
+    rq.tmpl = path("tmpl1.fits");
+    rq.outdir = out;
+    rq.make_dir = make_dir;
+    rq.params = p;
+    rq.warm = 1;
+    return tide_diff_job_run(job, &rq, rep);
 }
 
 int main(void) {
@@ -61,16 +77,8 @@ int main(void) {
         char sci[300], out[300];
         snprintf(sci, sizeof sci, "%s/sci%d.fits", dir, k);
         snprintf(out, sizeof out, "%s/sci%d", job_dir, k);
-        tide_diff_request rq;
-        tide_diff_request_init(&rq);
-        rq.science = sci;
-        rq.tmpl = path("tmpl1.fits");
-        rq.outdir = out;
-        rq.make_dir = job_dir;
-        rq.params = &p;
-        rq.warm = 1;
         tide_diff_report rep;
-        CHECK_OK(tide_diff_job_run(job, &rq, &rep));
+        CHECK_OK(run_one(job, sci, out, job_dir, &p, &rep));
         CHECK(rep.template_prepared == (k == 1));
         CHECK(k == 1 ? rep.ms_template > 0 : rep.ms_template == 0);
         CHECK(rep.res.cands.nrows > 0);
@@ -100,22 +108,31 @@ int main(void) {
             CHECK(tide_test_same_file(a, b) >= 0);
         }
 
+    /* The first frame again into its directory: the previous run is replaced, and removed
+     * beside the job (gone once the job ends, below). */
+    {
+        char out[300];
+        snprintf(out, sizeof out, "%s/sci1", job_dir);
+        tide_diff_report rep;
+        CHECK_OK(run_one(job, path("sci1.fits"), out, NULL, &p, &rep));
+        tide_diff_report_free(&rep);
+        char a[400], b[400];
+        snprintf(a, sizeof a, "%s/job/sci1/difference.fits", dir);
+        snprintf(b, sizeof b, "%s/cli/sci1/difference.fits", dir);
+        CHECK(tide_test_same_file(a, b) >= 0);
+    }
+
     /* An input inside the output directory: refused, the job still warm and usable. */
-    tide_diff_request rq;
-    tide_diff_request_init(&rq);
     char in[400], out[300];
     snprintf(in, sizeof in, "%s/job/sci1/difference.fits", dir);
     snprintf(out, sizeof out, "%s/job/sci1", dir);
-    rq.science = in;
-    rq.tmpl = path("tmpl1.fits");
-    rq.outdir = out;
-    rq.params = &p;
-    rq.warm = 1;
     tide_diff_report rep;
-    CHECK(tide_diff_job_run(job, &rq, &rep) == TIDE_E_INVAL);
+    CHECK(run_one(job, in, out, NULL, &p, &rep) == TIDE_E_INVAL);
     CHECK(rep.res.cands.nrows == 0 && !rep.template_prepared);
 
     tide_diff_job_destroy(job);
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = \"$(printf 'sci1\\nsci2')\"", job_dir);
+    CHECK(system(cmd) == 0); /* the replaced run removed, nothing else left */
     tide_config_free(cfg);
     tide_ctx_destroy(ctx);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -251,7 +251,8 @@ static int write_rows(const char *path, const unsigned char *rows, int64_t w, in
         tide_outfile_abort(&of);
         return st;
     }
-    /* the encoder's threads: all cores (the pictures are written one at a time) */
+    /* the encoder's threads: the calling thread's OpenMP share (all cores unless the caller
+     * writes several pictures side by side, as tide diff does) */
     const int nt = omp_get_max_threads() < 16 ? omp_get_max_threads() : 16;
     st = tide_png_encode_grey(f, path, rows, w, h, nt);
     if (fflush(f) != 0 && st == TIDE_OK)
@@ -285,23 +286,29 @@ static int draw_image(png_sink sink, const float *pix, int64_t w, int64_t h, int
         return tide_error(TIDE_E_NOMEM, "%s: out of memory for a %lldx%lld picture", path,
                           (long long)W, (long long)H);
     /* The stretch (an asinh per pixel) was most of the work on a large frame: there, each
-     * pixel's level is looked up among the 255 thresholds of the map instead (png_grey.h,
+     * pixel's level is looked up in buckets of the map's 255 thresholds instead (png_grey.h,
      * the same bytes), rows in parallel. */
     const grey_arg ga = {s, lo, hi};
     tide_grey_table gt;
-    const int table = w * h >= (int64_t)1 << 18;
-    if (table)
+    tide_grey_index *gx = NULL;
+    if (w * h >= (int64_t)1 << 18 && (gx = malloc(sizeof *gx))) {
         tide_grey_table_init(&gt, grey_of, &ga);
+        tide_grey_index_init(gx, &gt);
+    }
 #pragma omp parallel for schedule(static) if (H >= 256)
     for (int64_t Y = 0; Y < H; Y++) {
         const float *src = pix + (h - 1 - Y / sc) * stride; /* FITS row 1 at the bottom */
-        for (int64_t X = 0; X < W; X++) {
-            const float x = src[sc == 1 ? X : X / sc];
-            rows[Y * W + X] = !table        ? grey(x, s, lo, hi)
-                              : isfinite(x) ? tide_grey_level(&gt, x)
-                                            : 0;
-        }
+        unsigned char *dst = rows + Y * W;
+        if (gx && sc == 1)
+            for (int64_t X = 0; X < W; X++)
+                dst[X] = tide_grey_index_level(gx, src[X]);
+        else
+            for (int64_t X = 0; X < W; X++) {
+                const float x = src[sc == 1 ? X : X / sc];
+                dst[X] = gx ? tide_grey_index_level(gx, x) : grey(x, s, lo, hi);
+            }
     }
+    free(gx);
     const int st = sink.path ? write_rows(sink.path, rows, W, H)
                              : write_rows_mem(rows, W, H, sink.mem, sink.memn);
     free(rows);
@@ -357,10 +364,16 @@ int tide_png_write_mosaic(const char *path, int64_t n, int ncol, int stamp,
         for (int j = 0; j < ncol; j++) {
             const float *t = tiles[i * ncol + j];
             const int64_t x0 = gap + (int64_t)j * (side + gap), y0 = gap + i * (side + gap);
-            for (int Y = 0; Y < side; Y++)
-                for (int X = 0; X < side; X++)
-                    rows[(y0 + Y) * W + x0 + X] =
-                        t ? grey(t[(int64_t)(stamp - 1 - Y / sc) * stamp + X / sc], s, lo, hi) : 0;
+            /* each stamp pixel's level once, then magnified (an asinh per output pixel was
+             * sc² times the work) */
+            for (int v = 0; v < stamp; v++) {
+                unsigned char *line = rows + (y0 + (int64_t)(stamp - 1 - v) * sc) * W + x0;
+                for (int u = 0; u < stamp; u++)
+                    memset(line + (int64_t)u * sc,
+                           t ? grey(t[(int64_t)v * stamp + u], s, lo, hi) : 0, (size_t)sc);
+                for (int r = 1; r < sc; r++)
+                    memcpy(line + (int64_t)r * W, line, (size_t)side);
+            }
         }
     }
     const int st = write_rows(path, rows, W, H);

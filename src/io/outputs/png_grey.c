@@ -57,3 +57,53 @@ void tide_grey_table_init(tide_grey_table *g, tide_grey_fn fn, const void *arg) 
         }
     }
 }
+
+/* Mark buckets [i0, i1] of @p ix ambiguous (clamped to the index). */
+static void mark(tide_grey_index *ix, double i0, double i1) {
+    if (i1 < 0 || i0 >= ix->n)
+        return;
+    const int a = i0 < 0 ? 0 : (int)i0, b = i1 >= ix->n ? ix->n - 1 : (int)i1;
+    for (int i = a; i <= b; i++)
+        ix->lv[i] = TIDE_GREY_AMBIGUOUS;
+}
+
+void tide_grey_index_init(tide_grey_index *ix, const tide_grey_table *g) {
+    ix->g = g;
+    ix->n = 0;
+    /* The range: from the lowest guard to the highest, thresholds at the ends of the floats
+     * (levels every float reaches, or none) left out, as they would stretch it to ~1e38. */
+    double a = INFINITY, b = -INFINITY;
+    for (int k = 0; k < 255; k++)
+        if (g->lo[k] > -FLT_MAX && g->hi[k] < FLT_MAX) {
+            a = fmin(a, g->lo[k]);
+            b = fmax(b, g->hi[k]);
+        }
+    if (!(b > a))
+        return;
+    /* Buckets wide enough that the index, computed in double, is never more than a bucket
+     * off: 16 float steps at the range's largest magnitude, at least. */
+    const double ulp = fmax(fabs(a), fabs(b)) * FLT_EPSILON;
+    double n = TIDE_GREY_BUCKETS;
+    if ((b - a) / n < 16 * ulp)
+        n = floor((b - a) / (16 * ulp));
+    if (n < 256)
+        return; /* a range of a few floats: the thresholds everywhere */
+    ix->a = a;
+    ix->n = (int)n;
+    ix->scale = n / (b - a);
+    /* Each guard interval [lo, hi) marks its buckets and two more on either side, covering a
+     * pixel whose bucket is misplaced by one and the rounding of the marks themselves: every
+     * bucket left unmarked, with its neighbours, holds no threshold and no guard, so the
+     * table's search gives one level for all its floats (the count of thresholds below). */
+    for (int i = 0; i < ix->n; i++)
+        ix->lv[i] = 0;
+    for (int k = 0; k < 255; k++)
+        if (!isinf(g->t[k]))
+            mark(ix, floor(((double)g->lo[k] - a) * ix->scale) - 2,
+                 floor(((double)g->hi[k] - a) * ix->scale) + 2);
+    for (int i = 0; i < ix->n; i++)
+        if (ix->lv[i] != TIDE_GREY_AMBIGUOUS) {
+            const float mid = (float)(a + ((double)i + 0.5) / ix->scale);
+            ix->lv[i] = tide_grey_level(g, mid);
+        }
+}
