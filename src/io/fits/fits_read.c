@@ -416,12 +416,7 @@ static int read_device_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_
         fits_clear_errmsg();
         return 1;
     }
-    int st = tide_image_alloc(ctx, im, w, h, TIDE_DEVICE, TIDE_IMAGE_MASK | TIDE_IMAGE_UNINIT);
-    if (!st)
-        st = tide_fits_tile_read_device(ctx, src, hdu, im);
-    if (st)
-        tide_image_free(ctx, im);
-    return st;
+    return tide_fits_tile_read_device(ctx, src, hdu, w, h, im);
 }
 
 int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr,

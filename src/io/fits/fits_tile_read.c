@@ -49,9 +49,12 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
 }
 
 /* Read the current HDU of @p src (HDU @p hdu, the file open on @p fd) as a compressed image
- * tide decodes: layout and keys into @p ti, the data unit into *data. 0, 1 (not one tide
- * decodes, or not the file cfitsio opened), or a negative TIDE_E_*. */
-static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data) {
+ * tide decodes: layout and keys into @p ti, the data unit into *data. With @p device_rice,
+ * only an image tide_tile_rice_to_device takes: any other returns 1 before its data unit is
+ * read (the host read that follows reads it). 0, 1 (not one tide decodes, or not the file
+ * cfitsio opened), or a negative TIDE_E_*. */
+static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data,
+                        int device_rice) {
     fitsfile *f = src->f;
     int cst = 0;
     char url[FLEN_FILENAME] = "";
@@ -79,6 +82,13 @@ static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti
     tide_header_free(&raw);
     if (st)
         return st;
+#ifdef TIDE_HAVE_CUDA
+    if (device_rice && !tide_tile_rice_on_device(ti))
+        return 1;
+#else
+    if (device_rice)
+        return 1;
+#endif
     /* from the block cache: page-locked on its first upload, no fresh pages when warm */
     *data = tide_host_alloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
     if (!*data)
@@ -124,19 +134,18 @@ int tide_fits_check_streams(tide_fits_src *src, int hdu) {
     return st;
 }
 
-/* The current HDU's tiles loaded for image @p im (load_current, its size checked): 0 with
- * *fd, *ti and *data to release with unload, 1 (not for tide's decoder) or a negative
- * TIDE_E_*, nothing to release. */
-static int load_for(tide_fits_src *src, int hdu, const tide_image *im, int *fd,
+/* The current HDU's tiles loaded for a @p w x @p h image (load_current, its size checked;
+ * @p device_rice as there): 0 with *fd, *ti and *data to release with unload, 1 (not for
+ * tide's decoder) or a negative TIDE_E_*, nothing to release. */
+static int load_for(tide_fits_src *src, int hdu, int64_t w, int64_t h, int device_rice, int *fd,
                     tide_tile_image **ti, uint8_t **data) {
     *data = NULL;
     *ti = NULL;
     if ((*fd = open(src->root, O_RDONLY)) < 0)
         return 1;
     *ti = calloc(1, sizeof **ti);
-    int st = *ti ? load_current(src, hdu, *fd, *ti, data) : 1;
-    if (!st && ((*ti)->lay.znaxis[0] != im->width ||
-                ((*ti)->lay.ndim > 1 ? (*ti)->lay.znaxis[1] : 1) != im->height))
+    int st = *ti ? load_current(src, hdu, *fd, *ti, data, device_rice) : 1;
+    if (!st && ((*ti)->lay.znaxis[0] != w || ((*ti)->lay.ndim > 1 ? (*ti)->lay.znaxis[1] : 1) != h))
         st = 1;
     if (st) {
         tide_host_free(*data);
@@ -166,7 +175,7 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
     int fd;
     tide_tile_image *ti;
     uint8_t *data;
-    int st = load_for(src, hdu, im, &fd, &ti, &data);
+    int st = load_for(src, hdu, im->width, im->height, 0, &fd, &ti, &data);
     if (st)
         return st;
 #ifdef TIDE_HAVE_CUDA
@@ -186,24 +195,29 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
     return st;
 }
 
-int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im) {
+int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t w, int64_t h,
+                               tide_image *im) {
+    memset(im, 0, sizeof *im);
 #ifdef TIDE_HAVE_CUDA
-    if (!ctx || ctx->backend != TIDE_BACKEND_CUDA || im->location != TIDE_DEVICE ||
-        im->stride != im->width || !im->mask || gpu_decode_off())
+    if (!ctx || ctx->backend != TIDE_BACKEND_CUDA || gpu_decode_off())
         return 1;
     int fd;
     tide_tile_image *ti;
     uint8_t *data;
-    int st = load_for(src, hdu, im, &fd, &ti, &data);
+    int st = load_for(src, hdu, w, h, 1, &fd, &ti, &data);
     if (st)
         return st;
-    st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
+    st = tide_image_alloc(ctx, im, w, h, TIDE_DEVICE, TIDE_IMAGE_MASK | TIDE_IMAGE_UNINIT);
+    if (!st)
+        st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
     if (st == 2) /* a tile for the CPU twin: the host read decodes it (or names it) */
         st = 1;
+    if (st)
+        tide_image_free(ctx, im);
     unload(fd, ti, data);
     return st;
 #else
-    (void)ctx, (void)src, (void)hdu, (void)im;
+    (void)ctx, (void)src, (void)hdu, (void)w, (void)h;
     return 1;
 #endif
 }
@@ -227,7 +241,7 @@ int tide_fits_tile_load(const char *path, tide_tile_image **ti, uint8_t **data) 
         if (type != IMAGE_HDU || !fits_is_compressed_image(src.f, &cst))
             continue;
         *ti = calloc(1, sizeof **ti);
-        st = *ti ? load_current(&src, i - 1, fd, *ti, data)
+        st = *ti ? load_current(&src, i - 1, fd, *ti, data, 0)
                  : tide_error(TIDE_E_NOMEM, "%s: out of memory", path);
         if (st) {
             free(*ti);

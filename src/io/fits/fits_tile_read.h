@@ -15,12 +15,14 @@
  *  changed: read with cfitsio), or a negative TIDE_E_* naming file, HDU and tile. */
 int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im);
 
-/** tide_fits_tile_read_pixels into the device image @p im (a CUDA context; pixels and a mask
- *  plane, stride = width): RICE_1 decoded on the device with the no-data marking
- *  (tide_tile_rice_to_device), nothing through the host. Returns 0, 1 when it cannot (another
- *  codec, a tile the CPU twin must decode or name, TIDE_GPU_TILE_DECODE=0, a CPU build: read
- *  on the host instead), or a negative TIDE_E_*. */
-int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im);
+/** tide_fits_tile_read_pixels into a device image @p im of @p w x @p h, allocated here (a CUDA
+ *  context; pixels and a mask plane): RICE_1 decoded on the device with the no-data marking
+ *  (tide_tile_rice_to_device), nothing through the host. Returns 0, 1 when it cannot
+ *  (another codec, whose data unit is then not read; a tile the CPU twin must decode or
+ *  name; TIDE_GPU_TILE_DECODE=0; a CPU build: read on the host instead; *im left empty), or a
+ *  negative TIDE_E_*. */
+int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t w, int64_t h,
+                               tide_image *im);
 
 /** The first compressed image of the plain file @p path that tide decodes, ready for
  *  tide_tile_decode_cpu (and its CUDA twin): its layout and keys in *ti and its data unit in

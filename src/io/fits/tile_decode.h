@@ -64,6 +64,10 @@ int tide_tile_decode_cpu(const tide_tile_image *ti, const uint8_t *data, float *
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out);
 
+/** 1 when the GPU's RICE decoder takes the image (RICE_1, not lossless floats, a tile count
+ *  within int32), else 0. */
+int tide_tile_rice_on_device(const tide_tile_image *ti);
+
 /** The RICE_1 image of tide_tile_decode_cuda decoded into device memory: @p d_out (the
  *  image's pixels, width × height floats) and, when @p d_mask is not NULL, its mask plane,
  *  TIDE_MASK_NODATA where a value is not finite (that pixel then NaN) and 0 elsewhere, the

@@ -14,10 +14,14 @@
 #include "tile_decode_kernels.h"
 
 #ifdef TIDE_HAVE_CUDA
+int tide_tile_rice_on_device(const tide_tile_image *ti) {
+    return ti->lay.codec == CODEC_RICE && !ti->lossless && ti->lay.ntiles <= INT32_MAX;
+}
+
 int tide_tile_rice_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                              float *d_out, uint16_t *d_mask) {
     const tide_tile_layout *t = &ti->lay;
-    if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
+    if (!tide_tile_rice_on_device(ti))
         return 1;
     const int64_t width = t->znaxis[0], height = t->ndim > 1 ? t->znaxis[1] : 1;
     const int64_t n0 = t->ntile[0];
@@ -101,7 +105,7 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
         const char *on = getenv("TIDE_GPU_TILE_DECODE");
         return on && !strcmp(on, "1") ? tide_tile_inflate_cuda(ctx, ti, data, out) : 1;
     }
-    if (t->codec != CODEC_RICE || ti->lossless || t->ntiles > INT32_MAX)
+    if (!tide_tile_rice_on_device(ti))
         return 1;
     const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
     void *d_out = NULL;
