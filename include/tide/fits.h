@@ -83,6 +83,77 @@ TIDE_API int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *i
 TIDE_API int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im,
                                      tide_header *hdr, tide_location where);
 
+/** How one image of a stack read reached its memory (tide_fits_read_stack). */
+typedef enum {
+    TIDE_FITS_PATH_HOST = 0,       /**< read and decoded on the host, left there */
+    TIDE_FITS_PATH_PINNED = 1,     /**< read and decoded on the host, then copied to the device */
+    TIDE_FITS_PATH_CUFILE = 2,     /**< raw data unit read by cuFile (GPUDirect Storage) straight
+                                        into device memory and converted there */
+    TIDE_FITS_PATH_GPU_DECODE = 3  /**< RICE_1 tiles decoded on the device (read_image_at) */
+} tide_fits_path;
+
+/** "host", "pinned", "cufile", "gpu-decode". */
+TIDE_API const char *tide_fits_path_name(tide_fits_path path);
+
+/** tide_fits_read_stack flags. */
+enum {
+    /** Also read each image's header into tide_fits_stack.hdr. */
+    TIDE_FITS_STACK_HEADERS = 1,
+    /** When every image has the same size and the same planes, gather them into one
+     *  contiguous block per plane, n x height x width (image i at offset i x height x width),
+     *  the form a batched kernel takes: tide_fits_stack.pix / .mask / .var then hold the
+     *  blocks and the images are views into them (owns = 0). Otherwise the images stay
+     *  separate and tide_fits_stack.pix is NULL. */
+    TIDE_FITS_STACK_CONTIGUOUS = 2
+};
+
+/** The result of tide_fits_read_stack. Free with tide_fits_stack_free. */
+typedef struct tide_fits_stack {
+    int n;                 /**< images */
+    tide_location where;   /**< where they are */
+    tide_image *im;        /**< n images. Without a contiguous block each owns its planes: a
+                                caller may move one out (copy the struct, zero the slot) */
+    tide_header *hdr;      /**< n headers with TIDE_FITS_STACK_HEADERS, else NULL (movable too) */
+    tide_fits_path *path;  /**< n: how each image was read */
+    float *pix;            /**< contiguous: the n x height x width pixel block, else NULL */
+    uint16_t *mask;        /**< contiguous: the mask block (NULL when the images have none) */
+    float *var;            /**< contiguous: the variance block (NULL when they have none) */
+    int64_t width, height; /**< contiguous: the images' size, else 0 */
+    int threads;           /**< reader threads used */
+    double ms;             /**< wall time of the call */
+} tide_fits_stack;
+
+/** Read @p n images in one call: the same pixels, masks, variances, headers and errors as
+ *  @p n calls of tide_fits_read_image_at(ctx, specs[i], ..., @p where), specs in any form
+ *  those accept (FILE, FILE[N], FILE[EXTNAME], sections; HDUs of one file too).
+ *
+ *  The specs are read and decoded by a pool of threads, at most one per core and one per
+ *  spec, sharing the context's cores. On the device (a CUDA context, @p where TIDE_DEVICE)
+ *  the calling thread moves each image there as soon as a reader finishes it, while the
+ *  readers go on with the next ones, so reading overlaps the transfers: a RICE_1 image is
+ *  decoded on the GPU (TIDE_FITS_PATH_GPU_DECODE), a plain data unit of BITPIX 8, 16, 32 or
+ *  -32 is read by cuFile straight into device memory and converted there when GPUDirect
+ *  Storage is usable (TIDE_FITS_PATH_CUFILE; libcufile is loaded at run time, and the
+ *  environment's TIDE_CUFILE=0 turns it off, =1 or auto [auto] tries it, any failure falling
+ *  back silently but for a debug line on the context's log), anything else is decoded on
+ *  the host into page-locked planes and copied up (TIDE_FITS_PATH_PINNED). The readers stay
+ *  at most two images per thread ahead of the transfers, bounding the host memory held.
+ *  Returns when every image is in place.
+ *
+ *  @param ctx   context (may be NULL for TIDE_HOST: all cores)
+ *  @param specs @p n image specs (n >= 1)
+ *  @param where TIDE_HOST or TIDE_DEVICE (which needs a CUDA context, else TIDE_E_INVAL)
+ *  @param flags TIDE_FITS_STACK_HEADERS | TIDE_FITS_STACK_CONTIGUOUS
+ *  @param out   receives the stack (overwritten; free with tide_fits_stack_free)
+ *  @return 0, or the error of the first spec in list order that fails, its detail naming
+ *          that spec's file and HDU as tide_fits_read_image's does; then *out is zeroed and
+ *          nothing is left allocated. */
+TIDE_API int tide_fits_read_stack(tide_ctx *ctx, const char *const *specs, int n,
+                                  tide_location where, int flags, tide_fits_stack *out);
+
+/** Release every image, header and block of @p s and zero it. NULL is a no-op. */
+TIDE_API void tide_fits_stack_free(tide_ctx *ctx, tide_fits_stack *s);
+
 /** Locate the image HDU tide_fits_read_image would read and return its header without reading
  *  pixels. Same rules and errors as tide_fits_read_image.
  *  @param hdr    if non-NULL, receives the header (overwritten; free with tide_header_free)

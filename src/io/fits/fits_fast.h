@@ -30,6 +30,14 @@ int tide_fits_fast_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
 int tide_fits_fast_read_aux(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_image *im,
                             int is_mask);
 
+struct tide_fits_plain_unit;
+/** Whether the current HDU of @p src (HDU @p hdu, a 2-D image of @p w x @p h) is one that
+ *  tide_fits_fast_read_pixels reads, whole inside the file: then 1 with @p u filled (the
+ *  file, its data unit's offset and conversion), for a reader that converts the raw bytes
+ *  itself (the cuFile path, fits_stack.h); else 0. */
+int tide_fits_fast_plain_unit(tide_fits_src *src, int hdu, int64_t w, int64_t h,
+                              struct tide_fits_plain_unit *u);
+
 /** Write all rows of @p t into the current HDU of @p f, a binary table just created with the
  *  columns of @p t in order (TFORM "<repeat><letter>", no scaling), as one block of FITS
  *  row-major big-endian bytes: the same bytes fits_write_col / fits_write_col_str produce.

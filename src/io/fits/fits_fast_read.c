@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "fits_fast.h"
+#include "fits_fast_math.h"
+#include "fits_stack.h"
 #include "tide/status.h"
 
 /* Bytes read per pread: large enough to amortise the call, small enough to convert in cache. */
@@ -38,10 +40,7 @@ typedef enum { PLANE_PIX, PLANE_VAR, PLANE_MASK } plane_kind;
 typedef struct fast_conv {
     plane_kind kind;
     int bitpix;
-    int scaled; /* BSCALE != 1 or BZERO != 0 */
-    double bscale, bzero;
-    int has_blank;
-    long long blank;
+    tide_fits_iconv ic; /* the integers' scaling and BLANK (fits_fast_math.h) */
 } fast_conv;
 
 static inline uint32_t be32(const unsigned char *b) {
@@ -50,18 +49,6 @@ static inline uint32_t be32(const unsigned char *b) {
 
 static inline uint16_t be16(const unsigned char *b) {
     return (uint16_t)((unsigned)b[0] << 8 | (unsigned)b[1]);
-}
-
-/* Integer value @p v to the float cfitsio gives, or 1 (null) via @p null. */
-static inline float int_value(const fast_conv *c, long long v, int *null) {
-    if (c->has_blank && v == c->blank) {
-        *null = 1;
-        return NAN;
-    }
-    *null = 0;
-    if (!c->scaled)
-        return (float)v; /* exact for |v| < 2^24; rounded like cfitsio's cast otherwise */
-    return (float)((double)v * c->bscale + c->bzero);
 }
 
 /* Convert @p n stored values at @p raw into @p out / @p mask (@p out may alias @p raw for the
@@ -77,49 +64,34 @@ static void convert(const fast_conv *c, const unsigned char *raw, int64_t n, flo
     switch (c->bitpix) {
     case -32:
         for (int64_t i = 0; i < n; i++) {
-            uint32_t u = be32(raw + 4 * i);
-            uint32_t e = u & 0x7f800000u;
-            float v;
-            if (e == 0x7f800000u) {
-                v = NAN;
-                if (mask)
-                    mask[i] = TIDE_MASK_NODATA;
-            } else if (e == 0) {
-                v = 0.0f;
-            } else {
-                memcpy(&v, &u, sizeof v);
-            }
-            out[i] = v;
+            int null;
+            out[i] = tide_fits_f32_value(be32(raw + 4 * i), &null);
+            if (null && mask)
+                mask[i] = TIDE_MASK_NODATA;
         }
         break;
     case 32:
         for (int64_t i = 0; i < n; i++) {
             int null;
-            out[i] = int_value(c, (int32_t)be32(raw + 4 * i), &null);
-            if (null || !isfinite(out[i])) {
-                out[i] = NAN;
+            out[i] = tide_fits_int_value(&c->ic, (int32_t)be32(raw + 4 * i), &null);
+            if (null)
                 mask[i] = TIDE_MASK_NODATA;
-            }
         }
         break;
     case 16:
         for (int64_t i = 0; i < n; i++) {
             int null;
-            out[i] = int_value(c, (int16_t)be16(raw + 2 * i), &null);
-            if (null || !isfinite(out[i])) {
-                out[i] = NAN;
+            out[i] = tide_fits_int_value(&c->ic, (int16_t)be16(raw + 2 * i), &null);
+            if (null)
                 mask[i] = TIDE_MASK_NODATA;
-            }
         }
         break;
     default: /* 8: unsigned bytes */
         for (int64_t i = 0; i < n; i++) {
             int null;
-            out[i] = int_value(c, raw[i], &null);
-            if (null || !isfinite(out[i])) {
-                out[i] = NAN;
+            out[i] = tide_fits_int_value(&c->ic, raw[i], &null);
+            if (null)
                 mask[i] = TIDE_MASK_NODATA;
-            }
         }
         break;
     }
@@ -160,25 +132,25 @@ static int fast_case(tide_fits_src *src, plane_kind kind, fast_conv *c) {
     }
     if (c->bitpix != 8 && c->bitpix != 16 && c->bitpix != 32 && c->bitpix != -32)
         return 0;
-    if (fits_read_key(f, TDOUBLE, "BSCALE", &c->bscale, NULL, &cst))
-        c->bscale = 1.0;
+    if (fits_read_key(f, TDOUBLE, "BSCALE", &c->ic.bscale, NULL, &cst))
+        c->ic.bscale = 1.0;
     cst = 0;
-    if (fits_read_key(f, TDOUBLE, "BZERO", &c->bzero, NULL, &cst))
-        c->bzero = 0.0;
+    if (fits_read_key(f, TDOUBLE, "BZERO", &c->ic.bzero, NULL, &cst))
+        c->ic.bzero = 0.0;
     cst = 0;
     if (c->bitpix > 0)
-        c->has_blank = !fits_read_key(f, TLONGLONG, "BLANK", &c->blank, NULL, &cst);
+        c->ic.has_blank = !fits_read_key(f, TLONGLONG, "BLANK", &c->ic.blank, NULL, &cst);
     cst = 0;
     fits_clear_errmsg();
-    c->scaled = c->bscale != 1.0 || c->bzero != 0.0;
+    c->ic.scaled = c->ic.bscale != 1.0 || c->ic.bzero != 0.0;
     if (kind == PLANE_MASK) /* as tide_fits_write_image stores it (USHORT_IMG) */
-        return c->bitpix == 16 && c->bscale == 1.0 && c->bzero == 32768.0;
+        return c->bitpix == 16 && c->ic.bscale == 1.0 && c->ic.bzero == 32768.0;
     if (kind == PLANE_VAR && c->bitpix != -32)
         return 0; /* the integer conversions here mark the mask */
-    if (c->bitpix == -32 && c->scaled)
+    if (c->bitpix == -32 && c->ic.scaled)
         return 0; /* cfitsio's scaled-float rules (underflow -> BZERO) are left to it */
     /* cfitsio clips a scaled value beyond FLT_MAX with NUM_OVERFLOW; leave such scales to it */
-    if (c->scaled && !(fabs(c->bscale) * 2147483648.0 + fabs(c->bzero) < 0.5 * FLT_MAX))
+    if (c->ic.scaled && !(fabs(c->ic.bscale) * 2147483648.0 + fabs(c->ic.bzero) < 0.5 * FLT_MAX))
         return 0;
     return 1;
 }
@@ -261,4 +233,28 @@ int tide_fits_fast_read_aux(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_ima
     if (is_mask)
         return fast_plane(ctx, src, hdu, im, PLANE_MASK, NULL, im->mask);
     return fast_plane(ctx, src, hdu, im, PLANE_VAR, im->var, NULL);
+}
+
+int tide_fits_fast_plain_unit(tide_fits_src *src, int hdu, int64_t w, int64_t h,
+                              tide_fits_plain_unit *u) {
+    fast_conv c;
+    int cst = 0;
+    LONGLONG headstart = 0, datastart = 0, dataend = 0;
+    if (!fast_case(src, PLANE_PIX, &c) ||
+        fits_get_hduaddrll(src->f, &headstart, &datastart, &dataend, &cst)) {
+        fits_clear_errmsg();
+        return 0;
+    }
+    const int64_t esize = (c.bitpix < 0 ? -c.bitpix : c.bitpix) / 8;
+    if ((int64_t)datastart + w * h * esize > src->file_size)
+        return 0;
+    memset(u, 0, sizeof *u);
+    snprintf(u->path, sizeof u->path, "%s", src->root);
+    u->hdu = hdu;
+    u->width = w;
+    u->height = h;
+    u->offset = (int64_t)datastart;
+    u->bitpix = c.bitpix;
+    u->ic = c.ic;
+    return 1;
 }

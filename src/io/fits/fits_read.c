@@ -17,6 +17,7 @@
 
 #include "fits_fast.h"
 #include "fits_internal.h"
+#include "fits_stack.h"
 #include "fits_tile_bands.h"
 #include "fits_tile_read.h"
 #include "tide/status.h"
@@ -467,4 +468,37 @@ int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tid
 
 int tide_fits_read_image(tide_ctx *ctx, const char *spec, tide_image *im, tide_header *hdr) {
     return tide_fits_read_image_at(ctx, spec, im, hdr, TIDE_HOST);
+}
+
+/* The decisions of tide_fits_read_image_at(..., TIDE_DEVICE), taken without reading pixels,
+ * so that the stack reader sends each spec where that call would decode it. */
+int tide_fits_device_route(const char *spec, tide_fits_plain_unit *u, tide_header *hdr) {
+    if (hdr)
+        tide_header_init(hdr);
+    tide_fits_src src;
+    int hdu;
+    int64_t w, h;
+    int st = open_image(spec, &src, &hdu, &w, &h);
+    int route = TIDE_ROUTE_HOST, cmp = 0, cst = 0;
+    if (!st)
+        cmp = fits_is_compressed_image(src.f, &cst);
+    /* tide's own MASK / VAR planes are read on the host, as read_image_at reads them */
+    const int planes = !st && !src.section && (hdu == 0 || (hdu == 1 && cmp)) &&
+                       (tide_plane_hdu(&src, "TIDEMASK", hdu, w, h) > 0 ||
+                        tide_plane_hdu(&src, "TIDEVAR", hdu, w, h) > 0);
+    if (!st && !planes && cmp) {
+        char type[FLEN_VALUE] = "";
+        cst = 0;
+        if (!fits_read_key_str(src.f, "ZCMPTYPE", type, NULL, &cst) && !strcmp(type, "RICE_1"))
+            route = TIDE_ROUTE_RICE;
+    } else if (!st && !planes && tide_fits_fast_plain_unit(&src, hdu, w, h, u)) {
+        route = TIDE_ROUTE_PLAIN;
+        if (hdr)
+            st = tide_fits_get_header(src.f, src.root, hdu, hdr);
+    }
+    fits_clear_errmsg();
+    tide_fits_close(&src);
+    if (st && hdr)
+        tide_header_free(hdr);
+    return st ? st : route;
 }
