@@ -242,11 +242,11 @@ static int gather(tide_ctx *ctx, tide_fits_stack *s) {
     s->pix = blk[0];
     s->mask = blk[1];
     s->var = blk[2];
-    s->width = a->width;
+    s->width = a->width; /* a is freed below */
     s->height = a->height;
     for (int i = 0; i < s->n; i++) {
         tide_image_free(ctx, &s->im[i]);
-        s->im[i] = (tide_image){a->width, a->height, a->width, s->pix + i * npix,
+        s->im[i] = (tide_image){s->width, s->height, s->width, s->pix + i * npix,
                                 s->mask ? s->mask + i * npix : NULL,
                                 s->var ? s->var + i * npix : NULL, s->where, 0};
     }
@@ -319,6 +319,8 @@ int tide_fits_read_stack(tide_ctx *ctx, const char *const *specs, int n, tide_lo
         pthread_cond_destroy(&j.cv);
         pthread_mutex_destroy(&j.mu);
     }
+    if (!st && where == TIDE_DEVICE)
+        st = tide_sync(ctx); /* every image is on the device on return */
     for (int i = 0; !st && i < n; i++) /* the first failure in list order */
         if (j.items[i].st)
             st = tide_error(j.items[i].st, "%s", j.items[i].detail);
