@@ -128,7 +128,8 @@ typedef struct tide_fits_stack {
  *  those accept (FILE, FILE[N], FILE[EXTNAME], sections; HDUs of one file too).
  *
  *  The specs are read and decoded by a pool of threads, at most one per core and one per
- *  spec, sharing the context's cores. On the device (a CUDA context, @p where TIDE_DEVICE)
+ *  spec, sharing the context's cores; on a CUDA context the calling thread decodes the
+ *  RICE_1 images on the GPU meanwhile, as tide_fits_read_image does there. On the device (a CUDA context, @p where TIDE_DEVICE)
  *  the calling thread moves each image there as soon as a reader finishes it, while the
  *  readers go on with the next ones, so reading overlaps the transfers: a RICE_1 image is
  *  decoded on the GPU (TIDE_FITS_PATH_GPU_DECODE), a plain data unit of BITPIX 8, 16, 32 or

@@ -28,7 +28,7 @@
 typedef struct stack_item {
     int st;            /* its status */
     char detail[1024]; /* the failing call's detail, recorded on the thread that failed */
-    int route;         /* TIDE_ROUTE_* of a device read */
+    int route;         /* TIDE_ROUTE_*: where its read goes */
     tide_fits_plain_unit unit;
     tide_image host; /* decoded on the host, waiting for its upload */
     int ready;       /* its reader is done with it */
@@ -41,12 +41,13 @@ typedef struct stack_job {
     tide_location where;
     int want_hdr;
     int cufile; /* cuFile may read the plain data units */
+    int gpu;    /* a CUDA context: its RICE decoder takes RICE_1 images, host stacks too */
     tide_fits_stack *out;
     stack_item *items;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int next;      /* the next spec to take */
-    int ahead;     /* device reads taken and not yet moved to the device */
+    int ahead;     /* specs taken and not yet done with by the calling thread */
     int max_ahead; /* the bound on them */
     int readers;   /* reader threads still running */
     int stop;      /* a spec failed: no new one is taken */
@@ -71,14 +72,21 @@ static void fail(stack_item *it, int st) {
     snprintf(it->detail, sizeof it->detail, "%s", tide_error_detail());
 }
 
-/* A reader's work on spec @p i: the whole read for a host stack; for a device stack where it
- * goes, and the host decode when it is decoded on the host. No device call is made here. */
+/* A reader's work on spec @p i: where its read goes (on a CUDA context), and the read itself
+ * when the host decodes it. No device call is made here: the context is the calling
+ * thread's. */
 static void read_one(stack_job *j, int i) {
     stack_item *it = &j->items[i];
     tide_header *hdr = j->want_hdr ? &j->out->hdr[i] : NULL;
     int st;
     if (j->where == TIDE_HOST) {
-        st = tide_fits_read_image(NULL, j->specs[i], &j->out->im[i], hdr);
+        st = j->gpu ? tide_fits_device_route(j->specs[i], &it->unit, NULL) : TIDE_ROUTE_HOST;
+        if (st >= 0) {
+            it->route = st == TIDE_ROUTE_RICE ? st : TIDE_ROUTE_HOST;
+            st = 0;
+        }
+        if (!st && it->route == TIDE_ROUTE_HOST)
+            st = tide_fits_read_image(NULL, j->specs[i], &j->out->im[i], hdr);
     } else {
         st = tide_fits_device_route(j->specs[i], &it->unit, j->cufile ? hdr : NULL);
         if (st >= 0) {
@@ -97,12 +105,12 @@ static void *reader(void *arg) {
     omp_set_num_threads(j->omp_threads); /* this thread's share of the cores */
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        while (j->where == TIDE_DEVICE && j->ahead >= j->max_ahead && !j->stop)
+        while (j->ahead >= j->max_ahead && !j->stop)
             pthread_cond_wait(&j->cv, &j->mu);
         if (j->stop || j->next >= j->out->n)
             break;
         const int i = j->next++;
-        j->ahead += j->where == TIDE_DEVICE;
+        j->ahead++;
         pthread_mutex_unlock(&j->mu);
         read_one(j, i);
         pthread_mutex_lock(&j->mu);
@@ -116,15 +124,18 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-/* The calling thread's part of a device read of spec @p i: the image onto the device. */
+/* The calling thread's part of spec @p i: the image onto the device, or a RICE_1 image
+ * through the context's GPU decoder. */
 static int move_one(stack_job *j, int i) {
     stack_item *it = &j->items[i];
     tide_fits_stack *s = j->out;
     tide_header *hdr = j->want_hdr ? &s->hdr[i] : NULL;
     int st = 0;
-    if (it->route == TIDE_ROUTE_RICE) {
+    if (it->route == TIDE_ROUTE_RICE) { /* to the host or left on the device */
         s->path[i] = TIDE_FITS_PATH_GPU_DECODE;
-        st = tide_fits_read_image_at(j->ctx, j->specs[i], &s->im[i], hdr, TIDE_DEVICE);
+        st = tide_fits_read_image_at(j->ctx, j->specs[i], &s->im[i], hdr, j->where);
+    } else if (j->where == TIDE_HOST) {
+        return 0; /* its reader read it */
     } else if (it->route == TIDE_ROUTE_HOST) {
         s->path[i] = TIDE_FITS_PATH_PINNED;
         st = tide_image_clone(j->ctx, &s->im[i], &it->host, TIDE_DEVICE);
@@ -146,8 +157,9 @@ static int move_one(stack_job *j, int i) {
     return st;
 }
 
-/* The calling thread of a device stack: move every image as its reader finishes it, lowest
- * index first among those ready, until the readers are done and nothing is left to move. */
+/* The calling thread: take each spec as its reader finishes it, lowest index first among
+ * those ready — onto the device for a device stack, through the GPU's RICE decoder for a
+ * RICE_1 image on a CUDA context — until the readers are done and nothing is left. */
 static void move_all(stack_job *j) {
     pthread_mutex_lock(&j->mu);
     for (;;) {
@@ -175,7 +187,7 @@ static void move_all(stack_job *j) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* Run @p nt readers (and, for a device stack, the mover on this thread). */
+/* Run @p nt readers, and the calling thread's part (move_all). */
 static int run_readers(stack_job *j, int nt) {
     pthread_t *tid = calloc((size_t)nt, sizeof *tid);
     if (!tid)
@@ -189,7 +201,7 @@ static int run_readers(stack_job *j, int nt) {
     }
     pthread_mutex_unlock(&j->mu);
     int st = started ? 0 : tide_error(TIDE_E_INTERNAL, "tide_fits_read_stack: no reader thread");
-    if (!st && j->where == TIDE_DEVICE)
+    if (!st)
         move_all(j);
     for (int k = 0; k < started; k++)
         pthread_join(tid[k], NULL);
@@ -299,6 +311,7 @@ int tide_fits_read_stack(tide_ctx *ctx, const char *const *specs, int n, tide_lo
 #ifdef TIDE_HAVE_CUDA
     j.cufile = where == TIDE_DEVICE && tide_fits_cufile_wanted();
 #endif
+    j.gpu = ctx && ctx->backend == TIDE_BACKEND_CUDA;
     out->n = n;
     out->where = where;
     out->im = calloc((size_t)n, sizeof *out->im);
