@@ -106,6 +106,9 @@ int tide_bench_diff(int argc, char **argv);
 int tide_bench_worker(int argc, char **argv);
 /** `tide bench --decode FILE` (bench_decode.c): tile decoding beside cfitsio (issue 19). */
 int tide_bench_decode(int argc, char **argv);
+/** `tide bench --stack FILE...`: N frames read one by one beside one tide_fits_read_stack
+ *  call, to the host and the device (bench_stack.c). */
+int tide_bench_stack(int argc, char **argv);
 /** `tide bench --mosaic` (bench_mosaic.c): a 62-CCD exposure reduced in one job (issue 19). */
 int tide_bench_mosaic(int argc, char **argv);
 /** `tide bench --file FRAME` (bench_file.c): FRAME reduced file to catalog on a warm job. */

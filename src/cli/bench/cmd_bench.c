@@ -63,6 +63,8 @@ static const char *help =
     "                        tide reduce (tide bench --worker --help)\n"
     "  --decode FILE         instead, time tide's tile decoder beside cfitsio on FILE\n"
     "                        (tide bench --decode --help)\n"
+    "  --stack FILE...       instead, time N frames read one by one and in one stack call,\n"
+    "                        to the host and the device (tide bench --stack --help)\n"
     "  --mosaic              instead, time the reduction of a simulated 62-CCD exposure\n"
     "                        (tide bench --mosaic --help)\n"
     "  --file FRAME          instead, time FRAME reduced file to catalog on a warm job\n"
@@ -415,6 +417,8 @@ int tide_cmd_bench(int argc, char **argv) {
             return tide_bench_worker(argc, argv);
         if (!strcmp(argv[i], "--decode"))
             return tide_bench_decode(argc, argv);
+        if (!strcmp(argv[i], "--stack"))
+            return tide_bench_stack(argc, argv);
         if (!strcmp(argv[i], "--encode"))
             return tide_bench_encode(argc, argv);
         if (!strcmp(argv[i], "--rb"))
