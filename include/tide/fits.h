@@ -85,11 +85,11 @@ TIDE_API int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image
 
 /** How one image of a stack read reached its memory (tide_fits_read_stack). */
 typedef enum {
-    TIDE_FITS_PATH_HOST = 0,       /**< read and decoded on the host, left there */
-    TIDE_FITS_PATH_PINNED = 1,     /**< read and decoded on the host, then copied to the device */
-    TIDE_FITS_PATH_CUFILE = 2,     /**< raw data unit read by cuFile (GPUDirect Storage) straight
-                                        into device memory and converted there */
-    TIDE_FITS_PATH_GPU_DECODE = 3  /**< RICE_1 tiles decoded on the device (read_image_at) */
+    TIDE_FITS_PATH_HOST = 0,      /**< read and decoded on the host, left there */
+    TIDE_FITS_PATH_PINNED = 1,    /**< read and decoded on the host, then copied to the device */
+    TIDE_FITS_PATH_CUFILE = 2,    /**< raw data unit read by cuFile (GPUDirect Storage) straight
+                                       into device memory and converted there */
+    TIDE_FITS_PATH_GPU_DECODE = 3 /**< RICE_1 tiles decoded on the device (read_image_at) */
 } tide_fits_path;
 
 /** "host", "pinned", "cufile", "gpu-decode". */
@@ -129,17 +129,19 @@ typedef struct tide_fits_stack {
  *
  *  The specs are read and decoded by a pool of threads, at most one per core and one per
  *  spec, sharing the context's cores; on a CUDA context the calling thread decodes the
- *  RICE_1 images on the GPU meanwhile, as tide_fits_read_image does there. On the device (a CUDA context, @p where TIDE_DEVICE)
- *  the calling thread moves each image there as soon as a reader finishes it, while the
- *  readers go on with the next ones, so reading overlaps the transfers: a RICE_1 image is
- *  decoded on the GPU (TIDE_FITS_PATH_GPU_DECODE), a plain data unit of BITPIX 8, 16, 32 or
- *  -32 is read by cuFile straight into device memory and converted there when GPUDirect
- *  Storage is usable (TIDE_FITS_PATH_CUFILE; libcufile is loaded at run time, and the
- *  environment's TIDE_CUFILE=0 turns it off, =1 or auto [auto] tries it, any failure falling
- *  back silently but for a debug line on the context's log), anything else is decoded on
- *  the host into page-locked planes and copied up (TIDE_FITS_PATH_PINNED). The readers stay
- *  at most two images per thread ahead of the transfers, bounding the host memory held.
- *  Returns when every image is in place.
+ *  RICE_1 images on the GPU meanwhile, as tide_fits_read_image does there. For a device
+ *  stack (a CUDA context, @p where TIDE_DEVICE) the calling thread moves each image there as
+ *  soon as a reader finishes it, while the readers go on with the next ones, so reading
+ *  overlaps the transfers: a RICE_1 image is decoded on the GPU (TIDE_FITS_PATH_GPU_DECODE);
+ *  a plain data unit of BITPIX 8, 16, 32 or unscaled -32 is read by cuFile straight into
+ *  device memory and converted there when GPUDirect Storage is usable
+ *  (TIDE_FITS_PATH_CUFILE; libcufile is loaded at run time, the environment's TIDE_CUFILE=0
+ *  turns it off, 1 or auto [auto] tries it, and any refusal falls back silently but for a
+ *  debug line on the context's log); anything else is decoded on the host and copied up
+ *  from its page-locked planes (TIDE_FITS_PATH_PINNED). The readers stay at most two images
+ *  per thread ahead of the calling thread, bounding the host memory held. Returns when
+ *  every image is in place. A contiguous stack is gathered after the reads, so it briefly
+ *  needs twice its memory.
  *
  *  @param ctx   context (may be NULL for TIDE_HOST: all cores)
  *  @param specs @p n image specs (n >= 1)

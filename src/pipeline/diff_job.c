@@ -176,8 +176,8 @@ static int read_pair(tide_ctx *ctx, const char *sci_spec, const char *tmpl_spec,
                      tide_header *hs, tide_image *tmpl, tide_header *ht) {
     const char *specs[2] = {sci_spec, tmpl_spec};
     tide_fits_stack s;
-    const int st = tide_fits_read_stack(ctx, specs, tmpl_spec ? 2 : 1, TIDE_HOST,
-                                        TIDE_FITS_STACK_HEADERS, &s);
+    const int st =
+        tide_fits_read_stack(ctx, specs, tmpl_spec ? 2 : 1, TIDE_HOST, TIDE_FITS_STACK_HEADERS, &s);
     if (st)
         return st;
     *sci = s.im[0];

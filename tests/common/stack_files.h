@@ -89,9 +89,8 @@ static inline int stack_test_files(const char *dir, char spec[][1100]) {
     st = st || stack_test_int16(p, &rng);
     tide_fits_mef *m = NULL;
     snprintf(p, sizeof p, "%s/mef.fits", dir);
-    st = st || tide_fits_mef_begin(p, NULL, &h, &m) ||
-         tide_fits_mef_add_image(m, &a, &h, "CCD1") || tide_fits_mef_add_image(m, &b, &h, "CCD2") ||
-         tide_fits_mef_commit(m);
+    st = st || tide_fits_mef_begin(p, NULL, &h, &m) || tide_fits_mef_add_image(m, &a, &h, "CCD1") ||
+         tide_fits_mef_add_image(m, &b, &h, "CCD2") || tide_fits_mef_commit(m);
     /* fpack: RICE of the integers (lossless), GZIP_2 of them, quantized floats (-q 4) */
     snprintf(cmd, sizeof cmd,
              "cd %s && fpack -O int16.rice.fits.fz int16.fits && fpack -g2 -O int16.gz2.fits.fz "
@@ -101,10 +100,17 @@ static inline int stack_test_files(const char *dir, char spec[][1100]) {
     tide_image_free(NULL, &a);
     tide_image_free(NULL, &b);
     tide_header_free(&h);
-    const char *rel[STACK_NSPEC] = {"plain.fits",       "int16.fits",         "rice.fits",
-                                    "int16.rice.fits.fz", "int16.gz2.fits.fz", "plain2.fz",
-                                    "mef.fits[1]",      "mef.fits[CCD2]",     "plain.fits[0][11:250,7:180]",
-                                    "plain2.fits",      "int16.rice.fits.fz[1][3:100,4:50]"};
+    const char *rel[STACK_NSPEC] = {"plain.fits",
+                                    "int16.fits",
+                                    "rice.fits",
+                                    "int16.rice.fits.fz",
+                                    "int16.gz2.fits.fz",
+                                    "plain2.fz",
+                                    "mef.fits[1]",
+                                    "mef.fits[CCD2]",
+                                    "plain.fits[0][11:250,7:180]",
+                                    "plain2.fits",
+                                    "int16.rice.fits.fz[1][3:100,4:50]"};
     for (int i = 0; i < STACK_NSPEC; i++)
         snprintf(spec[i], 1100, "%s/%s", dir, rel[i]);
     return st ? -1 : 0;

@@ -67,9 +67,9 @@ static int do_stack(tide_ctx *ctx, void *p) {
     a->paths[0] = 0;
     for (int k = 0; k < 4; k++)
         if (count[k])
-            len += (size_t)snprintf(a->paths + len, sizeof a->paths - len, "%s%s x%d",
-                                    len ? ", " : "", tide_fits_path_name((tide_fits_path)k),
-                                    count[k]);
+            len +=
+                (size_t)snprintf(a->paths + len, sizeof a->paths - len, "%s%s x%d", len ? ", " : "",
+                                 tide_fits_path_name((tide_fits_path)k), count[k]);
     tide_fits_stack_free(ctx, &s);
     return 0;
 }
@@ -79,8 +79,8 @@ static int parse(int argc, char **argv, tide_cli_common *c, const char **files, 
                  long long *frames, int *repeats, int *warmup, const char **json) {
     long long v;
     for (int i = 1; i < argc; i++) {
-        const int r = tide_bench_common_arg("bench --stack", "--stack", help, c, argc, argv, &i,
-                                            json);
+        const int r =
+            tide_bench_common_arg("bench --stack", "--stack", help, c, argc, argv, &i, json);
         if (r == TIDE_BENCH_ARG_EXIT_OK || r == TIDE_BENCH_ARG_EXIT_USAGE)
             return r == TIDE_BENCH_ARG_EXIT_OK ? 0 : 2;
         if (r == TIDE_BENCH_ARG_TAKEN)
@@ -96,8 +96,7 @@ static int parse(int argc, char **argv, tide_cli_common *c, const char **files, 
         if (t)
             continue;
         if (argv[i][0] == '-' || *nfiles >= MAX_FILES) {
-            fprintf(stderr, "tide bench --stack: unknown option or too many files '%s'\n",
-                    argv[i]);
+            fprintf(stderr, "tide bench --stack: unknown option or too many files '%s'\n", argv[i]);
             return 2;
         }
         files[(*nfiles)++] = argv[i];

@@ -56,14 +56,10 @@ typedef struct stack_job {
 
 const char *tide_fits_path_name(tide_fits_path path) {
     switch (path) {
-    case TIDE_FITS_PATH_PINNED:
-        return "pinned";
-    case TIDE_FITS_PATH_CUFILE:
-        return "cufile";
-    case TIDE_FITS_PATH_GPU_DECODE:
-        return "gpu-decode";
-    default:
-        return "host";
+    case TIDE_FITS_PATH_PINNED: return "pinned";
+    case TIDE_FITS_PATH_CUFILE: return "cufile";
+    case TIDE_FITS_PATH_GPU_DECODE: return "gpu-decode";
+    default: return "host";
     }
 }
 
@@ -230,8 +226,9 @@ static int gather(tide_ctx *ctx, tide_fits_stack *s) {
         if (dev)
             st = tide_device_alloc(ctx, n * npix * esz[p], &blk[p]);
         else if (!(blk[p] = tide_host_alloc(n * npix * esz[p])))
-            st = tide_error(TIDE_E_NOMEM, "tide_fits_read_stack: no memory for a %zu x %lld x "
-                                          "%lld stack",
+            st = tide_error(TIDE_E_NOMEM,
+                            "tide_fits_read_stack: no memory for a %zu x %lld x "
+                            "%lld stack",
                             n, (long long)a->height, (long long)a->width);
     }
     for (int i = 0; i < s->n && !st; i++) {
@@ -258,9 +255,14 @@ static int gather(tide_ctx *ctx, tide_fits_stack *s) {
     s->height = a->height;
     for (int i = 0; i < s->n; i++) {
         tide_image_free(ctx, &s->im[i]);
-        s->im[i] = (tide_image){s->width, s->height, s->width, s->pix + i * npix,
+        s->im[i] = (tide_image){s->width,
+                                s->height,
+                                s->width,
+                                s->pix + i * npix,
                                 s->mask ? s->mask + i * npix : NULL,
-                                s->var ? s->var + i * npix : NULL, s->where, 0};
+                                s->var ? s->var + i * npix : NULL,
+                                s->where,
+                                0};
     }
     return 0;
 }
@@ -333,7 +335,7 @@ int tide_fits_read_stack(tide_ctx *ctx, const char *const *specs, int n, tide_lo
         pthread_mutex_destroy(&j.mu);
     }
     if (!st && where == TIDE_DEVICE)
-        st = tide_sync(ctx); /* every image is on the device on return */
+        st = tide_sync(ctx);           /* every image is on the device on return */
     for (int i = 0; !st && i < n; i++) /* the first failure in list order */
         if (j.items[i].st)
             st = tide_error(j.items[i].st, "%s", j.items[i].detail);
