@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/test_rng.h"
 #include "tide/tide.h"
@@ -114,6 +115,22 @@ static inline int stack_test_files(const char *dir, char spec[][1100]) {
     for (int i = 0; i < STACK_NSPEC; i++)
         snprintf(spec[i], 1100, "%s/%s", dir, rel[i]);
     return st ? -1 : 0;
+}
+
+/* A temporary directory @p dir (a mkdtemp template) with the files, their specs in @p spec
+ * and pointers to them in @p all; 0, or -1 (reported on stderr). */
+static inline int stack_test_setup(char *dir, char spec[][1100], const char *all[]) {
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return -1;
+    }
+    if (stack_test_files(dir, spec)) {
+        fprintf(stderr, "cannot write the test files in %s\n", dir);
+        return -1;
+    }
+    for (int i = 0; i < STACK_NSPEC; i++)
+        all[i] = spec[i];
+    return 0;
 }
 
 /* Whether the headers hold the same cards in the same order. */

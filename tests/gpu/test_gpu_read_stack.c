@@ -65,19 +65,10 @@ static int check_device(tide_ctx *gpu, const char *const *specs, int n, int flag
 int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no GPU");
-    char dir[] = "/tmp/tide_gstack_XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char spec[STACK_NSPEC][1100];
-    if (stack_test_files(dir, spec)) {
-        fprintf(stderr, "cannot write the test files\n");
-        return 1;
-    }
+    char dir[] = "/tmp/tide_gstack_XXXXXX", spec[STACK_NSPEC][1100];
     const char *all[STACK_NSPEC];
-    for (int i = 0; i < STACK_NSPEC; i++)
-        all[i] = spec[i];
+    if (stack_test_setup(dir, spec, all))
+        return 1;
     tide_ctx *gpu = tide_test_ctx(TIDE_BACKEND_CUDA, 0);
     if (!gpu)
         return TIDE_TEST_RESULT();

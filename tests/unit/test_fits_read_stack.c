@@ -81,19 +81,10 @@ static void check_error(tide_ctx *ctx, char spec[][1100], const char *bad, const
 }
 
 int main(void) {
-    char dir[] = "/tmp/tide_stack_XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char spec[STACK_NSPEC][1100];
-    if (stack_test_files(dir, spec)) {
-        fprintf(stderr, "cannot write the test files\n");
-        return 1;
-    }
+    char dir[] = "/tmp/tide_stack_XXXXXX", spec[STACK_NSPEC][1100];
     const char *all[STACK_NSPEC];
-    for (int i = 0; i < STACK_NSPEC; i++)
-        all[i] = spec[i];
+    if (stack_test_setup(dir, spec, all))
+        return 1;
     tide_ctx *ctx = tide_test_ctx(TIDE_BACKEND_CPU, 2);
     check_same(ctx, all, STACK_NSPEC, 0);  /* more specs than readers */
     check_same(NULL, all, STACK_NSPEC, 0); /* all cores */
