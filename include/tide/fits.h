@@ -138,7 +138,8 @@ typedef struct tide_fits_stack {
  *  (TIDE_FITS_PATH_CUFILE; libcufile is loaded at run time, the environment's TIDE_CUFILE=0
  *  turns it off, 1 or auto [auto] tries it, and any refusal falls back silently but for a
  *  debug line on the context's log); anything else is decoded on the host and copied up
- *  from its page-locked planes (TIDE_FITS_PATH_PINNED). The readers stay at most two images
+ *  by DMA from page-locked memory (TIDE_FITS_PATH_PINNED: the host planes, locked on their
+ *  first copy, or the context's pinned staging ring). The readers stay at most two images
  *  per thread ahead of the calling thread, bounding the host memory held. Returns when
  *  every image is in place. A contiguous stack is gathered after the reads, so it briefly
  *  needs twice its memory.
