@@ -137,12 +137,12 @@ typedef struct tide_fits_stack {
  *  device memory and converted there when GPUDirect Storage is usable
  *  (TIDE_FITS_PATH_CUFILE; libcufile is loaded at run time, the environment's TIDE_CUFILE=0
  *  turns it off, 1 or auto [auto] tries it, and any refusal falls back silently but for a
- *  debug line on the context's log); anything else is decoded on the host and copied up
- *  by DMA from page-locked memory (TIDE_FITS_PATH_PINNED: the host planes, locked on their
- *  first copy, or the context's pinned staging ring). The readers stay at most two images
- *  per thread ahead of the calling thread, bounding the host memory held. Returns when
- *  every image is in place. A contiguous stack is gathered after the reads, so it briefly
- *  needs twice its memory.
+ *  debug line on the context's log, and a file it refuses turning it off for the specs
+ *  after); anything else is decoded on the host and copied up by DMA from page-locked
+ *  memory (TIDE_FITS_PATH_PINNED: the host planes, locked on their first copy, or the
+ *  context's pinned staging ring). The readers stay at most two images per thread ahead of
+ *  the calling thread, bounding the host memory held. Returns when every image is in place.
+ *  A contiguous stack is gathered after the reads, so it briefly needs twice its memory.
  *
  *  @param ctx   context (may be NULL for TIDE_HOST: all cores)
  *  @param specs @p n image specs (n >= 1)

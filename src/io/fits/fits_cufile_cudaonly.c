@@ -88,6 +88,13 @@ int tide_fits_cufile_wanted(void) {
     return !(v && !strcmp(v, "0"));
 }
 
+int tide_fits_cufile_usable(tide_ctx *ctx) {
+    pthread_once(&gds.once, gds_load);
+    if (!gds.ok)
+        tide_log(&ctx->log, TIDE_LOG_DEBUG, "fits", "cuFile not used: %s", gds.why);
+    return gds.ok;
+}
+
 /* The raw window of @p u: the aligned file range from @p start, @p len bytes, that holds
  * its data, of which the first @p need bytes must be read (the rest may lie past the end of
  * the file). */

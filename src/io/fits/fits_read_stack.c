@@ -29,6 +29,7 @@ typedef struct stack_item {
     int st;            /* its status */
     char detail[1024]; /* the failing call's detail, recorded on the thread that failed */
     int route;         /* TIDE_ROUTE_*: where its read goes */
+    int cufile;        /* cuFile may read it (the call's setting when it was taken) */
     tide_fits_plain_unit unit;
     tide_image host; /* decoded on the host, waiting for its upload */
     int ready;       /* its reader is done with it */
@@ -40,7 +41,7 @@ typedef struct stack_job {
     const char *const *specs;
     tide_location where;
     int want_hdr;
-    int cufile; /* cuFile may read the plain data units */
+    int cufile; /* cuFile may read the plain data units (off after a file it refused) */
     int gpu;    /* a CUDA context: its RICE decoder takes RICE_1 images, host stacks too */
     tide_fits_stack *out;
     stack_item *items;
@@ -84,9 +85,9 @@ static void read_one(stack_job *j, int i) {
         if (!st && it->route == TIDE_ROUTE_HOST)
             st = tide_fits_read_image(NULL, j->specs[i], &j->out->im[i], hdr);
     } else {
-        st = tide_fits_device_route(j->specs[i], &it->unit, j->cufile ? hdr : NULL);
+        st = tide_fits_device_route(j->specs[i], &it->unit, it->cufile ? hdr : NULL);
         if (st >= 0) {
-            it->route = st == TIDE_ROUTE_PLAIN && !j->cufile ? TIDE_ROUTE_HOST : st;
+            it->route = st == TIDE_ROUTE_PLAIN && !it->cufile ? TIDE_ROUTE_HOST : st;
             st = 0;
         }
         if (!st && it->route == TIDE_ROUTE_HOST)
@@ -107,6 +108,7 @@ static void *reader(void *arg) {
             break;
         const int i = j->next++;
         j->ahead++;
+        j->items[i].cufile = j->cufile;
         pthread_mutex_unlock(&j->mu);
         read_one(j, i);
         pthread_mutex_lock(&j->mu);
@@ -144,6 +146,9 @@ static int move_one(stack_job *j, int i) {
         st = 1;
 #endif
         if (st == 1) { /* cuFile declined this file: the pinned path (the header is read) */
+            pthread_mutex_lock(&j->mu); /* and for the specs not yet taken: the file system */
+            j->cufile = 0;              /* that refused one likely refuses them all */
+            pthread_mutex_unlock(&j->mu);
             s->path[i] = TIDE_FITS_PATH_PINNED;
             st = tide_fits_read_image_at(j->ctx, j->specs[i], &s->im[i], NULL, TIDE_DEVICE);
         }
@@ -170,9 +175,10 @@ static void move_all(stack_job *j) {
             continue;
         }
         j->items[i].moved = 1;
+        const int stopped = j->stop;
         pthread_mutex_unlock(&j->mu);
         int st = j->items[i].st;
-        if (!st && !j->stop && (st = move_one(j, i)))
+        if (!st && !stopped && (st = move_one(j, i)))
             fail(&j->items[i], st);
         tide_image_free(NULL, &j->items[i].host);
         pthread_mutex_lock(&j->mu);
@@ -311,7 +317,7 @@ int tide_fits_read_stack(tide_ctx *ctx, const char *const *specs, int n, tide_lo
     stack_job j = {.ctx = ctx, .specs = specs, .where = where, .out = out};
     j.want_hdr = (flags & TIDE_FITS_STACK_HEADERS) != 0;
 #ifdef TIDE_HAVE_CUDA
-    j.cufile = where == TIDE_DEVICE && tide_fits_cufile_wanted();
+    j.cufile = where == TIDE_DEVICE && tide_fits_cufile_wanted() && tide_fits_cufile_usable(ctx);
 #endif
     j.gpu = ctx && ctx->backend == TIDE_BACKEND_CUDA;
     out->n = n;

@@ -40,6 +40,10 @@ int tide_fits_device_route(const char *spec, tide_fits_plain_unit *u, tide_heade
 /** TIDE_CUFILE from the environment: 0 (off), else 1 ("1" or "auto", the default). */
 int tide_fits_cufile_wanted(void);
 
+/** Whether cuFile can be used at all in this process: libcufile.so.0 loaded and its driver
+ *  opened, once (on first call); when not, why goes to the context's debug log. */
+int tide_fits_cufile_usable(tide_ctx *ctx);
+
 /** Read the plain unit @p u by cuFile into a new device image @p im (pixels and mask) and
  *  convert it there: 0; 1 when cuFile is not usable for it (nothing allocated; the reason on
  *  the context's debug log); or a negative TIDE_E_* (the device failed). Thread: the
