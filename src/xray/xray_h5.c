@@ -291,6 +291,7 @@ int tide_xray_probe_pair(const char *on, const char *off, tide_xray_info *ion,
 int xray_open(const char *path, xray_file *f) {
     memset(f, 0, sizeof *f);
     f->file = f->cube = -1;
+    f->direct.fd = -1;
     snprintf(f->path, sizeof f->path, "%s", path);
     int st = probe_open(path, &f->info, &f->file, &f->cube);
     if (st)
@@ -311,12 +312,14 @@ int xray_open(const char *path, xray_file *f) {
     }
     if (dapl >= 0)
         H5Pclose(dapl);
+    xray_direct_plan(f);
     return 0;
 }
 
 void xray_close(xray_file *f) {
     if (!f)
         return;
+    xray_direct_close(f);
     if (f->cube >= 0)
         H5Dclose(f->cube);
     if (f->file >= 0)
@@ -326,6 +329,8 @@ void xray_close(xray_file *f) {
 }
 
 int xray_read_block(xray_file *f, int64_t y0, int64_t y1, int64_t x0, int64_t x1, float *buf) {
+    if (f->direct.ok)
+        return xray_direct_read(f, y0, y1, x0, x1, buf);
     hsize_t start[3] = {0, (hsize_t)y0, (hsize_t)x0};
     hsize_t count[3] = {(hsize_t)f->info.nframes, (hsize_t)(y1 - y0), (hsize_t)(x1 - x0)};
     hid_t fs = H5Dget_space(f->cube);

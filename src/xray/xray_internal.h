@@ -7,11 +7,24 @@
 
 #include "tide/xray.h"
 
+/** How a cube stored without filters is read around libhdf5 (xray_h5_direct.c). */
+typedef struct xray_direct {
+    int ok;            /**< 1: row blocks are read by xray_direct_read */
+    int fd;            /**< the file, opened for pread(2); -1 when none */
+    int chunked;       /**< 1: chunked storage, 0: one contiguous run */
+    int type, esize;   /**< the stored element type (xray_h5_direct.c's codes) and its bytes */
+    hsize_t chunk[3];  /**< chunked: the chunk's frames, rows, columns */
+    float fill;        /**< chunked: the value of a chunk never written */
+    haddr_t base;      /**< contiguous: the data's offset in the file */
+    int64_t userblock; /**< bytes before the superblock, from which chunk addresses count */
+} xray_direct;
+
 /** One input file opened for streaming. */
 typedef struct xray_file {
     char path[4096];
     hid_t file, cube;
     tide_xray_info info;
+    xray_direct direct;
 } xray_file;
 
 /** Probe @p path and keep its cube open. */
@@ -21,6 +34,17 @@ void xray_close(xray_file *f);
 /** Read frames × rows [y0, y1) × columns [x0, x1) of the cube as float32 into @p buf
  *  (frame-major: buf[(f*(y1-y0) + y)*(x1-x0) + x]), one hyperslab. */
 int xray_read_block(xray_file *f, int64_t y0, int64_t y1, int64_t x0, int64_t x1, float *buf);
+
+/** Decide whether the open cube of @p f can be read by xray_direct_read (no filters, no
+ *  external or virtual storage, a little-endian float32 or integer type of at most 32 bits,
+ *  a defined fill value) and open the file for it; TIDE_XRAY_DIRECT=0 keeps libhdf5's
+ *  reader. Sets f->direct; never fails (not eligible: f->direct.ok = 0). */
+void xray_direct_plan(xray_file *f);
+/** Close what xray_direct_plan opened (safe when it opened nothing, or on a zeroed file). */
+void xray_direct_close(xray_file *f);
+/** xray_read_block's block read with pread(2) by an OpenMP team: the same floats libhdf5's
+ *  hyperslab read converts to. Only when f->direct.ok. */
+int xray_direct_read(xray_file *f, int64_t y0, int64_t y1, int64_t x0, int64_t x1, float *buf);
 
 /** Silence libhdf5's own error printing (tide reports its errors itself). */
 void xray_h5_quiet(void);
