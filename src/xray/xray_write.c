@@ -13,7 +13,6 @@
 #include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
-#include "tide/store.h"
 #include "xray/xray_bg.h"
 #include "xray/xray_math.h"
 #include "xray/xray_write.h"
@@ -201,13 +200,7 @@ static void json_str(FILE *f, const char *s) {
 }
 
 static int write_summary(const xray_write_ctx *w, const char *path, const char *shown) {
-    char sum[2][72];
-    const char *in[2] = {w->on, w->off};
-    for (int i = 0; i < 2; i++) {
-        const int st = tide_store_file_checksum(in[i], sum[i]);
-        if (st)
-            return st;
-    }
+    const char *in[2] = {w->on, w->off}, *sum[2] = {w->sha_on, w->sha_off};
     FILE *f = fopen(path, "wx");
     if (!f)
         return tide_error(TIDE_E_IO, "%s: cannot create", shown);

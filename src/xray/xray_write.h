@@ -19,6 +19,7 @@ typedef struct xray_write_ctx {
     const tide_xray_lp_result *res; /**< ntr results (NULL: traces only) */
     const float *fft;               /**< fit_len/2 × ntr |DFT|/n (xray_fft_map; NULL: traces) */
     double dt;
+    const char *sha_on, *sha_off; /**< the inputs' SHA-256 in hex (tide_store_file_checksum) */
 } xray_write_ctx;
 
 /** Write DIR's files (see tide_xray_fit_pair) as one output set. */
