@@ -29,6 +29,8 @@ if [ -f .gpu/pack.tar.xz ]; then
 fi
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-}
 export TIDE_SHARED_DATA=$root/.gpu/data TIDE_SOURCE_DIR=$root
+# the tests that write compressed files call fpack, which travels in .gpu/bin
+export PATH=$root/.gpu/bin:$PATH
 {
   echo "# tide GPU run"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
