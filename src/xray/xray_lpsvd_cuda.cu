@@ -7,12 +7,14 @@
  *    the twins agree), their workspaces in local memory, which the hardware interleaves
  *    across threads (a warp's threads reading the same element make one coalesced access);
  *    between them the Jacobi SVD of the R factor, ~70% of the work, one trace per warp with R
- *    and V in shared memory (xray_svd_lanes.h). A longer trace runs all of LPSVD one trace per
+ *    and V in shared memory (xray_svd_lanes.h), each warp taking the next trace from a counter
+ *    as it finishes one. A longer trace runs all of LPSVD one trace per
  *    thread with its own slice of job->work (contiguous per thread: uncoalesced, slower).
  *  - the Levenberg–Marquardt refinement, one trace per warp (xray_lm.h): the lanes split the
  *    samples, the sums of the normal equations and the elimination, with the trace's state in
  *    the warp's slice of shared memory. One thread per trace kept ~2 KB of it in local memory,
- *    which no cache holds for 2048 threads an SM, and was 90% of the fit.
+ *    which no cache holds for 2048 threads an SM, and was 90% of the fit. Its warps too take
+ *    their traces from a counter: the refinement runs from a few iterations to XRAY_LM_MAXIT.
  *  - the results packed for the copy back (xray_pack.h).
  * The file is compiled without FMA contraction (CMakeLists.txt) so products and sums round as
  * on the CPU; what remains are the last-bit differences of CUDA's exp, log, sin, cos, atan2 and
@@ -66,27 +68,43 @@ __global__ static void __launch_bounds__(XRAY_THREADS)
                    : XRAY_STAGE_DONE;
 }
 
-/* Stage 2, one trace per warp (XRAY_SVD_WARPS a block): the Jacobi SVD of R in the warp's
- * shared memory (xray_svd_lanes.h), V and σ written back over the trace's slot. */
+/* The next trace for the calling warp, from the launch's counter: lane 0 takes it and the
+ * warp shares it. The refinement runs from a few iterations to XRAY_LM_MAXIT, the Jacobi SVD
+ * a varying number of sweeps; a warp that takes traces as it finishes them never idles while
+ * the other warps of its block are still on a long one (with one trace a warp, most blocks of
+ * the refinement waited for a 200-iteration trace: a third of the traces run that long). */
+__device__ static int64_t xray_next_trace(unsigned long long *next) {
+    unsigned long long i = 0;
+    __syncwarp();
+    if ((threadIdx.x & (XRAY_LANES - 1)) == 0)
+        i = atomicAdd(next, 1ULL);
+    return (int64_t)__shfl_sync(0xffffffffu, i, 0);
+}
+
+/* Stage 2, one trace at a time per warp (XRAY_SVD_WARPS a block, traces taken from @p next as
+ * the warp finishes them): the Jacobi SVD of R in the warp's shared memory
+ * (xray_svd_lanes.h), V and σ written back over the trace's slot. */
 #define XRAY_SVD_WARPS 4
 __global__ static void __launch_bounds__(XRAY_SVD_WARPS *XRAY_LANES)
-    xray_lp_svd_kernel(int64_t ntr, int r, double *svd, int *stage) {
+    xray_lp_svd_kernel(int64_t ntr, int r, double *svd, int *stage, unsigned long long *next) {
     extern __shared__ double xray_svd_shared[];
     const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
-    const int64_t i = (int64_t)blockIdx.x * XRAY_SVD_WARPS + warp;
-    if (i >= ntr || stage[i] == XRAY_STAGE_DONE)
-        return; /* the whole warp: no lane of it waits at a __syncwarp */
     const int64_t nd = xray_svd_doubles(r);
     double *R = xray_svd_shared + warp * (nd + XRAY_SVD_LANES_SCRATCH), *V = R + r * r,
-           *sig = V + r * r, *red = sig + r, *slot = svd + i * nd;
-    for (int e = lane; e < r * r; e += XRAY_LANES)
-        R[e] = slot[e];
-    __syncwarp();
-    const int sweeps = xray_jacobi_svd_lanes(R, r, r, r, V, sig, red);
-    for (int e = lane; e < r * r + r; e += XRAY_LANES)
-        slot[r * r + e] = V[e]; /* V then σ, as in the slot */
-    if (lane == 0)
-        stage[i] = sweeps;
+           *sig = V + r * r, *red = sig + r;
+    for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
+        if (stage[i] == XRAY_STAGE_DONE)
+            continue; /* the whole warp: every lane read the same stage */
+        double *slot = svd + i * nd;
+        for (int e = lane; e < r * r; e += XRAY_LANES)
+            R[e] = slot[e];
+        __syncwarp();
+        const int sweeps = xray_jacobi_svd_lanes(R, r, r, r, V, sig, red);
+        for (int e = lane; e < r * r + r; e += XRAY_LANES)
+            slot[r * r + e] = V[e]; /* V then σ, as in the slot */
+        if (lane == 0)
+            stage[i] = sweeps;
+    }
 }
 
 /* Stage 3, one trace per thread: the prediction polynomial, its roots and the least squares. */
@@ -116,19 +134,19 @@ __global__ static void xray_lp_kernel(xray_lp_job jb, int64_t nw) {
     jb.out[i] = r;
 }
 
-/* The refinement of out[i] (an LPSVD result) by warp i % XRAY_LM_WARPS of block
- * i / XRAY_LM_WARPS, its workspace the warp's nw doubles of the block's shared memory. */
+/* The refinement of every out[i] (LPSVD results), each warp taking traces from @p next as it
+ * finishes them, its workspace the warp's nw doubles of the block's shared memory. */
 __global__ static void __launch_bounds__(XRAY_LM_WARPS *XRAY_LANES)
     xray_lm_kernel(const double *traces, int64_t ntr, int n, double dt, int mcap, int64_t nw,
-                   tide_xray_lp_result *out) {
+                   tide_xray_lp_result *out, unsigned long long *next) {
     extern __shared__ double xray_lm_shared[];
     const int warp = (int)(threadIdx.x / XRAY_LANES);
-    const int64_t i = (int64_t)blockIdx.x * XRAY_LM_WARPS + warp;
-    if (i >= ntr)
-        return; /* the whole warp: no lane of it waits at a __syncwarp */
-    const int it = xray_lm_refine(traces + i * n, n, dt, mcap, xray_lm_shared + warp * nw, out + i);
-    if (threadIdx.x % XRAY_LANES == 0)
-        out[i].refine_iter = it;
+    for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
+        const int it =
+            xray_lm_refine(traces + i * n, n, dt, mcap, xray_lm_shared + warp * nw, out + i);
+        if (threadIdx.x % XRAY_LANES == 0)
+            out[i].refine_iter = it;
+    }
 }
 
 /* Dynamic shared memory of a block beyond 48 KB must be asked for. */
@@ -139,6 +157,34 @@ template <typename K> static int allow_shared(K kernel, size_t bytes, const char
         return tide_error(TIDE_E_CUDA, "xray %s: %zu bytes of shared memory a block: %s", what,
                           bytes, cudaGetErrorString(e));
     return 0;
+}
+
+/* Blocks of @p threads that keep every SM as full as @p kernel (with @p shared bytes of
+ * dynamic shared memory a block) allows, at most @p need: a launch whose warps take traces
+ * from a counter needs no more than are resident at once. */
+template <typename K>
+static unsigned resident_blocks(K kernel, int threads, size_t shared, int64_t need) {
+    int dev = 0, sms = 1, per = 1;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, shared) !=
+            cudaSuccess ||
+        per < 1) {
+        cudaGetLastError(); /* no figure: one block a trace group, as many as needed */
+        return (unsigned)need;
+    }
+    const int64_t b = (int64_t)sms * per;
+    return (unsigned)(b < need ? b : need);
+}
+
+/* A zeroed trace counter for a launch, in the context's pool (stream-ordered). */
+static int trace_counter(tide_ctx *ctx, void **counter) {
+    int st = tide_device_alloc(ctx, sizeof(unsigned long long), counter);
+    if (!st && cudaMemsetAsync(*counter, 0, sizeof(unsigned long long),
+                               (cudaStream_t)ctx->stream) != cudaSuccess)
+        st = tide_error(TIDE_E_CUDA, "xray: trace counter: %s",
+                        cudaGetErrorString(cudaGetLastError()));
+    return st;
 }
 
 /* The last launch's error as a status; *frame_full (when given) set when it was that the
@@ -162,13 +208,14 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         r = 1; /* too short: stage 1 settles every trace */
     const int64_t nd = xray_svd_doubles(r);
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
-    const unsigned wblocks = (unsigned)((job->ntr + XRAY_SVD_WARPS - 1) / XRAY_SVD_WARPS);
     const size_t shared = sizeof(double) * (size_t)((nd + XRAY_SVD_LANES_SCRATCH) * XRAY_SVD_WARPS);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
-    void *svd = NULL, *stage = NULL;
+    void *svd = NULL, *stage = NULL, *next = NULL;
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(int) * (size_t)job->ntr, &stage);
+    if (!st)
+        st = trace_counter(ctx, &next);
     if (!st)
         st = allow_shared(xray_lp_svd_kernel, shared, "lpsvd");
     if (!st) {
@@ -178,8 +225,11 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         st = launched("lpsvd start", frame_full);
     }
     if (!st) {
+        const unsigned wblocks =
+            resident_blocks(xray_lp_svd_kernel, XRAY_SVD_WARPS * XRAY_LANES, shared,
+                            (job->ntr + XRAY_SVD_WARPS - 1) / XRAY_SVD_WARPS);
         xray_lp_svd_kernel<<<wblocks, XRAY_SVD_WARPS * XRAY_LANES, shared, stream>>>(
-            job->ntr, r, (double *)svd, (int *)stage);
+            job->ntr, r, (double *)svd, (int *)stage, (unsigned long long *)next);
         st = launched("lpsvd svd", NULL);
     }
     if (!st) {
@@ -188,7 +238,8 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
             (const int *)stage, job->out);
         st = launched("lpsvd finish", frame_full);
     }
-    tide_device_free(ctx, stage); /* stream-ordered: after the kernels */
+    tide_device_free(ctx, next); /* stream-ordered: after the kernels */
+    tide_device_free(ctx, stage);
     tide_device_free(ctx, svd);
     return st;
 }
@@ -225,13 +276,19 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
     const int mcap = xray_lm_mode_cap(job->components);
     const int64_t nw = xray_lm_work_doubles(mcap);
     const size_t shared = sizeof(double) * (size_t)(nw * XRAY_LM_WARPS); /* 8 modes: 58 KB */
-    const int st = allow_shared(xray_lm_kernel, shared, "refine");
+    void *next = NULL;
+    int st = allow_shared(xray_lm_kernel, shared, "refine");
+    if (!st)
+        st = trace_counter(ctx, &next);
     if (st)
         return st;
-    const unsigned blocks = (unsigned)((job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
+    const unsigned blocks = resident_blocks(xray_lm_kernel, XRAY_LM_WARPS * XRAY_LANES, shared,
+                                            (job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
     xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
-        job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out);
-    return launched("refine", NULL);
+        job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out, (unsigned long long *)next);
+    st = launched("refine", NULL);
+    tide_device_free(ctx, next); /* stream-ordered: after the kernel */
+    return st;
 }
 
 __global__ static void xray_pack_kernel(const tide_xray_lp_result *res, int64_t ntr, int k, int *pi,
