@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -86,6 +87,46 @@ static void gds_load(void) {
 int tide_fits_cufile_wanted(void) {
     const char *v = getenv("TIDE_CUFILE");
     return !(v && !strcmp(v, "0"));
+}
+
+/* The file systems (st_dev) on which cuFile refused a file in this process: a stack's readers
+ * route every plain unit before the calling thread tries the first, so without this memory
+ * each call of a process whose files cuFile refuses read them all twice, the second time on
+ * the calling thread alone (TIDE_CUFILE=1 was as slow as one read after another). */
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    dev_t dev[16];
+} refused = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The file system of @p path, and whether it is among the refused (the caller holds
+ * refused.mu); -1 when @p path cannot be seen. */
+static int refused_at(const char *path, dev_t *dev) {
+    struct stat sb;
+    if (stat(path, &sb))
+        return -1;
+    *dev = sb.st_dev;
+    for (int i = 0; i < refused.n; i++)
+        if (refused.dev[i] == *dev)
+            return 1;
+    return 0;
+}
+
+int tide_fits_cufile_refused(const char *path) {
+    dev_t dev;
+    pthread_mutex_lock(&refused.mu);
+    const int hit = refused_at(path, &dev) == 1;
+    pthread_mutex_unlock(&refused.mu);
+    return hit;
+}
+
+void tide_fits_cufile_refuse(const char *path) {
+    dev_t dev;
+    pthread_mutex_lock(&refused.mu);
+    if (refused_at(path, &dev) == 0 &&
+        refused.n < (int)(sizeof refused.dev / sizeof refused.dev[0]))
+        refused.dev[refused.n++] = dev;
+    pthread_mutex_unlock(&refused.mu);
 }
 
 int tide_fits_cufile_usable(tide_ctx *ctx) {
@@ -162,8 +203,10 @@ int tide_fits_cufile_read(tide_ctx *ctx, const tide_fits_plain_unit *u, tide_ima
         close(fd);
     if (st)
         tide_image_free(ctx, im);
-    if (st == 1)
+    if (st == 1) {
+        tide_fits_cufile_refuse(u->path);
         tide_log(&ctx->log, TIDE_LOG_DEBUG, "fits", "%s[HDU %d]: cuFile not used (%s)", u->path,
                  u->hdu, why);
+    }
     return st;
 }

@@ -88,6 +88,13 @@ static void read_one(stack_job *j, int i) {
         st = tide_fits_device_route(j->specs[i], &it->unit, it->cufile ? hdr : NULL);
         if (st >= 0) {
             it->route = st == TIDE_ROUTE_PLAIN && !it->cufile ? TIDE_ROUTE_HOST : st;
+#ifdef TIDE_HAVE_CUDA
+            if (it->route == TIDE_ROUTE_PLAIN && tide_fits_cufile_refused(it->unit.path)) {
+                it->route = TIDE_ROUTE_HOST; /* its file system refused cuFile before */
+                if (hdr)
+                    tide_header_free(hdr); /* the route's; the host read reads it again */
+            }
+#endif
             st = 0;
         }
         if (!st && it->route == TIDE_ROUTE_HOST)

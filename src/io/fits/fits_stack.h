@@ -44,6 +44,14 @@ int tide_fits_cufile_wanted(void);
  *  opened, once (on first call); when not, why goes to the context's debug log. */
 int tide_fits_cufile_usable(tide_ctx *ctx);
 
+/** Whether cuFile refused a file on the file system of @p path earlier in this process
+ *  (tide_fits_cufile_read remembers each refusal's file system): its plain units then go
+ *  by the pinned path from the start. */
+int tide_fits_cufile_refused(const char *path);
+
+/** Remember that cuFile refused a file on the file system of @p path. */
+void tide_fits_cufile_refuse(const char *path);
+
 /** Read the plain unit @p u by cuFile into a new device image @p im (pixels and mask) and
  *  convert it there: 0; 1 when cuFile is not usable for it (nothing allocated; the reason on
  *  the context's debug log); or a negative TIDE_E_* (the device failed). Thread: the
