@@ -121,6 +121,7 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
     xray_trace_grid g;
     checksum_args sums[2] = {{on, ""}, {off, ""}};
     xray_bg sum_bg[2] = {{0}, {0}};
+    xray_rows_buf rb = {0};
     if ((st = xray_open(on, &fon)) || (st = xray_open(off, &foff)) ||
         (st = xray_grid(&ion, tp, on, &g)))
         goto done;
@@ -149,12 +150,15 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
     int64_t rows = tp->block_rows / tp->tile_y;
     if (rows < 1)
         rows = 1;
+    if ((st = xray_rows_buf_alloc(&fon, tp, &g, rows, &rb)))
+        goto done;
     for (int64_t y0 = 0; y0 < g.ty; y0 += rows) {
         const int64_t y1 = y0 + rows < g.ty ? y0 + rows : g.ty;
-        if ((st = xray_traces_rows(&fon, &foff, tp, &g, y0, y1, tr + y0 * g.tx * F,
+        if ((st = xray_traces_rows(&fon, &foff, tp, &g, y0, y1, &rb, tr + y0 * g.tx * F,
                                    reason + y0 * g.tx)))
             goto done;
     }
+    xray_rows_buf_free(&rb);
     const double t1 = now_s();
     S->read_s = t1 - t0;
     int zero = 0;
@@ -243,6 +247,7 @@ int tide_xray_fit_pair(struct tide_ctx *ctx, const char *on, const char *off,
     st = xray_write_outputs(&wc, dir);
     S->write_s = now_s() - t3;
 done:
+    xray_rows_buf_free(&rb);
     xray_bg_join(&fj);
     xray_bg_join(&sum_bg[0]);
     xray_bg_join(&sum_bg[1]);

@@ -66,12 +66,27 @@ typedef struct xray_trace_grid {
 int xray_grid(const tide_xray_info *info, const tide_xray_trace_params *tp, const char *path,
               xray_trace_grid *g);
 
-/** Traces of trace rows [ty0, ty1): out[((ty - ty0) * tx + ix) * nframes + f] = on/off - 1 per
- *  frame (monitor-normalised, not smoothed: the fit smooths its own segment); reason[...] gets
- *  TIDE_XRAY_R_NOLIGHT when an off sum or monitor is <= 0 (the trace is then zeros). */
+/** The buffers of a row block: both cubes' pixels and their per-tile column sums, made once
+ *  for the largest block of a run (a detector-sized pair's per-pixel blocks are ~200 MB, and
+ *  fresh pages for every block were a third of the read). */
+typedef struct xray_rows_buf {
+    float *bon, *boff;
+    double *son;
+} xray_rows_buf;
+
+/** Allocate @p b for blocks of @p rows trace rows of grid @p g. */
+int xray_rows_buf_alloc(const xray_file *on, const tide_xray_trace_params *tp,
+                        const xray_trace_grid *g, int64_t rows, xray_rows_buf *b);
+/** Release @p b (safe on a zeroed one). */
+void xray_rows_buf_free(xray_rows_buf *b);
+
+/** Traces of trace rows [ty0, ty1) (at most the rows @p b was made for): out[((ty - ty0) * tx +
+ *  ix) * nframes + f] = on/off - 1 per frame (monitor-normalised, not smoothed: the fit smooths
+ *  its own segment); reason[...] gets TIDE_XRAY_R_NOLIGHT when an off sum or monitor is <= 0
+ *  (the trace is then zeros). */
 int xray_traces_rows(xray_file *on, xray_file *off, const tide_xray_trace_params *tp,
-                     const xray_trace_grid *g, int64_t ty0, int64_t ty1, double *out,
-                     uint8_t *reason);
+                     const xray_trace_grid *g, int64_t ty0, int64_t ty1, xray_rows_buf *b,
+                     double *out, uint8_t *reason);
 
 /** The zero-delay frame of the mean trace @p s (n frames): the frame i maximising the step
  *  |mean(s[i..i+2]) - mean(s[i-3..i-1])|. */

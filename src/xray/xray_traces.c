@@ -51,29 +51,58 @@ int xray_grid(const tide_xray_info *in, const tide_xray_trace_params *tp, const 
     return 0;
 }
 
+/* The detector rows [r0, r1) that trace rows [ty0, ty1) sum, their halo included. */
+static void block_rows(const xray_trace_grid *g, const tide_xray_trace_params *tp, int64_t ny,
+                       int64_t ty0, int64_t ty1, int64_t *r0, int64_t *r1) {
+    *r0 = g->roi[1] + ty0 * tp->tile_y - tp->integrate;
+    *r1 = g->roi[1] + ty1 * tp->tile_y + tp->integrate;
+    if (*r0 < 0)
+        *r0 = 0;
+    if (*r1 > ny)
+        *r1 = ny;
+}
+
+int xray_rows_buf_alloc(const xray_file *on, const tide_xray_trace_params *tp,
+                        const xray_trace_grid *g, int64_t rows, xray_rows_buf *b) {
+    memset(b, 0, sizeof *b);
+    int64_t r0, r1, nr = 0;
+    for (int64_t y0 = 0; y0 < g->ty; y0 += rows) { /* the largest block */
+        block_rows(g, tp, on->info.ny, y0, y0 + rows < g->ty ? y0 + rows : g->ty, &r0, &r1);
+        nr = r1 - r0 > nr ? r1 - r0 : nr;
+    }
+    const int64_t F = g->nframes, w = g->tx * tp->tile_x;
+    b->bon = malloc((size_t)(F * nr * w) * sizeof *b->bon);
+    b->boff = malloc((size_t)(F * nr * w) * sizeof *b->boff);
+    b->son = malloc((size_t)(F * nr * g->tx) * 2 * sizeof *b->son);
+    if (!b->bon || !b->boff || !b->son) {
+        xray_rows_buf_free(b);
+        return tide_error(TIDE_E_NOMEM, "xray: row block of %lld x %lld x %lld", (long long)F,
+                          (long long)nr, (long long)w);
+    }
+    return 0;
+}
+
+void xray_rows_buf_free(xray_rows_buf *b) {
+    free(b->bon);
+    free(b->boff);
+    free(b->son);
+    memset(b, 0, sizeof *b);
+}
+
 int xray_traces_rows(xray_file *on, xray_file *off, const tide_xray_trace_params *tp,
-                     const xray_trace_grid *g, int64_t ty0, int64_t ty1, double *out,
-                     uint8_t *reason) {
+                     const xray_trace_grid *g, int64_t ty0, int64_t ty1, xray_rows_buf *b,
+                     double *out, uint8_t *reason) {
     const int64_t F = g->nframes, ny = on->info.ny, TX = tp->tile_x, TY = tp->tile_y;
     const int64_t R = tp->integrate, ntx = g->tx;
-    int64_t r0 = g->roi[1] + ty0 * TY - R, r1 = g->roi[1] + ty1 * TY + R;
-    if (r0 < 0)
-        r0 = 0;
-    if (r1 > ny)
-        r1 = ny;
+    int64_t r0, r1;
+    block_rows(g, tp, ny, ty0, ty1, &r0, &r1);
     const int64_t nr = r1 - r0, x0 = g->roi[0], w = ntx * TX;
-    float *bon = malloc((size_t)(F * nr * w) * sizeof *bon);
-    float *boff = malloc((size_t)(F * nr * w) * sizeof *boff);
-    double *son = malloc((size_t)(F * nr * ntx) * 2 * sizeof *son);
-    int st = 0;
-    if (!bon || !boff || !son) {
-        st = tide_error(TIDE_E_NOMEM, "xray: row block of %lld x %lld x %lld", (long long)F,
-                        (long long)nr, (long long)w);
-        goto done;
-    }
+    float *bon = b->bon, *boff = b->boff;
+    double *son = b->son;
+    int st;
     if ((st = xray_read_block(on, r0, r1, x0, x0 + w, bon)) ||
         (st = xray_read_block(off, r0, r1, x0, x0 + w, boff)))
-        goto done;
+        return st;
     double *soff = son + F * nr * ntx;
     /* column sums per tile, per frame and row; NaN pixels count as 0 (cuPhoton's NaN→0) */
 #pragma omp parallel for schedule(static)
@@ -118,11 +147,7 @@ int xray_traces_rows(xray_file *on, xray_file *off, const tide_xray_trace_params
             continue;
         }
     }
-done:
-    free(bon);
-    free(boff);
-    free(son);
-    return st;
+    return 0;
 }
 
 int xray_zero_from_trace(const double *s, int n) {
