@@ -202,9 +202,9 @@ __global__ void tile_convert_kernel(const int32_t *scratch, const tide_tile_job 
 
 /* ---- what is kept between calls --------------------------------------------------------- */
 
-#define RICE_NSTREAMS 8   /* decode streams: chunks past this share them in turn */
-#define RICE_NRING 3      /* page-locked buffers the host reads chunks into */
-#define RICE_UNIT_PAD 8   /* bytes past the unit on the device (db_load_be32's second word) */
+#define RICE_NSTREAMS 8 /* decode streams: chunks past this share them in turn */
+#define RICE_NRING 3    /* page-locked buffers the host reads chunks into */
+#define RICE_UNIT_PAD 8 /* bytes past the unit on the device (db_load_be32's second word) */
 
 enum { EV_H2D0, EV_H2D1, EV_DEC0, EV_DEC1, EV_PER_CHUNK };
 
@@ -375,14 +375,14 @@ static int launch_decode(const tide_rice_plan *p, int c, cudaStream_t st, const 
     const int block = 32; /* one tile a thread: one warp a block spreads tiles over the SMs */
     const unsigned grid = (unsigned)((t1 - t0 + block - 1) / block);
     if (p->bytepix == 1)
-        tile_rice_kernel<1><<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr,
-                                                    d_bad);
+        tile_rice_kernel<1>
+            <<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr, d_bad);
     else if (p->bytepix == 2)
-        tile_rice_kernel<2><<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr,
-                                                    d_bad);
+        tile_rice_kernel<2>
+            <<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr, d_bad);
     else
-        tile_rice_kernel<4><<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr,
-                                                    d_bad);
+        tile_rice_kernel<4>
+            <<<grid, block, 0, st>>>(d_unit, d_jobs, t0, t1, p->blocksize, d_scr, d_bad);
     TIDE_CUDA_LAUNCHED();
     return TIDE_OK;
 }
@@ -408,8 +408,8 @@ static int run_chunk(tide_ctx *ctx, rice_dev *s, const tide_rice_plan *p, int c,
     }
     TIDE_CUDA_TRY(cudaEventRecord(s->ev[EV_H2D0][c], s->copy));
     if (hi > lo)
-        TIDE_CUDA_TRY(cudaMemcpyAsync(d_unit + lo, src, (size_t)(hi - lo), cudaMemcpyHostToDevice,
-                                      s->copy));
+        TIDE_CUDA_TRY(
+            cudaMemcpyAsync(d_unit + lo, src, (size_t)(hi - lo), cudaMemcpyHostToDevice, s->copy));
     TIDE_CUDA_TRY(cudaEventRecord(s->ev[EV_H2D1][c], s->copy));
     cudaStream_t ds = s->dec[c % RICE_NSTREAMS];
     TIDE_CUDA_TRY(cudaStreamWaitEvent(ds, s->ev[EV_H2D1][c], 0));
@@ -480,8 +480,8 @@ extern "C" int tide_rice_run_cuda(tide_ctx *ctx, const tide_rice_plan *p, const 
     if (!st)
         st = tide_device_alloc(ctx, nconv, &d_conv);
     if (!st)
-        st = tide_device_alloc(ctx, sizeof(int32_t) * (size_t)(p->scratch_ints ? p->scratch_ints : 1),
-                               &d_scr);
+        st = tide_device_alloc(
+            ctx, sizeof(int32_t) * (size_t)(p->scratch_ints ? p->scratch_ints : 1), &d_scr);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(int32_t), &d_bad);
     /* the tables from page-locked memory, not waited for; the copy stream starts after them */

@@ -131,8 +131,9 @@ static int fill_unit(void *arg, uint8_t *dst, int64_t lo, int64_t hi) {
     const unit_source *s = arg;
     const int64_t slice = (int64_t)1 << 17, n = hi - lo, ns = (n + slice - 1) / slice;
     int failed = 0;
-#pragma omp parallel for num_threads(s->threads > 1 ? s->threads : 1) schedule(static)            \
-    reduction(| : failed) if (ns > 1)
+#pragma omp parallel for num_threads(s->threads > 1 ? s->threads : 1) schedule(static)             \
+    reduction(|                                                                                    \
+              : failed) if (ns > 1)
     for (int64_t i = 0; i < ns; i++) {
         const int64_t o = i * slice, m = n - o < slice ? n - o : slice;
         if (s->mem)
@@ -140,8 +141,7 @@ static int fill_unit(void *arg, uint8_t *dst, int64_t lo, int64_t hi) {
         else
             failed |= tide_fits_pread_full(s->fd, dst + o, (size_t)m, s->file_off + lo + o) != 0;
     }
-    return failed ? tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles", s->path, s->hdu)
-                  : 0;
+    return failed ? tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles", s->path, s->hdu) : 0;
 }
 
 /* The pieces of one device decode as stage timers (rice.*), when tide_fits_times_on. */

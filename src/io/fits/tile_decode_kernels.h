@@ -72,9 +72,9 @@ int tide_rice_host_tables(tide_ctx *ctx, int64_t ntiles, tide_tile_job **jobs,
 
 /** Decode the planned image into the device image @p d_out (and, when @p d_mask is not NULL,
  *  its no-data mask: a value that is not finite becomes NaN with TIDE_MASK_NODATA, every
- *  other pixel's mask 0, as tide_fits_read_image marks a host read) on the context's device. The unit comes
- *  from @p unit when it is page-locked host memory, else chunk by chunk from @p fill into a
- *  page-locked ring kept on the context (with @p unit pageable, @p fill copies from it). The
+ *  other pixel's mask 0, as tide_fits_read_image marks a host read) on the context's device. The
+ * unit comes from @p unit when it is page-locked host memory, else chunk by chunk from @p fill into
+ * a page-locked ring kept on the context (with @p unit pageable, @p fill copies from it). The
  *  copies run on a copy stream and chunk c's tiles decode on a stream of their own once its
  *  bytes are up, one tile per thread with every read inside the tile's stream; the conversion
  *  then runs on the context's stream. Returns when all is done: *@p bad is 1 when a tile's
