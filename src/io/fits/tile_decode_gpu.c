@@ -148,14 +148,14 @@ static int fill_unit(void *arg, uint8_t *dst, int64_t lo, int64_t hi) {
 static void add_times(tide_ctx *ctx, double prep_ms, const tide_rice_times *t) {
     if (!tide_fits_times_on())
         return;
-    tide_timer_add(ctx, "rice.prep", prep_ms);
-    tide_timer_add(ctx, "rice.fill", t->fill);
-    tide_timer_add(ctx, "rice.h2d", t->h2d);
-    tide_timer_add(ctx, "rice.decode", t->decode);
-    tide_timer_add(ctx, "rice.tail", t->tail);
-    tide_timer_add(ctx, "rice.convert", t->convert);
-    tide_timer_add(ctx, "rice.wait", t->wait);
-    tide_timer_add(ctx, "rice.run", t->total);
+    const struct {
+        const char *stage;
+        double ms;
+    } piece[] = {{"rice.prep", prep_ms},     {"rice.fill", t->fill}, {"rice.h2d", t->h2d},
+                 {"rice.decode", t->decode}, {"rice.tail", t->tail}, {"rice.convert", t->convert},
+                 {"rice.wait", t->wait},     {"rice.run", t->total}};
+    for (size_t i = 0; i < sizeof piece / sizeof *piece; i++)
+        tide_timer_add(ctx, piece[i].stage, piece[i].ms);
 }
 
 /* The device decode of @p ti with its table rows at @p table and its unit from @p src. */
