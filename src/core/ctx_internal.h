@@ -17,6 +17,7 @@ enum {
     TIDE_EXT_SOLVER = 4,  /**< loaded astrometry.net index files (solve.h) */
     TIDE_EXT_STAGING = 5, /**< pinned staging ring of pageable host<->device copies */
     TIDE_EXT_HELPER = 6,  /**< the helper context (tide_ctx_helper) */
+    TIDE_EXT_RICE = 7,    /**< the GPU RICE decoder's streams and page-locked room */
     TIDE_EXT_COUNT = 8
 };
 #ifndef __cplusplus /* C11's form; nvcc's host pass is C++ */

@@ -8,7 +8,10 @@
  * read's; a file with its last quarter zeroed, the same error or pixels). Corrupted tiles (a
  * cut stream, random bytes, zeros) give the same status and the same detail on both (the
  * CUDA side hands a wrong tile to the CPU twin), and never a read outside a tile's stream.
- * Skipped (77) without a GPU. */
+ * Everything runs with the data unit in one chunk and cut into 3 and 32 chunks
+ * (TIDE_GPU_RICE_CHUNKS: chunk boundaries, the last chunk's last tile), from pageable memory,
+ * from page-locked memory (the copy engine reads it directly) and from the file. Skipped (77)
+ * without a GPU. */
 #include <fitsio.h>
 #include <math.h>
 #include <stdint.h>
@@ -124,6 +127,29 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     memset(b, 0xA5, sizeof(float) * W * H);
     CHECK_OK(tide_tile_decode_cuda(gpu, ti, data, b));
     CHECK(same_bits(a, b, (int64_t)W * H, what));
+    /* integers have no fallback tiles: the device itself must decode every tile (the call
+     * above would hide a device refusal behind its CPU twin) */
+    if (ti->lay.zbitpix > 0) {
+        float *d = NULL;
+        CHECK_OK(tide_device_alloc(gpu, sizeof(float) * W * H, (void **)&d));
+        if (d) {
+            CHECK(tide_tile_rice_to_device(gpu, ti, data, d, NULL) == 0);
+            memset(b, 0xA5, sizeof(float) * W * H);
+            CHECK_OK(tide_memcpy(gpu, b, 0, d, 1, sizeof(float) * W * H));
+            CHECK(same_bits(a, b, (int64_t)W * H, what));
+            tide_device_free(gpu, d);
+        }
+    }
+    /* the unit in page-locked memory: copied up from where it is, no ring */
+    uint8_t *pinned = NULL;
+    CHECK_OK(tide_host_pinned_alloc(gpu, (size_t)ti->lay.data_end, (void **)&pinned));
+    if (pinned) {
+        memcpy(pinned, data, (size_t)ti->lay.data_end);
+        memset(b, 0xA5, sizeof(float) * W * H);
+        CHECK_OK(tide_tile_decode_cuda(gpu, ti, pinned, b));
+        CHECK(same_bits(a, b, (int64_t)W * H, what));
+        tide_host_pinned_free(gpu, pinned);
+    }
     /* whole reads on both contexts */
     tide_image ic, ig;
     CHECK_OK(tide_fits_read_image(cpu, path, &ic, NULL));
@@ -191,23 +217,31 @@ int main(void) {
     snprintf(path, sizeof path, "/tmp/tide_gpu_tile_%d.fits", (int)getpid());
     const int bitpix[] = {8, 16, 32, -32, -64};
     const long tiles[][2] = {{W, 1}, {17, 23}, {W, H}, {100, 7}};
-    for (int b = 0; b < 5; b++)
-        for (int t = 0; t < 4; t++)
-            for (int d = -1; d <= 2; d++) {
-                if (d == 0 || (bitpix[b] > 0 && d != -1))
-                    continue;
-                int seed = 1 + (int)(rnd() % 10000);
-                if (write_image(path, bitpix[b], tiles[t][0], tiles[t][1], d, seed)) {
-                    fprintf(stderr, "cfitsio could not write BITPIX %d tiles %ldx%ld\n", bitpix[b],
-                            tiles[t][0], tiles[t][1]);
-                    CHECK(0);
-                    continue;
+    const char *chunks[] = {NULL, "3", "32"}; /* the size's own count (1 here), then forced */
+    for (int c = 0; c < 3; c++)
+        for (int b = 0; b < 5; b++)
+            for (int t = 0; t < 4; t++)
+                for (int d = -1; d <= 2; d++) {
+                    if (d == 0 || (bitpix[b] > 0 && d != -1))
+                        continue;
+                    int seed = 1 + (int)(rnd() % 10000);
+                    if (write_image(path, bitpix[b], tiles[t][0], tiles[t][1], d, seed)) {
+                        fprintf(stderr, "cfitsio could not write BITPIX %d tiles %ldx%ld\n",
+                                bitpix[b], tiles[t][0], tiles[t][1]);
+                        CHECK(0);
+                        continue;
+                    }
+                    char what[160];
+                    snprintf(what, sizeof what,
+                             "BITPIX %d, tiles %ldx%ld, dither %d, seed %d, %s chunks", bitpix[b],
+                             tiles[t][0], tiles[t][1], d, seed, chunks[c] ? chunks[c] : "auto");
+                    if (chunks[c])
+                        setenv("TIDE_GPU_RICE_CHUNKS", chunks[c], 1);
+                    else
+                        unsetenv("TIDE_GPU_RICE_CHUNKS");
+                    compare(cpu, gpu, path, what);
                 }
-                char what[160];
-                snprintf(what, sizeof what, "BITPIX %d, tiles %ldx%ld, dither %d, seed %d",
-                         bitpix[b], tiles[t][0], tiles[t][1], d, seed);
-                compare(cpu, gpu, path, what);
-            }
+    unsetenv("TIDE_GPU_RICE_CHUNKS");
     /* tide's own compressed output with MASK and VAR planes: read on the host and uploaded,
      * every plane as the host read's */
     tide_image im;

@@ -27,6 +27,7 @@
 #include "tide/ctx.h"
 #include "tide/fits.h"
 #include "tide/memory.h"
+#include "tide/timer.h"
 
 static const char *help =
     "usage: tide bench --decode FILE [OPTIONS]\n\n"
@@ -74,6 +75,60 @@ static int do_read_device(tide_ctx *ctx, void *p) {
     tide_image_free(ctx, &im);
     return st;
 }
+/* Where the device read's time goes: @p repeats more reads with TIDE_DECODE_TIMES=1, each
+ * piece's measured time (io/fits: host clock for host parts, CUDA events for the device's)
+ * written into @p out as the mean per read. The pieces of rice.run overlap (the file's reads, the
+ * copies and the decoding run side by side), so they sum to more than it. */
+static void device_breakdown(tide_ctx *ctx, dec_arg *a, int repeats, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    const char *was = getenv("TIDE_DECODE_TIMES");
+    setenv("TIDE_DECODE_TIMES", "1", 1);
+    tide_timer_clear(ctx);
+    int st = 0;
+    const double t0 = tide_now();
+    for (int i = 0; i < repeats && !st; i++)
+        st = do_read_device(ctx, a);
+    const double wall = 1e3 * (tide_now() - t0) / (repeats > 0 ? repeats : 1);
+    if (was)
+        setenv("TIDE_DECODE_TIMES", was, 1);
+    else
+        unsetenv("TIDE_DECODE_TIMES");
+    if (st) {
+        fprintf(stderr, "device read breakdown: %s\n", tide_error_detail());
+        return;
+    }
+    static const char *what[][2] = {
+        {"read.open", "host: open, scan, checks"},
+        {"read.load", "host: raw header, layout, table rows"},
+        {"read.alloc", "device image and mask"},
+        {"read.device", "the device decode, whole (rice.*)"},
+        {"rice.prep", "  host: descriptors, conversions, chunks"},
+        {"rice.run", "  host: the pipeline call, whole"},
+        {"rice.fill", "    host: file read into page-locked ring"},
+        {"rice.h2d", "    device: copies of the unit (summed)"},
+        {"rice.decode", "    device: first decode start to last end"},
+        {"rice.tail", "    device: decoding after the last copy"},
+        {"rice.convert", "    device: conversion and mask"},
+        {"rice.wait", "    host: final wait for the stream"},
+        {"read.device_refused", "decode refused: read on the host"},
+        {"read.rest", "host: close (and any host read)"},
+    };
+    len += (size_t)snprintf(out + len, cap - len,
+                            "  device read breakdown, mean of %d reads (%.3f ms each, wall):\n",
+                            repeats, wall);
+    for (size_t k = 0; k < sizeof what / sizeof *what; k++)
+        for (int i = 0; i < tide_timer_count(ctx); i++) {
+            const char *name;
+            double ms;
+            int calls;
+            if (len < cap && !tide_timer_get(ctx, i, &name, &ms, &calls) &&
+                !strcmp(name, what[k][0]))
+                len += (size_t)snprintf(out + len, cap - len, "    %-20s %8.3f ms  %s\n", name,
+                                        ms / (calls ? calls : 1), what[k][1]);
+        }
+}
+
 #endif
 
 static int do_read(tide_ctx *ctx, void *p) {
@@ -142,6 +197,7 @@ int tide_bench_decode(int argc, char **argv) {
     int same = !st && same_bits(mine, ref, npix);
     /* RICE_1 / GZIP on the GPU, where there is one: upload, decode, convert, download */
     double msgpu = -1, msdev = -1;
+    char breakdown[2048] = "";
     int gpu_same = -1;
 #ifdef TIDE_HAVE_CUDA
     tide_ctx *gctx = NULL;
@@ -161,6 +217,8 @@ int tide_bench_decode(int argc, char **argv) {
             if (tide_bench_time(gctx, repeats, warmup, "bench.read_device", do_read_device, &ga,
                                 &msdev))
                 fprintf(stderr, "tide %s: read to the device: %s\n", cmd, tide_error_detail());
+            else if (ti->lay.codec == CODEC_RICE)
+                device_breakdown(gctx, &ga, repeats, breakdown, sizeof breakdown);
             tide_ctx_destroy(gctx);
         }
         free(g);
@@ -184,6 +242,7 @@ int tide_bench_decode(int argc, char **argv) {
         if (msdev >= 0)
             printf("  file to device memory (tide_fits_read_image_at) %5.2f ms  %9.1f Mpix/s\n",
                    msdev, mp / msdev * 1e3);
+        fputs(breakdown, stdout);
         printf("  tide / cfitsio: %.1fx (1 thread), %.1fx (%d threads); pixels %s\n", mscf / ms1,
                mscf / msn, threads, same ? "bit for bit equal" : "DIFFER");
         FILE *j = !json ? NULL : strcmp(json, "-") ? fopen(json, "w") : stdout;

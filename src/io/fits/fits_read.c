@@ -21,6 +21,7 @@
 #include "fits_tile_bands.h"
 #include "fits_tile_read.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 /* A short description of a non-image HDU for messages: "a binary table 'CAT' (12 rows)". */
 static void describe_table(fitsfile *f, int type, char *out, size_t n) {
@@ -430,6 +431,9 @@ int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tid
     tide_fits_src src;
     int hdu;
     int64_t w, h;
+    /* the device read's pieces (tide bench --decode's breakdown, tide_fits_times_on) */
+    tide_ctx *tctx = where == TIDE_DEVICE ? ctx : NULL;
+    double t0 = tide_now();
     int st = open_image(spec, &src, &hdu, &w, &h);
     int mask_hdu = -1, var_hdu = -1;
     int cmp_st = 0; /* a compressed image in HDU 1 stands for the primary (as fpack's) */
@@ -438,12 +442,16 @@ int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tid
         mask_hdu = tide_plane_hdu(&src, "TIDEMASK", hdu, w, h);
         var_hdu = tide_plane_hdu(&src, "TIDEVAR", hdu, w, h);
     }
+    tide_fits_time_since(tctx, "read.open", t0); /* open, scan, checks, tide's planes */
     int host = 1;
     if (!st && where == TIDE_DEVICE && mask_hdu <= 0 && var_hdu <= 0) {
+        t0 = tide_now();
         host = read_device_pixels(ctx, &src, hdu, w, h, im);
         if (host < 0)
             st = host;
+        tide_fits_time_since(tctx, host ? "read.device_refused" : "read.device", t0);
     }
+    t0 = tide_now();
     if (!st && host) {
         tide_image hi;
         memset(&hi, 0, sizeof hi);
@@ -458,6 +466,7 @@ int tide_fits_read_image_at(tide_ctx *ctx, const char *spec, tide_image *im, tid
     if (!st && hdr)
         st = tide_fits_get_header(src.f, src.root, hdu, hdr);
     tide_fits_close(&src);
+    tide_fits_time_since(tctx, "read.rest", t0); /* a host read if the device refused; close */
     if (st) {
         tide_image_free(ctx, im);
         if (hdr)

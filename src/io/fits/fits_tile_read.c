@@ -11,12 +11,13 @@
 #include "fits_tile_read.h"
 #include "tide/memory.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 #include "fits_tiles.h"
 #include "tile_decode.h"
 
 #define CARD 80
 
-static int pread_full(int fd, void *buf, size_t n, int64_t off) {
+int tide_fits_pread_full(int fd, void *buf, size_t n, int64_t off) {
     size_t got = 0;
     while (got < n) {
         ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + (int64_t)got));
@@ -37,7 +38,7 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
     char *buf = malloc((size_t)n + 1); /* tide_header_parse reads a card as a string */
     if (!buf)
         return 1;
-    int st = pread_full(fd, buf, (size_t)n, headstart) ? 1 : 0;
+    int st = tide_fits_pread_full(fd, buf, (size_t)n, headstart) ? 1 : 0;
     buf[n] = 0;
     int ncards = 0;
     while (!st && (int64_t)ncards * CARD < n && memcmp(buf + ncards * CARD, "END     ", 8))
@@ -50,9 +51,10 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
 
 /* Read the current HDU of @p src (HDU @p hdu, the file open on @p fd) as a compressed image
  * tide decodes: layout and keys into @p ti, the data unit into *data. With @p device_rice,
- * only an image tide_tile_rice_to_device takes: any other returns 1 before its data unit is
- * read (the host read that follows reads it). 0, 1 (not one tide decodes, or not the file
- * cfitsio opened), or a negative TIDE_E_*. */
+ * only an image tide_tile_rice_file_to_device takes (any other returns 1 before its data unit
+ * is read: the host read that follows reads it), and only the unit's table: the heap is read
+ * chunk by chunk by the device decode itself, beside the decoding. 0, 1 (not one tide
+ * decodes, or not the file cfitsio opened), or a negative TIDE_E_*. */
 static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data,
                         int device_rice) {
     fitsfile *f = src->f;
@@ -89,12 +91,13 @@ static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti
     if (device_rice)
         return 1;
 #endif
+    const int64_t bytes = device_rice ? ti->lay.naxis1 * ti->lay.naxis2 : ti->lay.data_end;
     /* from the block cache: page-locked on its first upload, no fresh pages when warm */
-    *data = tide_host_alloc(ti->lay.data_end ? (size_t)ti->lay.data_end : 1);
+    *data = tide_host_alloc(bytes ? (size_t)bytes : 1);
     if (!*data)
         return tide_error(TIDE_E_NOMEM, "%s[HDU %d]: no memory for %lld bytes of tiles", src->root,
-                          hdu, (long long)ti->lay.data_end);
-    if (pread_full(fd, *data, (size_t)ti->lay.data_end, datastart)) {
+                          hdu, (long long)bytes);
+    if (tide_fits_pread_full(fd, *data, (size_t)bytes, datastart)) {
         tide_host_free(*data);
         *data = NULL;
         return tide_error(TIDE_E_IO, "%s[HDU %d]: cannot read the tiles: %s", src->root, hdu,
@@ -161,6 +164,16 @@ static void unload(int fd, tide_tile_image *ti, uint8_t *data) {
     close(fd);
 }
 
+int tide_fits_times_on(void) {
+    const char *v = getenv("TIDE_DECODE_TIMES");
+    return v && !strcmp(v, "1");
+}
+
+void tide_fits_time_since(tide_ctx *ctx, const char *stage, double t0) {
+    if (ctx && tide_fits_times_on())
+        tide_timer_add(ctx, stage, 1e3 * (tide_now() - t0));
+}
+
 #ifdef TIDE_HAVE_CUDA
 /* TIDE_GPU_TILE_DECODE=0 keeps decoding on the host threads (an A/B switch). */
 static int gpu_decode_off(void) {
@@ -204,12 +217,16 @@ int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, int64
     int fd;
     tide_tile_image *ti;
     uint8_t *data;
+    double t0 = tide_now();
     int st = load_for(src, hdu, w, h, 1, &fd, &ti, &data);
     if (st)
         return st;
+    tide_fits_time_since(ctx, "read.load", t0); /* raw header, layout, the table's rows */
+    t0 = tide_now();
     st = tide_image_alloc(ctx, im, w, h, TIDE_DEVICE, TIDE_IMAGE_MASK | TIDE_IMAGE_UNINIT);
+    tide_fits_time_since(ctx, "read.alloc", t0);
     if (!st)
-        st = tide_tile_rice_to_device(ctx, ti, data, im->pix, im->mask);
+        st = tide_tile_rice_file_to_device(ctx, ti, data, im->pix, im->mask);
     if (st == 2) /* a tile for the CPU twin: the host read decodes it (or names it) */
         st = 1;
     if (st)

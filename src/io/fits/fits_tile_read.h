@@ -17,12 +17,25 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
 
 /** tide_fits_tile_read_pixels into a device image @p im of @p w x @p h, allocated here (a CUDA
  *  context; pixels and a mask plane): RICE_1 decoded on the device with the no-data marking
- *  (tide_tile_rice_to_device), nothing through the host. Returns 0, 1 when it cannot
+ *  (tide_tile_rice_file_to_device: the heap read in chunks beside the decoding), nothing
+ *  through the host. Returns 0, 1 when it cannot
  *  (another codec, whose data unit is then not read; a tile the CPU twin must decode or
  *  name; TIDE_GPU_TILE_DECODE=0; a CPU build: read on the host instead; *im left empty), or a
  *  negative TIDE_E_*. */
 int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t w, int64_t h,
                                tide_image *im);
+
+/** pread of @p n bytes at @p off of @p fd, whole (a short read is retried, EINTR too): 0, or
+ *  -1 on an error or an early end of file (errno then says why, or is 0). */
+int tide_fits_pread_full(int fd, void *buf, size_t n, int64_t off);
+
+/** 1 when TIDE_DECODE_TIMES=1 (tide bench --decode sets it): the device read then adds the
+ *  time of its pieces to the context's stage timers (read.*, rice.*), else 0 so that other
+ *  commands' timing lists stay as they were. */
+int tide_fits_times_on(void);
+
+/** With tide_fits_times_on, add the milliseconds since @p t0 (tide_now()) to @p stage. */
+void tide_fits_time_since(tide_ctx *ctx, const char *stage, double t0);
 
 /** The first compressed image of the plain file @p path that tide decodes, ready for
  *  tide_tile_decode_cpu (and its CUDA twin): its layout and keys in *ti and its data unit in

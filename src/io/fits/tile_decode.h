@@ -77,6 +77,14 @@ int tide_tile_rice_on_device(const tide_tile_image *ti);
 int tide_tile_rice_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                              float *d_out, uint16_t *d_mask);
 
+/** tide_tile_rice_to_device with the data unit still in the file: @p table holds only its
+ *  table rows (the first naxis1 * naxis2 bytes); the heap is read from ti->lay.fd (at
+ *  ti->lay.data_start) in chunks on the context's threads into page-locked memory, each chunk
+ *  copied up and decoded while the next is read. Returns as tide_tile_rice_to_device (a file
+ *  that cannot be read: TIDE_E_IO). */
+int tide_tile_rice_file_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *table,
+                                  float *d_out, uint16_t *d_mask);
+
 /** GZIP_1 / GZIP_2 images on the device (tile_inflate_gpu.c): every tile, and the gzipped
  *  fallback tiles of floats, inflated by inflate_math.h one warp per tile in one launch and
  *  converted straight into the image; any tile it does not take or refuses hands the image to
