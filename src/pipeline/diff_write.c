@@ -20,6 +20,7 @@
 #include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
+#include "tide/timer.h"
 
 /* Every file a run writes; an existing directory holding anything else is not replaced. */
 static const char *const known[] = {"difference.fits", "candidates.fits", "kernel.fits",
@@ -210,10 +211,12 @@ typedef struct write_group {
     int started;               /* 1: th runs it */
     int status;                /* its result */
     char err[1024];            /* its error detail (thread-local where it was raised) */
+    double ms;                 /* its wall time */
 } write_group;
 
 static void *write_group_run(void *arg) {
     write_group *g = arg;
+    const double t0 = tide_now();
     omp_set_num_threads(g->threads); /* this thread's share of the cores */
     char p[4400];
     int st = 0;
@@ -239,7 +242,20 @@ static void *write_group_run(void *arg) {
     g->status = st;
     if (st)
         snprintf(g->err, sizeof g->err, "%s", tide_error_detail());
+    g->ms = 1e3 * (tide_now() - t0);
     return NULL;
+}
+
+/* TIDE_DIFF_WRITE_TIMES=1: each group's wall time on stderr (tide bench --diff sets it), to
+ * show which of the side-by-side groups sets the write's length. */
+static void report_times(const write_group *g, double total_ms) {
+    const char *v = getenv("TIDE_DIFF_WRITE_TIMES");
+    if (!v || strcmp(v, "1"))
+        return;
+    fprintf(stderr,
+            "tide_diff_write: %.1f ms: difference.fits %.1f, matched.png %.1f, difference.png "
+            "%.1f, candidates, kernel and their pictures %.1f (side by side)\n",
+            total_ms, g[G_DIFF].ms, g[G_MATCHED].ms, g[G_DIFFPNG].ms, g[G_SMALL].ms);
 }
 
 /* Every file of the run into @p dir, the groups on threads of their own (the caller's runs
@@ -252,6 +268,7 @@ static int write_files(const char *dir, const tide_diff_result *r, int64_t ntop,
     const int nt = omp_get_max_threads();
     const int nfits = nt / 8 > 1 ? nt / 8 : 1;
     const int npng = (nt - nfits) / 2 > 1 ? (nt - nfits) / 2 : 1;
+    const double t0 = tide_now();
     write_group g[NGROUPS];
     for (int i = 0; i < NGROUPS; i++) {
         memset(&g[i], 0, sizeof g[i]);
@@ -273,6 +290,7 @@ static int write_files(const char *dir, const tide_diff_result *r, int64_t ntop,
         else
             write_group_run(&g[i]); /* no thread: here, after the others */
     omp_set_num_threads(mine);
+    report_times(g, 1e3 * (tide_now() - t0));
     for (int i = 0; i < NGROUPS; i++)
         if (g[i].status)
             return tide_error(g[i].status, "%s", g[i].err);
@@ -405,8 +423,15 @@ int tide_diffp_write_place(tide_diffp_staged *sg) {
 
 int tide_diff_write(const char *dir, const tide_diff_result *r, int64_t ntop) {
     tide_diffp_staged sg;
-    const int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, TIDE_FITS_PLAIN, &sg);
-    return st ? st : tide_diffp_write_place(&sg);
+    int st = tide_diffp_write_stage(dir, r, ntop > 0 ? ntop : 0, TIDE_FITS_PLAIN, &sg);
+    if (st)
+        return st;
+    const double t0 = tide_now();
+    st = tide_diffp_write_place(&sg);
+    const char *v = getenv("TIDE_DIFF_WRITE_TIMES");
+    if (v && !strcmp(v, "1"))
+        fprintf(stderr, "tide_diff_write: placing the run %.1f ms\n", 1e3 * (tide_now() - t0));
+    return st;
 }
 
 int tide_diff_check_outputs(const char *dir, const char *const *inputs, int nin) {

@@ -62,7 +62,8 @@ void tide_bd_print_text(FILE *f, const tide_ctx *ctx, const bd_opts *o, const bd
         "<=", r->reproj_floor_ms + ps->fft_floor_ms, "HOTPANTS + SWarp ~19000 (CPU)");
     fprintf(f, "  %-38s %10.3f / %.3f\n", "  (min / max)", r->run_min_ms, r->run_max_ms);
     if (o->disk) {
-        row(f, "FITS read of both frames", r->read_ms, -1, "", -1, "page cache warm");
+        row(f, "FITS read of both frames", r->read_ms, -1, "", -1,
+            "page cache warm, one stack call");
         row(f, "tide_diff_write (FITS + PNG)", r->write_ms, -1, "", -1, NULL);
         row(f, "from disk: read + run + write", r->read_ms + r->run_ms + r->write_ms, -1, "", -1,
             NULL);
