@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/fits/fits_fast.h"
 #include "tide/outfile.h"
 #include "tide/png.h"
 #include "tide/status.h"
@@ -74,8 +75,9 @@ static int maps_make(const xray_write_ctx *w, maps *m) {
     return 0;
 }
 
-static int fits_hdu(fitsfile *f, const char *name, int naxis, const int64_t *ax, int btype,
-                    int dtype, void *data, const char *bunit, const char *comment, int *status) {
+static int fits_hdu(fitsfile *f, const char *path, const char *name, int naxis, const int64_t *ax,
+                    int btype, int dtype, void *data, const char *bunit, const char *comment,
+                    int *status) {
     long naxes[3];
     LONGLONG n = 1;
     for (int i = 0; i < naxis; i++) {
@@ -88,7 +90,13 @@ static int fits_hdu(fitsfile *f, const char *name, int naxis, const int64_t *ax,
         fits_update_key(f, TSTRING, "BUNIT", (void *)bunit, NULL, status);
     if (comment)
         fits_write_comment(f, comment, status);
-    fits_write_img(f, dtype, 1, n, data, status);
+    if (dtype == TFLOAT && !*status) {
+        /* the header is complete: tide's converter on several threads, cfitsio's bytes (per
+         * pixel the FFT cube alone is ~200 MB, which cfitsio swaps on one thread) */
+        if (tide_fits_fast_write_plane(f, path, data, (int64_t)n, 0))
+            *status = WRITE_ERROR;
+    } else
+        fits_write_img(f, dtype, 1, n, data, status);
     return *status;
 }
 
@@ -102,15 +110,17 @@ static int write_fits(const maps *m, const char *path, const char *shown) {
     fits_write_comment(f, "tide xray fit: LPSVD maps on the trace grid; modes by amplitude", &s);
     const int64_t a3[3] = {m->nx, m->ny, m->M}, af[3] = {m->nx, m->ny, m->nb},
                   a2[2] = {m->nx, m->ny};
-    fits_hdu(f, "FREQ", 3, a3, FLOAT_IMG, TFLOAT, m->freq, "cycles/delay",
+    fits_hdu(f, shown, "FREQ", 3, a3, FLOAT_IMG, TFLOAT, m->freq, "cycles/delay",
              "omega/2pi of each mode; NaN where none", &s);
-    fits_hdu(f, "DAMP", 3, a3, FLOAT_IMG, TFLOAT, m->damp, "1/delay", "decay rate b", &s);
-    fits_hdu(f, "AMP", 3, a3, FLOAT_IMG, TFLOAT, m->amp, NULL, "amplitude A of the ratio", &s);
-    fits_hdu(f, "PHASE", 3, a3, FLOAT_IMG, TFLOAT, m->phase, "rad", "phase at the zero delay", &s);
+    fits_hdu(f, shown, "DAMP", 3, a3, FLOAT_IMG, TFLOAT, m->damp, "1/delay", "decay rate b", &s);
+    fits_hdu(f, shown, "AMP", 3, a3, FLOAT_IMG, TFLOAT, m->amp, NULL, "amplitude A of the ratio",
+             &s);
+    fits_hdu(f, shown, "PHASE", 3, a3, FLOAT_IMG, TFLOAT, m->phase, "rad",
+             "phase at the zero delay", &s);
     if (m->nb > 0)
-        fits_hdu(f, "FFT", 3, af, FLOAT_IMG, TFLOAT, (void *)m->fft, NULL,
+        fits_hdu(f, shown, "FFT", 3, af, FLOAT_IMG, TFLOAT, (void *)m->fft, NULL,
                  "|DFT|/n of the fitted segment; bin k at k/(n dt)", &s);
-    fits_hdu(f, "STATUS", 2, a2, BYTE_IMG, TBYTE, m->status, NULL,
+    fits_hdu(f, shown, "STATUS", 2, a2, BYTE_IMG, TBYTE, m->status, NULL,
              "0 unprocessed, 1 ok, 2 skipped, 3 failed", &s);
     int s2 = 0;
     fits_close_file(f, &s2);
