@@ -35,6 +35,9 @@ int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job);
 /** Pack @p ntr device results (their first @p k modes) into the device arrays @p pi
  *  (XRAY_PACK_INTS each) and @p pd (xray_pack_doubles(k) each) for the copy back
  *  (xray_pack.h). */
+/** With TIDE_XRAY_KERNEL_TIMES=1 in the environment, print on stderr the time each kernel of
+ *  the fit took, summed since the last report, over @p ntr traces; nothing otherwise. */
+void xray_kernel_times_report(int64_t ntr);
 int xray_pack_batch_cuda(tide_ctx *ctx, const tide_xray_lp_result *res, int64_t ntr, int k, int *pi,
                          double *pd);
 #endif

@@ -87,6 +87,7 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
         for (int64_t i = 0; i < m; i++)
             xray_unpack(hpi + i * XRAY_PACK_INTS, hpd + i * npd, components, &results[s0 + i]);
     }
+    xray_kernel_times_report(ntr);
     tide_device_free(ctx, dw);
     tide_device_free(ctx, dpd);
     tide_device_free(ctx, dpi);

@@ -21,6 +21,9 @@
  * pow. */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/gpu/cuda_check.h"
 #include "tide/memory.h"
@@ -38,6 +41,56 @@
  * and how far it got (stage: XRAY_STAGE_DONE when xray_lpsvd_start settled it, else the
  * Jacobi sweeps, < 0 when they ran out). */
 #define XRAY_STAGE_DONE (-1000)
+
+/* TIDE_XRAY_KERNEL_TIMES=1: each kernel of the fit timed by CUDA events and the sums printed
+ * on stderr after each batch (where the fit's time goes; the run waits on every event, so
+ * the fit itself is a little slower). */
+enum { XRAY_T_START, XRAY_T_SVD, XRAY_T_FINISH, XRAY_T_REFINE, XRAY_T_N };
+static const char *const xray_t_names[XRAY_T_N] = {"lpsvd start", "lpsvd svd", "lpsvd finish",
+                                                   "refine"};
+static double xray_t_ms[XRAY_T_N];
+static int xray_t_on = -1;
+
+static int times_on(void) {
+    if (xray_t_on < 0) {
+        const char *v = getenv("TIDE_XRAY_KERNEL_TIMES");
+        xray_t_on = v && strcmp(v, "0") != 0;
+    }
+    return xray_t_on;
+}
+
+/* An event on @p stream when timing (NULL otherwise). */
+static cudaEvent_t time_mark(cudaStream_t stream) {
+    cudaEvent_t e = NULL;
+    if (times_on() && cudaEventCreate(&e) == cudaSuccess)
+        cudaEventRecord(e, stream);
+    return e;
+}
+
+/* Add the times between consecutive marks ev[0..n] to slots k0, k0 + 1, ...; the events
+ * destroyed. */
+static void time_add(int k0, cudaEvent_t *ev, int n) {
+    if (ev[n] && cudaEventSynchronize(ev[n]) != cudaSuccess)
+        cudaGetLastError();
+    for (int i = 0; i < n; i++) {
+        float ms = 0.0f;
+        if (ev[i] && ev[i + 1] && cudaEventElapsedTime(&ms, ev[i], ev[i + 1]) == cudaSuccess)
+            xray_t_ms[k0 + i] += ms;
+    }
+    for (int i = 0; i <= n; i++)
+        if (ev[i])
+            cudaEventDestroy(ev[i]);
+}
+
+extern "C" void xray_kernel_times_report(int64_t ntr) {
+    if (!times_on())
+        return;
+    fprintf(stderr, "xray kernel times (%lld traces):", (long long)ntr);
+    for (int k = 0; k < XRAY_T_N; k++)
+        fprintf(stderr, " %s %.1f ms%s", xray_t_names[k], xray_t_ms[k],
+                k + 1 < XRAY_T_N ? "," : "\n");
+    memset(xray_t_ms, 0, sizeof xray_t_ms);
+}
 
 static __host__ __device__ int64_t xray_svd_doubles(int r) {
     return 2 * (int64_t)r * r + r;
@@ -218,11 +271,13 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         st = trace_counter(ctx, &next);
     if (!st)
         st = allow_shared(xray_lp_svd_kernel, shared, "lpsvd");
+    cudaEvent_t ev[4] = {time_mark(stream), NULL, NULL, NULL};
     if (!st) {
         xray_lp_start_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
             job->traces, job->ntr, job->n, job->dt, job->components, (double *)svd, (int *)stage,
             job->out);
         st = launched("lpsvd start", frame_full);
+        ev[1] = time_mark(stream);
     }
     if (!st) {
         const unsigned wblocks =
@@ -231,13 +286,16 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         xray_lp_svd_kernel<<<wblocks, XRAY_SVD_WARPS * XRAY_LANES, shared, stream>>>(
             job->ntr, r, (double *)svd, (int *)stage, (unsigned long long *)next);
         st = launched("lpsvd svd", NULL);
+        ev[2] = time_mark(stream);
     }
     if (!st) {
         xray_lp_finish_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
             job->traces, job->ntr, job->n, job->dt, job->components, (const double *)svd,
             (const int *)stage, job->out);
         st = launched("lpsvd finish", frame_full);
+        ev[3] = time_mark(stream);
     }
+    time_add(XRAY_T_START, ev, 3);
     tide_device_free(ctx, next); /* stream-ordered: after the kernels */
     tide_device_free(ctx, stage);
     tide_device_free(ctx, svd);
@@ -284,9 +342,12 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
         return st;
     const unsigned blocks = resident_blocks(xray_lm_kernel, XRAY_LM_WARPS * XRAY_LANES, shared,
                                             (job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
+    cudaEvent_t ev[2] = {time_mark((cudaStream_t)ctx->stream), NULL};
     xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
         job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out, (unsigned long long *)next);
     st = launched("refine", NULL);
+    ev[1] = time_mark((cudaStream_t)ctx->stream);
+    time_add(XRAY_T_REFINE, ev, 1);
     tide_device_free(ctx, next); /* stream-ordered: after the kernel */
     return st;
 }
