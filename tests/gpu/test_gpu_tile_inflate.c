@@ -191,11 +191,19 @@ int main(void) {
     const int codecs[] = {GZIP_1, GZIP_2};
     const int bitpix[] = {8, 16, 32, -32, -64};
     const long tiles[][2] = {{W, 1}, {17, 23}, {W, H}, {100, 7}};
+    /* TIDE_TEST_SAMPLE=N: only every N-th of the images cfitsio writes (the first included),
+     * each with its corruptions, and the fpack files and m13 all, so that the test fits a
+     * call under compute-sanitizer's memcheck, which runs every kernel many times slower */
+    const char *sv = getenv("TIDE_TEST_SAMPLE");
+    const int sample = sv && atoi(sv) > 1 ? atoi(sv) : 1;
+    int ncase = 0;
     for (int c = 0; c < 2; c++)
         for (int b = 0; b < 5; b++)
             for (int t = 0; t < 4; t++)
                 for (int d = -1; d <= 3; d++) {
                     if (d == 0 || (bitpix[b] > 0 && d != -1))
+                        continue;
+                    if (ncase++ % sample)
                         continue;
                     int seed = 1 + (int)(rnd() % 10000);
                     if (write_image(path, codecs[c], bitpix[b], tiles[t][0], tiles[t][1], d,
@@ -211,7 +219,7 @@ int main(void) {
                              bitpix[b], tiles[t][0], tiles[t][1], d, seed);
                     compare(cpu, gpu, path, what);
                 }
-    CHECK(g_fallback_tiles > 0); /* some images had gzipped fallback tiles */
+    CHECK(sample > 1 || g_fallback_tiles > 0); /* some images had gzipped fallback tiles */
     const struct {
         const char *opt;
         int bitpix;
