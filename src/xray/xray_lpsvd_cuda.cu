@@ -143,7 +143,7 @@ __global__ static void __launch_bounds__(XRAY_SVD_WARPS *XRAY_LANES)
     extern __shared__ double xray_svd_shared[];
     const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
     const int64_t nd = xray_svd_doubles(r);
-    double *R = xray_svd_shared + warp * (nd + XRAY_SVD_LANES_SCRATCH), *V = R + r * r,
+    double *R = xray_svd_shared + warp * (nd + XRAY_SVD_LANES_SCRATCH(r)), *V = R + r * r,
            *sig = V + r * r, *red = sig + r;
     for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
         if (stage[i] == XRAY_STAGE_DONE)
@@ -261,7 +261,8 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         r = 1; /* too short: stage 1 settles every trace */
     const int64_t nd = xray_svd_doubles(r);
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
-    const size_t shared = sizeof(double) * (size_t)((nd + XRAY_SVD_LANES_SCRATCH) * XRAY_SVD_WARPS);
+    const size_t shared =
+        sizeof(double) * (size_t)((nd + XRAY_SVD_LANES_SCRATCH(r)) * XRAY_SVD_WARPS);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     void *svd = NULL, *stage = NULL, *next = NULL;
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);

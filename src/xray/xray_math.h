@@ -238,20 +238,54 @@ TIDE_HD static inline void xray_jacobi_sort(double *A, int lda, int rows, int co
     }
 }
 
+/** The j-th pair (p < q) of round @p round (0 <= round < xray_jacobi_rounds(cols)) of the
+ *  round-robin tournament over @p cols columns (one more, a bye, when cols is odd): every pair
+ *  of columns meets once in a sweep, and the pairs of one round are disjoint, so the lanes can
+ *  rotate them side by side with the bits of rotating them one after another. Returns 0 when
+ *  the pair is the bye's. */
+TIDE_HD static inline int xray_jacobi_pair(int cols, int round, int j, int *p, int *q) {
+    const int N = cols + (cols & 1), L = N - 1; /* players 0..N-1; N-1 stays put */
+    int a, b;
+    if (j == 0) {
+        a = N - 1;
+        b = round;
+    } else {
+        a = (round + j) % L;
+        b = (round - j + L) % L;
+    }
+    if (a >= cols || b >= cols)
+        return 0;
+    *p = a < b ? a : b;
+    *q = a < b ? b : a;
+    return 1;
+}
+
+/** Rounds of a sweep and pairs of a round of xray_jacobi_pair. */
+TIDE_HD static inline int xray_jacobi_rounds(int cols) {
+    return cols + (cols & 1) - 1;
+}
+TIDE_HD static inline int xray_jacobi_round_pairs(int cols) {
+    return (cols + 1) / 2;
+}
+
 /** One-sided (Hestenes) Jacobi SVD of the rows × cols matrix A stored by columns (column j at
  *  A + j*lda): on return column j of A is σ_j u_j, @p V (cols × cols, column j at V + j*cols)
  *  holds the right singular vectors and sig[j] = σ_j, sorted by decreasing σ (the columns of A
- *  and V are permuted with them). Cyclic sweeps over column pairs in a fixed order until no
- *  pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps. Returns the sweeps taken, or
- *  -1 when they ran out. */
+ *  and V are permuted with them). Sweeps over the column pairs in the round-robin order of
+ *  xray_jacobi_pair until no pair is rotated (|a_p·a_q| <= 1e-15 ‖a_p‖‖a_q‖) or 80 sweeps.
+ *  Returns the sweeps taken, or -1 when they ran out. */
 TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols, double *V,
                                           double *sig) {
     const double tiny = xray_jacobi_start(A, lda, rows, cols, V);
+    const int rounds = xray_jacobi_rounds(cols), npair = xray_jacobi_round_pairs(cols);
     int sweep = 0, conv = 0;
     for (; sweep < 80 && !conv; sweep++) {
         conv = 1;
-        for (int p = 0; p < cols - 1; p++)
-            for (int q = p + 1; q < cols; q++) {
+        for (int rd = 0; rd < rounds; rd++)
+            for (int j = 0; j < npair; j++) {
+                int p, q;
+                if (!xray_jacobi_pair(cols, rd, j, &p, &q))
+                    continue;
                 double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda, c, s;
                 if (!xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
                                           xray_dot(ap, aq, rows), tiny, &c, &s))
