@@ -66,9 +66,10 @@ typedef struct tide_xray_lp_result {
 
 /** LPSVD fits of @p ntr traces of @p n samples each (trace i at traces + i*n, time 0 at its
  *  first sample, spacing @p dt) with at most @p components singular values, into
- *  results[0..ntr); with @p refine, each fit is then refined by Levenberg–Marquardt on all
- *  mode parameters at once (up to 8 modes; kept only when it lowers χ²). On the CPU: OpenMP
- *  over traces. TIDE_E_INVAL for bad sizes. */
+ *  results[0..ntr); with @p refine, each fit is then refined by variable projection
+ *  (Levenberg–Marquardt in every mode's frequency and decay at once, the amplitudes, phases
+ *  and constant by linear least squares at each step; up to 8 modes; kept only when it
+ *  lowers χ²). On the CPU: OpenMP over traces. TIDE_E_INVAL for bad sizes. */
 TIDE_API int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t ntr, int n,
                                    double dt, int components, int refine,
                                    tide_xray_lp_result *results);
@@ -176,7 +177,7 @@ TIDE_API void tide_xray_trace_defaults(tide_xray_trace_params *p);
 typedef struct tide_xray_fit_params {
     int components;   /**< singular values kept (model order) [5] */
     int modes;        /**< modes written per trace [2] */
-    int refine;       /**< 1: Levenberg–Marquardt refinement of each LPSVD fit [1] */
+    int refine;       /**< 1: refinement of each LPSVD fit (variable projection) [1] */
     int write_traces; /**< 1: also DIR/traces.h5 [0] */
     int png;          /**< 1: PNG maps [1] */
 } tide_xray_fit_params;

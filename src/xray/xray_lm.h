@@ -7,7 +7,16 @@
  * Every sum keeps the order of the sequential algorithm (samples in increasing order, each
  * sum owned by one lane), so the lanes change where a number is computed, never how it
  * rounds: the CPU twin gives the bits the one-thread-per-trace code gave, and the GPU differs
- * from it only by CUDA's libm in the last bits, which the step-based stop keeps below 1e-9. */
+ * from it only by CUDA's libm in the last bits, which the step-based stop keeps below 1e-9.
+ *
+ * The refinement is variable projection (Golub & Pereyra 1973, with Kaufman's 1975 Jacobian):
+ * the model A e^(−bt) cos(ωt + φ) + c is linear in the Cartesian amplitudes α = A cos φ,
+ * β = −A sin φ and in c, so for any (ω, b) they are solved by linear least squares, and
+ * Levenberg–Marquardt steps only (ω, b). The steps come from the normal equations of all the
+ * parameters, damped in (ω, b) alone: eliminating the linear block is the Schur complement
+ * Jᵀ P⊥ J of Kaufman's projected Jacobian. Stepping all of (ω, b, A, φ, c) together walked, for
+ * half the per-pixel traces, the valley of a slow real mode trading with the constant (their
+ * amplitudes growing without bound) for the whole iteration limit. */
 #ifndef TIDE_XRAY_LM_H
 #define TIDE_XRAY_LM_H
 #include "xray/xray_lanes.h"
@@ -46,23 +55,26 @@ TIDE_HD static inline int64_t xray_lm_scratch_doubles(int P) {
  *  at most @p mcap modes (min(components, XRAY_LM_MAXMODES)). */
 TIDE_HD static inline int64_t xray_lm_work_doubles(int mcap) {
     const int P = xray_lm_params(mcap);
-    /* θ, θ', the step, the gradient; the lower triangle of JᵀJ; two sums; U; P ints */
-    return 4 * P + (int64_t)P * (P + 1) / 2 + 2 + xray_lm_scratch_doubles(P) + (P + 1) / 2;
+    /* θ, θ', the step, the gradient, the linear block's gradient and solution; the lower
+     * triangles of JᵀJ and of the linear block; two sums; U; 3P ints */
+    return 6 * P + (int64_t)P * (P + 1) + 2 + xray_lm_scratch_doubles(P) + (3 * P + 1) / 2;
 }
 
-/* The model at time t for theta (ω, b, A, φ per mode, then c), and when @p full is not NULL its
- * derivatives in every parameter (full[4k + 0..3] in ω_k, b_k, A_k, φ_k; full[4M] in c). */
+/* The model at time t for theta (ω, b, α, β per mode, then c: α e^(−bt) cos ωt +
+ * β e^(−bt) sin ωt + … + c), and when @p full is not NULL its derivatives in every parameter
+ * (full[4k + 0..3] in ω_k, b_k, α_k, β_k; full[4M] in c). */
 TIDE_HD static inline double xray_lm_eval(const double *th, int M, double t, double *full) {
     double f = th[4 * M];
     for (int k = 0; k < M; k++) {
-        const double om = th[4 * k], b = th[4 * k + 1], A = th[4 * k + 2], ph = th[4 * k + 3];
-        const double e = exp(-b * t), a = om * t + ph, c = cos(a), s = sin(a);
-        f += A * e * c;
+        const double om = th[4 * k], b = th[4 * k + 1], al = th[4 * k + 2], be = th[4 * k + 3];
+        const double e = exp(-b * t), ec = e * cos(om * t), es = e * sin(om * t);
+        const double v = al * ec + be * es;
+        f += v;
         if (full) {
-            full[4 * k + 0] = -A * t * e * s;
-            full[4 * k + 1] = -A * t * e * c;
-            full[4 * k + 2] = e * c;
-            full[4 * k + 3] = -A * e * s;
+            full[4 * k + 0] = t * (be * ec - al * es);
+            full[4 * k + 1] = -t * v;
+            full[4 * k + 2] = ec;
+            full[4 * k + 3] = es;
         }
     }
     if (full)
@@ -156,55 +168,111 @@ TIDE_HD static inline int xray_lm_at_edge(const double *th, int M, int n, double
     for (int k = 0; k < M; k++)
         if (fabs(th[4 * k]) >= edge * 3.141592653589793 / dt || th[4 * k + 1] >= edge / dt ||
             th[4 * k + 1] <= -2.0 * edge / span ||
-            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge))
+            (th[4 * k] == 0.0 && th[4 * k + 1] * span <= 0.01 / edge) ||
+            (th[4 * k] != 0.0 && fabs(th[4 * k]) * span <= 0.01 / edge))
             return 1;
     return 0;
 }
 
-/** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by Levenberg–Marquardt on
- *  every mode's (ω, b, A, φ) and c together (real modes keep ω = 0 and their sign): Marquardt's
- *  scaled damping λ diag(JᵀJ), λ from 1e-3, ÷3 after a step that lowers χ² and ×5 after one
- *  that does not (or that leaves the band |ω| <= π/dt, -2/span <= b <= 1/dt, b·span >= 0.01
- *  for a real mode). Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and
- *  the iteration stops when a step moves no parameter by more than 1e-12 of max(|value|, 1)
- *  (or, below 1e-9, stops shrinking, or shrinks linearly with less than 1e-12 left to go), when
- *  no step is taken at λ > 1e12, when a mode is pressed within 1e-3 of the band's edge (a
- *  trial having just left it: rejected), or after XRAY_LM_MAXIT iterations. The result
- *  replaces @p res only when it converged within XRAY_LM_MAXIT iterations to a lower χ² with
- *  finite values and no mode at the band's edge; modes are re-sorted by amplitude. Returns the
- *  iterations, 0 when nothing was done (status not ok, or more than @p mcap modes). @p w:
- *  xray_lm_work_doubles(mcap) doubles. On the GPU every lane of one warp calls it with the same
- *  arguments (w in the warp's shared memory). */
+/* The packed lower triangle Np of an na × na symmetric system into U (row-major), each
+ * diagonal entry of a parameter flagged in @p damp (NULL: none) scaled by 1 + lam (Marquardt's
+ * scaled damping; an empty one gets lam · 1e-300), and g into x. */
+TIDE_HD static inline void xray_lm_system(const double *Np, const double *g, int na,
+                                          const int *damp, double lam, double *U, double *x) {
+    XRAY_PHASE(for (int e = lane; e < na * na; e += XRAY_LANES) {
+        const int a = e / na, b = e % na, hi = a > b ? a : b, lo = a > b ? b : a;
+        const double v = Np[hi * (hi + 1) / 2 + lo];
+        U[e] = a == b && damp && damp[a] ? v + lam * (v > 0 ? v : 1e-300) : v;
+    } for (int a = lane; a < na; a += XRAY_LANES) x[a] = g[a]);
+}
+
+/* The projection of variable projection: the linear parameters lin[0..nl) of th (α, β of each
+ * mode, c) replaced by the least-squares solution for th's (ω, b), by one Gauss–Newton step of
+ * the linear problem from their values (exact but for rounding: the model is linear in them).
+ * @p gl, @p Nl and @p dl: the linear block's gradient, triangle and step. Returns 0, or -1
+ * when the linear block is singular. */
+TIDE_HD static inline int xray_lm_project(const double *s, int n, double dt, double *th, int M,
+                                          const int *lin, int nl, double *U, double *gl, double *Nl,
+                                          double *dl) {
+    xray_lm_normal(s, n, dt, th, M, lin, nl, U, gl, Nl);
+    xray_lm_system(Nl, gl, nl, NULL, 0.0, U, dl);
+    if (xray_lm_solve(U, dl, nl))
+        return -1;
+    XRAY_PHASE(if (lane == 0) for (int a = 0; a < nl; a++) th[lin[a]] += dl[a]);
+    return 0;
+}
+
+/* Whether the (ω, b) of every mode of tn lie in the band (xray_lm_refine), the real modes
+ * being those of th. */
+TIDE_HD static inline int xray_lm_in_band(const double *th, const double *tn, int M, int n,
+                                          double dt) {
+    int in = 1;
+    for (int k = 0; k < M; k++)
+        in &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
+              tn[4 * k + 1] >= -2.0 / (dt * (n - 1)) &&
+              (th[4 * k] != 0.0 || tn[4 * k + 1] * dt * (n - 1) >= 0.01) &&
+              (th[4 * k] == 0.0 || fabs(tn[4 * k]) * dt * (n - 1) >= 0.01);
+    return in;
+}
+
+/** Refine an LPSVD fit @p res of trace @p s (n samples, spacing dt) by variable projection
+ *  (this file's head): Levenberg–Marquardt steps of every mode's (ω, b) together (real modes
+ *  keep ω = 0), each trial's amplitudes, phases and constant solved by linear least squares.
+ *  Marquardt's scaled damping λ diag(JᵀJ) on the (ω, b) entries, λ from 1e-3, ÷3 after a
+ *  step that lowers χ² and ×5 after one that does not (or that leaves the band: |ω| <= π/dt,
+ *  -2/span <= b <= 1/dt, b·span >= 0.01 for a real mode, |ω|·span >= 0.01 for another).
+ *  Near the minimum (λ <= 1e-2) a step within χ²'s rounding is taken too, and the iteration
+ *  stops when a step moves no (ω, b) by more than 1e-12 of max(|value|, 1) (or, below 1e-9,
+ *  stops shrinking, or shrinks linearly with less than 1e-12 left to go), when no step is
+ *  taken at λ > 1e12, when a mode is pressed within 1e-3 of the band's edge (a trial having
+ *  just left it: rejected), or after XRAY_LM_MAXIT iterations. The result replaces @p res
+ *  only when it converged within XRAY_LM_MAXIT iterations to a lower χ² with finite values
+ *  and no mode at the band's edge; modes are re-sorted by amplitude. Returns the iterations,
+ *  0 when nothing was done (status not ok, or more than @p mcap modes). @p w:
+ *  xray_lm_work_doubles(mcap) doubles. On the GPU every lane of one warp calls it with the
+ *  same arguments (w in the warp's shared memory). */
 TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int mcap, double *w,
                                          tide_xray_lp_result *res) {
     const int M = res->nmodes;
     if (res->status != TIDE_XRAY_OK || M < 1 || M > XRAY_LM_MAXMODES || M > mcap)
         return 0;
     const int P = xray_lm_params(mcap);
-    double *th = w, *tn = th + P, *d = tn + P, *g = d + P, *Np = g + P;
-    double *sums = Np + P * (P + 1) / 2, *U = sums + 2;
-    int *act = (int *)(U + xray_lm_scratch_doubles(P));
-    int na = 0;
-    for (int k = 0; k < M; k++)
-        na += res->omega[k] == 0.0 ? 2 : 4;
+    double *th = w, *tn = th + P, *d = tn + P, *g = d + P, *gl = g + P, *dl = gl + P;
+    double *Np = dl + P, *Nl = Np + P * (P + 1) / 2, *sums = Nl + P * (P + 1) / 2, *U = sums + 2;
+    int *act = (int *)(U + xray_lm_scratch_doubles(P)), *nonlin = act + P, *lin = nonlin + P;
+    /* act: every parameter, nonlin[a]: whether act[a] is an ω or a b; lin: the linear ones */
+    int na = 0, nl = 0;
+    for (int k = 0; k < M; k++) {
+        const int real = res->omega[k] == 0.0;
+        na += real ? 2 : 4;
+        nl += real ? 1 : 2;
+    }
     na++;
+    nl++;
     XRAY_PHASE(if (lane == 0) {
-        int q = 0;
+        int q = 0, l = 0;
         for (int k = 0; k < M; k++) {
+            const int real = res->omega[k] == 0.0;
             th[4 * k] = res->omega[k];
             th[4 * k + 1] = res->decay[k];
-            th[4 * k + 2] = res->amp[k];
-            th[4 * k + 3] = res->phase[k];
-            const int real = res->omega[k] == 0.0;
-            if (!real)
+            th[4 * k + 2] = res->amp[k] * cos(res->phase[k]);
+            th[4 * k + 3] = real ? 0.0 : -res->amp[k] * sin(res->phase[k]);
+            if (!real) {
+                nonlin[q] = 1;
                 act[q++] = 4 * k;
+            }
+            nonlin[q] = 1;
             act[q++] = 4 * k + 1;
-            act[q++] = 4 * k + 2;
-            if (!real)
-                act[q++] = 4 * k + 3;
+            nonlin[q] = 0;
+            act[q++] = lin[l++] = 4 * k + 2;
+            if (!real) {
+                nonlin[q] = 0;
+                act[q++] = lin[l++] = 4 * k + 3;
+            }
         }
         th[4 * M] = res->constant;
-        act[q] = 4 * M;
+        nonlin[q] = 0;
+        act[q] = lin[l] = 4 * M;
     });
     /* χ² and the bound of its rounding (16ε Σ|r|(|s| + |f|): each residual is a difference of
      * numbers of size |s| and |f| computed to a few ε) */
@@ -215,17 +283,13 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
     double lam = 1e-3, last = INFINITY;
     int it = 0, wall = 0;
     for (; it < XRAY_LM_MAXIT && lam <= 1e12; it++) {
+        /* at (ω, b) and their projected amplitudes: the linear block's gradient is ~0, and the
+         * damped solve's (ω, b) part is the projected problem's step */
         xray_lm_normal(s, n, dt, th, M, act, na, U, g, Np);
         int improved = 0, outside = 0;
         while (lam <= 1e12) {
-            /* the damped system into U and d (xray_lm_solve destroys its inputs) */
-            double *A2 = U;
-            XRAY_PHASE(for (int e = lane; e < na * na; e += XRAY_LANES) {
-                const int a = e / na, b = e % na, hi = a > b ? a : b, lo = a > b ? b : a;
-                const double v = Np[hi * (hi + 1) / 2 + lo];
-                A2[e] = a == b ? v + lam * (v > 0 ? v : 1e-300) : v;
-            } for (int a = lane; a < na; a += XRAY_LANES) d[a] = g[a]);
-            if (xray_lm_solve(A2, d, na)) {
+            xray_lm_system(Np, g, na, nonlin, lam, U, d);
+            if (xray_lm_solve(U, d, na)) {
                 lam *= 5.0;
                 continue;
             }
@@ -233,25 +297,26 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
                 for (int a = 0; a <= 4 * M; a++)
                     tn[a] = th[a];
                 for (int a = 0; a < na; a++)
-                    tn[act[a]] += d[a];
+                    if (nonlin[a])
+                        tn[act[a]] += d[a];
             });
-            xray_lm_chi2(s, n, dt, tn, M, U, sums);
-            double cn = sums[0], cnb = sums[1];
-            cnb *= 16.0 * 2.220446049250313e-16;
             /* a step out of the band counts as a failed one: |ω| beyond Nyquist, b beyond
-             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span), or
-             * a real mode decaying by less than 1% over the span (LPSVD's own rule: such a
-             * mode is the constant, and the two together would be a valley without a floor) */
-            int inband = 1;
-            for (int k = 0; k < M; k++)
-                inband &= fabs(tn[4 * k]) <= 3.141592653589793 / dt && tn[4 * k + 1] <= 1.0 / dt &&
-                          tn[4 * k + 1] >= -2.0 / (dt * (n - 1)) &&
-                          (th[4 * k] != 0.0 || tn[4 * k + 1] * dt * (n - 1) >= 0.01);
+             * 1/dt (a mode fitting one sample) or below -2/span (growing e² over the span), a
+             * real mode decaying by less than 1% over the span (LPSVD's own rule: such a mode
+             * is the constant), or an oscillating one turning by less than 0.01 rad over it
+             * (a limit of t e^(−bt) with β ~ 1/ω: a valley without a floor) */
+            const int inband = xray_lm_in_band(th, tn, M, n, dt);
+            double cn = INFINITY, cnb = 0.0;
+            if (inband && !xray_lm_project(s, n, dt, tn, M, lin, nl, U, gl, Nl, dl)) {
+                xray_lm_chi2(s, n, dt, tn, M, U, sums);
+                cn = sums[0];
+                cnb = sums[1] * 16.0 * 2.220446049250313e-16;
+            }
             /* Near the minimum χ² is flat to rounding: it resolves the parameters only to
              * ~sqrt(ε) of their size, so a test of χ² alone would stop two backends (whose exp
              * and cos differ in the last bit) ~1e-8 apart. There a Gauss–Newton step (λ small)
              * is taken when χ² rises by no more than its rounding bound, and the iteration stops
-             * on the step itself: when it moves no parameter by more than 1e-12 of max(|value|,
+             * on the step itself: when it moves no (ω, b) by more than 1e-12 of max(|value|,
              * 1), or when below 1e-9 it no longer halves (the gradient's own rounding), or when
              * the steps shrink linearly (ratio ρ <= 1/2) and the distance they have left to go,
              * step ρ / (1 - ρ), is below 1e-12 (an iteration less, ~2e-13 of the value). */
@@ -259,7 +324,8 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
             if (inband && isfinite(cn) && (cn < chi || (gn && cn <= chi + chb + cnb))) {
                 double step = 0.0;
                 for (int a = 0; a < na; a++)
-                    step = fmax(step, fabs(d[a]) / fmax(fabs(tn[act[a]]), 1.0));
+                    if (nonlin[a])
+                        step = fmax(step, fabs(d[a]) / fmax(fabs(tn[act[a]]), 1.0));
                 XRAY_PHASE(for (int a = lane; a <= 4 * M; a += XRAY_LANES) th[a] = tn[a]);
                 if (cn < chi)
                     chi = cn, chb = cnb;
@@ -268,9 +334,8 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
                                          step * step <= 1e-12 * (last - step)));
                 last = gn ? step : INFINITY;
                 /* pressed against the wall (a trial just left the band, and a mode lies within
-                 * 1e-3 of its edge): the steps would only creep towards it, tens of iterations,
-                 * to be rejected below (a real mode with the constant, whose valley has its floor
-                 * at b = 0) */
+                 * 1e-3 of its edge): the steps would only creep towards it, to be rejected
+                 * below (a real mode with the constant, whose valley has its floor at b = 0) */
                 wall = outside && xray_lm_at_edge(th, M, n, dt, 1.0 - 1e-3);
                 improved = done || wall ? 2 : 1;
                 lam /= 3.0;
@@ -282,9 +347,8 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
         if (improved != 1)
             break;
     }
-    /* no better χ², or no convergence in XRAY_LM_MAXIT steps: the steps were walking a valley
-     * (a slow real mode trading with the constant at amplitudes far above the data's), and
-     * where they stopped says nothing */
+    /* no better χ², or no convergence in XRAY_LM_MAXIT steps: where the steps stopped says
+     * nothing */
     if (it >= XRAY_LM_MAXIT)
         return XRAY_LM_STAT(rej_maxit), it;
     if (wall)
@@ -300,20 +364,15 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
         return XRAY_LM_STAT(rej_edge), it;
     XRAY_PHASE(if (lane == 0) {
         for (int k = 0; k < M; k++) {
-            double A = th[4 * k + 2], ph = th[4 * k + 3], om = th[4 * k];
-            if (A < 0) {
-                A = -A;
-                ph += 3.141592653589793;
-            }
-            if (om < 0) { /* cos(-ωt + φ) = cos(ωt - φ) */
+            double om = th[4 * k], al = th[4 * k + 2], be = th[4 * k + 3];
+            if (om < 0) { /* e(α cos ωt + β sin ωt) with ω < 0 is the same with -ω, -β */
                 om = -om;
-                ph = -ph;
+                be = -be;
             }
-            ph = atan2(sin(ph), cos(ph));
             res->omega[k] = om;
             res->decay[k] = th[4 * k + 1];
-            res->amp[k] = A;
-            res->phase[k] = ph;
+            res->amp[k] = sqrt(al * al + be * be);
+            res->phase[k] = atan2(0.0 - be, al); /* 0 - β: +0 for a real mode's β = 0 */
         }
         res->constant = th[4 * M];
         res->chi2 = chi / n;
