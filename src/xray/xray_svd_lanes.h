@@ -13,8 +13,10 @@
 #include "xray/xray_math.h"
 
 /** Doubles of workspace xray_jacobi_svd_lanes needs beside A, V and sig for @p cols columns:
- *  each pair's rotation and whether it turns, and the zero threshold. */
-#define XRAY_SVD_LANES_SCRATCH(cols) (3 * (((cols) + 1) / 2) + 1)
+ *  each pair's rotation and whether it turns, the zero threshold, and the sweep's pairs (two
+ *  ints each, in doubles). */
+#define XRAY_SVD_LANES_SCRATCH(cols)                                                               \
+    (3 * (((cols) + 1) / 2) + 1 + ((cols) + ((cols)&1) - 1) * (((cols) + 1) / 2))
 
 /** xray_jacobi_svd of the rows × cols matrix A (by columns, column j at A + j*lda) into V and
  *  sig, in lane form, with the same results; @p red: XRAY_SVD_LANES_SCRATCH(cols) doubles. On
@@ -24,18 +26,29 @@ TIDE_HD static inline int xray_jacobi_svd_lanes(double *A, int lda, int rows, in
                                                 double *sig, double *red) {
     const int rounds = xray_jacobi_rounds(cols), npair = xray_jacobi_round_pairs(cols);
     double *rc = red, *rs = red + npair, *turn = red + 2 * npair, *tinyp = red + 3 * npair;
-    XRAY_PHASE(if (lane == 0) tinyp[0] = xray_jacobi_start(A, lda, rows, cols, V));
+    /* the sweep's pairs, once: (p, q) of round rd's j-th pair at pq[2 (rd npair + j)], -1 for
+     * the bye's (a table, because the GPU's integer divisions cost more than the rotations) */
+    int *pq = (int *)(tinyp + 1);
+    XRAY_PHASE(if (lane == 0) tinyp[0] = xray_jacobi_start(A, lda, rows, cols, V);
+               for (int e = lane; e < rounds * npair; e += XRAY_LANES) {
+                   int p, q;
+                   if (!xray_jacobi_pair(cols, e / npair, e % npair, &p, &q))
+                       p = q = -1;
+                   pq[2 * e] = p;
+                   pq[2 * e + 1] = q;
+               });
     const double tiny = tinyp[0];
     int sweep = 0, conv = 0;
     for (; sweep < 80 && !conv; sweep++) {
         conv = 1;
         for (int rd = 0; rd < rounds; rd++) {
+            const int *rp = pq + 2 * rd * npair;
             /* each lane the rotation of its pairs */
             XRAY_PHASE(for (int j = lane; j < npair; j += XRAY_LANES) {
-                int p, q;
+                const int p = rp[2 * j], q = rp[2 * j + 1];
                 double c = 1.0, s = 0.0;
-                int t = xray_jacobi_pair(cols, rd, j, &p, &q);
-                if (t) {
+                int t = 0;
+                if (p >= 0) {
                     const double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda;
                     t = xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
                                              xray_dot(ap, aq, rows), tiny, &c, &s);
@@ -50,18 +63,14 @@ TIDE_HD static inline int xray_jacobi_svd_lanes(double *A, int lda, int rows, in
             if (!any)
                 continue;
             conv = 0;
-            /* the lanes rotate the (pair, row) elements of A and of V */
-            XRAY_PHASE(for (int e = lane; e < npair * (rows + cols); e += XRAY_LANES) {
-                const int j = e / (rows + cols), i = e % (rows + cols);
-                int p, q;
-                if (turn[j] == 0.0 || !xray_jacobi_pair(cols, rd, j, &p, &q))
+            /* the lanes rotate a row each of every turning pair's columns of A and of V */
+            XRAY_PHASE(for (int j = 0; j < npair; j++) {
+                if (turn[j] == 0.0)
                     continue;
-                if (i < rows)
-                    xray_rotate(A + (int64_t)p * lda, A + (int64_t)q * lda, i, i + 1, 1, rc[j],
-                                rs[j]);
-                else
-                    xray_rotate(V + p * cols, V + q * cols, i - rows, i - rows + 1, 1, rc[j],
-                                rs[j]);
+                const int p = rp[2 * j], q = rp[2 * j + 1];
+                xray_rotate(A + (int64_t)p * lda, A + (int64_t)q * lda, lane, rows, XRAY_LANES,
+                            rc[j], rs[j]);
+                xray_rotate(V + p * cols, V + q * cols, lane, cols, XRAY_LANES, rc[j], rs[j]);
             });
         }
     }
