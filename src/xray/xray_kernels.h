@@ -35,6 +35,17 @@ int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job);
 /** Pack @p ntr device results (their first @p k modes) into the device arrays @p pi
  *  (XRAY_PACK_INTS each) and @p pd (xray_pack_doubles(k) each) for the copy back
  *  (xray_pack.h). */
+/** Called by xray_lpsvd_pipeline_cuda with the packed results (xray_pack.h) of the @p m
+ *  traces from @p s0, while the device works on the next chunk. */
+typedef void (*xray_chunk_done_fn)(void *arg, int64_t s0, int64_t m, const int *pi,
+                                   const double *pd);
+
+/** The CUDA twin over every trace of @p job, whose traces are in host memory (job->out and
+ *  job->work unused): chunks of @p chunk traces in turn, each copied from page-locked staging
+ *  to the device while the one before is fitted, its packed results copied back and handed
+ *  to @p done while the next is fitted. */
+int xray_lpsvd_pipeline_cuda(tide_ctx *ctx, const xray_lp_job *job, int64_t chunk,
+                             xray_chunk_done_fn done, void *arg);
 /** With TIDE_XRAY_KERNEL_TIMES=1 in the environment, print on stderr the time each kernel of
  *  the fit took, summed since the last report, over @p ntr traces; nothing otherwise. */
 void xray_kernel_times_report(int64_t ntr);

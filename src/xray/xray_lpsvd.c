@@ -1,7 +1,7 @@
 /* xray_lpsvd.c — tide_xray_lpsvd_batch: argument checks and the dispatch to the CPU twin or,
- * on a CUDA context, chunks of traces copied to the device, the CUDA twin, the results copied
- * back; reason names; and the Cramér–Rao bounds of the damped-cosine model from its
- * Jacobian. */
+ * on a CUDA context, to the CUDA twin's chunk pipeline (xray_lpsvd_pipeline_cuda), whose
+ * packed results are unpacked here; reason names; and the Cramér–Rao bounds of the
+ * damped-cosine model from its Jacobian. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +31,22 @@ const char *tide_xray_reason_name(int reason) {
     }
 }
 
+#ifdef TIDE_HAVE_CUDA
+/* Where a chunk's packed results go (xray_lpsvd_pipeline_cuda's callback). */
+typedef struct xray_unpack_arg {
+    int components;
+    tide_xray_lp_result *results;
+} xray_unpack_arg;
+
+static void unpack_chunk(void *arg, int64_t s0, int64_t m, const int *pi, const double *pd) {
+    const xray_unpack_arg *a = arg;
+    const int64_t npd = xray_pack_doubles(a->components);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m; i++)
+        xray_unpack(pi + i * XRAY_PACK_INTS, pd + i * npd, a->components, &a->results[s0 + i]);
+}
+#endif
+
 int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t ntr, int n, double dt,
                           int components, int refine, tide_xray_lp_result *results) {
     if (!ctx || ntr < 0 || n < 1 || n > 65536 || !(dt > 0) || components < 1 ||
@@ -45,56 +61,9 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
     if (ctx->backend != TIDE_BACKEND_CUDA)
         return xray_lpsvd_batch_cpu(ctx, &jb);
 #ifdef TIDE_HAVE_CUDA
-    const int64_t chunk = ntr < XRAY_CHUNK ? ntr : XRAY_CHUNK, nw = xray_lp_work_doubles(n);
-    const int64_t npd = xray_pack_doubles(components);
-    void *dtr = NULL, *dres = NULL, *dw = NULL, *dpi = NULL, *dpd = NULL;
-    int *hpi = malloc(sizeof(int) * (size_t)(chunk * XRAY_PACK_INTS));
-    double *hpd = malloc(sizeof(double) * (size_t)(chunk * npd));
-    int st = hpi && hpd
-                 ? 0
-                 : tide_error(TIDE_E_NOMEM, "xray lpsvd: %lld packed results", (long long)chunk);
-    if (!st)
-        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * n), &dtr);
-    if (!st)
-        st = tide_device_alloc(ctx, sizeof(tide_xray_lp_result) * (size_t)chunk, &dres);
-    if (!st)
-        st = tide_device_alloc(ctx, sizeof(int) * (size_t)(chunk * XRAY_PACK_INTS), &dpi);
-    if (!st)
-        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * npd), &dpd);
-    if (!st && n > XRAY_GPU_NMAX)
-        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * nw), &dw);
-    for (int64_t s0 = 0; !st && s0 < ntr; s0 += chunk) {
-        const int64_t m = ntr - s0 < chunk ? ntr - s0 : chunk;
-        st = tide_memcpy(ctx, dtr, 1, traces + s0 * n, 0, sizeof(double) * (size_t)(m * n));
-        if (st)
-            break;
-        jb.traces = (const double *)dtr;
-        jb.ntr = m;
-        jb.out = (tide_xray_lp_result *)dres;
-        jb.work = (double *)dw;
-        st = xray_lpsvd_batch_cuda(ctx, &jb);
-        /* the used part of each result only (xray_pack.h): 1,064 bytes a trace otherwise */
-        if (!st)
-            st = xray_pack_batch_cuda(ctx, (const tide_xray_lp_result *)dres, m, components,
-                                      (int *)dpi, (double *)dpd);
-        if (!st)
-            st = tide_memcpy(ctx, hpi, 0, dpi, 1, sizeof(int) * (size_t)(m * XRAY_PACK_INTS));
-        if (!st)
-            st = tide_memcpy(ctx, hpd, 0, dpd, 1, sizeof(double) * (size_t)(m * npd));
-        if (st)
-            break;
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < m; i++)
-            xray_unpack(hpi + i * XRAY_PACK_INTS, hpd + i * npd, components, &results[s0 + i]);
-    }
+    xray_unpack_arg ua = {components, results};
+    const int st = xray_lpsvd_pipeline_cuda(ctx, &jb, XRAY_CHUNK, unpack_chunk, &ua);
     xray_kernel_times_report(ntr);
-    tide_device_free(ctx, dw);
-    tide_device_free(ctx, dpd);
-    tide_device_free(ctx, dpi);
-    tide_device_free(ctx, dres);
-    tide_device_free(ctx, dtr);
-    free(hpi);
-    free(hpd);
     return st;
 #else
     return tide_error(TIDE_E_NODEVICE, "xray lpsvd: built without CUDA");

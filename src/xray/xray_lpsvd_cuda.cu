@@ -15,7 +15,11 @@
  *    the warp's slice of shared memory. One thread per trace kept ~2 KB of it in local memory,
  *    which no cache holds for 2048 threads an SM, and was 90% of the fit. Its warps too take
  *    their traces from a counter: the refinement runs from a few iterations to XRAY_LM_MAXIT.
- *  - the results packed for the copy back (xray_pack.h).
+ *  - the results packed for the copy back (xray_pack.h);
+ *  - the chunks in a pipeline (xray_lpsvd_pipeline_cuda): each chunk's traces staged in
+ *    page-locked memory and uploaded on a copy stream while the chunk before is fitted, its
+ *    packed results copied back on that stream and unpacked by the host while the next is
+ *    fitted (one chunk after another, the copies and the unpacking were ~10% of the fit).
  * The file is compiled without FMA contraction (CMakeLists.txt) so products and sums round as
  * on the CPU; what remains are the last-bit differences of CUDA's exp, log, sin, cos, atan2 and
  * pow. */
@@ -375,5 +379,163 @@ extern "C" int xray_lpsvd_batch_cuda(tide_ctx *ctx, const xray_lp_job *job) {
     int st = launch_lpsvd(ctx, job);
     if (!st && job->refine)
         st = launch_refine(ctx, job);
+    return st;
+}
+
+/* The buffers of xray_lpsvd_pipeline_cuda: two of each for the chunks in flight. */
+typedef struct xray_pipe {
+    double *hin[2]; /* page-locked staging of a chunk's traces */
+    int *hpi[2];    /* page-locked packed results */
+    double *hpd[2];
+    void *dtr[2], *dpi[2], *dpd[2], *dres, *dw;
+    cudaStream_t copy;
+    cudaEvent_t up[2], kdone[2], down[2];
+} xray_pipe;
+
+static int pipe_error(const char *what, cudaError_t e) {
+    return tide_error(e == cudaErrorMemoryAllocation ? TIDE_E_NOMEM : TIDE_E_CUDA, "xray %s: %s",
+                      what, cudaGetErrorString(e));
+}
+
+static void pipe_free(tide_ctx *ctx, xray_pipe *p) {
+    if (p->copy)
+        cudaStreamSynchronize(p->copy);
+    cudaStreamSynchronize((cudaStream_t)ctx->stream);
+    for (int b = 0; b < 2; b++) {
+        tide_host_pinned_free(ctx, p->hin[b]);
+        tide_host_pinned_free(ctx, p->hpi[b]);
+        tide_host_pinned_free(ctx, p->hpd[b]);
+        tide_device_free(ctx, p->dtr[b]);
+        tide_device_free(ctx, p->dpi[b]);
+        tide_device_free(ctx, p->dpd[b]);
+        if (p->up[b])
+            cudaEventDestroy(p->up[b]);
+        if (p->kdone[b])
+            cudaEventDestroy(p->kdone[b]);
+        if (p->down[b])
+            cudaEventDestroy(p->down[b]);
+    }
+    tide_device_free(ctx, p->dres);
+    tide_device_free(ctx, p->dw);
+    if (p->copy)
+        cudaStreamDestroy(p->copy);
+}
+
+static int pipe_make(tide_ctx *ctx, xray_pipe *p, const xray_lp_job *job, int64_t chunk) {
+    const int64_t npd = xray_pack_doubles(job->components), nw = xray_lp_work_doubles(job->n);
+    const size_t bin = sizeof(double) * (size_t)(chunk * job->n),
+                 bpi = sizeof(int) * (size_t)(chunk * XRAY_PACK_INTS),
+                 bpd = sizeof(double) * (size_t)(chunk * npd);
+    int st = 0;
+    cudaError_t e = cudaStreamCreateWithFlags(&p->copy, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        p->copy = NULL;
+        return pipe_error("copy stream", e);
+    }
+    for (int b = 0; !st && b < 2; b++) {
+        st = tide_host_pinned_alloc(ctx, bin, (void **)&p->hin[b]);
+        if (!st)
+            st = tide_host_pinned_alloc(ctx, bpi, (void **)&p->hpi[b]);
+        if (!st)
+            st = tide_host_pinned_alloc(ctx, bpd, (void **)&p->hpd[b]);
+        if (!st)
+            st = tide_device_alloc(ctx, bin, &p->dtr[b]);
+        if (!st)
+            st = tide_device_alloc(ctx, bpi, &p->dpi[b]);
+        if (!st)
+            st = tide_device_alloc(ctx, bpd, &p->dpd[b]);
+        cudaEvent_t *ev[3] = {&p->up[b], &p->kdone[b], &p->down[b]};
+        for (int i = 0; !st && i < 3; i++)
+            if ((e = cudaEventCreateWithFlags(ev[i], cudaEventDisableTiming)) != cudaSuccess) {
+                *ev[i] = NULL;
+                st = pipe_error("event", e);
+            }
+    }
+    if (!st)
+        st = tide_device_alloc(ctx, sizeof(tide_xray_lp_result) * (size_t)chunk, &p->dres);
+    if (!st && job->n > XRAY_GPU_NMAX)
+        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(chunk * nw), &p->dw);
+    return st;
+}
+
+/* Chunk k's traces into staging buffer k % 2 and on to the device (copy stream), once chunk
+ * k - 2's copy from that buffer and its fit on the device are done. */
+static int pipe_stage(xray_pipe *p, const xray_lp_job *job, int64_t s0, int64_t m, int b) {
+    cudaError_t e = cudaEventSynchronize(p->up[b]);
+    if (e != cudaSuccess)
+        return pipe_error("staging", e);
+    const size_t bytes = sizeof(double) * (size_t)(m * job->n);
+    memcpy(p->hin[b], job->traces + s0 * job->n, bytes);
+    if ((e = cudaStreamWaitEvent(p->copy, p->kdone[b], 0)) != cudaSuccess ||
+        (e = cudaMemcpyAsync(p->dtr[b], p->hin[b], bytes, cudaMemcpyHostToDevice, p->copy)) !=
+            cudaSuccess ||
+        (e = cudaEventRecord(p->up[b], p->copy)) != cudaSuccess)
+        return pipe_error("trace upload", e);
+    return 0;
+}
+
+/* Chunk k fitted on the context's stream after its upload, packed once the copy back of
+ * chunk k - 2 has left buffer k % 2, and copied back on the copy stream. */
+static int pipe_fit(tide_ctx *ctx, xray_pipe *p, const xray_lp_job *job, int64_t m, int b) {
+    cudaStream_t cs = (cudaStream_t)ctx->stream;
+    cudaError_t e;
+    if ((e = cudaStreamWaitEvent(cs, p->up[b], 0)) != cudaSuccess)
+        return pipe_error("fit", e);
+    xray_lp_job jb = *job;
+    jb.traces = (const double *)p->dtr[b];
+    jb.ntr = m;
+    jb.out = (tide_xray_lp_result *)p->dres;
+    jb.work = (double *)p->dw;
+    int st = xray_lpsvd_batch_cuda(ctx, &jb);
+    if (!st && (e = cudaStreamWaitEvent(cs, p->down[b], 0)) != cudaSuccess)
+        st = pipe_error("fit", e);
+    if (!st)
+        st = xray_pack_batch_cuda(ctx, (const tide_xray_lp_result *)p->dres, m, job->components,
+                                  (int *)p->dpi[b], (double *)p->dpd[b]);
+    if (st)
+        return st;
+    const size_t bpi = sizeof(int) * (size_t)(m * XRAY_PACK_INTS),
+                 bpd = sizeof(double) * (size_t)(m * xray_pack_doubles(job->components));
+    if ((e = cudaEventRecord(p->kdone[b], cs)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(p->copy, p->kdone[b], 0)) != cudaSuccess ||
+        (e = cudaMemcpyAsync(p->hpi[b], p->dpi[b], bpi, cudaMemcpyDeviceToHost, p->copy)) !=
+            cudaSuccess ||
+        (e = cudaMemcpyAsync(p->hpd[b], p->dpd[b], bpd, cudaMemcpyDeviceToHost, p->copy)) !=
+            cudaSuccess ||
+        (e = cudaEventRecord(p->down[b], p->copy)) != cudaSuccess)
+        return pipe_error("result download", e);
+    return 0;
+}
+
+extern "C" int xray_lpsvd_pipeline_cuda(tide_ctx *ctx, const xray_lp_job *job, int64_t chunk,
+                                        xray_chunk_done_fn done, void *arg) {
+    if (job->ntr <= 0)
+        return 0;
+    if (chunk > job->ntr)
+        chunk = job->ntr;
+    xray_pipe p;
+    memset(&p, 0, sizeof p);
+    int st = pipe_make(ctx, &p, job, chunk);
+    const int64_t nch = (job->ntr + chunk - 1) / chunk;
+    /* chunk k + 1 staged and queued before chunk k's results are waited for and unpacked: the
+     * host's copies and unpacking run while the device fits */
+    for (int64_t k = 0; !st && k <= nch; k++) {
+        if (k < nch) {
+            const int64_t s0 = k * chunk, m = job->ntr - s0 < chunk ? job->ntr - s0 : chunk;
+            st = pipe_stage(&p, job, s0, m, (int)(k & 1));
+            if (!st)
+                st = pipe_fit(ctx, &p, job, m, (int)(k & 1));
+        }
+        if (!st && k > 0) {
+            const int b = (int)((k - 1) & 1);
+            const int64_t s0 = (k - 1) * chunk, m = job->ntr - s0 < chunk ? job->ntr - s0 : chunk;
+            const cudaError_t e = cudaEventSynchronize(p.down[b]);
+            if (e != cudaSuccess)
+                st = pipe_error("fit", e);
+            else
+                done(arg, s0, m, p.hpi[b], p.hpd[b]);
+        }
+    }
+    pipe_free(ctx, &p);
     return st;
 }
