@@ -383,9 +383,10 @@ TIDE_HD static inline int xray_roots(const double *a, int deg, double *zr, doubl
                 if (j == i)
                     continue;
                 const double ur = xr - zr[j], ui = xi - zi[j], uu = ur * ur + ui * ui;
-                if (uu > 0) {
-                    sr += ur / uu;
-                    si -= ui / uu;
+                if (uu > 0) { /* one division, not two: divisions are most of the GPU's work */
+                    const double iu = 1.0 / uu;
+                    sr += ur * iu;
+                    si -= ui * iu;
                 }
             }
             /* w = ratio / (1 - ratio * sum) */
