@@ -12,10 +12,6 @@
 #include "xray/xray_math.h"
 #include "xray/xray_pack.h"
 
-/* Traces per device chunk: the stages' buffers are per chunk (R, V and σ of each trace, 9 KB
- * for 96 samples; beyond XRAY_GPU_NMAX samples the whole LPSVD workspace). */
-#define XRAY_CHUNK 65536
-
 const char *tide_xray_reason_name(int reason) {
     switch (reason) {
     case TIDE_XRAY_R_NONE: return "ok";
@@ -32,6 +28,17 @@ const char *tide_xray_reason_name(int reason) {
 }
 
 #ifdef TIDE_HAVE_CUDA
+/* Traces per device chunk: the stages' buffers are per chunk (R, V and σ of each trace, 9 KB
+ * for 96 samples; beyond XRAY_GPU_NMAX samples the whole LPSVD workspace).
+ * TIDE_XRAY_CHUNK=N sets another (a tuning experiment). */
+#define XRAY_CHUNK 65536
+
+static int64_t chunk_traces(void) {
+    const char *v = getenv("TIDE_XRAY_CHUNK");
+    const long long c = v ? atoll(v) : 0;
+    return c >= 1024 && c <= (1 << 24) ? (int64_t)c : XRAY_CHUNK;
+}
+
 /* Where a chunk's packed results go (xray_lpsvd_pipeline_cuda's callback). */
 typedef struct xray_unpack_arg {
     int components;
@@ -62,7 +69,7 @@ int tide_xray_lpsvd_batch(struct tide_ctx *ctx, const double *traces, int64_t nt
         return xray_lpsvd_batch_cpu(ctx, &jb);
 #ifdef TIDE_HAVE_CUDA
     xray_unpack_arg ua = {components, results};
-    const int st = xray_lpsvd_pipeline_cuda(ctx, &jb, XRAY_CHUNK, unpack_chunk, &ua);
+    const int st = xray_lpsvd_pipeline_cuda(ctx, &jb, chunk_traces(), unpack_chunk, &ua);
     xray_kernel_times_report(ntr);
     return st;
 #else
