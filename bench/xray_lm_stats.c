@@ -36,8 +36,7 @@ int main(int argc, char **argv) {
     double *del = malloc(sizeof(double) * F);
     H5Dread(dd, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, del);
     const double dt = (del[F - 1] - del[0]) / (double)(F - 1);
-    const int mcap = xray_lm_mode_cap(comps);
-    double *w = malloc(sizeof(double) * (xray_lp_work_doubles(n) + xray_lm_work_doubles(mcap)));
+    double *w = malloc(sizeof(double) * (xray_lp_work_doubles(n) + xray_lm_work_doubles(comps)));
     tide_xray_lp_result *r0 = calloc(ntr, sizeof *r0), *r1 = calloc(ntr, sizeof *r1);
     double tlp = 0, tlm = 0;
     for (int64_t i = 0; i < ntr; i++) {
@@ -45,7 +44,7 @@ int main(int argc, char **argv) {
         xray_lpsvd(s + i * n, n, dt, comps, w, &r0[i]);
         double t1 = now_s();
         r1[i] = r0[i];
-        r1[i].refine_iter = xray_lm_refine(s + i * n, n, dt, mcap, w, &r1[i]);
+        r1[i].refine_iter = xray_lm_refine(s + i * n, n, dt, comps, w, &r1[i]);
         tlm += now_s() - t1;
         tlp += t1 - t0;
     }

@@ -44,20 +44,29 @@ TIDE_HD static inline int xray_lm_params(int mcap) {
     return 4 * mcap + 1;
 }
 
+/** The most active parameters of a refinement of fits with @p components singular values:
+ *  each mode takes one (real) or two of them and has two or four parameters, and the
+ *  constant one, so 2 components + 1, and at most those of XRAY_LM_MAXMODES modes. */
+TIDE_HD static inline int xray_lm_active_cap(int components) {
+    const int a = 2 * components + 1, b = xray_lm_params(XRAY_LM_MAXMODES);
+    return a < b ? a : b;
+}
+
 /* The scratch U: a chunk of XRAY_LANES model rows (4M + 1 derivatives and the residual), or
- * the damped system (na × na), or the lanes' χ² terms (2 × XRAY_LANES). */
-TIDE_HD static inline int64_t xray_lm_scratch_doubles(int P) {
-    const int64_t rows = (int64_t)XRAY_LANES * (P + 1), sys = (int64_t)P * P;
+ * the damped system (A × A), or the lanes' χ² terms (2 × XRAY_LANES). */
+TIDE_HD static inline int64_t xray_lm_scratch_doubles(int P, int A) {
+    const int64_t rows = (int64_t)XRAY_LANES * (P + 1), sys = (int64_t)A * A;
     return rows > sys ? rows : sys;
 }
 
-/** Doubles of workspace (a warp's shared memory on the GPU) xray_lm_refine needs for fits of
- *  at most @p mcap modes (min(components, XRAY_LM_MAXMODES)). */
-TIDE_HD static inline int64_t xray_lm_work_doubles(int mcap) {
-    const int P = xray_lm_params(mcap);
-    /* θ, θ', the step, the gradient, the linear block's gradient and solution; the lower
-     * triangles of JᵀJ and of the linear block; two sums; U; 3P ints */
-    return 6 * P + (int64_t)P * (P + 1) + 2 + xray_lm_scratch_doubles(P) + (3 * P + 1) / 2;
+/** Doubles of workspace (a warp's shared memory on the GPU) xray_lm_refine needs for fits with
+ *  @p components singular values. */
+TIDE_HD static inline int64_t xray_lm_work_doubles(int components) {
+    const int P = xray_lm_params(xray_lm_mode_cap(components)), A = xray_lm_active_cap(components);
+    /* θ and θ' (P each); the step, the gradient, the linear block's gradient and solution (A
+     * each); the lower triangles of JᵀJ and of the linear block; two sums; U; 3A ints */
+    return 2 * P + 4 * A + (int64_t)A * (A + 1) + 2 + xray_lm_scratch_doubles(P, A) +
+           (3 * A + 1) / 2;
 }
 
 /* The model at time t for theta (ω, b, α, β per mode, then c: α e^(−bt) cos ωt +
@@ -228,19 +237,13 @@ TIDE_HD static inline int xray_lm_in_band(const double *th, const double *tn, in
  *  just left it: rejected), or after XRAY_LM_MAXIT iterations. The result replaces @p res
  *  only when it converged within XRAY_LM_MAXIT iterations to a lower χ² with finite values
  *  and no mode at the band's edge; modes are re-sorted by amplitude. Returns the iterations,
- *  0 when nothing was done (status not ok, or more than @p mcap modes). @p w:
- *  xray_lm_work_doubles(mcap) doubles. On the GPU every lane of one warp calls it with the
- *  same arguments (w in the warp's shared memory). */
-TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int mcap, double *w,
-                                         tide_xray_lp_result *res) {
-    const int M = res->nmodes;
-    if (res->status != TIDE_XRAY_OK || M < 1 || M > XRAY_LM_MAXMODES || M > mcap)
-        return 0;
-    const int P = xray_lm_params(mcap);
-    double *th = w, *tn = th + P, *d = tn + P, *g = d + P, *gl = g + P, *dl = gl + P;
-    double *Np = dl + P, *Nl = Np + P * (P + 1) / 2, *sums = Nl + P * (P + 1) / 2, *U = sums + 2;
-    int *act = (int *)(U + xray_lm_scratch_doubles(P)), *nonlin = act + P, *lin = nonlin + P;
-    /* act: every parameter, nonlin[a]: whether act[a] is an ω or a b; lin: the linear ones */
+ *  0 when nothing was done (status not ok, or more modes than xray_lm_mode_cap(@p
+ *  components)). @p w: xray_lm_work_doubles(components) doubles. On the GPU every lane of one warp
+ * calls it with the same arguments (w in the warp's shared memory). */
+TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int components,
+                                         double *w, tide_xray_lp_result *res) {
+    const int M = res->nmodes, mcap = xray_lm_mode_cap(components);
+    const int P = xray_lm_params(mcap), A = xray_lm_active_cap(components);
     int na = 0, nl = 0;
     for (int k = 0; k < M; k++) {
         const int real = res->omega[k] == 0.0;
@@ -249,6 +252,12 @@ TIDE_HD static inline int xray_lm_refine(const double *s, int n, double dt, int 
     }
     na++;
     nl++;
+    if (res->status != TIDE_XRAY_OK || M < 1 || M > mcap || na > A)
+        return 0;
+    double *th = w, *tn = th + P, *d = tn + P, *g = d + A, *gl = g + A, *dl = gl + A;
+    double *Np = dl + A, *Nl = Np + A * (A + 1) / 2, *sums = Nl + A * (A + 1) / 2, *U = sums + 2;
+    int *act = (int *)(U + xray_lm_scratch_doubles(P, A)), *nonlin = act + A, *lin = nonlin + A;
+    /* act: every parameter, nonlin[a]: whether act[a] is an ω or a b; lin: the linear ones */
     XRAY_PHASE(if (lane == 0) {
         int q = 0, l = 0;
         for (int k = 0; k < M; k++) {

@@ -9,8 +9,8 @@
 
 int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job) {
     (void)ctx;
-    const int n = job->n, mcap = xray_lm_mode_cap(job->components);
-    const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(mcap);
+    const int n = job->n;
+    const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(job->components);
     const int64_t nw = nlp > nlm ? nlp : nlm, ntr = job->ntr;
     int fail = 0;
 #pragma omp parallel
@@ -26,7 +26,8 @@ int xray_lpsvd_batch_cpu(tide_ctx *ctx, const xray_lp_job *job) {
                 const double *s = job->traces + i * n;
                 xray_lpsvd(s, n, job->dt, job->components, w, &job->out[i]);
                 job->out[i].refine_iter =
-                    job->refine ? xray_lm_refine(s, n, job->dt, mcap, w, &job->out[i]) : 0;
+                    job->refine ? xray_lm_refine(s, n, job->dt, job->components, w, &job->out[i])
+                                : 0;
             }
         free(w);
     }

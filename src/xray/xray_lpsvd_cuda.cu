@@ -138,6 +138,18 @@ __device__ static int64_t xray_next_trace(unsigned long long *next) {
     return (int64_t)__shfl_sync(0xffffffffu, i, 0);
 }
 
+/* The column stride of R in a warp's shared memory: odd, so that the lanes forming the
+ * products of a round's pairs (a column each, 8 r bytes apart) read from different banks; with
+ * r = 24 even they met in two, and the SVD was bound by shared memory. */
+static __host__ __device__ int xray_svd_lda(int r) {
+    return r | 1;
+}
+
+/* Shared doubles of one warp of the SVD kernel: R (padded), V, σ and the lanes' scratch. */
+static __host__ __device__ int64_t xray_svd_shared_doubles(int r) {
+    return (int64_t)r * xray_svd_lda(r) + (int64_t)r * r + r + XRAY_SVD_LANES_SCRATCH(r);
+}
+
 /* Stage 2, one trace at a time per warp (XRAY_SVD_WARPS a block, traces taken from @p next as
  * the warp finishes them): the Jacobi SVD of R in the warp's shared memory
  * (xray_svd_lanes.h), V and σ written back over the trace's slot. */
@@ -147,16 +159,17 @@ __global__ static void __launch_bounds__(XRAY_SVD_WARPS *XRAY_LANES)
     extern __shared__ double xray_svd_shared[];
     const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
     const int64_t nd = xray_svd_doubles(r);
-    double *R = xray_svd_shared + warp * (nd + XRAY_SVD_LANES_SCRATCH(r)), *V = R + r * r,
+    const int lda = xray_svd_lda(r);
+    double *R = xray_svd_shared + warp * xray_svd_shared_doubles(r), *V = R + r * lda,
            *sig = V + r * r, *red = sig + r;
     for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
         if (stage[i] == XRAY_STAGE_DONE)
             continue; /* the whole warp: every lane read the same stage */
         double *slot = svd + i * nd;
         for (int e = lane; e < r * r; e += XRAY_LANES)
-            R[e] = slot[e];
+            R[(e / r) * lda + e % r] = slot[e];
         __syncwarp();
-        const int sweeps = xray_jacobi_svd_lanes(R, r, r, r, V, sig, red);
+        const int sweeps = xray_jacobi_svd_lanes(R, lda, r, r, V, sig, red);
         for (int e = lane; e < r * r + r; e += XRAY_LANES)
             slot[r * r + e] = V[e]; /* V then σ, as in the slot */
         if (lane == 0)
@@ -193,14 +206,18 @@ __global__ static void xray_lp_kernel(xray_lp_job jb, int64_t nw) {
 
 /* The refinement of every out[i] (LPSVD results), each warp taking traces from @p next as it
  * finishes them, its workspace the warp's nw doubles of the block's shared memory. */
-__global__ static void __launch_bounds__(XRAY_LM_WARPS *XRAY_LANES)
-    xray_lm_kernel(const double *traces, int64_t ntr, int n, double dt, int mcap, int64_t nw,
+/* At least XRAY_LM_MIN_BLOCKS blocks an SM: the compiler's choice of 96 registers a thread
+ * held 5 (20 warps an SM, for a kernel bound by latency); with 7 (at most 73 registers) the
+ * per-pixel refinement took 918 ms on the H200 instead of 1,193, the maps the same. */
+#define XRAY_LM_MIN_BLOCKS 7
+__global__ static void __launch_bounds__(XRAY_LM_WARPS *XRAY_LANES, XRAY_LM_MIN_BLOCKS)
+    xray_lm_kernel(const double *traces, int64_t ntr, int n, double dt, int components, int64_t nw,
                    tide_xray_lp_result *out, unsigned long long *next) {
     extern __shared__ double xray_lm_shared[];
     const int warp = (int)(threadIdx.x / XRAY_LANES);
     for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
         const int it =
-            xray_lm_refine(traces + i * n, n, dt, mcap, xray_lm_shared + warp * nw, out + i);
+            xray_lm_refine(traces + i * n, n, dt, components, xray_lm_shared + warp * nw, out + i);
         if (threadIdx.x % XRAY_LANES == 0)
             out[i].refine_iter = it;
     }
@@ -265,8 +282,7 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         r = 1; /* too short: stage 1 settles every trace */
     const int64_t nd = xray_svd_doubles(r);
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
-    const size_t shared =
-        sizeof(double) * (size_t)((nd + XRAY_SVD_LANES_SCRATCH(r)) * XRAY_SVD_WARPS);
+    const size_t shared = sizeof(double) * (size_t)(xray_svd_shared_doubles(r) * XRAY_SVD_WARPS);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     void *svd = NULL, *stage = NULL, *next = NULL;
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);
@@ -336,9 +352,8 @@ static int launch_lpsvd(tide_ctx *ctx, const xray_lp_job *job) {
 }
 
 static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
-    const int mcap = xray_lm_mode_cap(job->components);
-    const int64_t nw = xray_lm_work_doubles(mcap);
-    const size_t shared = sizeof(double) * (size_t)(nw * XRAY_LM_WARPS); /* 8 modes: 58 KB */
+    const int64_t nw = xray_lm_work_doubles(job->components);
+    const size_t shared = sizeof(double) * (size_t)(nw * XRAY_LM_WARPS); /* 5 components: 32 KB */
     void *next = NULL;
     int st = allow_shared(xray_lm_kernel, shared, "refine");
     if (!st)
@@ -349,7 +364,8 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
                                             (job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
     cudaEvent_t ev[2] = {time_mark((cudaStream_t)ctx->stream), NULL};
     xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
-        job->traces, job->ntr, job->n, job->dt, mcap, nw, job->out, (unsigned long long *)next);
+        job->traces, job->ntr, job->n, job->dt, job->components, nw, job->out,
+        (unsigned long long *)next);
     st = launched("refine", NULL);
     ev[1] = time_mark((cudaStream_t)ctx->stream);
     time_add(XRAY_T_REFINE, ev, 1);

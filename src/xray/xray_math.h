@@ -169,6 +169,22 @@ TIDE_HD static inline double xray_dot(const double *x, const double *y, int n) {
     return acc;
 }
 
+/** The three products of a Jacobi pair, x·x, y·y and x·y over i < n, each in index order
+ *  (xray_dot's bits) in one pass over the two columns. */
+TIDE_HD static inline void xray_dot3(const double *x, const double *y, int n, double *xx,
+                                     double *yy, double *xy) {
+    double a = 0.0, b = 0.0, c = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double u = x[i], v = y[i];
+        a += u * u;
+        b += v * v;
+        c += u * v;
+    }
+    *xx = a;
+    *yy = b;
+    *xy = c;
+}
+
 /** V = I (cols × cols), and the squared norm below which a column of A counts as zero:
  *  1e-28 of ‖A‖², because rotating rounding noise never ends. */
 TIDE_HD static inline double xray_jacobi_start(const double *A, int lda, int rows, int cols,
@@ -286,9 +302,9 @@ TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols
                 int p, q;
                 if (!xray_jacobi_pair(cols, rd, j, &p, &q))
                     continue;
-                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda, c, s;
-                if (!xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
-                                          xray_dot(ap, aq, rows), tiny, &c, &s))
+                double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda, c, s, al, be, ga;
+                xray_dot3(ap, aq, rows, &al, &be, &ga);
+                if (!xray_jacobi_rotation(al, be, ga, tiny, &c, &s))
                     continue;
                 conv = 0;
                 xray_rotate(ap, aq, 0, rows, 1, c, s);

@@ -49,9 +49,9 @@ TIDE_HD static inline int xray_jacobi_svd_lanes(double *A, int lda, int rows, in
                 double c = 1.0, s = 0.0;
                 int t = 0;
                 if (p >= 0) {
-                    const double *ap = A + (int64_t)p * lda, *aq = A + (int64_t)q * lda;
-                    t = xray_jacobi_rotation(xray_dot(ap, ap, rows), xray_dot(aq, aq, rows),
-                                             xray_dot(ap, aq, rows), tiny, &c, &s);
+                    double al, be, ga;
+                    xray_dot3(A + (int64_t)p * lda, A + (int64_t)q * lda, rows, &al, &be, &ga);
+                    t = xray_jacobi_rotation(al, be, ga, tiny, &c, &s);
                 }
                 rc[j] = c;
                 rs[j] = s;

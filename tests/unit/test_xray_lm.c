@@ -30,8 +30,7 @@
  * xray_lm.h. */
 static void refine_reversed(const double *s, int64_t ntr, int n, int components,
                             tide_xray_lp_result *out) {
-    const int mcap = xray_lm_mode_cap(components);
-    const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(mcap);
+    const int64_t nlp = xray_lp_work_doubles(n), nlm = xray_lm_work_doubles(components);
     double *w = malloc(sizeof(double) * (size_t)(nlp + XRAY_SVD_LANES_SCRATCH(n) + nlm));
     if (!w) {
         CHECK(0);
@@ -46,7 +45,7 @@ static void refine_reversed(const double *s, int64_t ntr, int n, int components,
             xray_lpsvd_finish(s + i * n, n, DT, components, V, sig,
                               xray_jacobi_svd_lanes(R, r, r, r, V, sig, red),
                               red + XRAY_SVD_LANES_SCRATCH(r), &out[i]);
-        out[i].refine_iter = xray_lm_refine(s + i * n, n, DT, mcap, w, &out[i]);
+        out[i].refine_iter = xray_lm_refine(s + i * n, n, DT, components, w, &out[i]);
     }
     free(w);
 }
