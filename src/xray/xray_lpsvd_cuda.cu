@@ -1,16 +1,16 @@
 /* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference), over
  * a chunk of traces:
- *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in three kernels: xray_lpsvd_start
- *    (checks, Hankel, QR) and xray_lpsvd_finish (prediction, Aberth roots, least squares) one
- *    trace per thread, running the CPU's functions of xray_math.h unchanged (sequential and
- *    data-dependent in their iteration counts: the same code in the same order is what makes
- *    the twins agree), their workspaces in local memory, which the hardware interleaves
- *    across threads (a warp's threads reading the same element make one coalesced access);
- *    between them the Jacobi SVD of the R factor, ~70% of the work, one trace per warp with R
- *    and V in shared memory (xray_svd_lanes.h), each warp taking the next trace from a counter
- *    as it finishes one. A longer trace runs all of LPSVD one trace per
- *    thread with its own slice of job->work (contiguous per thread: uncoalesced, slower).
- *  - the Levenberg–Marquardt refinement, one trace per warp (xray_lm.h): the lanes split the
+ *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in three kernels: the checks and the
+ *    Householder QR of Hᵀ, then the Jacobi SVD of its R factor, one trace at a time per warp
+ *    with their matrices in the warp's shared memory (xray_svd_lanes.h), each warp taking the
+ *    next trace from a counter as it finishes one; then xray_lpsvd_finish (prediction, Aberth
+ *    roots, least squares) one trace per thread, running the CPU's function of xray_math.h
+ *    unchanged (sequential and data-dependent in its iteration counts), its workspace in
+ *    local memory, which the hardware interleaves across threads (a warp's threads reading
+ *    the same element make one coalesced access). The lane forms give the sequential code's
+ *    bits. A longer trace runs all of LPSVD one trace per thread with its own slice of
+ *    job->work (contiguous per thread: uncoalesced, slower).
+ *  - the refinement (variable projection), one trace per warp (xray_lm.h): the lanes split the
  *    samples, the sums of the normal equations and the elimination, with the trace's state in
  *    the warp's slice of shared memory. One thread per trace kept ~2 KB of it in local memory,
  *    which no cache holds for 2048 threads an SM, and was 90% of the fit. Its warps too take
@@ -104,26 +104,9 @@ static __host__ __device__ int64_t xray_svd_doubles(int r) {
  * constants: the kernels keep them in local memory, interleaved across a warp's threads). */
 template <int NMAX> struct xray_local_size {
     static constexpr int m = (3 * (NMAX - 1)) / 4, r = (NMAX - 1) - m,
-                         p = TIDE_XRAY_MAX_COMPONENTS + 1, start = m * r,
+                         p = TIDE_XRAY_MAX_COMPONENTS + 1,
                          finish = XRAY_LP_FINISH_WORK(NMAX, m, r, p);
 };
-
-/* Stage 1, one trace per thread: the checks and the R factor of Hᵀ into the trace's slot. */
-template <int NMAX>
-__global__ static void __launch_bounds__(XRAY_THREADS)
-    xray_lp_start_kernel(const double *traces, int64_t ntr, int n, double dt, int components,
-                         double *svd, int *stage, tide_xray_lp_result *out) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= ntr)
-        return;
-    int m, r;
-    xray_lp_sizes(n, &m, &r);
-    double B[xray_local_size<NMAX>::start];
-    stage[i] = xray_lpsvd_start(traces + i * n, n, dt, components, B, svd + i * xray_svd_doubles(r),
-                                out + i)
-                   ? 0
-                   : XRAY_STAGE_DONE;
-}
 
 /* The next trace for the calling warp, from the launch's counter: lane 0 takes it and the
  * warp shares it. The refinement runs from a few iterations to XRAY_LM_MAXIT, the Jacobi SVD
@@ -136,6 +119,41 @@ __device__ static int64_t xray_next_trace(unsigned long long *next) {
     if ((threadIdx.x & (XRAY_LANES - 1)) == 0)
         i = atomicAdd(next, 1ULL);
     return (int64_t)__shfl_sync(0xffffffffu, i, 0);
+}
+
+/* Stage 1, one trace at a time per warp (XRAY_START_WARPS a block, traces from @p next): lane
+ * 0 checks the trace, the lanes fill Hᵀ (m × r, column stride m | 1 against bank conflicts)
+ * in the warp's shared memory, and its R factor goes into the trace's slot by the lane-form
+ * Householder QR (xray_svd_lanes.h). */
+#define XRAY_START_WARPS 4
+__global__ static void __launch_bounds__(XRAY_START_WARPS *XRAY_LANES)
+    xray_lp_start_kernel(const double *traces, int64_t ntr, int n, double dt, int components,
+                         double *svd, int *stage, tide_xray_lp_result *out,
+                         unsigned long long *next) {
+    extern __shared__ double xray_start_shared[];
+    const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    const int lda = m | 1;
+    double *B = xray_start_shared + warp * ((int64_t)lda * r + 2), *red = B + (int64_t)lda * r;
+    for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
+        const double *s = traces + i * n;
+        int go = 0;
+        if (lane == 0)
+            go = xray_lpsvd_check(s, n, dt, components, out + i);
+        go = __shfl_sync(0xffffffffu, go, 0);
+        if (!go) {
+            if (lane == 0)
+                stage[i] = XRAY_STAGE_DONE;
+            continue;
+        }
+        for (int e = lane; e < m * r; e += XRAY_LANES)
+            B[(e / m) * lda + e % m] = s[e / m + 1 + e % m];
+        __syncwarp();
+        xray_qr_r_lanes(B, lda, m, r, svd + i * xray_svd_doubles(r), red);
+        if (lane == 0)
+            stage[i] = 0;
+    }
 }
 
 /* The column stride of R in a warp's shared memory: odd, so that the lanes forming the
@@ -251,11 +269,11 @@ static unsigned resident_blocks(K kernel, int threads, size_t shared, int64_t ne
     return (unsigned)(b < need ? b : need);
 }
 
-/* A zeroed trace counter for a launch, in the context's pool (stream-ordered). */
-static int trace_counter(tide_ctx *ctx, void **counter) {
-    int st = tide_device_alloc(ctx, sizeof(unsigned long long), counter);
-    if (!st && cudaMemsetAsync(*counter, 0, sizeof(unsigned long long),
-                               (cudaStream_t)ctx->stream) != cudaSuccess)
+/* @p n zeroed trace counters for launches, in the context's pool (stream-ordered). */
+static int trace_counter(tide_ctx *ctx, void **counter, int n) {
+    const size_t bytes = sizeof(unsigned long long) * (size_t)n;
+    int st = tide_device_alloc(ctx, bytes, counter);
+    if (!st && cudaMemsetAsync(*counter, 0, bytes, (cudaStream_t)ctx->stream) != cudaSuccess)
         st = tide_error(TIDE_E_CUDA, "xray: trace counter: %s",
                         cudaGetErrorString(cudaGetLastError()));
     return st;
@@ -272,8 +290,8 @@ static int launched(const char *what, int *frame_full) {
     return tide_error(TIDE_E_CUDA, "xray %s: kernel launch: %s", what, cudaGetErrorString(e));
 }
 
-/* LPSVD of a short trace in three kernels: start and finish one trace per thread, the Jacobi
- * SVD of R (~70% of the work) one trace per warp. */
+/* LPSVD of a short trace in three kernels: the checks and QR, then the Jacobi SVD of R, one
+ * trace at a time per warp; the finish one trace per thread. */
 template <int NMAX>
 static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full) {
     int m, r;
@@ -283,21 +301,27 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
     const int64_t nd = xray_svd_doubles(r);
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
     const size_t shared = sizeof(double) * (size_t)(xray_svd_shared_doubles(r) * XRAY_SVD_WARPS);
+    const size_t sshared = sizeof(double) * (size_t)(((int64_t)(m | 1) * r + 2) * XRAY_START_WARPS);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     void *svd = NULL, *stage = NULL, *next = NULL;
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(int) * (size_t)job->ntr, &stage);
     if (!st)
-        st = trace_counter(ctx, &next);
+        st = trace_counter(ctx, &next, 2); /* the start's and the SVD's */
     if (!st)
         st = allow_shared(xray_lp_svd_kernel, shared, "lpsvd");
+    if (!st)
+        st = allow_shared(xray_lp_start_kernel, sshared, "lpsvd start");
     cudaEvent_t ev[4] = {time_mark(stream), NULL, NULL, NULL};
     if (!st) {
-        xray_lp_start_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
+        const unsigned sblocks =
+            resident_blocks(xray_lp_start_kernel, XRAY_START_WARPS * XRAY_LANES, sshared,
+                            (job->ntr + XRAY_START_WARPS - 1) / XRAY_START_WARPS);
+        xray_lp_start_kernel<<<sblocks, XRAY_START_WARPS * XRAY_LANES, sshared, stream>>>(
             job->traces, job->ntr, job->n, job->dt, job->components, (double *)svd, (int *)stage,
-            job->out);
-        st = launched("lpsvd start", frame_full);
+            job->out, (unsigned long long *)next);
+        st = launched("lpsvd start", NULL);
         ev[1] = time_mark(stream);
     }
     if (!st) {
@@ -305,7 +329,7 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
             resident_blocks(xray_lp_svd_kernel, XRAY_SVD_WARPS * XRAY_LANES, shared,
                             (job->ntr + XRAY_SVD_WARPS - 1) / XRAY_SVD_WARPS);
         xray_lp_svd_kernel<<<wblocks, XRAY_SVD_WARPS * XRAY_LANES, shared, stream>>>(
-            job->ntr, r, (double *)svd, (int *)stage, (unsigned long long *)next);
+            job->ntr, r, (double *)svd, (int *)stage, (unsigned long long *)next + 1);
         st = launched("lpsvd svd", NULL);
         ev[2] = time_mark(stream);
     }
@@ -357,7 +381,7 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
     void *next = NULL;
     int st = allow_shared(xray_lm_kernel, shared, "refine");
     if (!st)
-        st = trace_counter(ctx, &next);
+        st = trace_counter(ctx, &next, 1);
     if (st)
         return st;
     const unsigned blocks = resident_blocks(xray_lm_kernel, XRAY_LM_WARPS * XRAY_LANES, shared,

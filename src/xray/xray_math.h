@@ -504,10 +504,10 @@ TIDE_HD static inline void xray_sort_modes(tide_xray_lp_result *res, int n) {
  *  xray_lpsvd_start (checks, Hankel, QR; its doc), xray_jacobi_svd of R, xray_lpsvd_finish;
  *  xray_lpsvd runs them in turn. */
 
-/** LPSVD's first steps: the checks (@p res final, 0 returned, for a skipped trace) and the R
- *  factor of Hᵀ into @p Rf (r × r by columns; @p B: m × r doubles of scratch), 1 returned. */
-TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, int components,
-                                           double *B, double *Rf, tide_xray_lp_result *res) {
+/** LPSVD's checks: @p res initialised, and final (0 returned) for a trace that is skipped;
+ *  1 when the trace goes on. */
+TIDE_HD static inline int xray_lpsvd_check(const double *s, int n, double dt, int components,
+                                           tide_xray_lp_result *res) {
     res->status = TIDE_XRAY_FAILED;
     res->reason = TIDE_XRAY_R_NONE;
     res->order = 0;
@@ -536,6 +536,17 @@ TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, in
         res->reason = TIDE_XRAY_R_ZERO;
         return 0;
     }
+    return 1;
+}
+
+/** LPSVD's first steps: the checks (@p res final, 0 returned, for a skipped trace) and the R
+ *  factor of Hᵀ into @p Rf (r × r by columns; @p B: m × r doubles of scratch), 1 returned. */
+TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, int components,
+                                           double *B, double *Rf, tide_xray_lp_result *res) {
+    if (!xray_lpsvd_check(s, n, dt, components, res))
+        return 0;
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
     for (int i = 0; i < r; i++)
         for (int j = 0; j < m; j++)
             B[i * m + j] = s[i + 1 + j];

@@ -79,4 +79,43 @@ TIDE_HD static inline int xray_jacobi_svd_lanes(double *A, int lda, int rows, in
     return conv ? sweep : -1;
 }
 
+/** xray_qr_r of the rows × cols matrix A (by columns, column j at A + j*lda; destroyed) into
+ *  @p R (cols × cols by columns), in lane form, with the same bits: lane 0 forms each step's
+ *  reflector (its column's norm in row order), then each lane reflects a later column of its
+ *  own (its product with the reflector in row order, as the sequential loop) and writes R's
+ *  column. @p red: 2 doubles. On the GPU every lane of one warp calls it with the same
+ *  arguments (A and red in shared memory; R anywhere). One thread per trace kept A (13 KB for
+ *  96 samples) in local memory: the kernel waited on it, at a quarter of the device's
+ *  occupancy. */
+TIDE_HD static inline void xray_qr_r_lanes(double *A, int lda, int rows, int cols, double *R,
+                                           double *red) {
+    for (int k = 0; k < cols; k++) {
+        double *a = A + (int64_t)k * lda;
+        XRAY_PHASE(if (lane == 0) {
+            double nrm = 0.0;
+            for (int i = k; i < rows; i++)
+                nrm += a[i] * a[i];
+            nrm = sqrt(nrm);
+            const double alpha = a[k] > 0 ? -nrm : nrm;
+            a[k] -= alpha;
+            double vv = 0.0;
+            for (int i = k; i < rows; i++)
+                vv += a[i] * a[i];
+            red[0] = alpha;
+            red[1] = vv;
+        });
+        const double alpha = red[0], vv = red[1];
+        XRAY_PHASE(for (int j = k + 1 + lane; j < cols && vv > 0; j += XRAY_LANES) {
+            double *b = A + (int64_t)j * lda;
+            double d = 0.0;
+            for (int i = k; i < rows; i++)
+                d += a[i] * b[i];
+            const double f = 2.0 * d / vv;
+            for (int i = k; i < rows; i++)
+                b[i] -= f * a[i];
+        } for (int i = lane; i < cols; i += XRAY_LANES) R[k * cols + i] =
+                       i < k ? a[i] : (i == k ? alpha : 0.0));
+    }
+}
+
 #endif

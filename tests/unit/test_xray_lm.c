@@ -1,6 +1,6 @@
-/* test_xray_lm.c — tide xray's code in lane form (xray_lm.h's Levenberg–Marquardt refinement,
- * xray_svd_lanes.h's Jacobi SVD of the R factor), on the CPU, as a proxy for its CUDA twin:
- *  - LPSVD with the lane-form SVD and the refinement, the lanes of each phase run last to
+/* test_xray_lm.c — tide xray's code in lane form (xray_lm.h's refinement, xray_svd_lanes.h's
+ * QR and Jacobi SVD of the R factor), on the CPU, as a proxy for its CUDA twin:
+ *  - LPSVD with the lane-form QR and SVD and the refinement, the lanes of each phase run last to
  *    first, give the same bits as the CPU twin (the sequential SVD, the lanes first to last):
  *    no lane reads what another writes within a phase, which the GPU's warp, running them in
  *    no particular order, needs, and the lane form rounds as the sequential code;
@@ -40,11 +40,17 @@ static void refine_reversed(const double *s, int64_t ntr, int n, int components,
     xray_lp_sizes(n, &m, &r);
     double *B = w, *V = B + m * r, *R = V + r * r, *sig = R + r * r, *red = sig + r;
     for (int64_t i = 0; i < ntr; i++) {
-        /* LPSVD as the GPU runs it: the Jacobi SVD of R in lane form */
-        if (xray_lpsvd_start(s + i * n, n, DT, components, B, R, &out[i]))
-            xray_lpsvd_finish(s + i * n, n, DT, components, V, sig,
-                              xray_jacobi_svd_lanes(R, r, r, r, V, sig, red),
-                              red + XRAY_SVD_LANES_SCRATCH(r), &out[i]);
+        /* LPSVD as the GPU runs it: the QR and the Jacobi SVD of R in lane form */
+        const double *si = s + i * n;
+        if (!xray_lpsvd_check(si, n, DT, components, &out[i]))
+            continue;
+        for (int c = 0; c < r; c++)
+            for (int j = 0; j < m; j++)
+                B[c * m + j] = si[c + 1 + j];
+        xray_qr_r_lanes(B, m, m, r, R, red);
+        xray_lpsvd_finish(si, n, DT, components, V, sig,
+                          xray_jacobi_svd_lanes(R, r, r, r, V, sig, red),
+                          red + XRAY_SVD_LANES_SCRATCH(r), &out[i]);
         out[i].refine_iter = xray_lm_refine(s + i * n, n, DT, components, w, &out[i]);
     }
     free(w);
