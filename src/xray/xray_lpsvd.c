@@ -29,9 +29,12 @@ const char *tide_xray_reason_name(int reason) {
 
 #ifdef TIDE_HAVE_CUDA
 /* Traces per device chunk: the stages' buffers are per chunk (R, V and σ of each trace, 9 KB
- * for 96 samples; beyond XRAY_GPU_NMAX samples the whole LPSVD workspace).
- * TIDE_XRAY_CHUNK=N sets another (a tuning experiment). */
-#define XRAY_CHUNK 65536
+ * for 96 samples; beyond XRAY_GPU_NMAX samples the whole LPSVD workspace). The finish kernel
+ * runs a trace per thread, and 65,536 threads left it at a quarter of the H200's occupancy:
+ * per pixel, 131,072 a chunk took the finish from 444 to 302 ms and the refinement from 920 to
+ * 832 (262,144: 295 and 789, but the first chunk's staging, which nothing overlaps, grew as
+ * much). TIDE_XRAY_CHUNK=N sets another (a tuning experiment). */
+#define XRAY_CHUNK 131072
 
 static int64_t chunk_traces(void) {
     const char *v = getenv("TIDE_XRAY_CHUNK");
