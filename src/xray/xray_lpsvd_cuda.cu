@@ -1,13 +1,13 @@
 /* xray_lpsvd_cuda.cu — CUDA twin of the batched LPSVD (xray_lpsvd_cpu.c is the reference), over
  * a chunk of traces:
- *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in three kernels: the checks and the
- *    Householder QR of Hᵀ, then the Jacobi SVD of its R factor, one trace at a time per warp
- *    with their matrices in the warp's shared memory (xray_svd_lanes.h), each warp taking the
- *    next trace from a counter as it finishes one; then xray_lpsvd_finish (prediction, Aberth
- *    roots, least squares) one trace per thread, running the CPU's function of xray_math.h
- *    unchanged (sequential and data-dependent in its iteration counts), its workspace in
- *    local memory, which the hardware interleaves across threads (a warp's threads reading
- *    the same element make one coalesced access). The lane forms give the sequential code's
+ *  - LPSVD of a trace of up to XRAY_GPU_NMAX samples in four kernels: the checks and the
+ *    Householder QR of Hᵀ, the Jacobi SVD of its R factor, and the prediction polynomial with
+ *    its roots, each one trace at a time per warp with its matrices in the warp's shared
+ *    memory (xray_svd_lanes.h, xray_root_step), each warp taking the next trace from a
+ *    counter as it finishes one; then xray_lpsvd_modes (selection, least squares) one trace
+ *    per thread, running the CPU's function of xray_math.h unchanged, its workspace in local
+ *    memory, which the hardware interleaves across threads (a warp's threads reading the
+ *    same element make one coalesced access). The lane forms give the sequential code's
  *    bits. A longer trace runs all of LPSVD one trace per thread with its own slice of
  *    job->work (contiguous per thread: uncoalesced, slower).
  *  - the refinement (variable projection), one trace per warp (xray_lm.h): the lanes split the
@@ -49,9 +49,9 @@
 /* TIDE_XRAY_KERNEL_TIMES=1: each kernel of the fit timed by CUDA events and the sums printed
  * on stderr after each batch (where the fit's time goes; the run waits on every event, so
  * the fit itself is a little slower). */
-enum { XRAY_T_START, XRAY_T_SVD, XRAY_T_FINISH, XRAY_T_REFINE, XRAY_T_N };
-static const char *const xray_t_names[XRAY_T_N] = {"lpsvd start", "lpsvd svd", "lpsvd finish",
-                                                   "refine"};
+enum { XRAY_T_START, XRAY_T_SVD, XRAY_T_ROOTS, XRAY_T_FINISH, XRAY_T_REFINE, XRAY_T_N };
+static const char *const xray_t_names[XRAY_T_N] = {"lpsvd start", "lpsvd svd", "lpsvd roots",
+                                                   "lpsvd finish", "refine"};
 static double xray_t_ms[XRAY_T_N];
 static int xray_t_on = -1;
 
@@ -104,8 +104,7 @@ static __host__ __device__ int64_t xray_svd_doubles(int r) {
  * constants: the kernels keep them in local memory, interleaved across a warp's threads). */
 template <int NMAX> struct xray_local_size {
     static constexpr int m = (3 * (NMAX - 1)) / 4, r = (NMAX - 1) - m,
-                         p = TIDE_XRAY_MAX_COMPONENTS + 1,
-                         finish = XRAY_LP_FINISH_WORK(NMAX, m, r, p);
+                         p = TIDE_XRAY_MAX_COMPONENTS + 1, modes = XRAY_LP_MODES_WORK(NMAX, p);
 };
 
 /* The next trace for the calling warp, from the launch's counter: lane 0 takes it and the
@@ -195,21 +194,108 @@ __global__ static void __launch_bounds__(XRAY_SVD_WARPS *XRAY_LANES)
     }
 }
 
-/* Stage 3, one trace per thread: the prediction polynomial, its roots and the least squares. */
+/* Doubles of one warp of the roots kernel: y (r), the polynomial (m + 1), the roots, their
+ * next values (2m each), their flags and their steps' outcomes (m each). */
+static __host__ __device__ int64_t xray_roots_shared_doubles(int m, int r) {
+    return (int64_t)r + 7 * (int64_t)m + 1;
+}
+
+/* Stage 3, one trace at a time per warp (XRAY_ROOTS_WARPS a block, traces from @p next): the
+ * model order and the prediction polynomial from V and σ (lane 0 y, the lanes a coefficient
+ * each), then its roots by the simultaneous Aberth iteration with the lanes moving a root
+ * each (xray_root_step: the sequential xray_roots' bits), into @p roots (2m a trace); stage
+ * becomes the order for the finish, or XRAY_STAGE_DONE with the trace's reason. One thread
+ * per trace kept the roots in local memory: ~85% of a 444 ms finish kernel per pixel. */
+#define XRAY_ROOTS_WARPS 4
+__global__ static void __launch_bounds__(XRAY_ROOTS_WARPS *XRAY_LANES)
+    xray_lp_roots_kernel(const double *traces, int64_t ntr, int n, int components,
+                         const double *svd, int *stage, double *roots, tide_xray_lp_result *out,
+                         unsigned long long *next) {
+    extern __shared__ double xray_roots_shared[];
+    const int warp = (int)(threadIdx.x / XRAY_LANES), lane = (int)(threadIdx.x % XRAY_LANES);
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    double *y = xray_roots_shared + warp * xray_roots_shared_doubles(m, r), *c = y + r,
+           *zr = c + m + 1, *zi = zr + m, *nz = zi + m, *done = nz + 2 * m, *flag = done + m;
+    for (int64_t i; (i = xray_next_trace(next)) < ntr;) {
+        const int sweeps = stage[i];
+        if (sweeps == XRAY_STAGE_DONE)
+            continue; /* the whole warp: every lane read the same stage */
+        const double *s = traces + i * n, *slot = svd + i * xray_svd_doubles(r);
+        int k = 0;
+        if (lane == 0) {
+            k = xray_lpsvd_order(slot + 2 * r * r, r, components, sweeps, out + i);
+            if (k)
+                xray_lpsvd_y(s, r, k, slot + r * r, slot + 2 * r * r, y);
+            else
+                stage[i] = XRAY_STAGE_DONE;
+        }
+        k = __shfl_sync(0xffffffffu, k, 0);
+        if (!k)
+            continue;
+        __syncwarp();
+        for (int j = lane; j < m; j += XRAY_LANES)
+            c[j + 1] = xray_lpsvd_coef(s, r, y, j);
+        if (lane == 0)
+            c[0] = 1.0;
+        __syncwarp();
+        for (int j = lane; j < m; j += XRAY_LANES) {
+            xray_root_start(c, m, j, zr, zi);
+            done[j] = 0.0;
+        }
+        int conv = 0, fail = 0;
+        for (int it = 1; it <= 1000 && !conv && !fail; it++) {
+            __syncwarp();
+            for (int j = lane; j < m; j += XRAY_LANES) {
+                nz[j] = zr[j];
+                nz[m + j] = zi[j];
+                flag[j] =
+                    done[j] != 0.0 ? 1.0 : xray_root_step(c, m, zr, zi, j, &nz[j], &nz[m + j]);
+            }
+            __syncwarp();
+            conv = 1;
+            for (int j = 0; j < m; j++) {
+                fail |= flag[j] < 0.0;
+                conv &= flag[j] > 0.0;
+            }
+            __syncwarp();
+            for (int j = lane; j < m; j += XRAY_LANES) {
+                done[j] = flag[j] > 0.0 ? 1.0 : 0.0;
+                zr[j] = nz[j];
+                zi[j] = nz[m + j];
+            }
+        }
+        __syncwarp();
+        if (fail || !conv) {
+            if (lane == 0) {
+                out[i].reason = TIDE_XRAY_R_ROOTS;
+                stage[i] = XRAY_STAGE_DONE;
+            }
+            continue;
+        }
+        double *ro = roots + i * 2 * m;
+        for (int j = lane; j < 2 * m; j += XRAY_LANES)
+            ro[j] = zr[j]; /* zr then zi */
+        if (lane == 0)
+            stage[i] = k;
+    }
+}
+
+/* Stage 4, one trace per thread: the modes from the roots (selection and least squares). */
 template <int NMAX>
 __global__ static void __launch_bounds__(XRAY_THREADS)
-    xray_lp_finish_kernel(const double *traces, int64_t ntr, int n, double dt, int components,
-                          const double *svd, const int *stage, tide_xray_lp_result *out) {
+    xray_lp_finish_kernel(const double *traces, int64_t ntr, int n, double dt, const double *roots,
+                          const int *stage, tide_xray_lp_result *out) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ntr || stage[i] == XRAY_STAGE_DONE)
         return;
     int m, r;
     xray_lp_sizes(n, &m, &r);
-    double w[xray_local_size<NMAX>::finish], s[NMAX];
+    double w[xray_local_size<NMAX>::modes], s[NMAX];
     for (int j = 0; j < n; j++)
         s[j] = traces[i * n + j];
-    const double *slot = svd + i * xray_svd_doubles(r);
-    xray_lpsvd_finish(s, n, dt, components, slot + r * r, slot + 2 * r * r, stage[i], w, out + i);
+    const double *ro = roots + i * 2 * m;
+    xray_lpsvd_modes(s, n, dt, stage[i], m, ro, ro + m, w, out + i);
 }
 
 /* Long traces: LPSVD in one kernel, one trace per thread, the workspace in job->work. */
@@ -302,18 +388,25 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
     const unsigned blocks = (unsigned)((job->ntr + XRAY_THREADS - 1) / XRAY_THREADS);
     const size_t shared = sizeof(double) * (size_t)(xray_svd_shared_doubles(r) * XRAY_SVD_WARPS);
     const size_t sshared = sizeof(double) * (size_t)(((int64_t)(m | 1) * r + 2) * XRAY_START_WARPS);
+    const size_t rshared =
+        sizeof(double) * (size_t)(xray_roots_shared_doubles(m, r) * XRAY_ROOTS_WARPS);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
-    void *svd = NULL, *stage = NULL, *next = NULL;
+    void *svd = NULL, *stage = NULL, *next = NULL, *roots = NULL;
     int st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * nd), &svd);
     if (!st)
         st = tide_device_alloc(ctx, sizeof(int) * (size_t)job->ntr, &stage);
     if (!st)
-        st = trace_counter(ctx, &next, 2); /* the start's and the SVD's */
+        st = tide_device_alloc(ctx, sizeof(double) * (size_t)(job->ntr * (2 * m > 0 ? 2 * m : 1)),
+                               &roots);
+    if (!st)
+        st = trace_counter(ctx, &next, 3); /* the start's, the SVD's and the roots' */
     if (!st)
         st = allow_shared(xray_lp_svd_kernel, shared, "lpsvd");
     if (!st)
         st = allow_shared(xray_lp_start_kernel, sshared, "lpsvd start");
-    cudaEvent_t ev[4] = {time_mark(stream), NULL, NULL, NULL};
+    if (!st)
+        st = allow_shared(xray_lp_roots_kernel, rshared, "lpsvd roots");
+    cudaEvent_t ev[5] = {time_mark(stream), NULL, NULL, NULL, NULL};
     if (!st) {
         const unsigned sblocks =
             resident_blocks(xray_lp_start_kernel, XRAY_START_WARPS * XRAY_LANES, sshared,
@@ -334,14 +427,25 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
         ev[2] = time_mark(stream);
     }
     if (!st) {
-        xray_lp_finish_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
-            job->traces, job->ntr, job->n, job->dt, job->components, (const double *)svd,
-            (const int *)stage, job->out);
-        st = launched("lpsvd finish", frame_full);
+        const unsigned rblocks =
+            resident_blocks(xray_lp_roots_kernel, XRAY_ROOTS_WARPS * XRAY_LANES, rshared,
+                            (job->ntr + XRAY_ROOTS_WARPS - 1) / XRAY_ROOTS_WARPS);
+        xray_lp_roots_kernel<<<rblocks, XRAY_ROOTS_WARPS * XRAY_LANES, rshared, stream>>>(
+            job->traces, job->ntr, job->n, job->components, (const double *)svd, (int *)stage,
+            (double *)roots, job->out, (unsigned long long *)next + 2);
+        st = launched("lpsvd roots", NULL);
         ev[3] = time_mark(stream);
     }
-    time_add(XRAY_T_START, ev, 3);
-    tide_device_free(ctx, next); /* stream-ordered: after the kernels */
+    if (!st) {
+        xray_lp_finish_kernel<NMAX><<<blocks, XRAY_THREADS, 0, stream>>>(
+            job->traces, job->ntr, job->n, job->dt, (const double *)roots, (const int *)stage,
+            job->out);
+        st = launched("lpsvd finish", frame_full);
+        ev[4] = time_mark(stream);
+    }
+    time_add(XRAY_T_START, ev, 4);
+    tide_device_free(ctx, roots); /* stream-ordered: after the kernels */
+    tide_device_free(ctx, next);
     tide_device_free(ctx, stage);
     tide_device_free(ctx, svd);
     return st;

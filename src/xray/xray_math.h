@@ -348,85 +348,105 @@ TIDE_HD static inline void xray_qr_r(double *A, int lda, int rows, int cols, dou
 
 /* ---- polynomial roots -------------------------------------------------------------------- */
 
-/** Roots of the monic polynomial z^deg + a[1] z^(deg-1) + ... + a[deg] (a[0] = 1 is ignored)
- *  by the Aberth–Ehrlich simultaneous iteration (Gauss–Seidel updates, in index order): start
- *  on a circle of the roots' geometric-mean radius, turned by 0.4 rad off the real axis; a root
- *  stops moving when its correction is below 1e-15 of its modulus or its residual is within
- *  rounding of zero. Returns the iterations taken, or -1 when 1000 did not converge or a value
- *  was not finite. @p done: deg ints of scratch. */
-TIDE_HD static inline int xray_roots(const double *a, int deg, double *zr, double *zi, int *done) {
-    if (deg <= 0)
-        return 0;
+/** The Aberth–Ehrlich iteration's start for the monic polynomial z^deg + a[1] z^(deg-1) + ...
+ *  + a[deg]: a circle of the roots' geometric-mean radius, turned by 0.4 rad off the real
+ *  axis, root @p i of it into zr[i], zi[i]. */
+TIDE_HD static inline void xray_root_start(const double *a, int deg, int i, double *zr,
+                                           double *zi) {
     double r0 = fabs(a[deg]) > 0 ? pow(fabs(a[deg]), 1.0 / deg) : 0.0;
     if (!(r0 > 1e-8) || !isfinite(r0))
         r0 = 1.0;
+    const double th = 6.283185307179586 * i / deg + 0.4;
+    zr[i] = r0 * cos(th);
+    zi[i] = r0 * sin(th);
+}
+
+/** One Aberth–Ehrlich correction of root @p i from the current roots zr, zi (every other root
+ *  read as it is: the simultaneous form, whose roots can move side by side): the new value
+ *  into *nr, *ni. Returns 1 when root i has converged (its correction below 1e-15 of its
+ *  modulus, or its residual within rounding of zero: *nr, *ni then the root or its last
+ *  step), 0 when it moved, -1 when a value was not finite. */
+TIDE_HD static inline int xray_root_step(const double *a, int deg, const double *zr,
+                                         const double *zi, int i, double *nr, double *ni) {
+    /* Horner for p and p', and the rounding bound of p: sum |a_k| |z|^(deg-k) */
+    const double xr = zr[i], xi = zi[i], az = sqrt(xr * xr + xi * xi);
+    double pr = 1.0, pi = 0.0, dr = 0.0, di = 0.0, bnd = 1.0;
+    for (int k = 1; k <= deg; k++) {
+        const double ndr = dr * xr - di * xi + pr, ndi = dr * xi + di * xr + pi;
+        dr = ndr;
+        di = ndi;
+        const double npr = pr * xr - pi * xi + a[k], npi = pr * xi + pi * xr;
+        pr = npr;
+        pi = npi;
+        bnd = bnd * az + fabs(a[k]);
+    }
+    *nr = xr;
+    *ni = xi;
+    if (!isfinite(pr) || !isfinite(pi) || !isfinite(dr) || !isfinite(di))
+        return -1;
+    if (sqrt(pr * pr + pi * pi) <= 4e-16 * bnd)
+        return 1;
+    /* ratio = p/p' */
+    const double dd = dr * dr + di * di;
+    if (!(dd > 0))
+        return -1;
+    const double rr = (pr * dr + pi * di) / dd, ri = (pi * dr - pr * di) / dd;
+    double sr = 0.0, si = 0.0;
+    for (int j = 0; j < deg; j++) {
+        if (j == i)
+            continue;
+        const double ur = xr - zr[j], ui = xi - zi[j], uu = ur * ur + ui * ui;
+        if (uu > 0) { /* one division, not two: divisions are most of the GPU's work */
+            const double iu = 1.0 / uu;
+            sr += ur * iu;
+            si -= ui * iu;
+        }
+    }
+    /* w = ratio / (1 - ratio * sum) */
+    const double er = 1.0 - (rr * sr - ri * si), ei = -(rr * si + ri * sr);
+    const double ee = er * er + ei * ei;
+    if (!(ee > 0))
+        return -1;
+    const double wr = (rr * er + ri * ei) / ee, wi = (ri * er - rr * ei) / ee;
+    *nr = xr - wr;
+    *ni = xi - wi;
+    if (!isfinite(*nr) || !isfinite(*ni))
+        return -1;
+    return sqrt(wr * wr + wi * wi) <= 1e-15 * az;
+}
+
+/** Roots of the monic polynomial z^deg + a[1] z^(deg-1) + ... + a[deg] (a[0] = 1 is ignored)
+ *  by the Aberth–Ehrlich simultaneous iteration (xray_root_start, xray_root_step: each
+ *  iteration corrects every unconverged root from the roots of the iteration before). Returns
+ *  the iterations taken, or -1 when 1000 did not converge or a value was not finite.
+ *  @p done: deg ints of scratch, @p nz: 2 deg doubles. */
+TIDE_HD static inline int xray_roots(const double *a, int deg, double *zr, double *zi, int *done,
+                                     double *nz) {
+    if (deg <= 0)
+        return 0;
     for (int i = 0; i < deg; i++) {
-        const double th = 6.283185307179586 * i / deg + 0.4;
-        zr[i] = r0 * cos(th);
-        zi[i] = r0 * sin(th);
+        xray_root_start(a, deg, i, zr, zi);
         done[i] = 0;
     }
     for (int it = 1; it <= 1000; it++) {
-        int left = 0;
+        int all = 1;
         for (int i = 0; i < deg; i++) {
+            nz[i] = zr[i];
+            nz[deg + i] = zi[i];
             if (done[i])
                 continue;
-            /* Horner for p and p', and the rounding bound of p: sum |a_k| |z|^(deg-k) */
-            const double xr = zr[i], xi = zi[i], az = sqrt(xr * xr + xi * xi);
-            double pr = 1.0, pi = 0.0, dr = 0.0, di = 0.0, bnd = 1.0;
-            for (int k = 1; k <= deg; k++) {
-                const double ndr = dr * xr - di * xi + pr, ndi = dr * xi + di * xr + pi;
-                dr = ndr;
-                di = ndi;
-                const double npr = pr * xr - pi * xi + a[k], npi = pr * xi + pi * xr;
-                pr = npr;
-                pi = npi;
-                bnd = bnd * az + fabs(a[k]);
-            }
-            if (!isfinite(pr) || !isfinite(pi) || !isfinite(dr) || !isfinite(di))
+            const int f = xray_root_step(a, deg, zr, zi, i, &nz[i], &nz[deg + i]);
+            if (f < 0)
                 return -1;
-            if (sqrt(pr * pr + pi * pi) <= 4e-16 * bnd) {
-                done[i] = 1;
-                continue;
-            }
-            /* ratio = p/p' */
-            const double dd = dr * dr + di * di;
-            if (!(dd > 0))
-                return -1;
-            const double rr = (pr * dr + pi * di) / dd, ri = (pi * dr - pr * di) / dd;
-            double sr = 0.0, si = 0.0;
-            for (int j = 0; j < deg; j++) {
-                if (j == i)
-                    continue;
-                const double ur = xr - zr[j], ui = xi - zi[j], uu = ur * ur + ui * ui;
-                if (uu > 0) { /* one division, not two: divisions are most of the GPU's work */
-                    const double iu = 1.0 / uu;
-                    sr += ur * iu;
-                    si -= ui * iu;
-                }
-            }
-            /* w = ratio / (1 - ratio * sum) */
-            const double er = 1.0 - (rr * sr - ri * si), ei = -(rr * si + ri * sr);
-            const double ee = er * er + ei * ei;
-            if (!(ee > 0))
-                return -1;
-            const double wr = (rr * er + ri * ei) / ee, wi = (ri * er - rr * ei) / ee;
-            zr[i] = xr - wr;
-            zi[i] = xi - wi;
-            if (!isfinite(zr[i]) || !isfinite(zi[i]))
-                return -1;
-            if (sqrt(wr * wr + wi * wi) <= 1e-15 * az)
-                done[i] = 1;
-            else
-                left = 1;
+            done[i] = f;
+            all &= f;
         }
-        if (!left) {
-            int all = 1;
-            for (int i = 0; i < deg; i++)
-                all &= done[i];
-            if (all)
-                return it;
+        for (int i = 0; i < deg; i++) {
+            zr[i] = nz[i];
+            zi[i] = nz[deg + i];
         }
+        if (all)
+            return it;
     }
     return -1;
 }
@@ -442,12 +462,16 @@ TIDE_HD static inline void xray_lp_sizes(int n, int *m, int *rows) {
 }
 
 /** Doubles of workspace xray_lpsvd_finish needs for @p n samples, @p m coefficients, @p r
- *  Hankel rows and @p p least-squares columns at most: y (r), the polynomial (m + 1), its
- *  roots (2m) and their flags, the least squares' matrix (n × p), V (p × p), σ and β (p each),
- *  the modes' decays, frequencies and flags. */
-#define XRAY_LP_FINISH_WORK(n, m, r, p)                                                            \
-    ((r) + (m) + 1 + 2 * (m) + ((m) + 1) / 2 + 1 + (n) * (p) + (p) * (p) + 2 * (p) +               \
-     2 * TIDE_XRAY_MAX_COMPONENTS + TIDE_XRAY_MAX_COMPONENTS / 2 + 1)
+ *  Hankel rows and @p p least-squares columns at most: its two parts'. */
+#define XRAY_LP_FINISH_WORK(n, m, r, p) (XRAY_LP_ROOTS_WORK(m, r) + XRAY_LP_MODES_WORK(n, p))
+/** Doubles of xray_lpsvd_finish's first part: y (r), the polynomial (m + 1), its roots and
+ *  their next values (4m) and flags. */
+#define XRAY_LP_ROOTS_WORK(m, r) ((r) + (m) + 1 + 4 * (m) + ((m) + 1) / 2 + 1)
+/** Doubles of xray_lpsvd_modes: the least squares' matrix (n × p), V (p × p), σ and β (p
+ *  each), the modes' decays, frequencies and flags. */
+#define XRAY_LP_MODES_WORK(n, p)                                                                   \
+    ((n) * (p) + (p) * (p) + 2 * (p) + 2 * TIDE_XRAY_MAX_COMPONENTS +                              \
+     TIDE_XRAY_MAX_COMPONENTS / 2 + 1)
 /** Doubles of workspace xray_lpsvd needs: Hᵀ (m × r), V and R (r × r each), σ (r), and the
  *  finish's. */
 #define XRAY_LP_WORK(n, m, r, p) ((m) * (r) + 2 * (r) * (r) + (r) + XRAY_LP_FINISH_WORK(n, m, r, p))
@@ -556,31 +580,15 @@ TIDE_HD static inline int xray_lpsvd_start(const double *s, int n, double dt, in
     return 1;
 }
 
-/** The rest of LPSVD of trace @p s after the SVD of its R factor (xray_lpsvd_start): @p V and
- *  @p sig from xray_jacobi_svd of R, which took @p sweeps (< 0: it did not converge, the trace
- *  fails). @p w has XRAY_LP_FINISH_WORK doubles. See xray_lpsvd. */
-TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, int components,
-                                             const double *V, const double *sig, int sweeps,
-                                             double *w, tide_xray_lp_result *res) {
-    int m, r;
-    xray_lp_sizes(n, &m, &r);
+/** LPSVD's model order from the singular values @p sig (r of them, sorted) of a Jacobi SVD
+ *  that took @p sweeps: k = min(components, rank, TIDE_XRAY_MAX_COMPONENTS), the rank counting
+ *  σ > 1e-12 σmax; res->order set, and 0 returned with res->reason when the SVD failed. */
+TIDE_HD static inline int xray_lpsvd_order(const double *sig, int r, int components, int sweeps,
+                                           tide_xray_lp_result *res) {
     if (sweeps < 0) {
         res->reason = TIDE_XRAY_R_SVD;
-        return;
+        return 0;
     }
-    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
-    double *y = w;               /* r */
-    double *c = y + r;           /* m + 1: the polynomial [1, -c] */
-    double *zr = c + m + 1;      /* m */
-    double *zi = zr + m;         /* m */
-    int *done = (int *)(zi + m); /* m ints in (m + 1) / 2 + 1 doubles */
-    double *X = zi + m + (m + 1) / 2 + 1;
-    double *Vx = X + (int64_t)n * pmax;
-    double *sgx = Vx + pmax * pmax;
-    double *beta = sgx + pmax;
-    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
-    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
-
     int k = components < r ? components : r;
     int rank = 0;
     for (int i = 0; i < r; i++)
@@ -591,11 +599,14 @@ TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, 
     if (k > TIDE_XRAY_MAX_COMPONENTS)
         k = TIDE_XRAY_MAX_COMPONENTS;
     res->order = k;
-    if (k < 1) {
+    if (k < 1)
         res->reason = TIDE_XRAY_R_SVD;
-        return;
-    }
-    /* c = U_k Σ_k⁻¹ V_kᵀ s0 with Hᵀ v_i = σ_i u_i: c = Hᵀ y, y = Σ_i v_i (v_i · s0) / σ_i² */
+    return k > 0 ? k : 0;
+}
+
+/** The backward prediction's y = Σ_{i<k} v_i (v_i · s0) / σ_i² (r values; c = Hᵀ y). */
+TIDE_HD static inline void xray_lpsvd_y(const double *s, int r, int k, const double *V,
+                                        const double *sig, double *y) {
     for (int q = 0; q < r; q++)
         y[q] = 0.0;
     for (int i = 0; i < k; i++) {
@@ -606,17 +617,29 @@ TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, 
         for (int q = 0; q < r; q++)
             y[q] += g * V[i * r + q];
     }
-    c[0] = 1.0;
-    for (int j = 0; j < m; j++) {
-        double a = 0.0;
-        for (int q = 0; q < r; q++)
-            a += s[q + 1 + j] * y[q];
-        c[j + 1] = -a;
-    }
-    if (xray_roots(c, m, zr, zi, done) < 0) {
-        res->reason = TIDE_XRAY_R_ROOTS;
-        return;
-    }
+}
+
+/** Coefficient j + 1 of the prediction polynomial [1, -c]: -(Hᵀ y)_j. */
+TIDE_HD static inline double xray_lpsvd_coef(const double *s, int r, const double *y, int j) {
+    double a = 0.0;
+    for (int q = 0; q < r; q++)
+        a += s[q + 1 + j] * y[q];
+    return -a;
+}
+
+/** The modes of LPSVD of trace @p s from the roots zr, zi (m of them) of its prediction
+ *  polynomial of order @p k: selection (see xray_lpsvd), amplitudes, phases and the constant
+ *  by least squares, χ² and the status. @p w has XRAY_LP_MODES_WORK doubles. */
+TIDE_HD static inline void xray_lpsvd_modes(const double *s, int n, double dt, int k, int m,
+                                            const double *zr, const double *zi, double *w,
+                                            tide_xray_lp_result *res) {
+    const int pmax = TIDE_XRAY_MAX_COMPONENTS + 1;
+    double *X = w;
+    double *Vx = X + (int64_t)n * pmax;
+    double *sgx = Vx + pmax * pmax;
+    double *beta = sgx + pmax;
+    double *mb = beta + pmax, *mo = mb + TIDE_XRAY_MAX_COMPONENTS;
+    int *mreal = (int *)(mo + TIDE_XRAY_MAX_COMPONENTS);
     /* select the modes */
     const double span = dt * (n - 1);
     int nm = 0;
@@ -727,6 +750,36 @@ TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, 
         return;
     }
     res->status = TIDE_XRAY_OK;
+}
+
+/** The rest of LPSVD of trace @p s after the SVD of its R factor (xray_lpsvd_start): @p V and
+ *  @p sig from xray_jacobi_svd of R, which took @p sweeps (< 0: it did not converge, the trace
+ *  fails); order, prediction polynomial, its roots, xray_lpsvd_modes. @p w has
+ *  XRAY_LP_FINISH_WORK doubles. See xray_lpsvd. */
+TIDE_HD static inline void xray_lpsvd_finish(const double *s, int n, double dt, int components,
+                                             const double *V, const double *sig, int sweeps,
+                                             double *w, tide_xray_lp_result *res) {
+    int m, r;
+    xray_lp_sizes(n, &m, &r);
+    const int k = xray_lpsvd_order(sig, r, components, sweeps, res);
+    if (!k)
+        return;
+    double *y = w;                   /* r */
+    double *c = y + r;               /* m + 1: the polynomial [1, -c] */
+    double *zr = c + m + 1;          /* m */
+    double *zi = zr + m;             /* m */
+    double *nz = zi + m;             /* 2m */
+    int *done = (int *)(nz + 2 * m); /* m ints in (m + 1) / 2 + 1 doubles */
+    double *mw = nz + 2 * m + (m + 1) / 2 + 1;
+    xray_lpsvd_y(s, r, k, V, sig, y);
+    c[0] = 1.0;
+    for (int j = 0; j < m; j++)
+        c[j + 1] = xray_lpsvd_coef(s, r, y, j);
+    if (xray_roots(c, m, zr, zi, done, nz) < 0) {
+        res->reason = TIDE_XRAY_R_ROOTS;
+        return;
+    }
+    xray_lpsvd_modes(s, n, dt, k, m, zr, zi, mw, res);
 }
 
 /** LPSVD of one trace in one call (the CPU twin): xray_lpsvd_start, xray_jacobi_svd of the R

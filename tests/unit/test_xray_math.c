@@ -112,9 +112,9 @@ static void roots_case(const double *rr, const double *ri, int deg, int nsig, do
         }
     for (int j = 0; j <= deg; j++)
         CHECK(fabs(im[j]) < 1e-9); /* conjugate pairs: real coefficients */
-    double zr[80], zi[80];
+    double zr[80], zi[80], nz[160];
     int done[80], used[80] = {0};
-    CHECK(xray_roots(re, deg, zr, zi, done) > 0);
+    CHECK(xray_roots(re, deg, zr, zi, done, nz) > 0);
     for (int k = 0; k < deg; k++) {
         int b = -1;
         double bd = 1e300;
