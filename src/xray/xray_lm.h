@@ -76,7 +76,13 @@ TIDE_HD static inline double xray_lm_eval(const double *th, int M, double t, dou
     double f = th[4 * M];
     for (int k = 0; k < M; k++) {
         const double om = th[4 * k], b = th[4 * k + 1], al = th[4 * k + 2], be = th[4 * k + 3];
-        const double e = exp(-b * t), ec = e * cos(om * t), es = e * sin(om * t);
+#ifdef __CUDA_ARCH__
+        double sn, cs; /* one argument reduction for both: the model rows are most of the work */
+        sincos(om * t, &sn, &cs);
+#else
+        const double sn = sin(om * t), cs = cos(om * t);
+#endif
+        const double e = exp(-b * t), ec = e * cs, es = e * sn;
         const double v = al * ec + be * es;
         f += v;
         if (full) {
