@@ -1,7 +1,8 @@
 /* test_fits_stack_route.c — where the stack reader sends each spec of a device stack
- * (tide_fits_device_route, io/fits/fits_stack.h), checked on the CPU: tide's own planes, a
- * section and GZIP_2 go to the host decode, fpack's RICE_1 to the GPU decoder, plain data
- * units (a scaled int16 frame with BLANK, a mosaic CCD, a plain float frame) to cuFile's
+ * (tide_fits_device_route, io/fits/fits_stack.h), checked on the CPU: files with tide's own
+ * planes (whatever their codec) and a section go to the host decode, fpack's RICE_1 and
+ * GZIP_2 to the GPU decoder, plain data units (a scaled int16 frame with BLANK, a mosaic
+ * CCD, a plain float frame) to cuFile's
  * path; for those, the raw big-endian bytes at the unit's offset, converted value by value
  * with fits_fast_math.h as the device kernel converts them, give the host read's pixels and
  * no-data mask bit for bit; a missing file gives the read's error. */
@@ -57,10 +58,10 @@ int main(void) {
     if (stack_test_setup(dir, spec, all))
         return 1;
     /* plain.fits and rice.fits carry tide's MASK/VAR, plain2.fits its MASK: the host read */
-    const int want[STACK_NSPEC] = {TIDE_ROUTE_HOST,  TIDE_ROUTE_PLAIN, TIDE_ROUTE_HOST,
-                                   TIDE_ROUTE_RICE,  TIDE_ROUTE_HOST,  TIDE_ROUTE_HOST,
-                                   TIDE_ROUTE_PLAIN, TIDE_ROUTE_PLAIN, TIDE_ROUTE_HOST,
-                                   TIDE_ROUTE_HOST,  TIDE_ROUTE_HOST};
+    const int want[STACK_NSPEC] = {TIDE_ROUTE_HOST,   TIDE_ROUTE_PLAIN,  TIDE_ROUTE_HOST,
+                                   TIDE_ROUTE_DECODE, TIDE_ROUTE_DECODE, TIDE_ROUTE_HOST,
+                                   TIDE_ROUTE_PLAIN,  TIDE_ROUTE_PLAIN,  TIDE_ROUTE_HOST,
+                                   TIDE_ROUTE_HOST,   TIDE_ROUTE_HOST};
     int nplain = 0;
     for (int i = 0; i < STACK_NSPEC; i++) {
         tide_fits_plain_unit u;

@@ -409,8 +409,8 @@ static int read_host_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t 
 }
 
 /* The pixels straight into a device image when tide's GPU decoder takes the file (RICE_1,
- * no MASK/VAR planes of tide's own): 0, 1 (read on the host and upload instead), or a
- * negative TIDE_E_*. */
+ * GZIP_1 or GZIP_2, no MASK/VAR planes of tide's own): 0, 1 (read on the host and upload
+ * instead), or a negative TIDE_E_*. */
 static int read_device_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, int64_t w, int64_t h,
                               tide_image *im) {
     int cst = 0;
@@ -498,8 +498,9 @@ int tide_fits_device_route(const char *spec, tide_fits_plain_unit *u, tide_heade
     if (!st && !planes && cmp) {
         char type[FLEN_VALUE] = "";
         cst = 0;
-        if (!fits_read_key_str(src.f, "ZCMPTYPE", type, NULL, &cst) && !strcmp(type, "RICE_1"))
-            route = TIDE_ROUTE_RICE;
+        if (!fits_read_key_str(src.f, "ZCMPTYPE", type, NULL, &cst) &&
+            (!strcmp(type, "RICE_1") || !strcmp(type, "GZIP_1") || !strcmp(type, "GZIP_2")))
+            route = TIDE_ROUTE_DECODE;
     } else if (!st && !planes && tide_fits_fast_plain_unit(&src, hdu, w, h, u)) {
         route = TIDE_ROUTE_PLAIN;
         if (hdr)

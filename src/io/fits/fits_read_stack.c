@@ -9,7 +9,7 @@
  * tide_fits_read_image by construction. For a device stack the calling thread, the only one
  * that touches the context, moves each image to the device as soon as its reader is done —
  * an upload from the host planes (page-locked by the block cache after their first copy), the
- * GPU's RICE decoder, or cuFile for a plain data unit — while the readers go on with the next
+ * GPU's tile decoder, or cuFile for a plain data unit — while the readers go on with the next
  * specs; a reader waits when two images per reader are decoded and not yet moved, so the
  * host memory held stays bounded whatever n is. */
 #include <omp.h>
@@ -42,7 +42,7 @@ typedef struct stack_job {
     tide_location where;
     int want_hdr;
     int cufile; /* cuFile may read the plain data units (off after a file it refused) */
-    int gpu;    /* a CUDA context: its RICE decoder takes RICE_1 images, host stacks too */
+    int gpu;    /* a CUDA context: its tile decoder takes RICE_1 and GZIP images, host stacks too */
     tide_fits_stack *out;
     stack_item *items;
     pthread_mutex_t mu;
@@ -79,7 +79,7 @@ static void read_one(stack_job *j, int i) {
     if (j->where == TIDE_HOST) {
         st = j->gpu ? tide_fits_device_route(j->specs[i], &it->unit, NULL) : TIDE_ROUTE_HOST;
         if (st >= 0) {
-            it->route = st == TIDE_ROUTE_RICE ? st : TIDE_ROUTE_HOST;
+            it->route = st == TIDE_ROUTE_DECODE ? st : TIDE_ROUTE_HOST;
             st = 0;
         }
         if (!st && it->route == TIDE_ROUTE_HOST)
@@ -129,14 +129,14 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-/* The calling thread's part of spec @p i: the image onto the device, or a RICE_1 image
+/* The calling thread's part of spec @p i: the image onto the device, or a RICE_1 or GZIP image
  * through the context's GPU decoder. */
 static int move_one(stack_job *j, int i) {
     stack_item *it = &j->items[i];
     tide_fits_stack *s = j->out;
     tide_header *hdr = j->want_hdr ? &s->hdr[i] : NULL;
     int st = 0;
-    if (it->route == TIDE_ROUTE_RICE) { /* to the host or left on the device */
+    if (it->route == TIDE_ROUTE_DECODE) { /* to the host or left on the device */
         s->path[i] = TIDE_FITS_PATH_GPU_DECODE;
         st = tide_fits_read_image_at(j->ctx, j->specs[i], &s->im[i], hdr, j->where);
     } else if (j->where == TIDE_HOST) {
@@ -166,8 +166,8 @@ static int move_one(stack_job *j, int i) {
 }
 
 /* The calling thread: take each spec as its reader finishes it, lowest index first among
- * those ready — onto the device for a device stack, through the GPU's RICE decoder for a
- * RICE_1 image on a CUDA context — until the readers are done and nothing is left. */
+ * those ready — onto the device for a device stack, through the GPU's tile decoder for a
+ * RICE_1 or GZIP image on a CUDA context — until the readers are done and nothing is left. */
 static void move_all(stack_job *j) {
     pthread_mutex_lock(&j->mu);
     for (;;) {

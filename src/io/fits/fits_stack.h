@@ -26,9 +26,10 @@ typedef struct tide_fits_plain_unit {
 
 /** Where a device read of a spec goes (tide_fits_device_route). */
 enum {
-    TIDE_ROUTE_HOST = 0, /**< decode on the host, then upload */
-    TIDE_ROUTE_RICE = 1, /**< tide_fits_read_image_at(TIDE_DEVICE): the GPU's RICE decoder */
-    TIDE_ROUTE_PLAIN = 2 /**< a plain data unit (*u), which cuFile may read */
+    TIDE_ROUTE_HOST = 0,   /**< decode on the host, then upload */
+    TIDE_ROUTE_DECODE = 1, /**< tide_fits_read_image_at(TIDE_DEVICE): the GPU's tile decoder
+                                (RICE_1, GZIP_1, GZIP_2) */
+    TIDE_ROUTE_PLAIN = 2   /**< a plain data unit (*u), which cuFile may read */
 };
 
 /** Open @p spec as tide_fits_read_image_at would and say how its device read should go:

@@ -50,13 +50,14 @@ static int read_raw_header(int fd, int64_t headstart, int64_t datastart, tide_he
 }
 
 /* Read the current HDU of @p src (HDU @p hdu, the file open on @p fd) as a compressed image
- * tide decodes: layout and keys into @p ti, the data unit into *data. With @p device_rice,
- * only an image tide_tile_rice_file_to_device takes (any other returns 1 before its data unit
- * is read: the host read that follows reads it), and only the unit's table: the heap is read
- * chunk by chunk by the device decode itself, beside the decoding. 0, 1 (not one tide
- * decodes, or not the file cfitsio opened), or a negative TIDE_E_*. */
+ * tide decodes: layout and keys into @p ti, the data unit into *data. With @p device, only an
+ * image the device decodes (any other returns 1 before its data unit is read: the host read
+ * that follows reads it): for RICE_1 (tide_tile_rice_file_to_device) only the unit's table,
+ * the heap being read chunk by chunk by the device decode itself, beside the decoding; for
+ * GZIP (tide_tile_inflate_to_device) the whole unit. 0, 1 (not one tide decodes, or not the
+ * file cfitsio opened), or a negative TIDE_E_*. */
 static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti, uint8_t **data,
-                        int device_rice) {
+                        int device) {
     fitsfile *f = src->f;
     int cst = 0;
     char url[FLEN_FILENAME] = "";
@@ -84,14 +85,19 @@ static int load_current(tide_fits_src *src, int hdu, int fd, tide_tile_image *ti
     tide_header_free(&raw);
     if (st)
         return st;
+    /* for the device: RICE_1 needs only the table here (the heap is read into the decoder's
+     * page-locked ring), GZIP the whole unit (inflated on the device from there) */
+    int table_only = 0;
+    if (device) {
 #ifdef TIDE_HAVE_CUDA
-    if (device_rice && !tide_tile_rice_on_device(ti))
-        return 1;
+        table_only = tide_tile_rice_on_device(ti);
+        if (!table_only && ti->lay.codec != CODEC_GZIP1 && ti->lay.codec != CODEC_GZIP2)
+            return 1;
 #else
-    if (device_rice)
         return 1;
 #endif
-    const int64_t bytes = device_rice ? ti->lay.naxis1 * ti->lay.naxis2 : ti->lay.data_end;
+    }
+    const int64_t bytes = table_only ? ti->lay.naxis1 * ti->lay.naxis2 : ti->lay.data_end;
     /* from the block cache: page-locked on its first upload, no fresh pages when warm */
     *data = tide_host_alloc(bytes ? (size_t)bytes : 1);
     if (!*data)
@@ -138,16 +144,16 @@ int tide_fits_check_streams(tide_fits_src *src, int hdu) {
 }
 
 /* The current HDU's tiles loaded for a @p w x @p h image (load_current, its size checked;
- * @p device_rice as there): 0 with *fd, *ti and *data to release with unload, 1 (not for
+ * @p device as there): 0 with *fd, *ti and *data to release with unload, 1 (not for
  * tide's decoder) or a negative TIDE_E_*, nothing to release. */
-static int load_for(tide_fits_src *src, int hdu, int64_t w, int64_t h, int device_rice, int *fd,
+static int load_for(tide_fits_src *src, int hdu, int64_t w, int64_t h, int device, int *fd,
                     tide_tile_image **ti, uint8_t **data) {
     *data = NULL;
     *ti = NULL;
     if ((*fd = open(src->root, O_RDONLY)) < 0)
         return 1;
     *ti = calloc(1, sizeof **ti);
-    int st = *ti ? load_current(src, hdu, *fd, *ti, data, device_rice) : 1;
+    int st = *ti ? load_current(src, hdu, *fd, *ti, data, device) : 1;
     if (!st && ((*ti)->lay.znaxis[0] != w || ((*ti)->lay.ndim > 1 ? (*ti)->lay.znaxis[1] : 1) != h))
         st = 1;
     if (st) {
@@ -226,7 +232,9 @@ int tide_fits_tile_read_device(tide_ctx *ctx, tide_fits_src *src, int hdu, int64
     st = tide_image_alloc(ctx, im, w, h, TIDE_DEVICE, TIDE_IMAGE_MASK | TIDE_IMAGE_UNINIT);
     tide_fits_time_since(ctx, "read.alloc", t0);
     if (!st)
-        st = tide_tile_rice_file_to_device(ctx, ti, data, im->pix, im->mask);
+        st = ti->lay.codec == CODEC_GZIP1 || ti->lay.codec == CODEC_GZIP2
+                 ? tide_tile_inflate_to_device(ctx, ti, data, im->pix, im->mask)
+                 : tide_tile_rice_file_to_device(ctx, ti, data, im->pix, im->mask);
     if (st == 2) /* a tile for the CPU twin: the host read decodes it (or names it) */
         st = 1;
     if (st)

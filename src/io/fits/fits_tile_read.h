@@ -17,7 +17,8 @@ int tide_fits_tile_read_pixels(tide_ctx *ctx, tide_fits_src *src, int hdu, tide_
 
 /** tide_fits_tile_read_pixels into a device image @p im of @p w x @p h, allocated here (a CUDA
  *  context; pixels and a mask plane): RICE_1 decoded on the device with the no-data marking
- *  (tide_tile_rice_file_to_device: the heap read in chunks beside the decoding), nothing
+ *  (tide_tile_rice_file_to_device: the heap read in chunks beside the decoding), GZIP_1 and
+ *  GZIP_2 inflated there from the unit read whole (tide_tile_inflate_to_device), no pixel
  *  through the host. Returns 0, 1 when it cannot
  *  (another codec, whose data unit is then not read; a tile the CPU twin must decode or
  *  name; TIDE_GPU_TILE_DECODE=0; a CPU build: read on the host instead; *im left empty), or a

@@ -97,6 +97,12 @@ int tide_tile_inflate_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8
  *  GZIP one, or a negative TIDE_E_*. For tests that must know the device did the work. */
 int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                              float *out);
+
+/** A GZIP_1 / GZIP_2 image (@p data: its whole data unit) inflated on the device straight into
+ *  device memory @p d_out, with the reader's marking into @p d_mask (non-finite pixels NaN and
+ *  TIDE_MASK_NODATA, as tide_tile_rice_file_to_device): returns as tide_tile_inflate_device. */
+int tide_tile_inflate_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                float *d_out, uint16_t *d_mask);
 #endif
 
 #endif

@@ -26,7 +26,7 @@ __device__ static inline uint64_t tile_word(const uint8_t *raw, int64_t npix, in
 __global__ void tile_gzip_kernel(const uint8_t *unit, const tide_tile_gzip_job *jobs,
                                  int64_t ntiles, tide_tile_gzip_image img,
                                  const tide_tile_conv *conv, const float *rand, uint8_t *raw,
-                                 float *out, int32_t *err) {
+                                 float *out, uint16_t *mask, int32_t *err) {
     __shared__ tide_inflate_state state[WARPS];
     __shared__ uint32_t crc[256];
     for (int i = threadIdx.x; i < 256; i += blockDim.x)
@@ -71,7 +71,14 @@ __global__ void tile_gzip_kernel(const uint8_t *unit, const tide_tile_gzip_job *
             const float rv = c.dither ? tide_tile_dither_at(rand, c.first_rand, p) : 0.0f;
             f = tide_tile_value(&c, x, rv);
         }
-        out[(j.y0 + p / j.tw) * img.width + j.x0 + p % j.tw] = f;
+        const int64_t o = (j.y0 + p / j.tw) * img.width + j.x0 + p % j.tw;
+        if (mask) { /* the reader's marking, fused (tide_fits_read_image_at), as RICE's */
+            const int isbad = !isfinite(f);
+            out[o] = isbad ? NAN : f;
+            mask[o] = isbad ? (uint16_t)TIDE_MASK_NODATA : (uint16_t)0;
+        } else {
+            out[o] = f; /* the decoder's twin: tide_tile_decode_cpu's bits */
+        }
     }
     if (lane == 0)
         err[k] = 0;
@@ -81,12 +88,12 @@ extern "C" int tide_tile_gzip_cuda(tide_ctx *ctx, const uint8_t *d_unit,
                                    const tide_tile_gzip_job *d_jobs, int64_t ntiles,
                                    tide_tile_gzip_image img, const tide_tile_conv *d_conv,
                                    const float *d_rand, uint8_t *d_raw, float *d_out,
-                                   int32_t *d_err) {
+                                   uint16_t *d_mask, int32_t *d_err) {
     if (ntiles <= 0)
         return 0;
     const unsigned grid = (unsigned)((ntiles + WARPS - 1) / WARPS);
     tile_gzip_kernel<<<grid, WARPS * 32, 0, (cudaStream_t)ctx->stream>>>(
-        d_unit, d_jobs, ntiles, img, d_conv, d_rand, d_raw, d_out, d_err);
+        d_unit, d_jobs, ntiles, img, d_conv, d_rand, d_raw, d_out, d_mask, d_err);
     TIDE_CUDA_LAUNCHED();
     return 0;
 }

@@ -50,12 +50,16 @@ static int gzip_job(const tide_tile_image *ti, const uint8_t *data, int64_t k, i
     return 0;
 }
 
-int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
-                             float *out) {
+/* Every tile of a GZIP image inflated and converted on the device into @p d_out (device
+ * memory, the image's size), marked into @p d_mask when given: 0, 2 when the device did not
+ * take or refused a tile (d_out then holds no image), 1 when the image is not a GZIP one, or a
+ * negative TIDE_E_*. */
+static int inflate_into(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data, float *d_out,
+                        uint16_t *d_mask) {
     const tide_tile_layout *t = &ti->lay;
     if ((t->codec != CODEC_GZIP1 && t->codec != CODEC_GZIP2) || t->ntiles > INT32_MAX)
         return 1;
-    const int64_t width = t->znaxis[0], height = t->ndim > 1 ? t->znaxis[1] : 1;
+    const int64_t width = t->znaxis[0];
     const size_t nt = (size_t)t->ntiles;
     tide_tile_gzip_job *jobs = malloc(sizeof *jobs * nt);
     tide_tile_conv *conv = malloc(sizeof *conv * 3 * nt);
@@ -67,14 +71,11 @@ int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uin
     for (int64_t k = 0; !st && k < t->ntiles; k++)
         st = gzip_job(ti, data, k, &raw_total, &jobs[k], &conv[3 * k]);
     const int dither = t->zbitpix < 0 && ti->dither;
-    enum { UNIT, JOBS, CONV, RAND, RAW, ERR, OUT, NBUF };
-    const size_t bytes[NBUF] = {(size_t)t->data_end,
-                                sizeof *jobs * nt,
-                                sizeof *conv * 3 * nt,
-                                dither ? sizeof(float) * TIDE_TILE_NRANDOM : 0,
-                                (size_t)raw_total,
-                                sizeof *err * nt,
-                                sizeof(float) * (size_t)(width * height)};
+    enum { UNIT, JOBS, CONV, RAND, RAW, ERR, NBUF };
+    const size_t bytes[NBUF] = {
+        (size_t)t->data_end,   sizeof *jobs * nt,
+        sizeof *conv * 3 * nt, dither ? sizeof(float) * TIDE_TILE_NRANDOM : 0,
+        (size_t)raw_total,     sizeof *err * nt};
     const void *up[NBUF] = {data, jobs, conv, dither ? tide_tile_random_table() : NULL};
     void *dev[NBUF] = {0};
     for (int b = 0; !st && b < NBUF; b++)
@@ -87,21 +88,40 @@ int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uin
         const tide_tile_gzip_image img = {width, t->codec == CODEC_GZIP2, t->zbitpix < 0,
                                           ti->lossless};
         st = tide_tile_gzip_cuda(ctx, dev[UNIT], dev[JOBS], t->ntiles, img, dev[CONV], dev[RAND],
-                                 dev[RAW], dev[OUT], dev[ERR]);
+                                 dev[RAW], d_out, d_mask, dev[ERR]);
     }
     if (!st)
         st = tide_memcpy(ctx, err, 0, dev[ERR], 1, bytes[ERR]);
     for (int64_t k = 0; !st && k < t->ntiles; k++)
         if (err[k])
             st = 2;
-    if (!st)
-        st = tide_memcpy(ctx, out, 0, dev[OUT], 1, bytes[OUT]);
     for (int b = 0; b < NBUF; b++)
         tide_device_free(ctx, dev[b]);
     free(jobs);
     free(conv);
     free(err);
     return st;
+}
+
+int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                             float *out) {
+    const tide_tile_layout *t = &ti->lay;
+    if (t->codec != CODEC_GZIP1 && t->codec != CODEC_GZIP2)
+        return 1;
+    const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
+    void *d_out = NULL;
+    int st = tide_device_alloc(ctx, bytes, &d_out);
+    if (!st)
+        st = inflate_into(ctx, ti, data, d_out, NULL);
+    if (!st)
+        st = tide_memcpy(ctx, out, 0, d_out, 1, bytes);
+    tide_device_free(ctx, d_out);
+    return st;
+}
+
+int tide_tile_inflate_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                float *d_out, uint16_t *d_mask) {
+    return inflate_into(ctx, ti, data, d_out, d_mask);
 }
 
 int tide_tile_inflate_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,

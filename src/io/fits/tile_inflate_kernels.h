@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tide/ctx.h"
+#include "tide/image.h"
 #include "tile_quant_math.h"
 
 #ifdef __cplusplus
@@ -40,11 +41,13 @@ enum { TIDE_TILE_GZIP_SIZE = 16 };
  *  scratch @p d_raw, then convert each to floats into the image @p d_out (its own pixels
  *  only): integers with the tile's conversion d_conv[3 k + 0/1/2] for 1/2/4-byte values and
  *  the dither sequence @p d_rand, IEEE values as tide_tile_real_value reads them. @p d_err
- *  gets each tile's status (0, TIDE_INFL_*, TIDE_TILE_GZIP_SIZE). Queued on the context's
- *  stream. */
+ *  gets each tile's status (0, TIDE_INFL_*, TIDE_TILE_GZIP_SIZE). With @p d_mask, the reader's
+ *  marking too: a pixel that is not finite becomes NaN and TIDE_MASK_NODATA (NULL: the
+ *  decoder's values, tide_tile_decode_cpu's bits). Queued on the context's stream. */
 int tide_tile_gzip_cuda(tide_ctx *ctx, const uint8_t *d_unit, const tide_tile_gzip_job *d_jobs,
                         int64_t ntiles, tide_tile_gzip_image img, const tide_tile_conv *d_conv,
-                        const float *d_rand, uint8_t *d_raw, float *d_out, int32_t *d_err);
+                        const float *d_rand, uint8_t *d_raw, float *d_out, uint16_t *d_mask,
+                        int32_t *d_err);
 #endif
 
 #ifdef __cplusplus
