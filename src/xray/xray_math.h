@@ -315,34 +315,43 @@ TIDE_HD static inline int xray_jacobi_svd(double *A, int lda, int rows, int cols
     return conv ? sweep : -1;
 }
 
+/** Step @p k of the Householder QR of column a (rows long): v = a[k:] - alpha e_k kept in
+ *  a[k:] (H = I - 2 v vᵀ / (vᵀv)), alpha = -sign(a[k]) ‖a[k:]‖ into *alpha; returns vᵀv. */
+TIDE_HD static inline double xray_qr_reflector(double *a, int k, int rows, double *alpha) {
+    double nrm = 0.0;
+    for (int i = k; i < rows; i++)
+        nrm += a[i] * a[i];
+    nrm = sqrt(nrm);
+    *alpha = a[k] > 0 ? -nrm : nrm;
+    a[k] -= *alpha;
+    double vv = 0.0;
+    for (int i = k; i < rows; i++)
+        vv += a[i] * a[i];
+    return vv;
+}
+
+/** Column b reflected by step k's reflector v (in a[k:], vᵀv = @p vv): b -= 2 (v·b)/vv v. */
+TIDE_HD static inline void xray_qr_reflect(const double *a, double *b, int k, int rows, double vv) {
+    double d = 0.0;
+    for (int i = k; i < rows; i++)
+        d += a[i] * b[i];
+    const double f = 2.0 * d / vv;
+    for (int i = k; i < rows; i++)
+        b[i] -= f * a[i];
+}
+
 /** The R factor of the Householder QR of the rows × cols matrix A (rows >= cols, by columns,
  *  destroyed) into @p R (cols × cols by columns, zeros below the diagonal). A and R have the
  *  same right singular vectors and singular values, so a Jacobi SVD of the small R does the
  *  work of one on A (the preconditioning of Drmač & Veselić). */
 TIDE_HD static inline void xray_qr_r(double *A, int lda, int rows, int cols, double *R) {
     for (int k = 0; k < cols; k++) {
-        double *a = A + (int64_t)k * lda;
-        double nrm = 0.0;
-        for (int i = k; i < rows; i++)
-            nrm += a[i] * a[i];
-        nrm = sqrt(nrm);
-        const double alpha = a[k] > 0 ? -nrm : nrm;
-        /* v = a[k:] - alpha e_k, kept in a[k:]; H = I - 2 v vᵀ / (vᵀv) */
-        a[k] -= alpha;
-        double vv = 0.0;
-        for (int i = k; i < rows; i++)
-            vv += a[i] * a[i];
-        for (int j = k + 1; j < cols && vv > 0; j++) {
-            double *b = A + (int64_t)j * lda;
-            double d = 0.0;
-            for (int i = k; i < rows; i++)
-                d += a[i] * b[i];
-            const double f = 2.0 * d / vv;
-            for (int i = k; i < rows; i++)
-                b[i] -= f * a[i];
-        }
+        double *a = A + (int64_t)k * lda, alpha;
+        const double vv = xray_qr_reflector(a, k, rows, &alpha);
+        for (int j = k + 1; j < cols && vv > 0; j++)
+            xray_qr_reflect(a, A + (int64_t)j * lda, k, rows, vv);
         for (int i = 0; i < cols; i++)
-            R[k * cols + i] = i < k ? A[(int64_t)k * lda + i] : (i == k ? alpha : 0.0);
+            R[k * cols + i] = i < k ? a[i] : (i == k ? alpha : 0.0);
     }
 }
 

@@ -91,29 +91,11 @@ TIDE_HD static inline void xray_qr_r_lanes(double *A, int lda, int rows, int col
                                            double *red) {
     for (int k = 0; k < cols; k++) {
         double *a = A + (int64_t)k * lda;
-        XRAY_PHASE(if (lane == 0) {
-            double nrm = 0.0;
-            for (int i = k; i < rows; i++)
-                nrm += a[i] * a[i];
-            nrm = sqrt(nrm);
-            const double alpha = a[k] > 0 ? -nrm : nrm;
-            a[k] -= alpha;
-            double vv = 0.0;
-            for (int i = k; i < rows; i++)
-                vv += a[i] * a[i];
-            red[0] = alpha;
-            red[1] = vv;
-        });
+        XRAY_PHASE(if (lane == 0) red[1] = xray_qr_reflector(a, k, rows, &red[0]));
         const double alpha = red[0], vv = red[1];
-        XRAY_PHASE(for (int j = k + 1 + lane; j < cols && vv > 0; j += XRAY_LANES) {
-            double *b = A + (int64_t)j * lda;
-            double d = 0.0;
-            for (int i = k; i < rows; i++)
-                d += a[i] * b[i];
-            const double f = 2.0 * d / vv;
-            for (int i = k; i < rows; i++)
-                b[i] -= f * a[i];
-        } for (int i = lane; i < cols; i += XRAY_LANES) R[k * cols + i] =
+        XRAY_PHASE(for (int j = k + 1 + lane; j < cols && vv > 0; j += XRAY_LANES)
+                       xray_qr_reflect(a, A + (int64_t)j * lda, k, rows, vv);
+                   for (int i = lane; i < cols; i += XRAY_LANES) R[k * cols + i] =
                        i < k ? a[i] : (i == k ? alpha : 0.0));
     }
 }
