@@ -9,8 +9,10 @@
  *  - files fpack -g1 / -g2 writes (-q 4, -qz, -q 0) and ../shared/data/compressed/m13_gzip.fits;
  *  each decoded by the device alone (tide_tile_inflate_device must take every tile), by the
  *  entry point tide_tile_decode_cuda, and read by tide_fits_read_image on a CPU and on a CUDA
- *  context (TIDE_GPU_TILE_DECODE=1). Corrupted tiles (tile 2's descriptor cut to 2 bytes, a
- *  bit flipped in tile 2's member, random bytes, zeros) give the same status and detail on
+ *  context (TIDE_GPU_TILE_DECODE=1), and read straight into device memory
+ *  (tide_fits_read_image_at, TIDE_DEVICE: pixels and no-data mask against the CPU's host
+ *  read, the device path counted by its stage timer). Corrupted tiles (tile 2's descriptor cut to 2
+ * bytes, a bit flipped in tile 2's member, random bytes, zeros) give the same status and detail on
  *  both twins, naming file, HDU and tile; run it under compute-sanitizer memcheck for reads
  *  out of bounds. Skipped (77) without a GPU. */
 #include <fitsio.h>
@@ -55,6 +57,42 @@ static int same_bits(const float *a, const float *b, int64_t n, const char *what
 }
 
 static int g_fallback_tiles; /* images with GZIP_COMPRESSED_DATA tiles the device decoded */
+static int g_device_reads;   /* images inflated straight into device memory */
+
+/* Calls the context's stage timer @p stage has counted (0 when it has none). */
+static int stage_calls(const tide_ctx *ctx, const char *stage) {
+    for (int i = 0; i < tide_timer_count(ctx); i++) {
+        const char *name = NULL;
+        double ms = 0.0;
+        int calls = 0;
+        if (!tide_timer_get(ctx, i, &name, &ms, &calls) && name && !strcmp(name, stage))
+            return calls;
+    }
+    return 0;
+}
+
+/* @p path read into device memory (tide_fits_read_image_at, TIDE_DEVICE: the data unit
+ * inflated on the device with the no-data marking fused) against the CPU's host read @p ref:
+ * pixels and mask bit for bit. */
+static void device_read(tide_ctx *gpu, const char *path, const tide_image *ref, const char *what) {
+    tide_image id, ih;
+    tide_timer_clear(gpu);
+    CHECK_OK(tide_fits_read_image_at(gpu, path, &id, NULL, TIDE_DEVICE));
+    CHECK_OK(tide_image_clone(gpu, &ih, &id, TIDE_HOST));
+    int same = ih.width == ref->width && ih.height == ref->height && ih.mask && ref->mask;
+    for (int64_t y = 0; same && y < ref->height; y++)
+        same = !memcmp(ih.pix + y * ih.stride, ref->pix + y * ref->stride,
+                       sizeof(float) * (size_t)ref->width) &&
+               !memcmp(ih.mask + y * ih.stride, ref->mask + y * ref->stride,
+                       sizeof(uint16_t) * (size_t)ref->width);
+    if (!same)
+        fprintf(stderr, "%s: the device read differs from the host read\n", what);
+    CHECK(same);
+    g_device_reads +=
+        stage_calls(gpu, "read.device") > 0 && !stage_calls(gpu, "read.device_refused");
+    tide_image_free(gpu, &ih);
+    tide_image_free(gpu, &id);
+}
 
 static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *what) {
     tide_tile_image *ti = NULL;
@@ -85,6 +123,7 @@ static void compare(tide_ctx *cpu, tide_ctx *gpu, const char *path, const char *
     CHECK_OK(tide_fits_read_image(gpu, path, &ig, NULL));
     CHECK(same_bits(ic.pix, ig.pix, w * h, what));
     CHECK(!memcmp(ic.mask, ig.mask, sizeof(uint16_t) * (size_t)(w * h)));
+    device_read(gpu, path, &ic, what);
     tide_image_free(cpu, &ic);
     tide_image_free(gpu, &ig);
     /* corrupted: the same verdict and detail on both, naming file, HDU and tile */
@@ -178,6 +217,7 @@ int main(void) {
     if (!tide_cuda_available(NULL))
         TIDE_TEST_SKIP("no usable GPU");
     setenv("TIDE_GPU_TILE_DECODE", "1", 1); /* whole reads on the CUDA context decode there */
+    setenv("TIDE_DECODE_TIMES", "1", 1);    /* the device read's stage timers: which path */
     tide_ctx *cpu = NULL, *gpu = NULL;
     tide_ctx_options o = {0};
     o.backend = TIDE_BACKEND_CPU;
@@ -220,6 +260,8 @@ int main(void) {
                     compare(cpu, gpu, path, what);
                 }
     CHECK(sample > 1 || g_fallback_tiles > 0); /* some images had gzipped fallback tiles */
+    printf("%d images inflated straight into device memory\n", g_device_reads);
+    CHECK(g_device_reads > 0);
     const struct {
         const char *opt;
         int bitpix;
