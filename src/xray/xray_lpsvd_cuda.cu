@@ -337,11 +337,13 @@ template <typename K> static int allow_shared(K kernel, size_t bytes, const char
     return 0;
 }
 
-/* Blocks of @p threads that keep every SM as full as @p kernel (with @p shared bytes of
- * dynamic shared memory a block) allows, at most @p need: a launch whose warps take traces
- * from a counter needs no more than are resident at once. */
+/* Blocks of @p warps warps that keep every SM as full as @p kernel (with @p shared bytes of
+ * dynamic shared memory a block) allows, at most one warp for each of @p ntr traces: a launch
+ * whose warps take traces from a counter needs no more than are resident at once. */
 template <typename K>
-static unsigned resident_blocks(K kernel, int threads, size_t shared, int64_t need) {
+static unsigned resident_blocks(K kernel, int warps, size_t shared, int64_t ntr) {
+    const int threads = warps * XRAY_LANES;
+    const int64_t need = (ntr + warps - 1) / warps;
     int dev = 0, sms = 1, per = 1;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
@@ -409,8 +411,7 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
     cudaEvent_t ev[5] = {time_mark(stream), NULL, NULL, NULL, NULL};
     if (!st) {
         const unsigned sblocks =
-            resident_blocks(xray_lp_start_kernel, XRAY_START_WARPS * XRAY_LANES, sshared,
-                            (job->ntr + XRAY_START_WARPS - 1) / XRAY_START_WARPS);
+            resident_blocks(xray_lp_start_kernel, XRAY_START_WARPS, sshared, job->ntr);
         xray_lp_start_kernel<<<sblocks, XRAY_START_WARPS * XRAY_LANES, sshared, stream>>>(
             job->traces, job->ntr, job->n, job->dt, job->components, (double *)svd, (int *)stage,
             job->out, (unsigned long long *)next);
@@ -419,8 +420,7 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
     }
     if (!st) {
         const unsigned wblocks =
-            resident_blocks(xray_lp_svd_kernel, XRAY_SVD_WARPS * XRAY_LANES, shared,
-                            (job->ntr + XRAY_SVD_WARPS - 1) / XRAY_SVD_WARPS);
+            resident_blocks(xray_lp_svd_kernel, XRAY_SVD_WARPS, shared, job->ntr);
         xray_lp_svd_kernel<<<wblocks, XRAY_SVD_WARPS * XRAY_LANES, shared, stream>>>(
             job->ntr, r, (double *)svd, (int *)stage, (unsigned long long *)next + 1);
         st = launched("lpsvd svd", NULL);
@@ -428,8 +428,7 @@ static int launch_stages(tide_ctx *ctx, const xray_lp_job *job, int *frame_full)
     }
     if (!st) {
         const unsigned rblocks =
-            resident_blocks(xray_lp_roots_kernel, XRAY_ROOTS_WARPS * XRAY_LANES, rshared,
-                            (job->ntr + XRAY_ROOTS_WARPS - 1) / XRAY_ROOTS_WARPS);
+            resident_blocks(xray_lp_roots_kernel, XRAY_ROOTS_WARPS, rshared, job->ntr);
         xray_lp_roots_kernel<<<rblocks, XRAY_ROOTS_WARPS * XRAY_LANES, rshared, stream>>>(
             job->traces, job->ntr, job->n, job->components, (const double *)svd, (int *)stage,
             (double *)roots, job->out, (unsigned long long *)next + 2);
@@ -488,8 +487,7 @@ static int launch_refine(tide_ctx *ctx, const xray_lp_job *job) {
         st = trace_counter(ctx, &next, 1);
     if (st)
         return st;
-    const unsigned blocks = resident_blocks(xray_lm_kernel, XRAY_LM_WARPS * XRAY_LANES, shared,
-                                            (job->ntr + XRAY_LM_WARPS - 1) / XRAY_LM_WARPS);
+    const unsigned blocks = resident_blocks(xray_lm_kernel, XRAY_LM_WARPS, shared, job->ntr);
     cudaEvent_t ev[2] = {time_mark((cudaStream_t)ctx->stream), NULL};
     xray_lm_kernel<<<blocks, XRAY_LM_WARPS * XRAY_LANES, shared, (cudaStream_t)ctx->stream>>>(
         job->traces, job->ntr, job->n, job->dt, job->components, nw, job->out,

@@ -68,6 +68,17 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
  *  within int32), else 0. */
 int tide_tile_rice_on_device(const tide_tile_image *ti);
 
+/** A decoder of tiles into device memory (tide_tile_rice_to_device, tide_tile_inflate_to_device):
+ *  the image into @p d_out, its no-data marking into @p d_mask when given; 0, 2 when the device
+ *  did not take or refused a tile, 1 when it does not decode the codec, or a negative TIDE_E_*. */
+typedef int (*tide_tile_to_device_fn)(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                      float *d_out, uint16_t *d_mask);
+
+/** @p fn's image brought to host memory @p out through a device buffer of the image's size;
+ *  returns as @p fn (2: @p out then holds no image, and the CPU twin must decide). */
+int tide_tile_decode_through_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                    float *out, tide_tile_to_device_fn fn);
+
 /** The RICE_1 image of tide_tile_decode_cuda decoded into device memory: @p d_out (the
  *  image's pixels, width × height floats) and, when @p d_mask is not NULL, its mask plane,
  *  TIDE_MASK_NODATA where a value is not finite (that pixel then NaN) and 0 elsewhere, the
@@ -99,8 +110,9 @@ int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uin
                              float *out);
 
 /** A GZIP_1 / GZIP_2 image (@p data: its whole data unit) inflated on the device straight into
- *  device memory @p d_out, with the reader's marking into @p d_mask (non-finite pixels NaN and
- *  TIDE_MASK_NODATA, as tide_tile_rice_file_to_device): returns as tide_tile_inflate_device. */
+ *  device memory @p d_out, with the reader's marking into @p d_mask when given (non-finite pixels
+ * NaN and TIDE_MASK_NODATA, as tide_tile_rice_file_to_device): returns as tide_tile_inflate_device.
+ */
 int tide_tile_inflate_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                                 float *d_out, uint16_t *d_mask);
 #endif

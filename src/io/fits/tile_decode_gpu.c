@@ -183,6 +183,20 @@ int tide_tile_rice_file_to_device(tide_ctx *ctx, const tide_tile_image *ti, cons
     return rice_device(ctx, ti, table, &src, d_out, d_mask);
 }
 
+int tide_tile_decode_through_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                    float *out, tide_tile_to_device_fn fn) {
+    const tide_tile_layout *t = &ti->lay;
+    const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
+    void *d_out = NULL;
+    int st = tide_device_alloc(ctx, bytes, &d_out);
+    if (!st)
+        st = fn(ctx, ti, data, d_out, NULL);
+    if (!st)
+        st = tide_memcpy(ctx, out, 0, d_out, 1, bytes);
+    tide_device_free(ctx, d_out);
+    return st;
+}
+
 int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                           float *out) {
     const tide_tile_layout *t = &ti->lay;
@@ -193,14 +207,7 @@ int tide_tile_decode_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_
     }
     if (!tide_tile_rice_on_device(ti))
         return 1;
-    const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
-    void *d_out = NULL;
-    int st = tide_device_alloc(ctx, bytes, &d_out);
-    if (!st)
-        st = tide_tile_rice_to_device(ctx, ti, data, d_out, NULL);
-    if (!st)
-        st = tide_memcpy(ctx, out, 0, d_out, 1, bytes);
-    tide_device_free(ctx, d_out);
+    int st = tide_tile_decode_through_device(ctx, ti, data, out, tide_tile_rice_to_device);
     if (st == 2) /* the CPU twin names the first wrong tile (or decodes a fallback tile) */
         st = tide_tile_decode_cpu(ti, data, out, ctx->threads);
     return st;

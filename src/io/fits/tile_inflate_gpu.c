@@ -50,12 +50,8 @@ static int gzip_job(const tide_tile_image *ti, const uint8_t *data, int64_t k, i
     return 0;
 }
 
-/* Every tile of a GZIP image inflated and converted on the device into @p d_out (device
- * memory, the image's size), marked into @p d_mask when given: 0, 2 when the device did not
- * take or refused a tile (d_out then holds no image), 1 when the image is not a GZIP one, or a
- * negative TIDE_E_*. */
-static int inflate_into(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data, float *d_out,
-                        uint16_t *d_mask) {
+int tide_tile_inflate_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
+                                float *d_out, uint16_t *d_mask) {
     const tide_tile_layout *t = &ti->lay;
     if ((t->codec != CODEC_GZIP1 && t->codec != CODEC_GZIP2) || t->ntiles > INT32_MAX)
         return 1;
@@ -105,23 +101,7 @@ static int inflate_into(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t 
 
 int tide_tile_inflate_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
                              float *out) {
-    const tide_tile_layout *t = &ti->lay;
-    if (t->codec != CODEC_GZIP1 && t->codec != CODEC_GZIP2)
-        return 1;
-    const size_t bytes = sizeof(float) * (size_t)(t->znaxis[0] * (t->ndim > 1 ? t->znaxis[1] : 1));
-    void *d_out = NULL;
-    int st = tide_device_alloc(ctx, bytes, &d_out);
-    if (!st)
-        st = inflate_into(ctx, ti, data, d_out, NULL);
-    if (!st)
-        st = tide_memcpy(ctx, out, 0, d_out, 1, bytes);
-    tide_device_free(ctx, d_out);
-    return st;
-}
-
-int tide_tile_inflate_to_device(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
-                                float *d_out, uint16_t *d_mask) {
-    return inflate_into(ctx, ti, data, d_out, d_mask);
+    return tide_tile_decode_through_device(ctx, ti, data, out, tide_tile_inflate_to_device);
 }
 
 int tide_tile_inflate_cuda(tide_ctx *ctx, const tide_tile_image *ti, const uint8_t *data,
